@@ -1,0 +1,226 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Action is what wrapup does once the trigger of an AppWrapper has finished.
+// +kubebuilder:validation:Enum=DeleteAll;UpdateStatus
+type Action string
+
+const (
+	// ActionDeleteAll records the outcome, waits ttlSecondsAfterFinished, then
+	// deletes the AppWrapper with Background propagation: the AppWrapper
+	// controller tears its components down and Kueue releases the quota only
+	// once they are gone.
+	ActionDeleteAll Action = "DeleteAll"
+	// ActionUpdateStatus records the outcome only: the components keep
+	// running and the Kueue quota stays held.
+	ActionUpdateStatus Action = "UpdateStatus"
+)
+
+// TriggerSpec names the component of an AppWrapper whose completion finishes
+// the whole AppWrapper.
+// +kubebuilder:validation:XValidation:rule="!has(self.name) || has(self.kind)",message="trigger.name needs trigger.kind"
+// +kubebuilder:validation:XValidation:rule="!has(self.apiGroup) || self.apiGroup == '' || has(self.kind)",message="trigger.apiGroup needs trigger.kind"
+type TriggerSpec struct {
+	// apiGroup is the API group of the trigger component's kind; empty for
+	// the core group (Pods). Example: "batch", "jobset.x-k8s.io", "kubeflow.org".
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	APIGroup string `json:"apiGroup,omitempty"`
+
+	// kind is the kind of the trigger component. Example: "Job", "JobSet",
+	// "PyTorchJob". Without a kind, the trigger is the one component of the
+	// AppWrapper annotated wrapup.dev/trigger: "true".
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	Kind string `json:"kind,omitempty"`
+
+	// name is the name of the trigger component, for AppWrappers that wrap
+	// several objects of the trigger's kind. Example: "benchmark-job".
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name,omitempty"`
+}
+
+// Variable is a named CEL expression that the success, failure and message
+// expressions can use as variables.<name>. Variables are evaluated lazily, at
+// most once per evaluation, as in a ValidatingAdmissionPolicy.
+type Variable struct {
+	// name of the variable, a CEL identifier. Example: "completed".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z_][a-zA-Z0-9_]*$`
+	Name string `json:"name"`
+
+	// expression is the CEL expression of the variable, over object (the
+	// trigger), appWrapper and earlier variables.
+	// Example: "object.status.?succeeded.orValue(0)".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Expression string `json:"expression"`
+}
+
+// ActionSpec says what wrapup does with a finished AppWrapper, and when.
+type ActionSpec struct {
+	// action is DeleteAll (delete the AppWrapper and with it every component,
+	// after ttlSecondsAfterFinished) or UpdateStatus (record the outcome only).
+	// +optional
+	// +kubebuilder:default=DeleteAll
+	Action Action `json:"action,omitempty"`
+
+	// ttlSecondsAfterFinished is how long after the trigger finished the
+	// AppWrapper is deleted, so that logs and results can be collected first.
+	// 0 deletes at once. Used by DeleteAll only. Example: 300.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2592000
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+}
+
+// CompletionRuleSpec says which AppWrappers a rule applies to, which of their
+// components is the trigger, what "finished" means and what happens then.
+// +kubebuilder:validation:XValidation:rule="!has(self.trigger) || !has(self.trigger.kind) || (has(self.success) && self.success != '') || ((has(self.trigger.apiGroup) ? self.trigger.apiGroup : '') + '/' + self.trigger.kind) in ['batch/Job', 'jobset.x-k8s.io/JobSet', 'kubeflow.org/PyTorchJob', 'kubeflow.org/MPIJob', 'trainer.kubeflow.org/TrainJob', 'ray.io/RayJob', '/Pod', 'argoproj.io/Workflow']",message="a trigger kind with no built-in expression needs spec.success"
+type CompletionRuleSpec struct {
+	// appWrapperSelector selects the AppWrappers this rule applies to, by
+	// their labels. Empty or absent selects every AppWrapper.
+	// Example: {matchLabels: {llm-d.ai/role: benchmark}}.
+	// +optional
+	AppWrapperSelector *metav1.LabelSelector `json:"appWrapperSelector,omitempty"`
+
+	// namespaceSelector selects the namespaces this rule applies in, by their
+	// labels. Empty or absent selects every namespace.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// priority decides between rules that match the same AppWrapper: the
+	// highest wins, ties go to the rule whose name sorts first. Example: 10.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=-1000000
+	// +kubebuilder:validation:Maximum=1000000
+	Priority int32 `json:"priority,omitempty"`
+
+	// trigger names the component whose completion finishes the AppWrapper.
+	// Absent or without a kind: the component annotated
+	// wrapup.dev/trigger: "true" in the AppWrapper's spec.components.
+	// +optional
+	Trigger TriggerSpec `json:"trigger,omitempty"`
+
+	// success is a CEL expression over object (the live trigger), appWrapper
+	// and variables that is true once the trigger succeeded. Empty: the
+	// built-in expression for the trigger's kind.
+	// Example: "object.status.?succeeded.orValue(0) >= 1".
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Success string `json:"success,omitempty"`
+
+	// failure is a CEL expression that is true once the trigger failed.
+	// Empty: the built-in expression for the trigger's kind, or never for a
+	// kind with none. Success wins when both are true.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Failure string `json:"failure,omitempty"`
+
+	// message is an optional CEL expression of type string, recorded with the
+	// outcome in the wrapup.dev/message annotation and the Event.
+	// Example: "'benchmark finished after ' + string(object.status.?succeeded.orValue(0)) + ' pods'".
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Message string `json:"message,omitempty"`
+
+	// variables are named CEL expressions that success, failure and message
+	// can use as variables.<name>; each may use the ones before it.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Variables []Variable `json:"variables,omitempty"`
+
+	// onSuccess is what happens once the trigger succeeded. Default:
+	// DeleteAll at once.
+	// +optional
+	OnSuccess ActionSpec `json:"onSuccess,omitempty"`
+
+	// onFailure is what happens once the trigger failed and the AppWrapper
+	// controller will not retry it. Default: DeleteAll at once.
+	// +optional
+	OnFailure ActionSpec `json:"onFailure,omitempty"`
+
+	// dryRun records outcomes and emits "would delete" Events, and never
+	// deletes anything: for trying a new rule on a live cluster.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// CompletionRuleStatus is what wrapup observed of a rule.
+type CompletionRuleStatus struct {
+	// observedGeneration is the rule generation that the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready is True when every expression compiled and the
+	// trigger kind is served; False with reason InvalidExpression or
+	// TriggerKindNotFound and a message that says what is wrong.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// matchedAppWrappers is how many AppWrappers this rule currently decides
+	// for (it matches them and wins over every other matching rule).
+	// +optional
+	MatchedAppWrappers int32 `json:"matchedAppWrappers,omitempty"`
+
+	// succeeded counts AppWrappers finished by this rule with a succeeded trigger.
+	// +optional
+	Succeeded int64 `json:"succeeded,omitempty"`
+
+	// failed counts AppWrappers finished by this rule with a failed trigger.
+	// +optional
+	Failed int64 `json:"failed,omitempty"`
+}
+
+// CompletionRule tells wrapup when the AppWrappers it selects are finished
+// (their trigger component succeeded or failed, by a CEL expression) and what
+// to do then (delete them, or record the outcome only).
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=crule;crules,categories=wrapup
+// +kubebuilder:printcolumn:name="Trigger",type=string,JSONPath=`.spec.trigger.kind`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.matchedAppWrappers`
+// +kubebuilder:printcolumn:name="Succeeded",type=integer,JSONPath=`.status.succeeded`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type CompletionRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is what the rule selects, evaluates and does.
+	// +required
+	Spec CompletionRuleSpec `json:"spec"`
+
+	// status is what wrapup observed of the rule.
+	// +optional
+	Status CompletionRuleStatus `json:"status,omitempty"`
+}
+
+// CompletionRuleList is a list of CompletionRules.
+// +kubebuilder:object:root=true
+type CompletionRuleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CompletionRule `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&CompletionRule{}, &CompletionRuleList{})
+}

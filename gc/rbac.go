@@ -1,0 +1,23 @@
+// Package gc holds wrapup's controllers: the rule reconciler, the AppWrapper
+// reconciler, the dynamic trigger watches and the actions.
+package gc
+
+// wrapup reads AppWrappers, Namespaces and trigger objects; it patches and
+// deletes AppWrappers (and nothing else); it writes Events and its own rules'
+// status. Read access to further trigger kinds is granted through the
+// aggregated ClusterRole in config/rbac (label wrapup.dev/aggregate-to-manager).
+
+// +kubebuilder:rbac:groups=workload.codeflare.dev,resources=appwrappers,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=wrapup.dev,resources=completionrules,verbs=get;list;watch
+// +kubebuilder:rbac:groups=wrapup.dev,resources=completionrules/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kubeflow.org,resources=pytorchjobs;mpijobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ray.io,resources=rayjobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=argoproj.io,resources=workflows,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete

@@ -1,0 +1,262 @@
+// Package framework starts the local control plane that wrapup's integration
+// and end-to-end suites run against: a real kube-apiserver and etcd (through
+// controller-runtime's envtest, with binaries the project builds itself, see
+// test/controlplane), kube-controller-manager's garbage collector, and a
+// controller manager running the real AppWrapper controller beside whatever
+// the suite adds (wrapup itself, Kueue).
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	awconfig "github.com/project-codeflare/appwrapper/pkg/config"
+	awcontroller "github.com/project-codeflare/appwrapper/pkg/controller"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+)
+
+// Scheme knows every type the suites use.
+var Scheme = k8sruntime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(Scheme))
+	utilruntime.Must(awv1beta2.AddToScheme(Scheme))
+	utilruntime.Must(wrapupv1alpha1.AddToScheme(Scheme))
+}
+
+// ManagerSetup adds controllers to the suite's manager before it starts.
+type ManagerSetup func(ctx context.Context, mgr ctrl.Manager) error
+
+// Framework is one control plane for one suite.
+type Framework struct {
+	// CRDPaths are extra CRD folders or files (wrapup's and AppWrapper's are always installed).
+	CRDPaths []string
+	// WithoutGarbageCollector skips kube-controller-manager: nothing is then
+	// ever garbage-collected, which a test of the bed itself uses.
+	WithoutGarbageCollector bool
+	// WithoutAppWrapperController leaves the AppWrapper controller out of the manager.
+	WithoutAppWrapperController bool
+
+	env     *envtest.Environment
+	kcm     *exec.Cmd
+	kcmDone chan struct{}
+	tmpDir  string
+
+	cancel  context.CancelFunc
+	mgrDone sync.WaitGroup
+}
+
+// Init starts etcd, kube-apiserver and (unless disabled) the garbage
+// collector, installs the CRDs and returns an admin config.
+func (f *Framework) Init() *rest.Config {
+	ginkgo.GinkgoHelper()
+	ctrl.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)))
+
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	gomega.Expect(assets).NotTo(gomega.BeEmpty(),
+		"KUBEBUILDER_ASSETS is not set: run the suites with `make test`, which builds the local control plane (test/controlplane/build.sh)")
+
+	crds := append([]string{
+		filepath.Join(RepoRoot(), "config", "crd", "bases"),
+		filepath.Join(ModuleDir("github.com/project-codeflare/appwrapper"), "config", "crd", "bases"),
+	}, f.CRDPaths...)
+
+	f.env = &envtest.Environment{
+		CRDDirectoryPaths:     crds,
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	cfg, err := f.env.Start()
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the local control plane")
+	cfg.QPS, cfg.Burst = 500, 1000
+
+	f.tmpDir, err = os.MkdirTemp("", "wrapup-framework-")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	if !f.WithoutGarbageCollector {
+		f.startGarbageCollector(assets)
+	}
+	return cfg
+}
+
+// Env is the running envtest environment.
+func (f *Framework) Env() *envtest.Environment { return f.env }
+
+// startGarbageCollector runs kube-controller-manager with only the garbage
+// collector, so that ownerReference cascades happen as in a real cluster.
+func (f *Framework) startGarbageCollector(assets string) {
+	ginkgo.GinkgoHelper()
+	user, err := f.env.AddUser(envtest.User{Name: "wrapup-test-gc", Groups: []string{"system:masters"}}, nil)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	kubeconfig, err := user.KubeConfig()
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	path := filepath.Join(f.tmpDir, "gc.kubeconfig")
+	gomega.Expect(os.WriteFile(path, kubeconfig, 0o600)).To(gomega.Succeed())
+
+	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
+		"--kubeconfig="+path,
+		"--authentication-kubeconfig="+path,
+		"--authorization-kubeconfig="+path,
+		"--controllers=garbagecollector",
+		"--use-service-account-credentials=false",
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--v=1",
+	)
+	cmd.Stdout = ginkgo.GinkgoWriter
+	cmd.Stderr = ginkgo.GinkgoWriter
+	// Dies with the test process, even when it is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	gomega.Expect(cmd.Start()).To(gomega.Succeed(), "starting kube-controller-manager")
+	f.kcm = cmd
+	f.kcmDone = make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(f.kcmDone)
+	}()
+}
+
+// NewManager returns a manager on cfg with the suite's scheme, no metrics
+// listener and no leader election, with the AppWrapper controller set up
+// unless the framework leaves it out.
+func (f *Framework) NewManager(cfg *rest.Config) ctrl.Manager {
+	ginkgo.GinkgoHelper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+	})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating the manager")
+	if !f.WithoutAppWrapperController {
+		awCfg := awconfig.NewAppWrapperConfig()
+		awCfg.Autopilot.MonitorNodes = false
+		awCfg.Autopilot.InjectAntiAffinities = false
+		gomega.Expect(awcontroller.SetupControllers(mgr, awCfg)).To(gomega.Succeed(), "setting up the AppWrapper controller")
+	}
+	return mgr
+}
+
+// StartManager creates a manager (see NewManager), runs setup on it and
+// starts it in the background until Teardown or StopManager.
+func (f *Framework) StartManager(ctx context.Context, cfg *rest.Config, setup ManagerSetup) ctrl.Manager {
+	ginkgo.GinkgoHelper()
+	mgr := f.NewManager(cfg)
+	ctx, f.cancel = context.WithCancel(ctx)
+	if setup != nil {
+		gomega.Expect(setup(ctx, mgr)).To(gomega.Succeed())
+	}
+	f.mgrDone.Add(1)
+	go func() {
+		defer ginkgo.GinkgoRecover()
+		defer f.mgrDone.Done()
+		gomega.Expect(mgr.Start(ctx)).To(gomega.Succeed(), "running the manager")
+	}()
+	return mgr
+}
+
+// StopManager stops the manager started by StartManager and waits for it.
+func (f *Framework) StopManager() {
+	if f.cancel != nil {
+		f.cancel()
+		f.mgrDone.Wait()
+		f.cancel = nil
+	}
+}
+
+// Teardown stops the manager, the garbage collector and the control plane.
+func (f *Framework) Teardown() {
+	ginkgo.GinkgoHelper()
+	f.StopManager()
+	if f.kcm != nil && f.kcm.Process != nil {
+		_ = f.kcm.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-f.kcmDone:
+		case <-time.After(10 * time.Second):
+			_ = f.kcm.Process.Kill()
+			<-f.kcmDone
+		}
+	}
+	if f.env != nil {
+		gomega.Expect(f.env.Stop()).To(gomega.Succeed(), "stopping the local control plane")
+	}
+	if f.tmpDir != "" {
+		_ = os.RemoveAll(f.tmpDir)
+	}
+}
+
+// GarbageCollectorRunning reports whether kube-controller-manager is still up.
+func (f *Framework) GarbageCollectorRunning() bool {
+	if f.kcm == nil {
+		return false
+	}
+	select {
+	case <-f.kcmDone:
+		return false
+	default:
+		return true
+	}
+}
+
+// CreateNamespace makes a fresh namespace for one spec; the returned
+// function deletes it.
+func CreateNamespace(ctx context.Context, c client.Client, prefix string, labels map[string]string) *corev1.Namespace {
+	ginkgo.GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: labels}}
+	gomega.Expect(c.Create(ctx, ns)).To(gomega.Succeed())
+	return ns
+}
+
+// RepoRoot is the folder of the project's go.mod.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+var (
+	moduleDirsMu sync.Mutex
+	moduleDirs   = map[string]string{}
+)
+
+// ModuleDir is where the Go toolchain keeps the source of a module the
+// project requires, for CRDs that ship inside modules (AppWrapper, Kueue).
+func ModuleDir(module string) string {
+	ginkgo.GinkgoHelper()
+	moduleDirsMu.Lock()
+	defer moduleDirsMu.Unlock()
+	if d, ok := moduleDirs[module]; ok {
+		return d
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), fmt.Sprintf("locating module %s", module))
+	d := strings.TrimSpace(string(out))
+	gomega.Expect(d).NotTo(gomega.BeEmpty(), "module %s is not downloaded (go mod download)", module)
+	moduleDirs[module] = d
+	return d
+}

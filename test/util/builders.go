@@ -1,0 +1,222 @@
+package util
+
+import (
+	"encoding/json"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+)
+
+// AppWrapperWrapper builds AppWrappers for tests.
+type AppWrapperWrapper struct{ awv1beta2.AppWrapper }
+
+// MakeAppWrapper starts an unsuspended AppWrapper with no components.
+func MakeAppWrapper(name, ns string) *AppWrapperWrapper {
+	return &AppWrapperWrapper{awv1beta2.AppWrapper{
+		TypeMeta:   metav1.TypeMeta{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+	}}
+}
+
+// Component adds obj (a typed or unstructured object with apiVersion and
+// kind set) as a component, with optional component annotations.
+func (w *AppWrapperWrapper) Component(obj runtime.Object, annotations map[string]string) *AppWrapperWrapper {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		panic(err)
+	}
+	w.Spec.Components = append(w.Spec.Components, awv1beta2.AppWrapperComponent{
+		Annotations: annotations,
+		Template:    runtime.RawExtension{Raw: raw},
+	})
+	return w
+}
+
+// Trigger adds obj as a component annotated as the trigger.
+func (w *AppWrapperWrapper) Trigger(obj runtime.Object) *AppWrapperWrapper {
+	return w.Component(obj, map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"})
+}
+
+// Label sets a label on the AppWrapper.
+func (w *AppWrapperWrapper) Label(k, v string) *AppWrapperWrapper {
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
+	}
+	w.Labels[k] = v
+	return w
+}
+
+// Annotation sets an annotation on the AppWrapper.
+func (w *AppWrapperWrapper) Annotation(k, v string) *AppWrapperWrapper {
+	if w.Annotations == nil {
+		w.Annotations = map[string]string{}
+	}
+	w.Annotations[k] = v
+	return w
+}
+
+// Suspend sets spec.suspend.
+func (w *AppWrapperWrapper) Suspend(s bool) *AppWrapperWrapper {
+	w.Spec.Suspend = s
+	return w
+}
+
+// Obj returns the built AppWrapper.
+func (w *AppWrapperWrapper) Obj() *awv1beta2.AppWrapper { return &w.AppWrapper }
+
+func podSpec() corev1.PodSpec {
+	return corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		TerminationGracePeriodSeconds: ptr.To[int64](0),
+		Containers: []corev1.Container{{
+			Name:  "main",
+			Image: "registry.invalid/wrapup/test:1",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("100m"),
+			}},
+		}},
+	}
+}
+
+// JobWrapper builds batch/v1 Jobs for tests.
+type JobWrapper struct{ batchv1.Job }
+
+// MakeJob starts a one-pod Job.
+func MakeJob(name string) *JobWrapper {
+	return &JobWrapper{batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: batchv1.JobSpec{
+			Parallelism:  ptr.To[int32](1),
+			Completions:  ptr.To[int32](1),
+			BackoffLimit: ptr.To[int32](0),
+			Template:     corev1.PodTemplateSpec{Spec: podSpec()},
+		},
+	}}
+}
+
+// Parallelism sets the Job's parallelism and completions.
+func (w *JobWrapper) Parallelism(n int32) *JobWrapper {
+	w.Spec.Parallelism, w.Spec.Completions = ptr.To(n), ptr.To(n)
+	return w
+}
+
+// Obj returns the built Job.
+func (w *JobWrapper) Obj() *batchv1.Job { return &w.Job }
+
+// MakeDeployment returns a Deployment (an inference server that never finishes).
+func MakeDeployment(name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	spec := podSpec()
+	spec.RestartPolicy = corev1.RestartPolicyAlways
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       spec,
+			},
+		},
+	}
+}
+
+// MakeConfigMap returns a ConfigMap component.
+func MakeConfigMap(name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Data:       data,
+	}
+}
+
+// RuleWrapper builds CompletionRules for tests.
+type RuleWrapper struct{ wrapupv1alpha1.CompletionRule }
+
+// MakeRule starts a rule that applies to every AppWrapper and uses the
+// annotated component as the trigger.
+func MakeRule(name string) *RuleWrapper {
+	return &RuleWrapper{wrapupv1alpha1.CompletionRule{
+		TypeMeta:   metav1.TypeMeta{APIVersion: wrapupv1alpha1.GroupVersion.String(), Kind: "CompletionRule"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+	}}
+}
+
+// TriggerKind sets the trigger's group, kind and (optional) name.
+func (w *RuleWrapper) TriggerKind(group, kind, name string) *RuleWrapper {
+	w.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: group, Kind: kind, Name: name}
+	return w
+}
+
+// AppWrapperLabels selects AppWrappers by labels.
+func (w *RuleWrapper) AppWrapperLabels(labels map[string]string) *RuleWrapper {
+	w.Spec.AppWrapperSelector = &metav1.LabelSelector{MatchLabels: labels}
+	return w
+}
+
+// NamespaceLabels selects namespaces by labels.
+func (w *RuleWrapper) NamespaceLabels(labels map[string]string) *RuleWrapper {
+	w.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: labels}
+	return w
+}
+
+// Priority sets the rule's priority.
+func (w *RuleWrapper) Priority(p int32) *RuleWrapper {
+	w.Spec.Priority = p
+	return w
+}
+
+// Success sets the success expression.
+func (w *RuleWrapper) Success(expr string) *RuleWrapper {
+	w.Spec.Success = expr
+	return w
+}
+
+// Failure sets the failure expression.
+func (w *RuleWrapper) Failure(expr string) *RuleWrapper {
+	w.Spec.Failure = expr
+	return w
+}
+
+// Message sets the message expression.
+func (w *RuleWrapper) Message(expr string) *RuleWrapper {
+	w.Spec.Message = expr
+	return w
+}
+
+// Variable appends a variable.
+func (w *RuleWrapper) Variable(name, expr string) *RuleWrapper {
+	w.Spec.Variables = append(w.Spec.Variables, wrapupv1alpha1.Variable{Name: name, Expression: expr})
+	return w
+}
+
+// OnSuccess sets the success action and TTL.
+func (w *RuleWrapper) OnSuccess(a wrapupv1alpha1.Action, ttl int32) *RuleWrapper {
+	w.Spec.OnSuccess = wrapupv1alpha1.ActionSpec{Action: a, TTLSecondsAfterFinished: ptr.To(ttl)}
+	return w
+}
+
+// OnFailure sets the failure action and TTL.
+func (w *RuleWrapper) OnFailure(a wrapupv1alpha1.Action, ttl int32) *RuleWrapper {
+	w.Spec.OnFailure = wrapupv1alpha1.ActionSpec{Action: a, TTLSecondsAfterFinished: ptr.To(ttl)}
+	return w
+}
+
+// DryRun sets dryRun.
+func (w *RuleWrapper) DryRun() *RuleWrapper {
+	w.Spec.DryRun = true
+	return w
+}
+
+// Obj returns the built rule.
+func (w *RuleWrapper) Obj() *wrapupv1alpha1.CompletionRule { return &w.CompletionRule }
