@@ -3,15 +3,22 @@ package integration
 import (
 	"context"
 	"os"
+	"time"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/test/framework"
 )
+
+// failureGracePeriod is short so that the suite can show a failure that the
+// AppWrapper controller does not retry becoming final.
+const failureGracePeriod = 2 * time.Second
 
 var (
 	fwk       *framework.Framework
@@ -37,7 +44,9 @@ var _ = BeforeSuite(func() {
 	var err error
 	k8sClient, err = client.New(cfg, client.Options{Scheme: framework.Scheme})
 	Expect(err).NotTo(HaveOccurred())
-	fwk.StartManager(ctx, cfg, nil)
+	fwk.StartManager(ctx, cfg, func(_ context.Context, mgr ctrl.Manager) error {
+		return gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod})
+	})
 })
 
 var _ = AfterSuite(func() {

@@ -1,0 +1,55 @@
+package gc
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/wrapup-dev/wrapup/celpolicies"
+)
+
+// Options tune the controllers.
+type Options struct {
+	// FailureGracePeriod is how long a Running AppWrapper with a failed
+	// trigger is given to start a retry (the AppWrapper controller's
+	// failureGracePeriod). Default DefaultFailureGracePeriod.
+	FailureGracePeriod time.Duration
+}
+
+// Setup adds wrapup's controllers to mgr.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	dyn, err := dynamic.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating dynamic client: %w", err)
+	}
+	watches := NewWatches(dyn, mgr.GetRESTMapper())
+	if err := mgr.Add(watches); err != nil {
+		return fmt.Errorf("adding trigger watches: %w", err)
+	}
+	policies := &celpolicies.Cache{}
+	assign := NewAssignments()
+	recorder := mgr.GetEventRecorder("wrapup")
+	if err := (&RuleReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: recorder,
+		Policies: policies,
+		Watches:  watches,
+		Assign:   assign,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the rule controller: %w", err)
+	}
+	if err := (&AppWrapperReconciler{
+		Client:             mgr.GetClient(),
+		APIReader:          mgr.GetAPIReader(),
+		Recorder:           recorder,
+		Policies:           policies,
+		Watches:            watches,
+		Assign:             assign,
+		FailureGracePeriod: opts.FailureGracePeriod,
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the appwrapper controller: %w", err)
+	}
+	return nil
+}

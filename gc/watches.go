@@ -1,0 +1,293 @@
+package gc
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Watches keeps one informer per trigger kind in use, never one per object.
+// Each informer lists and watches only objects labelled as AppWrapper
+// components, drops managedFields, and turns every change into a generic
+// event for the AppWrapper that owns the object. Kinds are
+// reference-counted by owner (a rule, or an AppWrapper whose annotated
+// component names a kind): an informer stops when no owner needs its kind.
+type Watches struct {
+	client dynamic.Interface
+	mapper meta.RESTMapper
+	events chan event.GenericEvent
+
+	mu        sync.Mutex
+	owners    map[string]map[schema.GroupKind]struct{}
+	informers map[schema.GroupKind]*kindInformer
+	ctx       context.Context
+	started   chan struct{}
+}
+
+type kindInformer struct {
+	gvr      schema.GroupVersionResource
+	informer cache.SharedIndexInformer
+	stop     context.CancelFunc
+}
+
+// NewWatches returns a Watches whose events go to the returned channel
+// (the source of the AppWrapper controller).
+func NewWatches(client dynamic.Interface, mapper meta.RESTMapper) *Watches {
+	return &Watches{
+		client:    client,
+		mapper:    mapper,
+		events:    make(chan event.GenericEvent, 1024),
+		owners:    map[string]map[schema.GroupKind]struct{}{},
+		informers: map[schema.GroupKind]*kindInformer{},
+		started:   make(chan struct{}),
+	}
+}
+
+// Events is where trigger changes arrive, as the AppWrapper to reconcile.
+func (w *Watches) Events() <-chan event.GenericEvent { return w.events }
+
+// Start records the manager's context; informers run until it is done.
+func (w *Watches) Start(ctx context.Context) error {
+	w.mu.Lock()
+	w.ctx = ctx
+	w.mu.Unlock()
+	close(w.started)
+	<-ctx.Done()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for gk, inf := range w.informers {
+		inf.stop()
+		delete(w.informers, gk)
+	}
+	return nil
+}
+
+// NeedLeaderElection: triggers are only watched by the acting replica.
+func (w *Watches) NeedLeaderElection() bool { return true }
+
+// KindNotFoundError says that a trigger kind is not served (its CRD is not
+// installed yet).
+type KindNotFoundError struct {
+	Kind schema.GroupKind
+	Err  error
+}
+
+func (e *KindNotFoundError) Error() string {
+	return fmt.Sprintf("trigger kind %s is not served by the API server: %v", e.Kind, e.Err)
+}
+
+func (e *KindNotFoundError) Unwrap() error { return e.Err }
+
+// Ensure sets the kinds that owner needs and starts the informers that are
+// missing; informers no owner needs any more are stopped. It returns a
+// *KindNotFoundError for the first kind that the API server does not serve;
+// the other kinds are still watched, and the owner keeps its claim on the
+// missing one so that a later Ensure picks it up.
+func (w *Watches) Ensure(owner string, kinds ...schema.GroupKind) error {
+	// The controllers and the watches start together; informers need the
+	// manager's context.
+	select {
+	case <-w.started:
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("watching %v: the watch manager has not started", kinds)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(kinds) == 0 {
+		delete(w.owners, owner)
+	} else {
+		set := make(map[schema.GroupKind]struct{}, len(kinds))
+		for _, gk := range kinds {
+			set[gk] = struct{}{}
+		}
+		w.owners[owner] = set
+	}
+	var firstErr error
+	for _, gk := range kinds {
+		if err := w.startLocked(gk); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	w.gcLocked()
+	return firstErr
+}
+
+// Release drops every claim of owner.
+func (w *Watches) Release(owner string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.owners[owner]; !ok {
+		return
+	}
+	delete(w.owners, owner)
+	w.gcLocked()
+}
+
+// Kinds lists the kinds with a running informer, sorted.
+func (w *Watches) Kinds() []schema.GroupKind {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]schema.GroupKind, 0, len(w.informers))
+	for gk := range w.informers {
+		out = append(out, gk)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// Get returns the cached trigger object of kind gk, or nil when the
+// informer has not seen it (or the kind is not watched). synced is false
+// while the kind's informer has not finished its first list.
+func (w *Watches) Get(gk schema.GroupKind, namespace, name string) (obj *unstructured.Unstructured, synced bool, err error) {
+	w.mu.Lock()
+	inf, ok := w.informers[gk]
+	w.mu.Unlock()
+	if !ok {
+		return nil, false, nil
+	}
+	if !inf.informer.HasSynced() {
+		return nil, false, nil
+	}
+	item, exists, err := inf.informer.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil || !exists {
+		return nil, true, err
+	}
+	return item.(*unstructured.Unstructured), true, nil
+}
+
+// Resource returns the resource that kind gk is watched as.
+func (w *Watches) Resource(gk schema.GroupKind) (schema.GroupVersionResource, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	inf, ok := w.informers[gk]
+	if !ok {
+		return schema.GroupVersionResource{}, false
+	}
+	return inf.gvr, true
+}
+
+func (w *Watches) startLocked(gk schema.GroupKind) error {
+	if _, ok := w.informers[gk]; ok {
+		return nil
+	}
+	if w.ctx == nil {
+		return fmt.Errorf("watching %s: the watch manager has not started", gk)
+	}
+	mapping, err := w.mapper.RESTMapping(gk)
+	if err != nil {
+		// No match, or discovery of a group that does not exist (yet).
+		return &KindNotFoundError{Kind: gk, Err: err}
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return fmt.Errorf("trigger kind %s is cluster-scoped: AppWrapper components live in the AppWrapper's namespace", gk)
+	}
+	informer := dynamicinformer.NewFilteredDynamicInformer(w.client, mapping.Resource, metav1.NamespaceAll, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		func(o *metav1.ListOptions) { o.LabelSelector = awv1beta2.AppWrapperLabel }).Informer()
+	if err := informer.SetTransform(stripObject); err != nil {
+		return fmt.Errorf("watching %s: %w", gk, err)
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    w.enqueue,
+		UpdateFunc: func(_, obj any) { w.enqueue(obj) },
+		DeleteFunc: w.enqueue,
+	}); err != nil {
+		return fmt.Errorf("watching %s: %w", gk, err)
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	w.informers[gk] = &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel}
+	go informer.RunWithContext(ctx)
+	informersGauge.Set(float64(len(w.informers)))
+	logf.FromContext(w.ctx).Info("Watching trigger kind", "kind", gk.String(), "resource", mapping.Resource.String())
+	return nil
+}
+
+func (w *Watches) gcLocked() {
+	needed := map[schema.GroupKind]struct{}{}
+	for _, set := range w.owners {
+		for gk := range set {
+			needed[gk] = struct{}{}
+		}
+	}
+	for gk, inf := range w.informers {
+		if _, ok := needed[gk]; !ok {
+			inf.stop()
+			delete(w.informers, gk)
+			if w.ctx != nil {
+				logf.FromContext(w.ctx).Info("Stopped watching trigger kind", "kind", gk.String())
+			}
+		}
+	}
+	informersGauge.Set(float64(len(w.informers)))
+}
+
+// WaitForSync waits until the informer of gk has listed, or ctx ends.
+func (w *Watches) WaitForSync(ctx context.Context, gk schema.GroupKind) bool {
+	w.mu.Lock()
+	inf, ok := w.informers[gk]
+	w.mu.Unlock()
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return cache.WaitForCacheSync(ctx.Done(), inf.informer.HasSynced)
+}
+
+func (w *Watches) enqueue(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	name := owningAppWrapper(u)
+	if name == "" {
+		return
+	}
+	w.events <- event.GenericEvent{Object: &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: name}}}
+}
+
+// owningAppWrapper is the AppWrapper that controls a component: its
+// controller ownerReference, or failing that the AppWrapper label.
+func owningAppWrapper(u *unstructured.Unstructured) string {
+	for _, ref := range u.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "AppWrapper" &&
+			schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).Group == awv1beta2.GroupVersion.Group {
+			return ref.Name
+		}
+	}
+	return u.GetLabels()[awv1beta2.AppWrapperLabel]
+}
+
+// stripObject keeps what an evaluation and the owner mapping need: it drops
+// managedFields and the last-applied annotation, the largest parts of most
+// objects that no expression reads.
+func stripObject(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	u.SetManagedFields(nil)
+	if ann := u.GetAnnotations(); ann != nil {
+		if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+			u.SetAnnotations(ann)
+		}
+	}
+	return u, nil
+}
