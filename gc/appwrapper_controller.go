@@ -42,10 +42,12 @@ const (
 	ReasonOutcomeCleared   = "OutcomeCleared"
 )
 
-// DefaultFailureGracePeriod is the AppWrapper controller's default
-// failureGracePeriod: how long a Running AppWrapper with a failed trigger is
-// given to start a retry before the failure is taken as final.
-const DefaultFailureGracePeriod = time.Minute
+// DefaultFailureGracePeriod is how long a Running AppWrapper with a failed
+// trigger is given to start a retry before the failure is taken as final:
+// the AppWrapper controller's default failureGracePeriod (1m) plus the
+// period at which it re-checks the components of a Running AppWrapper (1m).
+// An AppWrapper's own failureGracePeriod annotation replaces the first part.
+const DefaultFailureGracePeriod = time.Minute + appWrapperRecheckPeriod
 
 // AppWrapperReconciler finishes one AppWrapper: it picks the winning rule,
 // finds the trigger, evaluates it, records the outcome, waits the TTL and acts.

@@ -6,6 +6,11 @@ import (
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 )
 
+// appWrapperRecheckPeriod is how often the AppWrapper controller looks at
+// the components of a Running AppWrapper when no pod changes: a failed
+// component can go unnoticed by it for that long.
+const appWrapperRecheckPeriod = time.Minute
+
 // failureIsFinal says whether a failed trigger is final, that is whether the
 // AppWrapper controller will not retry it (retryLimit, Resetting): its phase
 // is Failed, or it is Succeeded, or it stayed Running for the failure grace
@@ -19,7 +24,7 @@ func failureIsFinal(aw *awv1beta2.AppWrapper, firstSeen, now time.Time, defaultG
 		grace := defaultGrace
 		if v, ok := aw.Annotations[awv1beta2.FailureGracePeriodDurationAnnotation]; ok {
 			if d, err := time.ParseDuration(v); err == nil && d >= 0 {
-				grace = d
+				grace = d + appWrapperRecheckPeriod
 			}
 		}
 		deadline := firstSeen.Add(grace)

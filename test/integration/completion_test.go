@@ -1,0 +1,353 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/test/framework"
+	"github.com/wrapup-dev/wrapup/test/util"
+)
+
+const nsLabel = "wrapup.test/namespace"
+
+var _ = Describe("Completing AppWrappers", func() {
+	var (
+		ns    *corev1.Namespace
+		rules []*wrapupv1alpha1.CompletionRule
+	)
+
+	BeforeEach(func() {
+		ns = framework.CreateNamespace(ctx, k8sClient, "wrapup", nil)
+		// Rules are cluster-scoped: each spec's rules select its namespace only.
+		ns.Labels = map[string]string{nsLabel: ns.Name}
+		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
+		rules = nil
+	})
+	AfterEach(func() {
+		for _, r := range rules {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, r))).To(Succeed())
+		}
+		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed())
+	})
+
+	// makeRule scopes a rule to the spec's namespace.
+	makeRule := func(name string) *util.RuleWrapper {
+		return util.MakeRule(fmt.Sprintf("%s-%s", ns.Name, name)).NamespaceLabels(map[string]string{nsLabel: ns.Name})
+	}
+	createRule := func(r *wrapupv1alpha1.CompletionRule) *wrapupv1alpha1.CompletionRule {
+		GinkgoHelper()
+		Expect(k8sClient.Create(ctx, r)).To(Succeed())
+		rules = append(rules, r)
+		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
+		return r
+	}
+	// benchmarkAppWrapper wraps an inference Deployment, a ConfigMap and the
+	// benchmark Job, and waits until the AppWrapper controller runs them.
+	benchmarkAppWrapper := func(name string, annotateJob bool) (*awv1beta2.AppWrapper, types.NamespacedName) {
+		GinkgoHelper()
+		w := util.MakeAppWrapper(name, ns.Name).
+			Label("llm-d.ai/role", "benchmark").
+			Component(util.MakeDeployment(name+"-inference", 1), nil).
+			Component(util.MakeConfigMap(name+"-config", map[string]string{"rate": "10"}), nil)
+		if annotateJob {
+			w.Trigger(util.MakeJob(name + "-benchmark").Obj())
+		} else {
+			w.Component(util.MakeJob(name+"-benchmark").Obj(), nil)
+		}
+		aw := w.Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		job := types.NamespacedName{Namespace: ns.Name, Name: name + "-benchmark"}
+		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		util.JobStarted(ctx, k8sClient, job)
+		return aw, job
+	}
+
+	It("records the outcome and deletes the whole AppWrapper when the benchmark Job succeeds", func() {
+		rule := createRule(makeRule("benchmarks").
+			AppWrapperLabels(map[string]string{"llm-d.ai/role": "benchmark"}).
+			TriggerKind("batch", "Job", "").
+			Message(`'benchmark finished: ' + string(object.status.?succeeded.orValue(0)) + ' pod(s) succeeded'`).
+			Obj())
+		aw, job := benchmarkAppWrapper("run1", false)
+
+		By("playing the Deployment's controller: an inference pod that never finishes")
+		deploy := &appsv1.Deployment{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: "run1-inference"}, deploy)).To(Succeed())
+		deploy.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+		pod := util.CreatePod(ctx, k8sClient, ns.Name, "run1-inference-0", aw.Name, deploy, corev1.PodRunning)
+
+		By("nothing happening while the Job runs")
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+
+		By("the Job completing")
+		util.JobComplete(ctx, k8sClient, job)
+
+		By("the AppWrapper, its components and their pods going")
+		expectEvent(aw, wrapupv1alpha1.OutcomeSucceeded, "TriggerSucceeded", "benchmark finished: 1 pod(s) succeeded")
+		expectEvent(aw, "", "Deleted", "")
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+		for _, obj := range []client.Object{
+			&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "run1-benchmark"}},
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "run1-inference"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "run1-config"}},
+			pod,
+		} {
+			util.ExpectGone(ctx, k8sClient, obj, util.LongTimeout)
+		}
+
+		By("the rule counting the success")
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(rule), got)).To(Succeed())
+			g.Expect(got.Status.Succeeded).To(Equal(int64(1)))
+			g.Expect(got.Status.Failed).To(BeZero())
+			g.Expect(got.Status.MatchedAppWrappers).To(BeZero())
+		}, util.Timeout, util.Interval).Should(Succeed())
+	})
+
+	It("records the outcome on the AppWrapper's metadata", func() {
+		createRule(makeRule("status").TriggerKind("batch", "Job", "").
+			OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).
+			Message(`'done'`).Obj())
+		aw, job := benchmarkAppWrapper("run2", false)
+		util.JobComplete(ctx, k8sClient, job)
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, "Succeeded"))
+			g.Expect(got.Annotations).To(HaveKeyWithValue(wrapupv1alpha1.RuleAnnotation, ns.Name+"-status"))
+			g.Expect(got.Annotations).To(HaveKeyWithValue(wrapupv1alpha1.MessageAnnotation, "done"))
+			g.Expect(got.Annotations).To(HaveKey(wrapupv1alpha1.FinishedAtAnnotation))
+			g.Expect(got.Annotations).To(HaveKey(wrapupv1alpha1.TriggerUIDAnnotation))
+		}, util.Timeout, util.Interval).Should(Succeed())
+
+		By("UpdateStatus leaving everything running")
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: "run2-inference"}, &appsv1.Deployment{})).To(Succeed())
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+	})
+
+	It("never deletes in dry-run mode, and says what it would do", func() {
+		createRule(makeRule("dry").TriggerKind("batch", "Job", "").DryRun().Obj())
+		aw, job := benchmarkAppWrapper("run3", false)
+		util.JobComplete(ctx, k8sClient, job)
+		expectEvent(aw, "", "WouldDelete", "would delete")
+		Consistently(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+	})
+
+	It("waits ttlSecondsAfterFinished before deleting", func() {
+		createRule(makeRule("ttl").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 4).Obj())
+		aw, job := benchmarkAppWrapper("run4", false)
+		util.JobComplete(ctx, k8sClient, job)
+		expectEvent(aw, "", "TriggerSucceeded", "deleted in 4s")
+		Consistently(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
+		}, "2s", util.Interval).Should(Succeed())
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+	})
+
+	It("uses the component annotated as the trigger when the rule names no kind", func() {
+		createRule(makeRule("annotated").Priority(-100).Obj())
+		aw, job := benchmarkAppWrapper("run5", true)
+		util.JobComplete(ctx, k8sClient, job)
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+	})
+
+	It("lets the highest-priority matching rule decide", func() {
+		createRule(makeRule("low").TriggerKind("batch", "Job", "").Priority(1).Obj())
+		high := createRule(makeRule("high").TriggerKind("batch", "Job", "").Priority(10).OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).Obj())
+		aw, job := benchmarkAppWrapper("run6", false)
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(high), got)).To(Succeed())
+			g.Expect(got.Status.MatchedAppWrappers).To(Equal(int32(1)))
+		}, util.Timeout, util.Interval).Should(Succeed())
+		util.JobComplete(ctx, k8sClient, job)
+		expectEvent(aw, "", "TriggerSucceeded", "rule "+high.Name)
+		Consistently(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+	})
+
+	It("leaves AppWrappers annotated wrapup.dev/ignore alone", func() {
+		createRule(makeRule("all").TriggerKind("batch", "Job", "").Obj())
+		aw, job := benchmarkAppWrapper("run7", false)
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), aw)).To(Succeed())
+		aw.Annotations = map[string]string{wrapupv1alpha1.IgnoreAnnotation: "true"}
+		Expect(k8sClient.Update(ctx, aw)).To(Succeed())
+		util.JobComplete(ctx, k8sClient, job)
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+	})
+
+	It("refuses an ambiguous trigger with a Warning that says why", func() {
+		createRule(makeRule("ambiguous").TriggerKind("batch", "Job", "").Obj())
+		aw := util.MakeAppWrapper("run8", ns.Name).
+			Component(util.MakeJob("first").Obj(), nil).
+			Component(util.MakeJob("second").Obj(), nil).Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		expectEvent(aw, "", "AmbiguousTrigger", "has 2")
+		util.JobComplete(ctx, k8sClient, types.NamespacedName{Namespace: ns.Name, Name: "first"})
+		Consistently(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+	})
+
+	It("reports a rule whose expression does not compile, and acts on nothing", func() {
+		bad := makeRule("bad").TriggerKind("batch", "Job", "").Success(`object.status.succeeded + 1`).Obj()
+		Expect(k8sClient.Create(ctx, bad)).To(Succeed())
+		rules = append(rules, bad)
+		expectRuleReady(bad, metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidExpression)
+		got := &wrapupv1alpha1.CompletionRule{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(bad), got)).To(Succeed())
+		Expect(apimeta.FindStatusCondition(got.Status.Conditions, wrapupv1alpha1.ConditionReady).Message).To(ContainSubstring("spec.success"))
+
+		aw, job := benchmarkAppWrapper("run9", false)
+		util.JobComplete(ctx, k8sClient, job)
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+
+		By("fixing the rule")
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(bad), got)).To(Succeed())
+		got.Spec.Success = `object.status.?succeeded.orValue(0) >= 1`
+		Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		expectRuleReady(got, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+	})
+
+	It("takes a CEL runtime error as not finished, with an Event", func() {
+		createRule(makeRule("runtime-error").TriggerKind("batch", "Job", "").
+			Success(`object.status.noSuchField == 1`).Obj())
+		aw, job := benchmarkAppWrapper("run10", false)
+		util.JobComplete(ctx, k8sClient, job)
+		expectEvent(aw, "", "EvaluationError", "not finished")
+		Consistently(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+	})
+
+	It("finishes a failed AppWrapper once its controller stops retrying", func() {
+		createRule(makeRule("failures").TriggerKind("batch", "Job", "").OnFailure(wrapupv1alpha1.ActionDeleteAll, 0).Obj())
+		aw := util.MakeAppWrapper("run11", ns.Name).
+			Annotation(awv1beta2.RetryLimitAnnotation, "0").
+			Component(util.MakeDeployment("run11-inference", 1), nil).
+			Component(util.MakeJob("run11-benchmark").Obj(), nil).Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		job := types.NamespacedName{Namespace: ns.Name, Name: "run11-benchmark"}
+		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		failJob(aw, job)
+		expectEvent(aw, "", "TriggerFailed", "")
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+	})
+
+	It("waits while the AppWrapper controller retries a failed trigger, and evaluates the new one afresh", func() {
+		createRule(makeRule("retries").TriggerKind("batch", "Job", "").Obj())
+		aw := util.MakeAppWrapper("run12", ns.Name).
+			Annotation(awv1beta2.RetryLimitAnnotation, "1").
+			Annotation(awv1beta2.RetryPausePeriodDurationAnnotation, "1s").
+			Component(util.MakeJob("run12-benchmark").Obj(), nil).Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		key := types.NamespacedName{Namespace: ns.Name, Name: "run12-benchmark"}
+		first := &batchv1.Job{}
+		Eventually(func() error { return k8sClient.Get(ctx, key, first) }, util.Timeout, util.Interval).Should(Succeed())
+		failJob(aw, key)
+
+		By("the AppWrapper controller re-creating the Job, and wrapup not acting meanwhile")
+		second := &batchv1.Job{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, key, second)).To(Succeed())
+			g.Expect(second.UID).NotTo(Equal(first.UID))
+		}, util.LongTimeout, util.Interval).Should(Succeed())
+		got := &awv1beta2.AppWrapper{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+		Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+		Expect(got.Status.Retries).To(Equal(int32(1)))
+
+		By("the re-created Job succeeding")
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		util.JobComplete(ctx, k8sClient, key)
+		expectEvent(aw, "", "TriggerSucceeded", "")
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+	})
+
+	It("reports a trigger kind that is not served", func() {
+		r := makeRule("nokind").TriggerKind("example.wrapup.dev", "Missing", "").Success(`true`).Obj()
+		Expect(k8sClient.Create(ctx, r)).To(Succeed())
+		rules = append(rules, r)
+		expectRuleReady(r, metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotFound)
+	})
+})
+
+// failJob plays the kubelet and the Job controller for a failing Job: its pod
+// fails, then the Job is marked Failed.
+func failJob(aw *awv1beta2.AppWrapper, key types.NamespacedName) {
+	GinkgoHelper()
+	job := &batchv1.Job{}
+	Expect(k8sClient.Get(ctx, key, job)).To(Succeed())
+	job.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("Job"))
+	util.CreatePod(ctx, k8sClient, key.Namespace, key.Name+"-"+string(job.UID)[:5], aw.Name, job, corev1.PodFailed)
+	util.JobFailed(ctx, k8sClient, key)
+}
+
+func expectRuleReady(r *wrapupv1alpha1.CompletionRule, status metav1.ConditionStatus, reason string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		got := &wrapupv1alpha1.CompletionRule{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(r), got)).To(Succeed())
+		c := apimeta.FindStatusCondition(got.Status.Conditions, wrapupv1alpha1.ConditionReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(status), c.Message)
+		g.Expect(c.Reason).To(Equal(reason), c.Message)
+	}, util.Timeout, util.Interval).Should(Succeed())
+}
+
+// expectEvent waits for an Event on obj with reason whose note contains text.
+func expectEvent(obj client.Object, _ wrapupv1alpha1.Outcome, reason, text string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var list eventsv1.EventList
+		g.Expect(k8sClient.List(ctx, &list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == obj.GetName() && e.Reason == reason {
+				notes = append(notes, e.Note)
+				if strings.Contains(e.Note, text) {
+					return
+				}
+			}
+		}
+		g.Expect(notes).To(ContainElement(ContainSubstring(text)), "no %s Event on %s", reason, obj.GetName())
+	}, util.Timeout, util.Interval).Should(Succeed())
+}
