@@ -1,0 +1,82 @@
+// Command manager runs wrapup's controllers: it finishes AppWrappers when
+// their trigger component finishes, as CompletionRules say.
+package main
+
+import (
+	"flag"
+	"os"
+	"time"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc"
+)
+
+func main() {
+	var (
+		metricsAddr        string
+		probeAddr          string
+		leaderElect        bool
+		leaderElectionNS   string
+		failureGracePeriod time.Duration
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
+	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader, so that only one replica acts.")
+	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
+	flag.DurationVar(&failureGracePeriod, "failure-grace-period", gc.DefaultFailureGracePeriod,
+		"How long a Running AppWrapper whose trigger failed is given to start a retry before the failure is final.")
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("setup")
+
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	utilruntime.Must(awv1beta2.AddToScheme(scheme))
+	utilruntime.Must(wrapupv1alpha1.AddToScheme(scheme))
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "wrapup.dev",
+		LeaderElectionNamespace: leaderElectionNS,
+		// The process exits when it loses the lease, so that a new leader
+		// never races an old one.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		log.Error(err, "Creating the manager")
+		os.Exit(1)
+	}
+	if err := gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod}); err != nil {
+		log.Error(err, "Setting up the controllers")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "Adding the health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "Adding the readiness check")
+		os.Exit(1)
+	}
+	log.Info("Starting wrapup")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "Running the manager")
+		os.Exit(1)
+	}
+}
