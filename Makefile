@@ -72,8 +72,8 @@ build: ## Build the manager binary.
 	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/manager ./cmd/manager
 
 .PHONY: demo
-demo: ## Show wrapup at work on a local control plane.
-	KUBEBUILDER_ASSETS="$$($(CONTROLPLANE_BUILD))" go test -count=1 $(GO_TEST_FLAGS) ./test/integration/... -ginkgo.v -ginkgo.focus='local control plane'
+demo: ## Show wrapup at work on a local control plane: a benchmark AppWrapper finished by its Job.
+	KUBEBUILDER_ASSETS="$$($(CONTROLPLANE_BUILD))" go test -count=1 -v $(GO_TEST_FLAGS) ./test/demo/ -run TestDemo
 
 ##@ Tools
 
