@@ -34,10 +34,10 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
 	}, []string{"rule"})
 
-	informersGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+	informersGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "wrapup_trigger_informers",
-		Help: "Informers running for trigger kinds (one per kind in use).",
-	})
+		Help: "Informers running for trigger kinds (one per kind in use), by kind; a kind whose informer stopped has no series.",
+	}, []string{"kind"})
 )
 
 func init() {

@@ -71,6 +71,7 @@ func (w *Watches) Start(ctx context.Context) error {
 	for gk, inf := range w.informers {
 		inf.stop()
 		delete(w.informers, gk)
+		informersGauge.DeleteLabelValues(gk.String())
 	}
 	return nil
 }
@@ -210,7 +211,7 @@ func (w *Watches) startLocked(gk schema.GroupKind) error {
 	ctx, cancel := context.WithCancel(w.ctx)
 	w.informers[gk] = &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel}
 	go informer.RunWithContext(ctx)
-	informersGauge.Set(float64(len(w.informers)))
+	informersGauge.WithLabelValues(gk.String()).Set(1)
 	logf.FromContext(w.ctx).Info("Watching trigger kind", "kind", gk.String(), "resource", mapping.Resource.String())
 	return nil
 }
@@ -226,12 +227,12 @@ func (w *Watches) gcLocked() {
 		if _, ok := needed[gk]; !ok {
 			inf.stop()
 			delete(w.informers, gk)
+			informersGauge.DeleteLabelValues(gk.String())
 			if w.ctx != nil {
 				logf.FromContext(w.ctx).Info("Stopped watching trigger kind", "kind", gk.String())
 			}
 		}
 	}
-	informersGauge.Set(float64(len(w.informers)))
 }
 
 // WaitForSync waits until the informer of gk has listed, or ctx ends.

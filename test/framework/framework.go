@@ -8,6 +8,7 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -256,7 +257,17 @@ func ModuleDir(module string) string {
 	out, err := cmd.Output()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), fmt.Sprintf("locating module %s", module))
 	d := strings.TrimSpace(string(out))
-	gomega.Expect(d).NotTo(gomega.BeEmpty(), "module %s is not downloaded (go mod download)", module)
+	if d == "" {
+		// Required but not downloaded yet (a module the build does not compile).
+		cmd = exec.Command("go", "mod", "download", "-json", module)
+		cmd.Dir = RepoRoot()
+		out, err = cmd.Output()
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), fmt.Sprintf("downloading module %s", module))
+		var info struct{ Dir string }
+		gomega.Expect(json.Unmarshal(out, &info)).To(gomega.Succeed())
+		d = info.Dir
+	}
+	gomega.Expect(d).NotTo(gomega.BeEmpty(), "module %s is not in the module graph", module)
 	moduleDirs[module] = d
 	return d
 }

@@ -190,6 +190,66 @@ var _ = Describe("Completing AppWrappers", func() {
 		Consistently(func() error {
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
 		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+
+		By("the winner counting the outcome, and the loser's counters not moving")
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(high), got)).To(Succeed())
+			g.Expect(got.Status.Succeeded).To(Equal(int64(1)))
+		}, util.Timeout, util.Interval).Should(Succeed())
+		low := &wrapupv1alpha1.CompletionRule{}
+		Expect(k8sClient.Get(ctx, types.NamespacedName{Name: ns.Name + "-low"}, low)).To(Succeed())
+		Expect(low.Status.Succeeded).To(BeZero())
+		Expect(low.Status.Failed).To(BeZero())
+		Expect(low.Status.MatchedAppWrappers).To(BeZero())
+	})
+
+	It("never touches an AppWrapper outside the rule's selectors", func() {
+		createRule(makeRule("selective").TriggerKind("batch", "Job", "").
+			AppWrapperLabels(map[string]string{"llm-d.ai/role": "benchmark"}).Obj())
+
+		By("an AppWrapper without the label, in the rule's namespace")
+		unlabelled := util.MakeAppWrapper("unlabelled", ns.Name).Component(util.MakeJob("unlabelled-job").Obj(), nil).Obj()
+		Expect(k8sClient.Create(ctx, unlabelled)).To(Succeed())
+
+		By("an AppWrapper with the label, in another namespace")
+		other := framework.CreateNamespace(ctx, k8sClient, "other", nil)
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, other))).To(Succeed()) })
+		elsewhere := util.MakeAppWrapper("elsewhere", other.Name).Label("llm-d.ai/role", "benchmark").
+			Component(util.MakeJob("elsewhere-job").Obj(), nil).Obj()
+		Expect(k8sClient.Create(ctx, elsewhere)).To(Succeed())
+
+		for _, aw := range []*awv1beta2.AppWrapper{unlabelled, elsewhere} {
+			util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+			util.JobComplete(ctx, k8sClient, types.NamespacedName{Namespace: aw.Namespace, Name: aw.Name + "-job"})
+		}
+		Consistently(func(g Gomega) {
+			for _, aw := range []*awv1beta2.AppWrapper{unlabelled, elsewhere} {
+				got := &awv1beta2.AppWrapper{}
+				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+				g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+			}
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+	})
+
+	It("keeps a failed run for onFailure's TTL, then deletes it", func() {
+		createRule(makeRule("failure-ttl").TriggerKind("batch", "Job", "").OnFailure(wrapupv1alpha1.ActionDeleteAll, 4).Obj())
+		aw := util.MakeAppWrapper("run13", ns.Name).
+			Annotation(awv1beta2.RetryLimitAnnotation, "0").
+			Component(util.MakeDeployment("run13-inference", 1), nil).
+			Component(util.MakeJob("run13-benchmark").Obj(), nil).Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		job := types.NamespacedName{Namespace: ns.Name, Name: "run13-benchmark"}
+		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		failJob(aw, job)
+		expectEvent(aw, "", "TriggerFailed", "deleted in 4s")
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
+		}, "2s", util.Interval).Should(Succeed())
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
 	})
 
 	It("leaves AppWrappers annotated wrapup.dev/ignore alone", func() {

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"time"
 	"testing"
 
@@ -36,6 +37,12 @@ func TestIntegration(t *testing.T) {
 var _ = BeforeSuite(func() {
 	ctx, cancel = context.WithCancel(context.Background())
 	fwk = &framework.Framework{
+		CRDPaths: []string{
+			filepath.Join(framework.ModuleDir("sigs.k8s.io/jobset"), "config", "components", "crd", "bases"),
+			filepath.Join(framework.ModuleDir("github.com/kubeflow/training-operator"), "manifests", "base", "crds", "kubeflow.org_pytorchjobs.yaml"),
+			filepath.Join(framework.ModuleDir("github.com/ray-project/kuberay/ray-operator"), "config", "crd", "bases", "ray.io_rayjobs.yaml"),
+			filepath.Join("testdata", "crds"),
+		},
 		// Knobs that prove the bed is real: with either set, the smoke test fails.
 		WithoutGarbageCollector:     os.Getenv("WRAPUP_TEST_WITHOUT_GC") == "1",
 		WithoutAppWrapperController: os.Getenv("WRAPUP_TEST_WITHOUT_APPWRAPPER_CONTROLLER") == "1",

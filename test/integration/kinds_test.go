@@ -1,0 +1,234 @@
+package integration
+
+import (
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/test/framework"
+	"github.com/wrapup-dev/wrapup/test/util"
+)
+
+// podTemplate is a pod template as unstructured content.
+func podTemplate() map[string]any {
+	return map[string]any{"spec": map[string]any{
+		"restartPolicy": "Never",
+		"containers":    []any{map[string]any{"name": "main", "image": "registry.invalid/wrapup/test:1"}},
+	}}
+}
+
+func object(apiVersion, kind, name string, spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": apiVersion, "kind": kind,
+		"metadata": map[string]any{"name": name},
+		"spec":     spec,
+	}}
+}
+
+func condition(t string) map[string]any {
+	return map[string]any{"type": t, "status": "True", "reason": t, "message": t,
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339), "lastUpdateTime": time.Now().UTC().Format(time.RFC3339)}
+}
+
+var _ = Describe("Trigger kinds", func() {
+	var (
+		ns    *corev1.Namespace
+		rules []*wrapupv1alpha1.CompletionRule
+	)
+	BeforeEach(func() {
+		ns = framework.CreateNamespace(ctx, k8sClient, "kinds", nil)
+		ns.Labels = map[string]string{nsLabel: ns.Name}
+		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
+		rules = nil
+	})
+	AfterEach(func() {
+		for _, r := range rules {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, r))).To(Succeed())
+		}
+		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed())
+	})
+	createRule := func(r *wrapupv1alpha1.CompletionRule) {
+		GinkgoHelper()
+		r.Name = ns.Name + "-" + r.Name
+		r.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{nsLabel: ns.Name}}
+		Expect(k8sClient.Create(ctx, r)).To(Succeed())
+		rules = append(rules, r)
+		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
+	}
+
+	// finishes runs the scenario for one kind: an AppWrapper wrapping an
+	// inference Deployment and trigger; the test writes the status the
+	// kind's operator writes when it finishes; the AppWrapper goes.
+	finishes := func(trigger *unstructured.Unstructured, finish func(u *unstructured.Unstructured)) {
+		GinkgoHelper()
+		aw := util.MakeAppWrapper("run", ns.Name).
+			Component(util.MakeDeployment("inference", 1), nil).
+			Component(trigger, nil).Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(trigger.GroupVersionKind())
+		key := types.NamespacedName{Namespace: ns.Name, Name: trigger.GetName()}
+		Eventually(func() error { return k8sClient.Get(ctx, key, live) }, util.Timeout, util.Interval).Should(Succeed())
+		Consistently(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
+		}, time.Second, util.Interval).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, key, live)).To(Succeed())
+			finish(live)
+			g.Expect(k8sClient.Status().Update(ctx, live)).To(Succeed())
+		}, util.Timeout, util.Interval).Should(Succeed())
+		expectEvent(aw, "", "TriggerSucceeded", "")
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+		util.ExpectGone(ctx, k8sClient, live, util.LongTimeout)
+	}
+
+	It("finishes on a JobSet's Completed condition (built-in)", func() {
+		createRule(util.MakeRule("jobset").TriggerKind("jobset.x-k8s.io", "JobSet", "").Obj())
+		finishes(object("jobset.x-k8s.io/v1alpha2", "JobSet", "train", map[string]any{
+			"replicatedJobs": []any{map[string]any{"name": "workers", "replicas": int64(1), "template": map[string]any{
+				"spec": map[string]any{"parallelism": int64(1), "completions": int64(1), "template": podTemplate()},
+			}}},
+		}), func(u *unstructured.Unstructured) {
+			Expect(unstructured.SetNestedSlice(u.Object, []any{condition("Completed")}, "status", "conditions")).To(Succeed())
+		})
+	})
+
+	It("finishes on a PyTorchJob's Succeeded condition (built-in)", func() {
+		createRule(util.MakeRule("pytorch").TriggerKind("kubeflow.org", "PyTorchJob", "").Obj())
+		finishes(object("kubeflow.org/v1", "PyTorchJob", "train", map[string]any{
+			"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{
+				"replicas": int64(1), "restartPolicy": "OnFailure",
+				"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "pytorch", "image": "registry.invalid/wrapup/test:1"}}}},
+			}},
+		}), func(u *unstructured.Unstructured) {
+			Expect(unstructured.SetNestedSlice(u.Object, []any{condition("Created"), condition("Running"), condition("Succeeded")}, "status", "conditions")).To(Succeed())
+			Expect(unstructured.SetNestedField(u.Object, map[string]any{}, "status", "replicaStatuses")).To(Succeed())
+		})
+	})
+
+	It("finishes on a RayJob's SUCCEEDED job status (built-in)", func() {
+		createRule(util.MakeRule("rayjob").TriggerKind("ray.io", "RayJob", "").Obj())
+		finishes(object("ray.io/v1", "RayJob", "tune", map[string]any{
+			"entrypoint": "python tune.py",
+			"rayClusterSpec": map[string]any{
+				"headGroupSpec": map[string]any{"rayStartParams": map[string]any{}, "template": map[string]any{"spec": map[string]any{
+					"containers": []any{map[string]any{"name": "ray-head", "image": "registry.invalid/wrapup/ray:1"}},
+				}}},
+			},
+		}), func(u *unstructured.Unstructured) {
+			Expect(unstructured.SetNestedField(u.Object, "Complete", "status", "jobDeploymentStatus")).To(Succeed())
+			Expect(unstructured.SetNestedField(u.Object, "SUCCEEDED", "status", "jobStatus")).To(Succeed())
+		})
+	})
+
+	It("finishes a custom kind by the rule's own success expression", func() {
+		createRule(util.MakeRule("evalrun").TriggerKind("example.wrapup.dev", "EvalRun", "").
+			Variable("phase", "object.status.?phase.orValue('')").
+			Success("variables.phase == 'Done'").
+			Failure("variables.phase == 'Aborted'").
+			Message("string(object.status.?passed.orValue(0)) + ' checks passed'").Obj())
+		finishes(object("example.wrapup.dev/v1", "EvalRun", "suite", map[string]any{"suite": "mmlu"}),
+			func(u *unstructured.Unstructured) {
+				Expect(unstructured.SetNestedField(u.Object, "Done", "status", "phase")).To(Succeed())
+				Expect(unstructured.SetNestedField(u.Object, int64(57), "status", "passed")).To(Succeed())
+			})
+	})
+
+	It("starts working when the trigger kind's CRD is installed after the rule, and stops its informer when the rule goes", func() {
+		gk := schema.GroupKind{Group: "late.wrapup.dev", Kind: "LateRun"}
+		r := util.MakeRule("late").TriggerKind(gk.Group, gk.Kind, "").Success("object.status.?phase.orValue('') == 'Done'").Obj()
+		r.Name = ns.Name + "-late"
+		r.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{nsLabel: ns.Name}}
+		Expect(k8sClient.Create(ctx, r)).To(Succeed())
+		rules = append(rules, r)
+		expectRuleReady(r, metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotFound)
+		Expect(informerRunning(gk)).To(BeFalse())
+
+		By("installing the CRD")
+		crds, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+			Paths: []string{filepath.Join("testdata", "late-crds")}, ErrorIfPathMissing: true,
+		})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() {
+			for _, crd := range crds {
+				Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, crd))).To(Succeed())
+			}
+		})
+		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
+		Expect(informerRunning(gk)).To(BeTrue())
+
+		finishes(object("late.wrapup.dev/v1", "LateRun", "late", map[string]any{"suite": "x"}), func(u *unstructured.Unstructured) {
+			Expect(unstructured.SetNestedField(u.Object, "Done", "status", "phase")).To(Succeed())
+		})
+
+		By("deleting the last rule for the kind")
+		Expect(k8sClient.Delete(ctx, r)).To(Succeed())
+		Eventually(func() bool { return informerRunning(gk) }, util.Timeout, util.Interval).Should(BeFalse())
+	})
+
+	It("never takes an object the AppWrapper does not own as its trigger", func() {
+		createRule(util.MakeRule("owned").TriggerKind("batch", "Job", "").Obj())
+		By("someone creating, ahead of the AppWrapper, a Job with the trigger's name and the AppWrapper's label")
+		impostor := util.MakeJob("bench").Obj()
+		impostor.Namespace = ns.Name
+		impostor.Labels = map[string]string{awv1beta2.AppWrapperLabel: "victim"}
+		Expect(k8sClient.Create(ctx, impostor)).To(Succeed())
+
+		// Suspended (queued): its controller creates nothing, so the only
+		// "bench" Job there is the impostor.
+		aw := util.MakeAppWrapper("victim", ns.Name).Suspend(true).
+			Component(util.MakeDeployment("inference", 1), nil).
+			Component(util.MakeJob("bench").Obj(), nil).Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.JobComplete(ctx, k8sClient, client.ObjectKeyFromObject(impostor))
+		expectEvent(aw, "", "TriggerNotOwned", "not controlled by this AppWrapper")
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+	})
+})
+
+// informerRunning reads the wrapup_trigger_informers metric for a kind.
+func informerRunning(gk schema.GroupKind) bool {
+	GinkgoHelper()
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "wrapup_trigger_informers" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if labelValue(m, "kind") == gk.String() && m.GetGauge().GetValue() == 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
