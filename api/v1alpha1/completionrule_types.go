@@ -186,6 +186,42 @@ type CompletionRuleStatus struct {
 	// failed counts AppWrappers finished by this rule with a failed trigger.
 	// +optional
 	Failed int64 `json:"failed,omitempty"`
+
+	// typeChecking holds the results of checking the rule's expressions
+	// against the trigger kind's schema, as the API server publishes it.
+	// A warning is likely a typo (object.status.succeded) that makes an
+	// expression fail at run time; the rule still runs.
+	// +optional
+	TypeChecking *TypeChecking `json:"typeChecking,omitempty"`
+}
+
+// TypeChecking holds the warnings of checking a rule's expressions against
+// the trigger kind's schema.
+type TypeChecking struct {
+	// schema names the kind and version the expressions were checked
+	// against. Example: "batch/v1, Kind=Job".
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Schema string `json:"schema,omitempty"`
+
+	// expressionWarnings lists one entry per expression with a warning.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	ExpressionWarnings []ExpressionWarning `json:"expressionWarnings,omitempty"`
+}
+
+// ExpressionWarning is a type-checking warning for one expression.
+type ExpressionWarning struct {
+	// fieldRef is the path of the expression. Example: "spec.success".
+	// +required
+	// +kubebuilder:validation:MaxLength=256
+	FieldRef string `json:"fieldRef"`
+
+	// warning says what does not type-check and where.
+	// +required
+	// +kubebuilder:validation:MaxLength=4096
+	Warning string `json:"warning"`
 }
 
 // CompletionRule tells wrapup when the AppWrappers it selects are finished
