@@ -216,4 +216,3 @@ var _ = Describe("Kueue quota after a benchmark finishes", func() {
 		expectUsage(1, 1, quota)
 	})
 })
-
