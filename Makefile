@@ -42,7 +42,7 @@ vet: ## go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: generate manifests fmt vet ## Regenerate everything; fail if anything generated is stale or untracked.
+verify: fmt generate manifests vet ## Regenerate everything; fail if anything generated is stale or untracked.
 	@if ! git diff --quiet --exit-code -- . ; then \
 		echo "verify: generated or formatted files are stale; run 'make generate manifests fmt' and commit:"; \
 		git --no-pager diff --stat -- . ; exit 1; fi
