@@ -22,7 +22,7 @@ const (
 // TriggerSpec names the component of an AppWrapper whose completion finishes
 // the whole AppWrapper.
 // +kubebuilder:validation:XValidation:rule="!has(self.name) || has(self.kind)",message="trigger.name needs trigger.kind"
-// +kubebuilder:validation:XValidation:rule="!has(self.apiGroup) || self.apiGroup == ” || has(self.kind)",message="trigger.apiGroup needs trigger.kind"
+// +kubebuilder:validation:XValidation:rule="!has(self.apiGroup) || size(self.apiGroup) == 0 || has(self.kind)",message="trigger.apiGroup needs trigger.kind"
 type TriggerSpec struct {
 	// apiGroup is the API group of the trigger component's kind; empty for
 	// the core group (Pods). Example: "batch", "jobset.x-k8s.io", "kubeflow.org".
@@ -86,7 +86,7 @@ type ActionSpec struct {
 
 // CompletionRuleSpec says which AppWrappers a rule applies to, which of their
 // components is the trigger, what "finished" means and what happens then.
-// +kubebuilder:validation:XValidation:rule="!has(self.trigger) || !has(self.trigger.kind) || (has(self.success) && self.success != ”) || ((has(self.trigger.apiGroup) ? self.trigger.apiGroup : ”) + '/' + self.trigger.kind) in ['batch/Job', 'jobset.x-k8s.io/JobSet', 'kubeflow.org/PyTorchJob', 'kubeflow.org/MPIJob', 'trainer.kubeflow.org/TrainJob', 'ray.io/RayJob', '/Pod', 'argoproj.io/Workflow']",message="a trigger kind with no built-in expression needs spec.success"
+// +kubebuilder:validation:XValidation:rule="!has(self.trigger) || !has(self.trigger.kind) || (has(self.success) && size(self.success) > 0) || ((has(self.trigger.apiGroup) ? self.trigger.apiGroup + '/' : '/') + self.trigger.kind) in ['batch/Job', 'jobset.x-k8s.io/JobSet', 'kubeflow.org/PyTorchJob', 'kubeflow.org/MPIJob', 'trainer.kubeflow.org/TrainJob', 'ray.io/RayJob', '/Pod', 'argoproj.io/Workflow']",message="a trigger kind with no built-in expression needs spec.success"
 type CompletionRuleSpec struct {
 	// appWrapperSelector selects the AppWrappers this rule applies to, by
 	// their labels. Empty or absent selects every AppWrapper.
