@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -92,6 +93,7 @@ const (
 	ReasonRuleInvalid      = wrapupv1alpha1.ReasonInvalidExpression
 	ReasonRuleKindNotFound = wrapupv1alpha1.ReasonTriggerKindNotFound
 	ReasonRuleReady        = wrapupv1alpha1.ReasonCompiled
+	ReasonTypeCheckWarning = "TypeCheckWarning"
 )
 
 // RuleReconciler compiles rules, writes their Ready condition and
@@ -102,6 +104,12 @@ type RuleReconciler struct {
 	Policies *celpolicies.Cache
 	Watches  *Watches
 	Assign   *Assignments
+	// Mapper and Schemas, when set, type-check a rule's expressions against
+	// its trigger kind's published schema (status.typeChecking).
+	Mapper  apimeta.RESTMapper
+	Schemas resolver.SchemaResolver
+	// Invalidate, when set, drops cached discovery when a CRD changes.
+	Invalidate func()
 
 	uids sync.Map // rule name -> UID, to drop compiled programs of deleted rules
 }
@@ -122,14 +130,19 @@ func (r *RuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *RuleReconciler) rulesWaitingForKinds(ctx context.Context, _ client.Object) []ctrl.Request {
+	if r.Invalidate != nil {
+		r.Invalidate()
+	}
 	var rules wrapupv1alpha1.CompletionRuleList
 	if err := r.Client.List(ctx, &rules); err != nil {
 		return nil
 	}
 	var reqs []ctrl.Request
 	for i := range rules.Items {
+		// Rules waiting for their kind, and rules whose kind's schema may
+		// have changed (type checking).
 		c := apimeta.FindStatusCondition(rules.Items[i].Status.Conditions, wrapupv1alpha1.ConditionReady)
-		if c == nil || c.Reason == wrapupv1alpha1.ReasonTriggerKindNotFound {
+		if c == nil || c.Reason == wrapupv1alpha1.ReasonTriggerKindNotFound || rules.Items[i].Spec.Trigger.Kind != "" {
 			reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Name: rules.Items[i].Name}})
 		}
 	}
@@ -159,6 +172,7 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 
 	cond := metav1.Condition{Type: wrapupv1alpha1.ConditionReady, ObservedGeneration: rule.Generation}
 	var terminal error
+	rule.Status.TypeChecking = nil
 	_, compileErr := r.Policies.Get(rule)
 	switch {
 	case compileErr != nil:
@@ -177,6 +191,10 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			return ctrl.Result{}, err
 		default:
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, fmt.Sprintf("expressions compiled; watching %s triggers", gk)
+			rule.Status.TypeChecking = r.typeCheck(ctx, rule, gk)
+			if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
+				cond.Message += fmt.Sprintf("; %d expression(s) do not type-check against the %s schema (see status.typeChecking)", len(tc.ExpressionWarnings), gk)
+			}
 		}
 	default:
 		// The trigger is the annotated component: its AppWrapper holds the watch.
@@ -196,6 +214,12 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			return ctrl.Result{}, fmt.Errorf("writing rule status: %w", err)
 		}
 	}
+	if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 &&
+		!equality.Semantic.DeepEqual(orig.Status.TypeChecking, tc) {
+		for _, w := range tc.ExpressionWarnings {
+			r.Recorder.Eventf(rule, nil, corev1.EventTypeWarning, ReasonTypeCheckWarning, "TypeCheck", "%s: %s", w.FieldRef, w.Warning)
+		}
+	}
 	if changed {
 		eventType := corev1.EventTypeNormal
 		if cond.Status != metav1.ConditionTrue {
@@ -210,6 +234,34 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	return ctrl.Result{}, nil
 }
+
+// typeCheck checks the rule's expressions against the trigger kind's schema.
+// Without a published schema, nothing is checked (the expressions are
+// dynamically typed, as always at run time).
+func (r *RuleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) *wrapupv1alpha1.TypeChecking {
+	if r.Mapper == nil || r.Schemas == nil {
+		return nil
+	}
+	mapping, err := r.Mapper.RESTMapping(gk)
+	if err != nil {
+		return nil
+	}
+	s, err := r.Schemas.ResolveSchema(mapping.GroupVersionKind)
+	if err != nil {
+		logf.FromContext(ctx).V(2).Info("No schema to type-check against", "kind", mapping.GroupVersionKind.String(), "err", err.Error())
+		return nil
+	}
+	warnings := celpolicies.TypeCheck(&rule.Spec, s, gk.Kind)
+	if len(warnings) > maxTypeCheckWarnings {
+		warnings = warnings[:maxTypeCheckWarnings]
+	}
+	for i := range warnings {
+		warnings[i].Warning = truncate(warnings[i].Warning, 4000)
+	}
+	return &wrapupv1alpha1.TypeChecking{Schema: mapping.GroupVersionKind.String(), ExpressionWarnings: warnings}
+}
+
+const maxTypeCheckWarnings = 32
 
 func (r *RuleReconciler) forget(name string) {
 	if uid, ok := r.uids.LoadAndDelete(name); ok {

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -28,15 +31,23 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(watches); err != nil {
 		return fmt.Errorf("adding trigger watches: %w", err)
 	}
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating discovery client: %w", err)
+	}
+	cached := memory.NewMemCacheClient(dc)
 	policies := &celpolicies.Cache{}
 	assign := NewAssignments()
 	recorder := mgr.GetEventRecorder("wrapup")
 	if err := (&RuleReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: recorder,
-		Policies: policies,
-		Watches:  watches,
-		Assign:   assign,
+		Client:     mgr.GetClient(),
+		Recorder:   recorder,
+		Policies:   policies,
+		Watches:    watches,
+		Assign:     assign,
+		Mapper:     mgr.GetRESTMapper(),
+		Schemas:    &resolver.ClientDiscoveryResolver{Discovery: cached},
+		Invalidate: cached.Invalidate,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the rule controller: %w", err)
 	}

@@ -305,6 +305,40 @@ var _ = Describe("Completing AppWrappers", func() {
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
 	})
 
+	It("type-checks expressions against the trigger kind's published schema", func() {
+		typo := makeRule("typo").TriggerKind("batch", "Job", "").
+			Success(`object.status.succeded > 0`).
+			Message(`object.metadata.name + ' done'`).Obj()
+		Expect(k8sClient.Create(ctx, typo)).To(Succeed())
+		rules = append(rules, typo)
+		By("the rule still compiling (it runs dynamically typed), with a warning naming the typo")
+		expectRuleReady(typo, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(typo), got)).To(Succeed())
+			g.Expect(got.Status.TypeChecking).NotTo(BeNil())
+			g.Expect(got.Status.TypeChecking.Schema).To(Equal("batch/v1, Kind=Job"))
+			g.Expect(got.Status.TypeChecking.ExpressionWarnings).To(HaveLen(1))
+			g.Expect(got.Status.TypeChecking.ExpressionWarnings[0].FieldRef).To(Equal("spec.success"))
+			g.Expect(got.Status.TypeChecking.ExpressionWarnings[0].Warning).To(ContainSubstring("succeded"))
+		}, util.Timeout, util.Interval).Should(Succeed())
+		expectEvent(typo, "", "TypeCheckWarning", "succeded")
+
+		By("fixing the typo clearing the warning")
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(typo), got)).To(Succeed())
+			got.Spec.Success = `object.status.?succeeded.orValue(0) > 0`
+			g.Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		}, util.Timeout, util.Interval).Should(Succeed())
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(typo), got)).To(Succeed())
+			g.Expect(got.Status.TypeChecking).NotTo(BeNil())
+			g.Expect(got.Status.TypeChecking.ExpressionWarnings).To(BeEmpty())
+		}, util.Timeout, util.Interval).Should(Succeed())
+	})
+
 	It("takes a CEL runtime error as not finished, with an Event", func() {
 		createRule(makeRule("runtime-error").TriggerKind("batch", "Job", "").
 			Success(`object.status.noSuchField == 1`).Obj())

@@ -1,0 +1,94 @@
+package celpolicies
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/wrapup-dev/wrapup/api/v1alpha1"
+)
+
+// jobLikeSchema is the part of batch/v1 Job's published schema that the
+// expressions below touch.
+func jobLikeSchema() *spec.Schema {
+	str := *spec.StringProperty()
+	i32 := *spec.Int32Property()
+	condition := spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}, Properties: map[string]spec.Schema{
+		"type": str, "status": str, "reason": str, "message": str,
+	}}}
+	return &spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}, Properties: map[string]spec.Schema{
+		"apiVersion": str,
+		"kind":       str,
+		"metadata": {SchemaProps: spec.SchemaProps{Type: []string{"object"}, Properties: map[string]spec.Schema{
+			"name": str, "namespace": str,
+		}}},
+		"status": {SchemaProps: spec.SchemaProps{Type: []string{"object"}, Properties: map[string]spec.Schema{
+			"succeeded": i32,
+			"failed":    i32,
+			"conditions": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: &condition}}},
+		}}},
+	}}}
+}
+
+func TestTypeCheck(t *testing.T) {
+	tests := []struct {
+		name       string
+		spec       v1alpha1.CompletionRuleSpec
+		wantFields []string
+		wantText   string
+	}{
+		{
+			name: "well-typed expressions",
+			spec: v1alpha1.CompletionRuleSpec{
+				Variables: []v1alpha1.Variable{{Name: "done", Expression: "object.status.?succeeded.orValue(0)"}},
+				Success:   "variables.done >= 1",
+				Failure:   "object.status.?conditions.orValue([]).exists(c, c.type == 'Failed' && c.status == 'True')",
+				Message:   "object.metadata.name + ' finished'",
+			},
+		},
+		{
+			name:       "a misspelt status field",
+			spec:       v1alpha1.CompletionRuleSpec{Success: "object.status.succeded > 0"},
+			wantFields: []string{"spec.success"},
+			wantText:   "succeded",
+		},
+		{
+			name:       "a misspelt field in a variable, and not again in its users",
+			spec:       v1alpha1.CompletionRuleSpec{Variables: []v1alpha1.Variable{{Name: "n", Expression: "object.status.succeded"}}, Success: "variables.n > 0"},
+			wantFields: []string{"spec.variables[0].expression"},
+		},
+		{
+			name:       "comparing a number with a string",
+			spec:       v1alpha1.CompletionRuleSpec{Failure: "object.status.failed == 'yes'"},
+			wantFields: []string{"spec.failure"},
+		},
+		{
+			name:       "a condition field that does not exist",
+			spec:       v1alpha1.CompletionRuleSpec{Message: "object.status.conditions[0].lastReason"},
+			wantFields: []string{"spec.message"},
+			wantText:   "lastReason",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := TypeCheck(&tc.spec, jobLikeSchema(), "Job")
+			var fields []string
+			for _, w := range got {
+				fields = append(fields, w.FieldRef)
+				if tc.wantText != "" && !strings.Contains(w.Warning, tc.wantText) {
+					t.Errorf("warning %q does not mention %q", w.Warning, tc.wantText)
+				}
+			}
+			if strings.Join(fields, ",") != strings.Join(tc.wantFields, ",") {
+				t.Errorf("warnings on %v, want %v: %+v", fields, tc.wantFields, got)
+			}
+		})
+	}
+}
+
+func TestTypeCheckWithoutSchema(t *testing.T) {
+	if got := TypeCheck(&v1alpha1.CompletionRuleSpec{Success: "object.anything"}, nil, "Thing"); got != nil {
+		t.Errorf("TypeCheck without a schema = %v, want nothing", got)
+	}
+}
