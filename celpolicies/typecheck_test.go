@@ -24,8 +24,8 @@ func jobLikeSchema() *spec.Schema {
 			"name": str, "namespace": str,
 		}}},
 		"status": {SchemaProps: spec.SchemaProps{Type: []string{"object"}, Properties: map[string]spec.Schema{
-			"succeeded": i32,
-			"failed":    i32,
+			"succeeded":  i32,
+			"failed":     i32,
 			"conditions": {SchemaProps: spec.SchemaProps{Type: []string{"array"}, Items: &spec.SchemaOrArray{Schema: &condition}}},
 		}}},
 	}}}

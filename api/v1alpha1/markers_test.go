@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// gofmt rewrites '' in doc comments into a typographic quote, which breaks
+// gofmt rewrites ” in doc comments into a typographic quote, which breaks
 // a CEL rule in a kubebuilder marker: the CRD then fails to install.
 func TestValidationMarkersHaveNoTypographicQuotes(t *testing.T) {
 	src, err := os.ReadFile("completionrule_types.go")
