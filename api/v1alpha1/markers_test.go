@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// gofmt rewrites ” in doc comments into a typographic quote, which breaks
-// a CEL rule in a kubebuilder marker: the CRD then fails to install.
+// gofmt rewrites two single quotes in a doc comment into a typographic
+// quote, which breaks a CEL rule in a kubebuilder marker: the CRD then fails
+// to install.
 func TestValidationMarkersHaveNoTypographicQuotes(t *testing.T) {
 	src, err := os.ReadFile("completionrule_types.go")
 	if err != nil {
