@@ -53,17 +53,27 @@ verify: fmt generate manifests vet ## Regenerate everything; fail if anything ge
 controlplane: ## Build (once) the local control plane binaries; prints their folder.
 	@$(CONTROLPLANE_BUILD)
 
+# with-controlplane runs a command with KUBEBUILDER_ASSETS set, then reaps
+# any control-plane process the command orphaned (a test binary killed by
+# its timeout cannot stop the etcd and kube-apiserver it started).
+define with-controlplane
+	assets="$$($(CONTROLPLANE_BUILD))"; rc=0; \
+	KUBEBUILDER_ASSETS="$$assets" $(1) || rc=$$?; \
+	pkill -KILL -P 1 -f "^$$assets/" || true; \
+	exit $$rc
+endef
+
 .PHONY: test
 test: generate manifests ## Run every unit and integration test against the local control plane.
-	KUBEBUILDER_ASSETS="$$($(CONTROLPLANE_BUILD))" go test $(GO_TEST_FLAGS) ./...
+	$(call with-controlplane,go test $(GO_TEST_FLAGS) ./...)
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no control plane).
 	go test $(GO_TEST_FLAGS) ./api/... ./celpolicies/... ./gc/... ./cmd/...
 
 .PHONY: test-integration
-test-integration: ## Run the integration suite against the local control plane.
-	KUBEBUILDER_ASSETS="$$($(CONTROLPLANE_BUILD))" go test $(GO_TEST_FLAGS) ./test/integration/... -ginkgo.v
+test-integration: ## Run the integration and end-to-end suites against the local control plane.
+	$(call with-controlplane,go test $(GO_TEST_FLAGS) ./test/integration/... ./test/e2e/...)
 
 ##@ Build
 
@@ -72,8 +82,8 @@ build: ## Build the manager binary.
 	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/manager ./cmd/manager
 
 .PHONY: demo
-demo: ## Show wrapup at work on a local control plane: a benchmark AppWrapper finished by its Job.
-	KUBEBUILDER_ASSETS="$$($(CONTROLPLANE_BUILD))" go test -count=1 -v $(GO_TEST_FLAGS) ./test/demo/ -run TestDemo
+demo: ## Show wrapup at work with Kueue on a local control plane: a finished benchmark frees its quota.
+	$(call with-controlplane,go test -count=1 -v $(GO_TEST_FLAGS) ./test/demo/ -run TestDemo)
 
 ##@ Tools
 
