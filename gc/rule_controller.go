@@ -133,6 +133,8 @@ func (r *RuleReconciler) rulesWaitingForKinds(ctx context.Context, _ client.Obje
 	if r.Invalidate != nil {
 		r.Invalidate()
 	}
+	// A deleted CRD may have served a watched kind.
+	r.Watches.Recheck()
 	var rules wrapupv1alpha1.CompletionRuleList
 	if err := r.Client.List(ctx, &rules); err != nil {
 		return nil

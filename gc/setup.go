@@ -27,13 +27,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating dynamic client: %w", err)
 	}
-	watches := NewWatches(dyn, mgr.GetRESTMapper())
-	if err := mgr.Add(watches); err != nil {
-		return fmt.Errorf("adding trigger watches: %w", err)
-	}
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("creating discovery client: %w", err)
+	}
+	watches := NewWatches(dyn, mgr.GetRESTMapper(), dc)
+	if err := mgr.Add(watches); err != nil {
+		return fmt.Errorf("adding trigger watches: %w", err)
 	}
 	cached := memory.NewMemCacheClient(dc)
 	policies := &celpolicies.Cache{}

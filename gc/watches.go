@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -26,8 +27,9 @@ import (
 // reference-counted by owner (a rule, or an AppWrapper whose annotated
 // component names a kind): an informer stops when no owner needs its kind.
 type Watches struct {
-	client dynamic.Interface
-	mapper meta.RESTMapper
+	client    dynamic.Interface
+	mapper    meta.RESTMapper
+	discovery discovery.DiscoveryInterface
 	events chan event.GenericEvent
 
 	mu        sync.Mutex
@@ -44,11 +46,14 @@ type kindInformer struct {
 }
 
 // NewWatches returns a Watches whose events go to the returned channel
-// (the source of the AppWrapper controller).
-func NewWatches(client dynamic.Interface, mapper meta.RESTMapper) *Watches {
+// (the source of the AppWrapper controller). disc, when set, is asked
+// (uncached) whether a kind is still served before its informer starts, and
+// by Recheck: the REST mapper keeps a kind whose CRD was deleted.
+func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery.DiscoveryInterface) *Watches {
 	return &Watches{
 		client:    client,
 		mapper:    mapper,
+		discovery: disc,
 		events:    make(chan event.GenericEvent, 1024),
 		owners:    map[string]map[schema.GroupKind]struct{}{},
 		informers: map[schema.GroupKind]*kindInformer{},
@@ -192,6 +197,9 @@ func (w *Watches) startLocked(gk schema.GroupKind) error {
 		// No match, or discovery of a group that does not exist (yet).
 		return &KindNotFoundError{Kind: gk, Err: err}
 	}
+	if err := w.served(mapping.Resource); err != nil {
+		return &KindNotFoundError{Kind: gk, Err: err}
+	}
 	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		return fmt.Errorf("trigger kind %s is cluster-scoped: AppWrapper components live in the AppWrapper's namespace", gk)
 	}
@@ -214,6 +222,45 @@ func (w *Watches) startLocked(gk schema.GroupKind) error {
 	informersGauge.WithLabelValues(gk.String()).Set(1)
 	logf.FromContext(w.ctx).Info("Watching trigger kind", "kind", gk.String(), "resource", mapping.Resource.String())
 	return nil
+}
+
+// served asks the API server whether it serves gvr now.
+func (w *Watches) served(gvr schema.GroupVersionResource) error {
+	if w.discovery == nil {
+		return nil
+	}
+	list, err := w.discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil {
+		return err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == gvr.Resource {
+			return nil
+		}
+	}
+	return fmt.Errorf("the API server does not serve %s", gvr)
+}
+
+// Recheck stops the informers of kinds the API server no longer serves (a
+// CRD was deleted), and returns those kinds. Owners keep their claims, so a
+// later Ensure reports the kind as not found, and picks it up again when
+// the CRD comes back.
+func (w *Watches) Recheck() []schema.GroupKind {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var gone []schema.GroupKind
+	for gk, inf := range w.informers {
+		if err := w.served(inf.gvr); err != nil {
+			inf.stop()
+			delete(w.informers, gk)
+			informersGauge.DeleteLabelValues(gk.String())
+			gone = append(gone, gk)
+			if w.ctx != nil {
+				logf.FromContext(w.ctx).Info("Stopped watching trigger kind: no longer served", "kind", gk.String(), "reason", err.Error())
+			}
+		}
+	}
+	return gone
 }
 
 func (w *Watches) gcLocked() {

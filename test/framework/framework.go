@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
@@ -31,8 +32,10 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -63,6 +66,9 @@ type Framework struct {
 	// WithoutAppWrapperController leaves the AppWrapper controller out of the manager.
 	WithoutAppWrapperController bool
 
+	// Errors records the errors the controllers log.
+	Errors ErrorLog
+
 	env     *envtest.Environment
 	kcm     *exec.Cmd
 	kcmDone chan struct{}
@@ -76,7 +82,8 @@ type Framework struct {
 // collector, installs the CRDs and returns an admin config.
 func (f *Framework) Init() *rest.Config {
 	ginkgo.GinkgoHelper()
-	ctrl.SetLogger(zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true)))
+	base := zap.New(zap.WriteTo(ginkgo.GinkgoWriter), zap.UseDevMode(true))
+	ctrl.SetLogger(logr.New(&recordingSink{LogSink: base.GetSink(), log: &f.Errors}))
 
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	gomega.Expect(assets).NotTo(gomega.BeEmpty(),
@@ -151,6 +158,8 @@ func (f *Framework) NewManager(cfg *rest.Config) ctrl.Manager {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
+		// Suites stop and start managers (a controller restart) in one process.
+		Controller: crconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating the manager")
 	if !f.WithoutAppWrapperController {

@@ -9,6 +9,8 @@ import (
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -161,15 +163,8 @@ var _ = Describe("Trigger kinds", func() {
 		Expect(informerRunning(gk)).To(BeFalse())
 
 		By("installing the CRD")
-		crds, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-			Paths: []string{filepath.Join("testdata", "late-crds")}, ErrorIfPathMissing: true,
-		})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			for _, crd := range crds {
-				Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, crd))).To(Succeed())
-			}
-		})
+		installLateCRDs()
+		DeferCleanup(uninstallLateCRDs)
 		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
 		Expect(informerRunning(gk)).To(BeTrue())
 
@@ -205,6 +200,26 @@ var _ = Describe("Trigger kinds", func() {
 		}, util.ConsistentDuration, util.Interval).Should(Succeed())
 	})
 })
+
+var lateCRDs = envtest.CRDInstallOptions{Paths: []string{filepath.Join("testdata", "late-crds")}, ErrorIfPathMissing: true}
+
+// installLateCRDs installs the CRD of the LateRun kind, which specs install
+// and remove while wrapup runs.
+func installLateCRDs() {
+	GinkgoHelper()
+	_, err := envtest.InstallCRDs(cfg, lateCRDs)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// uninstallLateCRDs removes it and waits until it is gone.
+func uninstallLateCRDs() {
+	GinkgoHelper()
+	Expect(envtest.UninstallCRDs(cfg, lateCRDs)).To(Succeed())
+	Eventually(func() bool {
+		err := k8sClient.Get(ctx, types.NamespacedName{Name: "lateruns.late.wrapup.dev"}, &apiextensionsv1.CustomResourceDefinition{})
+		return apierrors.IsNotFound(err)
+	}, util.LongTimeout, util.Interval).Should(BeTrue())
+}
 
 // informerRunning reads the wrapup_trigger_informers metric for a kind.
 func informerRunning(gk schema.GroupKind) bool {

@@ -56,6 +56,12 @@ var _ = BeforeSuite(func() {
 	})
 })
 
+// wrapup retries its own write conflicts (or avoids them): none may reach
+// its logs as errors, whatever the AppWrapper controller writes meanwhile.
+var _ = AfterEach(func() {
+	Expect(fwk.Errors.Conflicts("wrapup-")).To(BeEmpty(), "wrapup logged write conflicts")
+})
+
 var _ = AfterSuite(func() {
 	if cancel != nil {
 		cancel()

@@ -1,0 +1,185 @@
+package integration
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc"
+	"github.com/wrapup-dev/wrapup/test/framework"
+	"github.com/wrapup-dev/wrapup/test/util"
+)
+
+// restartManager stops the suite's manager (wrapup and the AppWrapper
+// controller) and runs fn while it is down, then starts a fresh one: a
+// controller restart, with every in-memory state lost.
+func restartManager(whileDown func()) {
+	GinkgoHelper()
+	fwk.StopManager()
+	defer fwk.StartManager(ctx, cfg, func(_ context.Context, mgr ctrl.Manager) error {
+		return gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod})
+	})
+	whileDown()
+}
+
+// countEvents counts Events with reason on obj.
+func countEvents(obj client.Object, reason string) int {
+	GinkgoHelper()
+	var list eventsv1.EventList
+	Expect(k8sClient.List(ctx, &list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
+	n := 0
+	for _, e := range list.Items {
+		if e.Regarding.Name == obj.GetName() && e.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
+var _ = Describe("Faults", func() {
+	var (
+		ns    *corev1.Namespace
+		rules []*wrapupv1alpha1.CompletionRule
+	)
+	BeforeEach(func() {
+		ns = framework.CreateNamespace(ctx, k8sClient, "faults", nil)
+		ns.Labels = map[string]string{nsLabel: ns.Name}
+		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
+		rules = nil
+	})
+	AfterEach(func() {
+		for _, r := range rules {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, r))).To(Succeed())
+		}
+		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed())
+	})
+	createRule := func(w *util.RuleWrapper) *wrapupv1alpha1.CompletionRule {
+		GinkgoHelper()
+		r := w.NamespaceLabels(map[string]string{nsLabel: ns.Name}).Obj()
+		r.Name = ns.Name + "-" + r.Name
+		Expect(k8sClient.Create(ctx, r)).To(Succeed())
+		rules = append(rules, r)
+		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
+		return r
+	}
+	runningJobAppWrapper := func(name string, labels map[string]string) (*awv1beta2.AppWrapper, types.NamespacedName) {
+		GinkgoHelper()
+		w := util.MakeAppWrapper(name, ns.Name).Component(util.MakeJob(name+"-job").Obj(), nil)
+		for k, v := range labels {
+			w.Label(k, v)
+		}
+		aw := w.Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		job := types.NamespacedName{Namespace: ns.Name, Name: name + "-job"}
+		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		return aw, job
+	}
+	expectRecorded := func(aw *awv1beta2.AppWrapper) time.Time {
+		GinkgoHelper()
+		var at time.Time
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Labels).To(HaveKey(wrapupv1alpha1.OutcomeLabel))
+			var err error
+			at, err = time.Parse(time.RFC3339, got.Annotations[wrapupv1alpha1.FinishedAtAnnotation])
+			g.Expect(err).NotTo(HaveOccurred())
+		}, util.Timeout, util.Interval).Should(Succeed())
+		return at
+	}
+
+	It("deletes at the TTL, once, when the controller restarts between recording and the TTL", func() {
+		const ttl = 6
+		createRule(util.MakeRule("restart").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, ttl))
+		aw, job := runningJobAppWrapper("restart", nil)
+		util.JobComplete(ctx, k8sClient, job)
+		finishedAt := expectRecorded(aw)
+
+		restartManager(func() {
+			By("nothing acting while the controller is down")
+			Consistently(func() error {
+				return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
+			}, "2s", util.Interval).Should(Succeed())
+		})
+
+		By("the new controller deleting at the recorded time plus the TTL, not earlier")
+		var deletionAt time.Time
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)
+			if err == nil && got.DeletionTimestamp != nil {
+				deletionAt = got.DeletionTimestamp.Time
+			}
+			g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+			g.Expect(err).To(HaveOccurred())
+		}, util.LongTimeout, 50*time.Millisecond).Should(Succeed())
+		if !deletionAt.IsZero() {
+			// Timestamps have second precision.
+			Expect(deletionAt).To(BeTemporally(">=", finishedAt.Add(ttl*time.Second-time.Second)))
+		}
+		Expect(countEvents(aw, gc.ReasonDeleted)).To(Equal(1))
+		Expect(countEvents(aw, gc.ReasonSucceeded)).To(Equal(1), "the outcome is recorded once, not again after the restart")
+	})
+
+	It("finishes a trigger that completed while the controller was down", func() {
+		createRule(util.MakeRule("down").TriggerKind("batch", "Job", ""))
+		aw, job := runningJobAppWrapper("down", nil)
+		restartManager(func() {
+			util.JobComplete(ctx, k8sClient, job)
+		})
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+		Expect(countEvents(aw, gc.ReasonDeleted)).To(Equal(1))
+	})
+
+	It("cancels a pending deletion when the rule stops matching the AppWrapper", func() {
+		const ttl = 4
+		r := createRule(util.MakeRule("edited").TriggerKind("batch", "Job", "").
+			AppWrapperLabels(map[string]string{"team": "a"}).OnSuccess(wrapupv1alpha1.ActionDeleteAll, ttl))
+		aw, job := runningJobAppWrapper("edited", map[string]string{"team": "a"})
+		util.JobComplete(ctx, k8sClient, job)
+		expectRecorded(aw)
+
+		By("editing the rule's selector while the TTL is pending")
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(r), got)).To(Succeed())
+			got.Spec.AppWrapperSelector.MatchLabels = map[string]string{"team": "b"}
+			g.Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		}, util.Timeout, util.Interval).Should(Succeed())
+		Consistently(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
+		}, (ttl+2)*time.Second, util.Interval).Should(Succeed())
+		Expect(countEvents(aw, gc.ReasonDeleted)).To(BeZero())
+	})
+
+	It("stops watching a trigger kind whose CRD is deleted, reports it, and resumes when it comes back", func() {
+		gk := schema.GroupKind{Group: "late.wrapup.dev", Kind: "LateRun"}
+		installLateCRDs()
+		DeferCleanup(uninstallLateCRDs)
+		r := createRule(util.MakeRule("crd-gone").TriggerKind(gk.Group, gk.Kind, "").Success("object.status.?phase.orValue('') == 'Done'"))
+		Eventually(func() bool { return informerRunning(gk) }, util.Timeout, util.Interval).Should(BeTrue())
+
+		By("deleting the CRD")
+		uninstallLateCRDs()
+		expectRuleReady(r, metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotFound)
+		Expect(informerRunning(gk)).To(BeFalse())
+
+		By("installing it again")
+		installLateCRDs()
+		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
+		Expect(informerRunning(gk)).To(BeTrue())
+	})
+})
