@@ -30,7 +30,7 @@ type Watches struct {
 	client    dynamic.Interface
 	mapper    meta.RESTMapper
 	discovery discovery.DiscoveryInterface
-	events chan event.GenericEvent
+	events    chan event.GenericEvent
 
 	mu        sync.Mutex
 	owners    map[string]map[schema.GroupKind]struct{}
