@@ -1,0 +1,158 @@
+package integration
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/test/framework"
+	"github.com/wrapup-dev/wrapup/test/util"
+)
+
+// A tenant who may edit AppWrappers, Jobs and pods in their own namespace
+// only, acting through an impersonated client, against an admin's rule that
+// covers both their namespace and a victim's.
+var _ = Describe("Multi-tenancy", func() {
+	var (
+		tenantNS, victimNS *corev1.Namespace
+		tenant             client.Client
+		rule               *wrapupv1alpha1.CompletionRule
+	)
+
+	BeforeEach(func() {
+		group := "tenancy-" + time.Now().Format("150405.000000")
+		tenantNS = framework.CreateNamespace(ctx, k8sClient, "tenant", nil)
+		victimNS = framework.CreateNamespace(ctx, k8sClient, "victim", nil)
+		for _, ns := range []*corev1.Namespace{tenantNS, victimNS} {
+			ns.Labels = map[string]string{nsLabel: group}
+			Expect(k8sClient.Update(ctx, ns)).To(Succeed())
+		}
+		rule = util.MakeRule(tenantNS.Name+"-all").TriggerKind("batch", "Job", "").
+			NamespaceLabels(map[string]string{nsLabel: group}).Obj()
+		Expect(k8sClient.Create(ctx, rule)).To(Succeed())
+		expectRuleReady(rule, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
+
+		role := &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: "tenant-edit", Namespace: tenantNS.Name},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"workload.codeflare.dev"}, Resources: []string{"appwrappers"}, Verbs: []string{"*"}},
+				{APIGroups: []string{"batch"}, Resources: []string{"jobs", "jobs/status"}, Verbs: []string{"*"}},
+				{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "configmaps"}, Verbs: []string{"*"}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, role)).To(Succeed())
+		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "tenant-edit", Namespace: tenantNS.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}},
+		})).To(Succeed())
+		tenantCfg := rest.CopyConfig(cfg)
+		tenantCfg.Impersonate = rest.ImpersonationConfig{UserName: "tenant"}
+		var err error
+		tenant, err = client.New(tenantCfg, client.Options{Scheme: framework.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+
+		DeferCleanup(func() {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, rule))).To(Succeed())
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, tenantNS))).To(Succeed())
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, victimNS))).To(Succeed())
+		})
+	})
+
+	It("cannot make wrapup touch another namespace's AppWrapper", func() {
+		victim := util.MakeAppWrapper("victim", victimNS.Name).
+			Component(util.MakeDeployment("inference", 1), nil).
+			Component(util.MakeJob("bench").Obj(), nil).Obj()
+		Expect(k8sClient.Create(ctx, victim)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(victim), awv1beta2.AppWrapperRunning)
+
+		By("the tenant's RBAC holding: no write to the victim's AppWrapper")
+		got := &awv1beta2.AppWrapper{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(victim), got)).To(Succeed())
+		patch := client.MergeFrom(got.DeepCopy())
+		got.Labels = map[string]string{wrapupv1alpha1.OutcomeLabel: "Succeeded"}
+		Expect(apierrors.IsForbidden(tenant.Patch(ctx, got, patch))).To(BeTrue())
+
+		By("the tenant making a same-named AppWrapper with a same-named trigger, and finishing it")
+		own := util.MakeAppWrapper("victim", tenantNS.Name).Component(util.MakeJob("bench").Obj(), nil).Obj()
+		Expect(tenant.Create(ctx, own)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(own), awv1beta2.AppWrapperRunning)
+		ownJob := types.NamespacedName{Namespace: tenantNS.Name, Name: "bench"}
+		Eventually(func() error { return tenant.Get(ctx, ownJob, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		util.JobComplete(ctx, tenant, ownJob)
+
+		By("the tenant making a completed Job that claims the victim as its owner, by label and by UID")
+		impostor := util.MakeJob("impostor").Obj()
+		impostor.Namespace = tenantNS.Name
+		impostor.Labels = map[string]string{awv1beta2.AppWrapperLabel: "victim"}
+		impostor.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: "victim", UID: victim.UID, Controller: ptr.To(true),
+		}}
+		Expect(tenant.Create(ctx, impostor)).To(Succeed())
+		util.JobComplete(ctx, tenant, client.ObjectKeyFromObject(impostor))
+
+		By("the tenant naming the victim's namespace in a component")
+		crossJob := util.MakeJob("bench").Obj()
+		crossJob.Namespace = victimNS.Name
+		cross := util.MakeAppWrapper("cross", tenantNS.Name).Component(crossJob, nil).Obj()
+		Expect(tenant.Create(ctx, cross)).To(Succeed())
+
+		By("the tenant's own AppWrapper finishing, and nothing of the victim's moving")
+		util.ExpectGone(ctx, k8sClient, own, util.LongTimeout)
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(victim), got)).To(Succeed())
+			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
+			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: victimNS.Name, Name: "bench"}, &batchv1.Job{})).To(Succeed())
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		Expect(countEvents(victim, "TriggerSucceeded")).To(BeZero())
+	})
+
+	It("cannot fake an outcome to have a running AppWrapper deleted", func() {
+		aw := util.MakeAppWrapper("faker", tenantNS.Name).
+			Component(util.MakeDeployment("inference", 1), nil).
+			Component(util.MakeJob("bench").Obj(), nil).Obj()
+		Expect(tenant.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		job := &batchv1.Job{}
+		Eventually(func() error {
+			return tenant.Get(ctx, types.NamespacedName{Namespace: tenantNS.Name, Name: "bench"}, job)
+		}, util.Timeout, util.Interval).Should(Succeed())
+		util.JobStarted(ctx, tenant, client.ObjectKeyFromObject(job))
+
+		By("the tenant writing wrapup's record by hand: finished an hour ago")
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			got.Labels = map[string]string{wrapupv1alpha1.OutcomeLabel: "Succeeded"}
+			got.Annotations = map[string]string{
+				wrapupv1alpha1.FinishedAtAnnotation: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339),
+				wrapupv1alpha1.RuleAnnotation:       rule.Name,
+				wrapupv1alpha1.TriggerUIDAnnotation: string(job.UID),
+			}
+			g.Expect(tenant.Update(ctx, got)).To(Succeed())
+		}, util.Timeout, util.Interval).Should(Succeed())
+
+		By("wrapup re-evaluating the live trigger, clearing the record and deleting nothing")
+		expectEvent(aw, "", "OutcomeCleared", "running again")
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
+			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+	})
+})
