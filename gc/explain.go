@@ -76,7 +76,8 @@ type Explanation struct {
 	// Rules lists every CompletionRule: the winner first, then the others
 	// in the order in which they would win.
 	Rules []RuleVerdict
-	// Winner names the rule that decides for the AppWrapper; "" when none.
+	// Winner names the rule that wins the selection; "" when none. For an
+	// ignored AppWrapper or one being deleted it decides nothing.
 	Winner string
 
 	// Trigger is the component the winning rule takes as the trigger; nil
@@ -254,52 +255,64 @@ func (ex *Explanation) explainRules(items []wrapupv1alpha1.CompletionRule, awLab
 	for i := range items {
 		ptrs[i] = &items[i]
 	}
-	compileErrs := map[string]error{}
 	usable := func(rule *wrapupv1alpha1.CompletionRule) bool {
 		_, err := policies.Get(rule)
-		compileErrs[rule.Name] = err
 		return err == nil
 	}
 	winner := winningRule(ptrs, awLabels, ns.Labels, usable)
-	// The controller's order: highest priority first, ties to the name.
-	sort.SliceStable(ptrs, func(i, j int) bool { return better(ptrs[i], ptrs[j]) })
-	ex.Rules = make([]RuleVerdict, 0, len(ptrs))
 	if winner != nil {
 		ex.Winner = winner.Name
 	}
+	// The order in which rules win: highest priority first, ties to the name.
+	sort.SliceStable(ptrs, func(i, j int) bool { return better(ptrs[i], ptrs[j]) })
+	ex.Rules = make([]RuleVerdict, 0, len(ptrs))
+	contenders := 0
 	for _, rule := range ptrs {
-		v := RuleVerdict{Name: rule.Name, Priority: rule.Spec.Priority, Matches: ruleMatches(rule, awLabels, ns.Labels)}
+		_, compileErr := policies.Get(rule)
+		v := RuleVerdict{
+			Name:     rule.Name,
+			Priority: rule.Spec.Priority,
+			Matches:  ruleMatches(rule, awLabels, ns.Labels),
+			Valid:    compileErr == nil,
+		}
 		if c := apimeta.FindStatusCondition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady); c != nil {
 			v.Ready = string(c.Status) + "/" + c.Reason
 		}
-		err, checked := compileErrs[rule.Name]
-		if !checked {
-			_, err = policies.Get(rule)
-		}
-		v.Valid = err == nil
+		// The same order of checks as winningRule.
 		switch {
-		case rule == winner:
-			v.Wins, v.Why = true, "wins"
-			if n := len(ptrs); n > 1 {
-				v.Why = "wins: highest priority among the matching valid rules"
-			}
 		case !rule.DeletionTimestamp.IsZero():
 			v.Why = "is being deleted"
 		case !selectorMatches(rule.Spec.AppWrapperSelector, awLabels):
 			v.Why = "appWrapperSelector does not select the AppWrapper"
 		case !selectorMatches(rule.Spec.NamespaceSelector, ns.Labels):
 			v.Why = fmt.Sprintf("namespaceSelector does not select namespace %s", ns.Name)
-		case err != nil:
-			v.Why = "is invalid, so it acts on nothing: " + err.Error()
-		case winner != nil && rule.Spec.Priority < winner.Spec.Priority:
+		case compileErr != nil:
+			v.Why = "is invalid, so it acts on nothing: " + compileErr.Error()
+		case rule == winner:
+			contenders++
+			v.Wins = true
+		case winner == nil:
+			// Unreachable: winningRule picks any rule that gets this far.
+			v.Why = "matches, yet no rule won"
+		case rule.Spec.Priority < winner.Spec.Priority:
+			contenders++
 			v.Why = fmt.Sprintf("loses to %s: lower priority (%d < %d)", winner.Name, rule.Spec.Priority, winner.Spec.Priority)
-		case winner != nil:
+		default:
+			contenders++
 			v.Why = fmt.Sprintf("loses to %s: same priority %d, and %s sorts first by name", winner.Name, rule.Spec.Priority, winner.Name)
 		}
-		if v.Wins {
-			ex.Rules = append([]RuleVerdict{v}, ex.Rules...)
-		} else {
-			ex.Rules = append(ex.Rules, v)
+		ex.Rules = append(ex.Rules, v)
+	}
+	for i := range ex.Rules {
+		if ex.Rules[i].Wins {
+			ex.Rules[i].Why = "wins: the only matching valid rule"
+			if contenders > 1 {
+				ex.Rules[i].Why = fmt.Sprintf("wins: highest priority of %d matching valid rules", contenders)
+			}
+			// Winner first.
+			v := ex.Rules[i]
+			copy(ex.Rules[1:i+1], ex.Rules[:i])
+			ex.Rules[0] = v
 		}
 	}
 	return winner
@@ -341,7 +354,7 @@ func (ex *Explanation) decide(ctx context.Context, r client.Reader, aw *awv1beta
 	default:
 		var problem string
 		var err error
-		trigger, problem, err = readTriggerOnce(ctx, r, ex.Trigger.GroupVersionKind, aw)
+		trigger, problem, err = readLiveTrigger(ctx, r, ex.Trigger.GroupVersionKind, ref.Name, aw)
 		if err != nil {
 			ex.noTrigger(err.Error())
 			return
@@ -450,20 +463,33 @@ func phaseOrNone(p awv1beta2.AppWrapperPhase) string {
 	return string(p)
 }
 
-// readTriggerOnce reads the live trigger as the controller's watch would see
-// it. problem says why there is none to evaluate; err is for failures to
-// read.
-func readTriggerOnce(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, aw *awv1beta2.AppWrapper) (*unstructured.Unstructured, string, error) {
-	ti := aw.Spec.Components
-	_ = ti
+// readLiveTrigger reads the live trigger as the controller's watch sees it.
+// problem says why there is none to evaluate; err is a failure to read.
+func readLiveTrigger(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind, name string, aw *awv1beta2.AppWrapper) (*unstructured.Unstructured, string, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	return readInto(ctx, r, u, gvk, aw)
-}
-
-func readInto(ctx context.Context, r client.Reader, u *unstructured.Unstructured, gvk schema.GroupVersionKind, aw *awv1beta2.AppWrapper) (*unstructured.Unstructured, string, error) {
-	name := ""
-	return u, name, nil
+	if err := r.Get(ctx, types.NamespacedName{Namespace: aw.Namespace, Name: name}, u); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, fmt.Sprintf("%s %s does not exist (not created yet, or deleted)", gvk.Kind, name), nil
+		case apimeta.IsNoMatchError(err):
+			return nil, fmt.Sprintf("%s is not served by the API server (is its CRD installed?)", gvk), nil
+		default:
+			return nil, "", fmt.Errorf("reading trigger %s %s: %w", gvk.Kind, name, err)
+		}
+	}
+	// The controller evaluates objects from its informers, which drop these.
+	if _, err := stripObject(u); err != nil {
+		return nil, "", err
+	}
+	if _, ok := u.GetLabels()[awv1beta2.AppWrapperLabel]; !ok {
+		// wrapup's informers list only labelled objects: it never sees this one.
+		return nil, fmt.Sprintf("%s %s lacks the label %s, so wrapup's watch does not see it", gvk.Kind, name, awv1beta2.AppWrapperLabel), nil
+	}
+	if !ownedBy(u, aw) {
+		return nil, fmt.Sprintf("%s %s is not controlled by this AppWrapper: it is not taken as the trigger (Warning Event %s)", gvk.Kind, name, ReasonTriggerNotOwned), nil
+	}
+	return u, "", nil
 }
 
 // appWrapperMap is the appWrapper variable: the AppWrapper as unstructured
@@ -484,7 +510,10 @@ func (ex *Explanation) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "AppWrapper: %s (phase %s) at %s\n", ex.AppWrapper, phaseOrNone(ex.Phase), ex.At.UTC().Format(time.RFC3339))
 	fmt.Fprintf(&b, "Verdict:    %s", ex.Verdict)
-	if ex.After > 0 {
+	switch {
+	case ex.After > 0 && ex.Verdict == VerdictWaitingForRetries:
+		fmt.Fprintf(&b, " (final in at most %s)", ex.After.Round(time.Second))
+	case ex.After > 0:
 		fmt.Fprintf(&b, " (in %s)", ex.After.Round(time.Second))
 	}
 	fmt.Fprintf(&b, "\n            %s\n", ex.Reason)
@@ -559,4 +588,29 @@ func builtinOrRule(builtin bool) string {
 		return "built-in"
 	}
 	return "from the rule"
+}
+
+// DescribeAction says what rule does once a trigger finished with outcome,
+// as the controller does it: the action (DeleteAll by default), its TTL,
+// and dry-run mode. It is for tools that show a rule's effect offline.
+func DescribeAction(rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome) string {
+	a := actionFor(rule, outcome)
+	var what string
+	switch {
+	case a.Action == wrapupv1alpha1.ActionUpdateStatus:
+		what = "UpdateStatus: record the outcome on the AppWrapper, delete nothing"
+	default:
+		when := "at once"
+		if ttl := a.TTLSecondsAfterFinished; ttl != nil && *ttl > 0 {
+			when = fmt.Sprintf("%s after the trigger finished", time.Duration(*ttl)*time.Second)
+		}
+		what = "DeleteAll: record the outcome, then delete the AppWrapper " + when
+		if rule.Spec.DryRun {
+			what = "dryRun: record the outcome and emit a WouldDelete Event, delete nothing (without dryRun: delete the AppWrapper " + when + ")"
+		}
+	}
+	if outcome == wrapupv1alpha1.OutcomeFailed {
+		what += "; a failure is final only once the AppWrapper controller stops retrying"
+	}
+	return what
 }

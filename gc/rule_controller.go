@@ -126,6 +126,7 @@ func (r *RuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A CRD that appears may serve a trigger kind a rule is waiting for.
 		WatchesMetadata(crd, handler.EnqueueRequestsFromMapFunc(r.rulesWaitingForKinds), builder.OnlyMetadata).
 		WatchesRawSource(source.Channel(r.Assign.events, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.Watches.Gone(), &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
 // Watches keeps one informer per trigger kind in use, never one per object.
@@ -37,6 +41,9 @@ type Watches struct {
 	informers map[schema.GroupKind]*kindInformer
 	ctx       context.Context
 	started   chan struct{}
+	// gone tells the rule controller about rules whose kind stopped being
+	// served while watched.
+	gone chan event.GenericEvent
 }
 
 type kindInformer struct {
@@ -58,8 +65,12 @@ func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery
 		owners:    map[string]map[schema.GroupKind]struct{}{},
 		informers: map[schema.GroupKind]*kindInformer{},
 		started:   make(chan struct{}),
+		gone:      make(chan event.GenericEvent, 64),
 	}
 }
+
+// Gone is where rules whose trigger kind stopped being served arrive.
+func (w *Watches) Gone() <-chan event.GenericEvent { return w.gone }
 
 // Events is where trigger changes arrive, as the AppWrapper to reconcile.
 func (w *Watches) Events() <-chan event.GenericEvent { return w.events }
@@ -206,6 +217,16 @@ func (w *Watches) startLocked(gk schema.GroupKind) error {
 	informer := dynamicinformer.NewFilteredDynamicInformer(w.client, mapping.Resource, metav1.NamespaceAll, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		func(o *metav1.ListOptions) { o.LabelSelector = awv1beta2.AppWrapperLabel }).Informer()
+	// A watch that fails with NotFound means the kind's CRD was deleted:
+	// stop the informer, instead of retrying forever, and tell the rules.
+	if err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if apierrors.IsNotFound(err) {
+			go w.kindGone(gk)
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	}); err != nil {
+		return fmt.Errorf("watching %s: %w", gk, err)
+	}
 	if err := informer.SetTransform(stripObject); err != nil {
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
@@ -239,6 +260,36 @@ func (w *Watches) served(gvr schema.GroupVersionResource) error {
 		}
 	}
 	return fmt.Errorf("the API server does not serve %s", gvr)
+}
+
+// kindGone stops the informer of gk if its kind is no longer served, and
+// asks the rules that claim it to report that.
+func (w *Watches) kindGone(gk schema.GroupKind) {
+	w.mu.Lock()
+	inf, ok := w.informers[gk]
+	if !ok || w.served(inf.gvr) == nil {
+		w.mu.Unlock()
+		return
+	}
+	inf.stop()
+	delete(w.informers, gk)
+	informersGauge.DeleteLabelValues(gk.String())
+	var rules []string
+	for owner, kinds := range w.owners {
+		if _, claims := kinds[gk]; claims && strings.HasPrefix(owner, "rule/") {
+			rules = append(rules, strings.TrimPrefix(owner, "rule/"))
+		}
+	}
+	ctx := w.ctx
+	w.mu.Unlock()
+	logf.FromContext(ctx).Info("Stopped watching trigger kind: no longer served", "kind", gk.String())
+	for _, name := range rules {
+		select {
+		case w.gone <- event.GenericEvent{Object: &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: name}}}:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Recheck stops the informers of kinds the API server no longer serves (a

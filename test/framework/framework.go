@@ -129,7 +129,10 @@ func (f *Framework) startGarbageCollector(assets string) {
 		"--kubeconfig="+path,
 		"--authentication-kubeconfig="+path,
 		"--authorization-kubeconfig="+path,
-		"--controllers=garbagecollector",
+		// The garbage collector makes ownerReference cascades real; the
+		// ClusterRole aggregation makes aggregated roles (such as wrapup's
+		// trigger-kinds role) get their rules.
+		"--controllers=garbagecollector,clusterrole-aggregation",
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",
 		"--secure-port=0",
@@ -153,6 +156,20 @@ func (f *Framework) startGarbageCollector(assets string) {
 // unless the framework leaves it out.
 func (f *Framework) NewManager(cfg *rest.Config) ctrl.Manager {
 	ginkgo.GinkgoHelper()
+	mgr := NewBareManager(cfg)
+	if !f.WithoutAppWrapperController {
+		awCfg := awconfig.NewAppWrapperConfig()
+		awCfg.Autopilot.MonitorNodes = false
+		awCfg.Autopilot.InjectAntiAffinities = false
+		gomega.Expect(awcontroller.SetupControllers(mgr, awCfg)).To(gomega.Succeed(), "setting up the AppWrapper controller")
+	}
+	return mgr
+}
+
+// NewBareManager returns a manager on cfg with the suite's scheme, no
+// metrics listener, no leader election and no controllers.
+func NewBareManager(cfg *rest.Config) ctrl.Manager {
+	ginkgo.GinkgoHelper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -162,13 +179,23 @@ func (f *Framework) NewManager(cfg *rest.Config) ctrl.Manager {
 		Controller: crconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating the manager")
-	if !f.WithoutAppWrapperController {
-		awCfg := awconfig.NewAppWrapperConfig()
-		awCfg.Autopilot.MonitorNodes = false
-		awCfg.Autopilot.InjectAntiAffinities = false
-		gomega.Expect(awcontroller.SetupControllers(mgr, awCfg)).To(gomega.Succeed(), "setting up the AppWrapper controller")
-	}
 	return mgr
+}
+
+// RunManager starts mgr in the background; the returned function stops it
+// and waits until it has.
+func RunManager(ctx context.Context, mgr ctrl.Manager) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer ginkgo.GinkgoRecover()
+		defer close(done)
+		gomega.Expect(mgr.Start(ctx)).To(gomega.Succeed(), "running a manager")
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // StartManager creates a manager (see NewManager), runs setup on it and

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
@@ -22,15 +20,12 @@ import (
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
-// restartManager stops the suite's manager (wrapup and the AppWrapper
-// controller) and runs fn while it is down, then starts a fresh one: a
-// controller restart, with every in-memory state lost.
+// restartManager stops wrapup and runs whileDown, then starts a fresh
+// wrapup: a controller restart, with every in-memory state lost.
 func restartManager(whileDown func()) {
 	GinkgoHelper()
-	fwk.StopManager()
-	defer fwk.StartManager(ctx, cfg, func(_ context.Context, mgr ctrl.Manager) error {
-		return gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod})
-	})
+	stopWrapup()
+	defer startWrapup()
 	whileDown()
 }
 

@@ -32,15 +32,10 @@ var _ = Describe("Two wrapup replicas with leader election", func() {
 		ns.Labels = map[string]string{nsLabel: ns.Name}
 		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
 
-		// The suite's manager keeps the AppWrapper controller, without
-		// wrapup: the replicas below are the only wrapup running.
-		fwk.StopManager()
-		fwk.StartManager(ctx, cfg, nil)
+		// The replicas below are the only wrapup running.
+		stopWrapup()
 		DeferCleanup(func() {
-			fwk.StopManager()
-			fwk.StartManager(ctx, cfg, func(_ context.Context, mgr ctrl.Manager) error {
-				return gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod})
-			})
+			startWrapup()
 			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed())
 		})
 	})
@@ -49,13 +44,13 @@ var _ = Describe("Two wrapup replicas with leader election", func() {
 	// lease. Its cancel function is a crash: the lease is not released.
 	replica := func() (ctrl.Manager, context.CancelFunc, chan struct{}) {
 		GinkgoHelper()
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		mgr, err := ctrl.NewManager(wrapupCfg, ctrl.Options{
 			Scheme:                  framework.Scheme,
 			Metrics:                 metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress:  "0",
 			LeaderElection:          true,
 			LeaderElectionID:        "wrapup-" + ns.Name,
-			LeaderElectionNamespace: ns.Name,
+			LeaderElectionNamespace: framework.ControllerNamespace,
 			LeaseDuration:           ptr.To(2 * time.Second),
 			RenewDeadline:           ptr.To(1500 * time.Millisecond),
 			RetryPeriod:             ptr.To(200 * time.Millisecond),

@@ -9,8 +9,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wrapup-dev/wrapup/gc"
@@ -25,8 +26,11 @@ var (
 	fwk       *framework.Framework
 	cfg       *rest.Config
 	k8sClient client.Client
-	ctx       context.Context
-	cancel    context.CancelFunc
+	// wrapupCfg acts as wrapup's ServiceAccount.
+	wrapupCfg  *rest.Config
+	stopWrapup func()
+	ctx        context.Context
+	cancel     context.CancelFunc
 )
 
 func TestIntegration(t *testing.T) {
@@ -51,10 +55,35 @@ var _ = BeforeSuite(func() {
 	var err error
 	k8sClient, err = client.New(cfg, client.Options{Scheme: framework.Scheme})
 	Expect(err).NotTo(HaveOccurred())
-	fwk.StartManager(ctx, cfg, func(_ context.Context, mgr ctrl.Manager) error {
-		return gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod})
-	})
+
+	// wrapup runs as its ServiceAccount with exactly the RBAC of
+	// config/rbac, so a missing permission fails the suite; read access to
+	// the suite's custom trigger kinds comes through the aggregation label,
+	// as the docs tell admins to grant it.
+	framework.InstallControllerRBAC(ctx, k8sClient)
+	Expect(k8sClient.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "wrapup-test-trigger-kinds", Labels: map[string]string{"wrapup.dev/aggregate-to-trigger-kinds": "true"}},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"example.wrapup.dev", "late.wrapup.dev"},
+			Resources: []string{"evalruns", "lateruns"},
+			Verbs:     []string{"get", "list", "watch"},
+		}},
+	})).To(Succeed())
+	wrapupCfg = framework.ServiceAccountConfig(cfg, framework.ControllerNamespace, framework.ControllerServiceAccount)
+
+	// The AppWrapper controller (admin) and wrapup (its ServiceAccount) run
+	// in managers of their own.
+	fwk.StartManager(ctx, cfg, nil)
+	startWrapup()
 })
+
+// startWrapup runs wrapup in a manager of its own, as its ServiceAccount.
+func startWrapup() {
+	GinkgoHelper()
+	mgr := framework.NewBareManager(wrapupCfg)
+	Expect(gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod})).To(Succeed())
+	stopWrapup = framework.RunManager(ctx, mgr)
+}
 
 // wrapup retries its own write conflicts (or avoids them): none may reach
 // its logs as errors, whatever the AppWrapper controller writes meanwhile.
@@ -63,6 +92,9 @@ var _ = AfterEach(func() {
 })
 
 var _ = AfterSuite(func() {
+	if stopWrapup != nil {
+		stopWrapup()
+	}
 	if cancel != nil {
 		cancel()
 	}

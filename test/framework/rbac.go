@@ -1,0 +1,72 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The ServiceAccount wrapup runs as, from config/rbac.
+const (
+	ControllerNamespace      = "wrapup-system"
+	ControllerServiceAccount = "wrapup-controller"
+)
+
+// InstallControllerRBAC applies config/rbac (the generated ClusterRole, the
+// aggregated trigger-kinds role, the bindings, the ServiceAccount) so that
+// suites run wrapup with exactly the permissions an install grants.
+func InstallControllerRBAC(ctx context.Context, c client.Client) {
+	ginkgo.GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ControllerNamespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	}
+	files, err := filepath.Glob(filepath.Join(RepoRoot(), "config", "rbac", "*.yaml"))
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	n := 0
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				gomega.Expect(err).NotTo(gomega.HaveOccurred(), f)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
+				gomega.Expect(err).NotTo(gomega.HaveOccurred(), "%s: %s", f, u.GetName())
+			}
+			n++
+		}
+	}
+	gomega.Expect(n).To(gomega.BeNumerically(">=", 6), "config/rbac has fewer objects than an install needs")
+}
+
+// ServiceAccountConfig returns cfg acting as a ServiceAccount.
+func ServiceAccountConfig(cfg *rest.Config, namespace, name string) *rest.Config {
+	sa := rest.CopyConfig(cfg)
+	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":" + name}
+	return sa
+}

@@ -1,0 +1,247 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc"
+	"github.com/wrapup-dev/wrapup/test/framework"
+	"github.com/wrapup-dev/wrapup/test/util"
+)
+
+// Explain reads what the controller reads, from the real API server, and
+// must say what the controller then does: where the controller acts, the
+// specs check that it acted as explained.
+var _ = Describe("kubectl wrapup explain", func() {
+	var (
+		ns    *corev1.Namespace
+		rules []*wrapupv1alpha1.CompletionRule
+	)
+	BeforeEach(func() {
+		ns = framework.CreateNamespace(ctx, k8sClient, "explain", nil)
+		// Rules are cluster-scoped: each spec's rules select its namespace only.
+		ns.Labels = map[string]string{nsLabel: ns.Name}
+		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
+		rules = nil
+	})
+	AfterEach(func() {
+		for _, r := range rules {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, r))).To(Succeed())
+		}
+		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed())
+	})
+
+	// createRule creates a rule for batch Jobs, scoped to the spec's
+	// namespace, that records outcomes only unless the test says otherwise.
+	createRule := func(name string, priority int32, mods ...func(*util.RuleWrapper)) *wrapupv1alpha1.CompletionRule {
+		GinkgoHelper()
+		w := util.MakeRule(fmt.Sprintf("%s-%s", ns.Name, name)).
+			NamespaceLabels(map[string]string{nsLabel: ns.Name}).
+			TriggerKind("batch", "Job", "").
+			Priority(priority).
+			OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).
+			OnFailure(wrapupv1alpha1.ActionUpdateStatus, 0)
+		for _, m := range mods {
+			m(w)
+		}
+		r := w.Obj()
+		Expect(k8sClient.Create(ctx, r)).To(Succeed())
+		rules = append(rules, r)
+		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
+		return r
+	}
+	// runningAppWrapper creates an AppWrapper with an inference Deployment
+	// and a benchmark Job, and waits until the Job runs.
+	runningAppWrapper := func(name string, mods ...func(*util.AppWrapperWrapper)) (*awv1beta2.AppWrapper, types.NamespacedName) {
+		GinkgoHelper()
+		w := util.MakeAppWrapper(name, ns.Name).
+			Component(util.MakeDeployment(name+"-inference", 1), nil).
+			Component(util.MakeJob(name+"-benchmark").Obj(), nil)
+		for _, m := range mods {
+			m(w)
+		}
+		aw := w.Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		job := types.NamespacedName{Namespace: ns.Name, Name: name + "-benchmark"}
+		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		util.JobStarted(ctx, k8sClient, job)
+		return aw, job
+	}
+	explain := func(aw *awv1beta2.AppWrapper) *gc.Explanation {
+		GinkgoHelper()
+		ex, err := gc.Explain(ctx, k8sClient, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		return ex
+	}
+	ruleVerdict := func(ex *gc.Explanation, name string) gc.RuleVerdict {
+		GinkgoHelper()
+		for _, v := range ex.Rules {
+			if v.Name == name {
+				return v
+			}
+		}
+		Fail(fmt.Sprintf("rule %s is not in the explanation:\n%s", name, ex))
+		return gc.RuleVerdict{}
+	}
+
+	It("names the winning rule and a running trigger, through the kubectl plugin too", func() {
+		rule := createRule("bench", 0)
+		aw, job := runningAppWrapper("run1")
+
+		ex := explain(aw)
+		Expect(ex.Verdict).To(Equal(gc.VerdictWaitingForTrigger), ex.String())
+		Expect(ex.Winner).To(Equal(rule.Name))
+		Expect(ex.Phase).To(Equal(awv1beta2.AppWrapperRunning))
+		Expect(ex.Trigger).NotTo(BeNil())
+		Expect(ex.Trigger.Name).To(Equal(job.Name))
+		Expect(ex.Trigger.Component).To(Equal(1))
+		live := &batchv1.Job{}
+		Expect(k8sClient.Get(ctx, job, live)).To(Succeed())
+		Expect(ex.Trigger.UID).To(Equal(live.UID))
+		Expect(ex.Evaluation).NotTo(BeNil())
+		Expect(ex.Evaluation.Outcome).To(Equal(celpolicies.OutcomeRunning))
+		Expect(ex.Evaluation.BuiltinSuccess).To(BeTrue())
+		Expect(ex.Recorded).To(BeNil())
+
+		By("running kubectl-wrapup explain against the same API server")
+		dir := GinkgoT().TempDir()
+		kubeconfig := filepath.Join(dir, "kubeconfig")
+		Expect(os.WriteFile(kubeconfig, fwk.Env().KubeConfig, 0o600)).To(Succeed())
+		bin := filepath.Join(dir, "kubectl-wrapup")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/kubectl-wrapup")
+		build.Dir = framework.RepoRoot()
+		out, err := build.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "building kubectl-wrapup: %s", out)
+		out, err = exec.CommandContext(ctx, bin, "explain", aw.Name, "-n", ns.Name, "--kubeconfig", kubeconfig).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+		Expect(string(out)).To(ContainSubstring("AppWrapper: %s/%s (phase Running)", ns.Name, aw.Name))
+		Expect(string(out)).To(ContainSubstring("Verdict:    WaitingForTrigger\n"))
+		Expect(string(out)).To(MatchRegexp(`\* %s\s+priority 0\s+Ready True/Compiled\s+wins`, rule.Name))
+		Expect(string(out)).To(ContainSubstring("Trigger:    batch/v1 Job %s, component 1 (by kind), uid %s", job.Name, live.UID))
+		Expect(string(out)).To(ContainSubstring("Evaluation: Running (cost 0; success built-in, failure built-in)"))
+	})
+
+	It("names the winner and the loser, and the controller records what it said", func() {
+		low := createRule("low", 1)
+		high := createRule("high", 10, func(w *util.RuleWrapper) {
+			w.Message(`'benchmark ' + object.metadata.name + ' done'`)
+		})
+		aw, job := runningAppWrapper("run2")
+
+		ex := explain(aw)
+		Expect(ex.Winner).To(Equal(high.Name), ex.String())
+		Expect(ex.Rules[0].Name).To(Equal(high.Name))
+		Expect(ruleVerdict(ex, high.Name).Wins).To(BeTrue())
+		loser := ruleVerdict(ex, low.Name)
+		Expect(loser.Wins).To(BeFalse())
+		Expect(loser.Matches).To(BeTrue())
+		Expect(loser.Why).To(Equal(fmt.Sprintf("loses to %s: lower priority (1 < 10)", high.Name)))
+
+		By("the trigger finishing: explain says UpdateStatus before the controller acts or after")
+		util.JobComplete(ctx, k8sClient, job)
+		Eventually(func(g Gomega) {
+			ex, err := gc.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ex.Verdict).To(Equal(gc.VerdictRecordOnly), ex.String())
+			g.Expect(ex.Outcome).To(Equal(wrapupv1alpha1.OutcomeSucceeded))
+			g.Expect(ex.Evaluation.Message).To(Equal("benchmark run2-benchmark done"))
+			// Once the controller recorded the outcome, the record is the one
+			// explain predicted.
+			g.Expect(ex.WillRecord).To(BeFalse())
+			g.Expect(ex.Recorded).NotTo(BeNil())
+			g.Expect(ex.Recorded.Rule).To(Equal(high.Name))
+			g.Expect(ex.Recorded.Message).To(Equal("benchmark run2-benchmark done"))
+		}, util.Timeout, util.Interval).Should(Succeed())
+		Consistently(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+	})
+
+	It("counts down a DeleteAll TTL that the controller is waiting out", func() {
+		rule := createRule("ttl", 0, func(w *util.RuleWrapper) { w.OnSuccess(wrapupv1alpha1.ActionDeleteAll, 600) })
+		aw, job := runningAppWrapper("run3")
+		util.JobComplete(ctx, k8sClient, job)
+		Eventually(func(g Gomega) {
+			ex, err := gc.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ex.Recorded).NotTo(BeNil(), ex.String())
+			g.Expect(ex.Verdict).To(Equal(gc.VerdictDeleteAfterTTL), ex.String())
+			g.Expect(ex.Winner).To(Equal(rule.Name))
+			g.Expect(ex.After).To(BeNumerically(">", 500*time.Second))
+			g.Expect(ex.After).To(BeNumerically("<=", 600*time.Second))
+		}, util.Timeout, util.Interval).Should(Succeed())
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+	})
+
+	It("says an ignored AppWrapper is left alone, as the controller leaves it", func() {
+		rule := createRule("all", 0)
+		aw, job := runningAppWrapper("run4", func(w *util.AppWrapperWrapper) {
+			w.Annotation(wrapupv1alpha1.IgnoreAnnotation, "true")
+		})
+		ex := explain(aw)
+		Expect(ex.Verdict).To(Equal(gc.VerdictIgnored), ex.String())
+		Expect(ex.Reason).To(ContainSubstring(wrapupv1alpha1.IgnoreAnnotation))
+		Expect(ex.Winner).To(Equal(rule.Name))
+		Expect(ex.Evaluation).To(BeNil())
+
+		util.JobComplete(ctx, k8sClient, job)
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		Expect(explain(aw).Verdict).To(Equal(gc.VerdictIgnored))
+	})
+
+	It("says why two Jobs under a kind rule are no trigger, as the controller's Warning does", func() {
+		rule := createRule("jobs", 0)
+		aw := util.MakeAppWrapper("run5", ns.Name).
+			Component(util.MakeJob("first").Obj(), nil).
+			Component(util.MakeJob("second").Obj(), nil).Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+
+		ex := explain(aw)
+		Expect(ex.Verdict).To(Equal(gc.VerdictNoTrigger), ex.String())
+		Expect(ex.Winner).To(Equal(rule.Name))
+		Expect(ex.Trigger).To(BeNil())
+		Expect(ex.Reason).To(ContainSubstring("has 2 (components 0, 1)"))
+		Expect(ex.Reason).To(ContainSubstring("AmbiguousTrigger"))
+		expectEvent(aw, "", "AmbiguousTrigger", "has 2 (components 0, 1)")
+	})
+
+	It("says which rule is invalid and that no rule is left", func() {
+		bad := util.MakeRule(ns.Name+"-bad").NamespaceLabels(map[string]string{nsLabel: ns.Name}).
+			TriggerKind("batch", "Job", "").Success(`object.status.succeeded + 1`).Obj()
+		Expect(k8sClient.Create(ctx, bad)).To(Succeed())
+		rules = append(rules, bad)
+		expectRuleReady(bad, metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidExpression)
+		aw, _ := runningAppWrapper("run6")
+
+		ex := explain(aw)
+		Expect(ex.Verdict).To(Equal(gc.VerdictNoRule), ex.String())
+		v := ruleVerdict(ex, bad.Name)
+		Expect(v.Valid).To(BeFalse())
+		Expect(v.Ready).To(Equal("False/" + wrapupv1alpha1.ReasonInvalidExpression))
+		Expect(v.Why).To(ContainSubstring("spec.success"))
+	})
+})
