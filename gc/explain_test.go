@@ -349,6 +349,15 @@ func TestExplain(t *testing.T) {
 			},
 		},
 		{
+			name: "the trigger is evaluated as the watch caches it, without managedFields",
+			objects: []client.Object{exAppWrapper(t), exRule("fields", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = "has(object.metadata.managedFields)" }),
+				exLiveJob(exJob, exJobUID, jobDone, func(j *batchv1.Job) {
+					j.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "batch/v1",
+						FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:succeeded":{}}}`)}, Subresource: "status"}}
+				})},
+			want: want{verdict: VerdictWaitingForTrigger, winner: "fields"},
+		},
+		{
 			name:    "succeeded, DeleteAll at once",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Message = "'done: ' + object.metadata.name" })},
 			want:    want{verdict: VerdictDelete, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true, reason: "not recorded yet"},
@@ -447,7 +456,8 @@ func TestExplain(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := append([]client.Object{exNamespace()}, tc.objects...)
-			b := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithObjects(objs...)
+			// managedFields are returned, as the API server returns them.
+			b := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithObjects(objs...).WithReturnManagedFields()
 			if tc.funcs != nil {
 				b = b.WithInterceptorFuncs(*tc.funcs)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -235,8 +236,17 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		// A user's mistake: retrying cannot fix it, the next edit will.
 		return ctrl.Result{}, reconcile.TerminalError(terminal)
 	}
+	if cond.Reason == wrapupv1alpha1.ReasonTriggerKindNotFound {
+		// CRD events bring the rule back when its kind appears; discovery
+		// can lag the CRD's Established condition, so look again later too.
+		return ctrl.Result{RequeueAfter: kindNotFoundRecheck}, nil
+	}
 	return ctrl.Result{}, nil
 }
+
+// kindNotFoundRecheck is how often a rule whose trigger kind is not served
+// looks again, besides the CRD events: one discovery request.
+const kindNotFoundRecheck = 15 * time.Second
 
 // typeCheck checks the rule's expressions against the trigger kind's schema.
 // Without a published schema, nothing is checked (the expressions are
