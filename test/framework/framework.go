@@ -65,6 +65,9 @@ type Framework struct {
 	WithoutGarbageCollector bool
 	// WithoutAppWrapperController leaves the AppWrapper controller out of the manager.
 	WithoutAppWrapperController bool
+	// ExtraKubeControllers are further kube-controller-manager controllers
+	// to run (e.g. "ttl-after-finished" for a benchmark baseline).
+	ExtraKubeControllers []string
 
 	// Errors records the errors the controllers log.
 	Errors ErrorLog
@@ -132,7 +135,7 @@ func (f *Framework) startGarbageCollector(assets string) {
 		// The garbage collector makes ownerReference cascades real; the
 		// ClusterRole aggregation makes aggregated roles (such as wrapup's
 		// trigger-kinds role) get their rules.
-		"--controllers=garbagecollector,clusterrole-aggregation",
+		"--controllers="+strings.Join(append([]string{"garbagecollector", "clusterrole-aggregation"}, f.ExtraKubeControllers...), ","),
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",
 		"--secure-port=0",
