@@ -169,11 +169,14 @@ func (r *AppWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	rec, recorded := readRecord(aw)
 	outcome, res, trigger, wait, err := r.decide(ctx, aw, rule, policy, ref, rec, recorded, false)
 	if err != nil || outcome == "" {
-		if outcome == "" && recorded && trigger != nil {
-			// The trigger is live and not finished (re-created by a retry, or
-			// its status went back): the recorded outcome no longer holds, and
-			// any pending deletion is cancelled.
-			return ctrl.Result{}, r.clearRecord(ctx, aw, rec)
+		if err == nil && recorded && trigger != nil {
+			// The trigger is live and not finished (re-created by a retry,
+			// its status went back, or the AppWrapper controller started a
+			// retry): the recorded outcome no longer holds, and any pending
+			// deletion is cancelled.
+			if err := r.clearRecord(ctx, aw, rec); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 		return ctrl.Result{RequeueAfter: wait}, err
 	}
@@ -258,17 +261,20 @@ func (r *AppWrapperReconciler) decide(ctx context.Context, aw *awv1beta2.AppWrap
 	case celpolicies.OutcomeSucceeded:
 		return wrapupv1alpha1.OutcomeSucceeded, res, trigger, 0, nil
 	case celpolicies.OutcomeFailed:
+		// A failure is final only once the AppWrapper controller will not
+		// retry: checked on every pass, a recorded failure included, so that
+		// a retry that starts late (Resetting) still wins.
 		firstSeen := r.Now()
-		if v, loaded := r.firstFailed.LoadOrStore(trigger.GetUID(), firstSeen); loaded {
-			firstSeen = v.(time.Time)
-		}
 		if recorded && rec.Outcome == wrapupv1alpha1.OutcomeFailed && rec.TriggerUID == string(trigger.GetUID()) {
-			return wrapupv1alpha1.OutcomeFailed, res, trigger, 0, nil
+			firstSeen = rec.FinishedAt
+		}
+		if v, loaded := r.firstFailed.LoadOrStore(trigger.GetUID(), firstSeen); loaded && v.(time.Time).Before(firstSeen) {
+			firstSeen = v.(time.Time)
 		}
 		final, wait := failureIsFinal(aw, firstSeen, r.Now(), r.FailureGracePeriod)
 		if !final {
 			logf.FromContext(ctx).V(2).Info("Trigger failed; waiting for the AppWrapper controller's retry", "phase", aw.Status.Phase, "wait", wait)
-			return "", res, nil, wait, nil
+			return "", res, trigger, wait, nil
 		}
 		return wrapupv1alpha1.OutcomeFailed, res, trigger, 0, nil
 	default:

@@ -369,6 +369,8 @@ var _ = Describe("Completing AppWrappers", func() {
 		createRule(makeRule("retries").TriggerKind("batch", "Job", "").Obj())
 		aw := util.MakeAppWrapper("run12", ns.Name).
 			Annotation(awv1beta2.RetryLimitAnnotation, "1").
+			// Its controller resets on the first failed pod, without waiting.
+			Annotation(awv1beta2.FailureGracePeriodDurationAnnotation, "0s").
 			Annotation(awv1beta2.RetryPausePeriodDurationAnnotation, "1s").
 			Component(util.MakeJob("run12-benchmark").Obj(), nil).Obj()
 		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
@@ -388,6 +390,43 @@ var _ = Describe("Completing AppWrappers", func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
 		Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
 		Expect(got.Status.Retries).To(Equal(int32(1)))
+
+		By("the re-created Job succeeding")
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		util.JobComplete(ctx, k8sClient, key)
+		expectEvent(aw, "", "TriggerSucceeded", "")
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+	})
+
+	It("never deletes during a retry that starts after its grace period", func() {
+		// The AppWrapper controller does not watch Jobs: it may notice the
+		// failed Job only on a later pass, possibly after wrapup's (short, in
+		// this suite) grace period, so wrapup may record the failure before
+		// the retry starts; then the record must go and nothing be deleted.
+		// Whichever comes first, the invariant below holds.
+		createRule(makeRule("late-retry").TriggerKind("batch", "Job", "").OnFailure(wrapupv1alpha1.ActionDeleteAll, 5).Obj())
+		aw := util.MakeAppWrapper("run14", ns.Name).
+			Annotation(awv1beta2.RetryLimitAnnotation, "1").
+			Annotation(awv1beta2.RetryPausePeriodDurationAnnotation, "1s").
+			Component(util.MakeJob("run14-benchmark").Obj(), nil).Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		key := types.NamespacedName{Namespace: ns.Name, Name: "run14-benchmark"}
+		first := &batchv1.Job{}
+		Eventually(func() error { return k8sClient.Get(ctx, key, first) }, util.Timeout, util.Interval).Should(Succeed())
+		util.JobFailed(ctx, k8sClient, key)
+
+		By("the retry re-creating the Job, the record going, and nothing deleted")
+		Eventually(func(g Gomega) {
+			second := &batchv1.Job{}
+			g.Expect(k8sClient.Get(ctx, key, second)).To(Succeed())
+			g.Expect(second.UID).NotTo(Equal(first.UID))
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
+		}, util.LongTimeout, util.Interval).Should(Succeed())
+		Expect(countEvents(aw, "Deleted")).To(BeZero())
 
 		By("the re-created Job succeeding")
 		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
