@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
@@ -308,7 +309,8 @@ func (r *AppWrapperReconciler) readTrigger(ctx context.Context, ref triggerRef, 
 // rather than a same-named object someone else made.
 func ownedBy(obj metav1.Object, aw *awv1beta2.AppWrapper) bool {
 	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID == aw.UID && ref.Kind == "AppWrapper"
+	return ref != nil && ref.UID == aw.UID && ref.Kind == "AppWrapper" &&
+		schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).Group == awv1beta2.GroupVersion.Group
 }
 
 // deleteAfterCheck is the final sanity check before a deletion: the
@@ -363,6 +365,7 @@ func (r *AppWrapperReconciler) deleteAfterCheck(ctx context.Context, cached *awv
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting appwrapper: %w", err)
 	}
+	r.firstFailed.Delete(types.UID(rec.TriggerUID))
 	actionsTotal.WithLabelValues(rule.Name, "Deleted").Inc()
 	triggerToActionSeconds.WithLabelValues(rule.Name).Observe(r.Now().Sub(rec.FinishedAt).Seconds())
 	log.Info("Deleted finished AppWrapper", "outcome", outcome)
@@ -457,10 +460,7 @@ func (r *AppWrapperReconciler) writeRecord(ctx context.Context, aw *awv1beta2.Ap
 	if aw.Annotations == nil {
 		aw.Annotations = map[string]string{}
 	}
-	msg := rec.Message
-	if len(msg) > maxMessage {
-		msg = msg[:maxMessage]
-	}
+	msg := truncate(rec.Message, maxMessage)
 	aw.Labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
 	aw.Annotations[wrapupv1alpha1.RuleAnnotation] = rec.Rule
 	aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = rec.FinishedAt.Format(time.RFC3339)
@@ -514,6 +514,7 @@ func (r *AppWrapperReconciler) clearRecord(ctx context.Context, aw *awv1beta2.Ap
 	if err := r.Client.Patch(ctx, aw, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("clearing outcome: %w", client.IgnoreNotFound(err))
 	}
+	r.firstFailed.Delete(types.UID(rec.TriggerUID))
 	r.Recorder.Eventf(aw, nil, corev1.EventTypeNormal, ReasonOutcomeCleared, "ClearOutcome",
 		"the trigger is running again (re-created or reset): the recorded outcome %s is cleared", rec.Outcome)
 	return nil

@@ -176,11 +176,14 @@ type RecordedOutcome struct {
 // Explain says what wrapup does with the AppWrapper key at now, and why. It
 // only reads, through r: the AppWrapper, its Namespace, every CompletionRule
 // and the live trigger (as unstructured, with the version of the component
-// template). It makes the same decisions as AppWrapperReconciler, with two
-// differences that a reader cannot avoid: the time wrapup first saw a
-// failed trigger lives in the controller's memory, so for a Running
-// AppWrapper Explain gives the longest the failure grace period can still
-// run, and it assumes DefaultFailureGracePeriod. policies may be nil.
+// template). It makes the same decisions as AppWrapperReconciler, with the
+// differences a reader outside the controller cannot avoid: the time wrapup
+// first saw a failed trigger lives in the controller's memory, so for a
+// Running AppWrapper Explain gives the longest the failure grace period can
+// still run, assuming DefaultFailureGracePeriod (the manager's flag may set
+// another); and the controller reads the trigger at the version its REST
+// mapper prefers, which for a CRD serving several versions may not be the
+// template's. policies may be nil.
 func Explain(ctx context.Context, r client.Reader, policies *celpolicies.Cache, key types.NamespacedName, now time.Time) (*Explanation, error) {
 	if policies == nil {
 		policies = &celpolicies.Cache{}

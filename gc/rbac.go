@@ -5,7 +5,7 @@ package gc
 // wrapup reads AppWrappers, Namespaces and trigger objects; it patches and
 // deletes AppWrappers (and nothing else); it writes Events and its own rules'
 // status. Read access to further trigger kinds is granted through the
-// aggregated ClusterRole in config/rbac (label wrapup.dev/aggregate-to-manager).
+// aggregated ClusterRole in config/rbac (label wrapup.dev/aggregate-to-trigger-kinds).
 
 // +kubebuilder:rbac:groups=workload.codeflare.dev,resources=appwrappers,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch

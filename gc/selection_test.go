@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -330,5 +331,41 @@ func TestStripObject(t *testing.T) {
 	}
 	if got.GetAnnotations()["keep"] != "me" {
 		t.Error("other annotations dropped")
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	if got := truncate("short", 10); got != "short" {
+		t.Errorf("truncate kept %q", got)
+	}
+	got := truncate(strings.Repeat("é", 10), 9) // 2 bytes each
+	if !utf8.ValidString(got) || len(got) > 9 || !strings.HasSuffix(got, "…") {
+		t.Errorf("truncate = %q (%d bytes): want valid UTF-8 of at most 9 bytes ending in …", got, len(got))
+	}
+}
+
+func TestOwnedBy(t *testing.T) {
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "aw", UID: "u1"}}
+	ref := func(apiVersion string, uid types.UID, controller bool) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: "AppWrapper", Name: "aw", UID: uid, Controller: ptr.To(controller)}}
+	}
+	tests := []struct {
+		name string
+		refs []metav1.OwnerReference
+		want bool
+	}{
+		{name: "controlled by the AppWrapper", refs: ref("workload.codeflare.dev/v1beta2", "u1", true), want: true},
+		{name: "another AppWrapper of the same name", refs: ref("workload.codeflare.dev/v1beta2", "u2", true)},
+		{name: "an owner, not the controller", refs: ref("workload.codeflare.dev/v1beta2", "u1", false)},
+		{name: "an AppWrapper kind of another group", refs: ref("example.com/v1", "u1", true)},
+		{name: "no owner"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &metav1.ObjectMeta{OwnerReferences: tc.refs}
+			if got := ownedBy(obj, aw); got != tc.want {
+				t.Errorf("ownedBy = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

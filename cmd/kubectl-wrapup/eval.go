@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc"
+)
+
+// evalReport is what eval found for one rule and one trigger.
+type evalReport struct {
+	Rule    *wrapupv1alpha1.CompletionRule
+	Trigger schema.GroupVersionKind
+	Name    string
+	Result  celpolicies.Result
+	// Err is the evaluation's runtime error: the controller takes the
+	// trigger as not finished.
+	Err error
+}
+
+// evaluate compiles rule exactly as the controller does and evaluates it
+// against trigger (of kind gvk) and appWrapper. A rule that does not
+// compile yields the *celpolicies.CompileError; a trigger of another kind
+// than the rule's is an error too, since the controller would never
+// evaluate the rule on it.
+func evaluate(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, trigger map[string]any, gvk schema.GroupVersionKind, appWrapper map[string]any) (*evalReport, error) {
+	policy, err := celpolicies.Compile(&rule.Spec)
+	if err != nil {
+		return nil, err
+	}
+	t := rule.Spec.Trigger
+	if t.Kind != "" && (t.Kind != gvk.Kind || t.APIGroup != gvk.Group) {
+		return nil, fmt.Errorf("rule %s takes a %s as the trigger, and the trigger file holds a %s",
+			rule.Name, schema.GroupKind{Group: t.APIGroup, Kind: t.Kind}, gvk.GroupKind())
+	}
+	if appWrapper == nil {
+		appWrapper = map[string]any{}
+	}
+	rep := &evalReport{Rule: rule, Trigger: gvk}
+	if md, ok := trigger["metadata"].(map[string]any); ok {
+		rep.Name, _ = md["name"].(string)
+	}
+	rep.Result, rep.Err = policy.Evaluate(ctx, gvk.GroupKind(), trigger, appWrapper)
+	return rep, nil
+}
+
+// print writes the report for people, one "label: value" line each.
+func (rep *evalReport) print(w io.Writer) {
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(w, "%-14s"+format+"\n", append([]any{label + ":"}, args...)...)
+	}
+	gk := rep.Trigger.GroupKind()
+	builtinSuccess, builtinFailure, hasBuiltin := celpolicies.BuiltinFor(gk)
+	res := rep.Result
+	finished := rep.Err == nil && res.Outcome != celpolicies.OutcomeRunning
+
+	line("rule", "%s", rep.Rule.Name)
+	line("trigger", "%s %s %s", rep.Trigger.GroupVersion(), rep.Trigger.Kind, rep.Name)
+	if rep.Err != nil {
+		line("outcome", "not finished (Running): the evaluation failed")
+		line("error", "%v", rep.Err)
+	} else {
+		line("outcome", "%s", res.Outcome)
+	}
+	if finished {
+		line("message", "%s", res.Message)
+	}
+	line("cost", "%d (limits: %d per expression, %d per evaluation; built-in expressions are not counted)",
+		res.Cost, celpolicies.PerCallCostLimit, celpolicies.EvaluationCostBudget)
+
+	switch {
+	case rep.Rule.Spec.Success != "":
+		line("success", "from the rule")
+	case hasBuiltin:
+		line("success", "built-in for %s: %s", kindName(gk), builtinSuccess)
+	default:
+		line("success", "none: %s has no built-in expression, so the rule needs spec.success", kindName(gk))
+	}
+	switch {
+	case rep.Rule.Spec.Failure != "":
+		line("failure", "from the rule")
+	case hasBuiltin:
+		line("failure", "built-in for %s: %s", kindName(gk), builtinFailure)
+	default:
+		line("failure", "none: the trigger never counts as failed")
+	}
+	switch {
+	case !finished:
+	case rep.Rule.Spec.Message != "":
+		line("message from", "the rule")
+	case res.BuiltinSuccess && res.Outcome == celpolicies.OutcomeSucceeded, res.BuiltinFailure && res.Outcome == celpolicies.OutcomeFailed:
+		line("message from", "the built-in expression (the status' reason and message)")
+	default:
+		line("message from", "nowhere: the rule has no message, and the outcome is not a built-in expression's")
+	}
+
+	then := "nothing yet: the trigger is not finished"
+	switch {
+	case rep.Err != nil:
+		then = "nothing: a runtime error counts as not finished, and the controller emits an EvaluationError Event"
+	case res.Outcome == celpolicies.OutcomeSucceeded:
+		then = gc.DescribeAction(rep.Rule, wrapupv1alpha1.OutcomeSucceeded)
+	case res.Outcome == celpolicies.OutcomeFailed:
+		then = gc.DescribeAction(rep.Rule, wrapupv1alpha1.OutcomeFailed)
+	}
+	line("then", "%s", then)
+}
+
+func kindName(gk schema.GroupKind) string {
+	if gk.Group == "" {
+		return gk.Kind
+	}
+	return gk.Group + "/" + gk.Kind
+}
+
+// printCompileError lists every invalid expression with its position; any
+// other error is printed as it is.
+func printCompileError(w io.Writer, where, rule string, err error) {
+	var ce *celpolicies.CompileError
+	if !errors.As(err, &ce) {
+		fmt.Fprintf(w, "error: %s: %v\n", where, err)
+		return
+	}
+	fmt.Fprintf(w, "error: %s: rule %s does not compile:\n", where, rule)
+	for _, fe := range ce.Errors {
+		fmt.Fprintf(w, "  %s: %s\n", fe.Field, fe.Message)
+		if fe.Expression != "" {
+			fmt.Fprintf(w, "    expression: %s\n", oneLine(fe.Expression))
+		}
+	}
+}
+
+// oneLine folds a multi-line expression (YAML's >- blocks) for display.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// pickRule chooses the rule to evaluate from the rules of a file.
+func pickRule(rules []*wrapupv1alpha1.CompletionRule, docs []document, name string) (*wrapupv1alpha1.CompletionRule, document, error) {
+	if name != "" {
+		for i, r := range rules {
+			if r.Name == name {
+				return r, docs[i], nil
+			}
+		}
+		return nil, document{}, fmt.Errorf("no CompletionRule named %q", name)
+	}
+	switch len(rules) {
+	case 0:
+		return nil, document{}, errors.New("no CompletionRule found")
+	case 1:
+		return rules[0], docs[0], nil
+	}
+	names := make([]string, len(rules))
+	for i, r := range rules {
+		names[i] = r.Name
+	}
+	return nil, document{}, fmt.Errorf("%d CompletionRules found (%s): choose one with --name", len(rules), strings.Join(names, ", "))
+}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// samples are the rules shipped in config/samples.
+const samples = "../../config/samples"
+
+func sample(name string) string { return filepath.Join(samples, name) }
+
+func td(name string) string { return filepath.Join("testdata", name) }
+
+// TestRun runs whole command lines against the sample rules and the
+// testdata triggers, as a user would.
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		// wantOut and wantErr must each appear in stdout and stderr.
+		wantOut []string
+		wantErr []string
+		// notOut must not appear in stdout.
+		notOut []string
+	}{
+		{
+			name:     "eval: the benchmarks sample on a completed Job",
+			args:     []string{"eval", "-f", sample("benchmarks.yaml"), "--trigger", td("job-complete.yaml")},
+			wantCode: exitOK,
+			wantOut: []string{
+				"outcome:      Succeeded\n",
+				"message:      benchmark llama-8b-sweep-guidellm: 1 succeeded, 0 failed\n",
+				"trigger:      batch/v1 Job llama-8b-sweep-guidellm\n",
+				"success:      built-in for batch/Job: object.?status.?conditions.orValue([]).exists(c, c.type == 'Complete' && c.status == 'True')\n",
+				"failure:      built-in for batch/Job:",
+				"message from: the rule\n",
+				"then:         DeleteAll: record the outcome, then delete the AppWrapper at once\n",
+			},
+		},
+		{
+			name:     "eval: the benchmarks sample on a running Job",
+			args:     []string{"eval", "-f", sample("benchmarks.yaml"), "--trigger", td("job-running.yaml")},
+			wantCode: exitOK,
+			wantOut:  []string{"outcome:      Running\n", "then:         nothing yet: the trigger is not finished\n"},
+			notOut:   []string{"message:"},
+		},
+		{
+			name:     "eval: the benchmarks sample on a failed Job",
+			args:     []string{"eval", "-f", sample("benchmarks.yaml"), "--trigger", td("job-failed.yaml")},
+			wantCode: exitOK,
+			wantOut: []string{
+				"outcome:      Failed\n",
+				"message:      benchmark llama-8b-sweep-guidellm: 0 succeeded, 1 failed\n",
+				"delete the AppWrapper 5m0s after the trigger finished; a failure is final only once the AppWrapper controller stops retrying\n",
+			},
+		},
+		{
+			name:     "eval: built-in expressions and message for a rule without a kind",
+			args:     []string{"eval", "-f", sample("annotated-triggers.yaml"), "--trigger", td("job-complete.yaml")},
+			wantCode: exitOK,
+			wantOut: []string{
+				"outcome:      Succeeded\n",
+				"message:      CompletionsReached: Reached expected number of succeeded pods\n",
+				"message from: the built-in expression",
+				"cost:         0 ",
+				"1m0s after the trigger finished\n",
+			},
+		},
+		{
+			name:     "eval: the built-in failure message",
+			args:     []string{"eval", "-f", sample("annotated-triggers.yaml"), "--trigger", td("job-failed.yaml")},
+			wantCode: exitOK,
+			wantOut:  []string{"outcome:      Failed\n", "message:      BackoffLimitExceeded: Job has reached the specified backoff limit\n", "10m0s after"},
+		},
+		{
+			name:     "eval: a custom kind with variables, in dry-run mode",
+			args:     []string{"eval", "-f", sample("custom-kind.yaml"), "--trigger", td("evalrun-done.yaml")},
+			wantCode: exitOK,
+			wantOut: []string{
+				"trigger:      example.com/v1 EvalRun suite\n",
+				"outcome:      Succeeded\n",
+				"message:      2 checks passed\n",
+				"success:      from the rule\n",
+				"failure:      from the rule\n",
+				"then:         dryRun: record the outcome and emit a WouldDelete Event, delete nothing",
+			},
+			notOut: []string{"cost:         0 "},
+		},
+		{
+			name:     "eval: a trigger of another kind than the rule's",
+			args:     []string{"eval", "-f", sample("pytorchjob-status-only.yaml"), "--trigger", td("job-complete.yaml")},
+			wantCode: exitFail,
+			wantErr:  []string{"rule training-record-only takes a PyTorchJob.kubeflow.org as the trigger, and the trigger file holds a Job.batch"},
+		},
+		{
+			name:     "eval: a broken rule lists every bad expression with its position",
+			args:     []string{"eval", "-f", td("rules/broken.yaml"), "--trigger", td("job-complete.yaml")},
+			wantCode: exitFail,
+			wantErr: []string{
+				"error: testdata/rules/broken.yaml:3: rule broken does not compile:\n",
+				"  spec.success: 1:39: Syntax error: mismatched input '<EOF>'",
+				"    expression: object.status.?succeeded.orValue(0) >=\n",
+				"  spec.message: 1:10: found no matching overload for '_+_' applied to '(string, int)'\n",
+			},
+		},
+		{
+			name:     "eval: a runtime error is not finished, and fails the command",
+			args:     []string{"eval", "-f", td("rules/runtime-error.yaml"), "--trigger", td("job-complete.yaml")},
+			wantCode: exitFail,
+			wantOut:  []string{"outcome:      not finished (Running): the evaluation failed\n", "error:        evaluating spec.success: no such key: finished\n", "EvaluationError Event"},
+			wantErr:  []string{"the controller takes the trigger as not finished"},
+		},
+		{
+			name:     "eval: appWrapper from --appwrapper",
+			args:     []string{"eval", "-f", td("rules/uses-appwrapper.yaml"), "--trigger", td("job-complete.yaml"), "--appwrapper", td("appwrapper.yaml")},
+			wantCode: exitOK,
+			wantOut:  []string{"message:      llama-8b-sweep: benchmark done\n", "then:         UpdateStatus: record the outcome on the AppWrapper, delete nothing\n"},
+		},
+		{
+			name:     "eval: without --appwrapper, appWrapper is empty",
+			args:     []string{"eval", "-f", td("rules/uses-appwrapper.yaml"), "--trigger", td("job-complete.yaml")},
+			wantCode: exitFail,
+			wantOut:  []string{"evaluating spec.message: no such key: metadata"},
+		},
+		{
+			name:     "eval: --appwrapper must hold an AppWrapper",
+			args:     []string{"eval", "-f", td("rules/uses-appwrapper.yaml"), "--trigger", td("job-complete.yaml"), "--appwrapper", td("job-running.yaml")},
+			wantCode: exitFail,
+			wantErr:  []string{"holds a Job, not an AppWrapper"},
+		},
+		{
+			name:     "eval: a folder of rules needs --name",
+			args:     []string{"eval", "-f", samples, "--trigger", td("job-complete.yaml")},
+			wantCode: exitFail,
+			wantErr:  []string{"4 CompletionRules found (annotated-triggers, benchmarks, eval-suite, training-record-only): choose one with --name"},
+		},
+		{
+			name:     "eval: --name picks a rule, flags in any order",
+			args:     []string{"eval", "--trigger", td("job-complete.yaml"), "--name", "benchmarks", "--filename", samples},
+			wantCode: exitOK,
+			wantOut:  []string{"rule:         benchmarks\n"},
+		},
+		{
+			name:     "eval: a rule name that is not there",
+			args:     []string{"eval", "-f", samples, "--trigger", td("job-complete.yaml"), "--name", "nope"},
+			wantCode: exitFail,
+			wantErr:  []string{`no CompletionRule named "nope"`},
+		},
+		{
+			name:     "eval: a trigger file without kind",
+			args:     []string{"eval", "-f", sample("benchmarks.yaml"), "--trigger", td("no-kind.yaml")},
+			wantCode: exitFail,
+			wantErr:  []string{"the object has no apiVersion or kind"},
+		},
+		{
+			name:     "eval: a trigger file that is not there",
+			args:     []string{"eval", "-f", sample("benchmarks.yaml"), "--trigger", td("nope.yaml")},
+			wantCode: exitFail,
+			wantErr:  []string{"no such file or directory"},
+		},
+		{
+			name:     "eval: flags missing",
+			args:     []string{"eval", "-f", sample("benchmarks.yaml")},
+			wantCode: exitUsage,
+			wantErr:  []string{"eval needs -f RULE.yaml and --trigger OBJECT.yaml", "Usage: kubectl wrapup eval"},
+		},
+		{
+			name:     "eval: an unknown flag",
+			args:     []string{"eval", "--rule", "x"},
+			wantCode: exitUsage,
+			wantErr:  []string{"flag provided but not defined: -rule"},
+		},
+		{
+			name:     "lint: the samples are clean",
+			args:     []string{"lint", "-f", samples},
+			wantCode: exitOK,
+			wantOut:  []string{"4 rules in 5 files: 0 errors, 0 warnings\n"},
+		},
+		{
+			name:     "lint: unreachable parts are warnings",
+			args:     []string{"lint", "-f", td("lint/unreachable.yaml")},
+			wantCode: exitOK,
+			wantOut: []string{
+				"testdata/lint/unreachable.yaml:3: warning: rule never-fails: spec.failure: is the literal false: the trigger itself never counts as failed (it replaces the built-in failure expression)",
+				`testdata/lint/unreachable.yaml:11: warning: rule unused-variable: spec.variables: variable "passed" is never used`,
+				"testdata/lint/unreachable.yaml:24: warning: rule record-only-with-ttl: spec.onSuccess.ttlSecondsAfterFinished: is never used: UpdateStatus deletes nothing",
+				"testdata/lint/unreachable.yaml:32: warning: rule always-succeeds: spec.failure: is never evaluated: success is the literal true",
+				"4 rules in 1 file: 0 errors, 4 warnings\n",
+			},
+		},
+		{
+			name:     "lint: what the API server rejects is an error",
+			args:     []string{"lint", "-f", td("lint/schema-errors.yaml")},
+			wantCode: exitFail,
+			wantOut: []string{
+				"schema-errors.yaml:2: error: rule name-without-kind: spec.trigger.name: needs spec.trigger.kind",
+				"schema-errors.yaml:9: error: rule custom-kind-without-success: spec.success: example.com/EvalRun has no built-in expression",
+				`schema-errors.yaml:16: error: rule bad-action: spec.onFailure.action: "Delete" is not DeleteAll or UpdateStatus`,
+				"schema-errors.yaml:16: error: rule bad-action: spec.onFailure.ttlSecondsAfterFinished: -1 is out of range [0, 2592000]",
+				`schema-errors.yaml:24: error: decoding CompletionRule: error unmarshaling JSON: while decoding JSON: json: unknown field "sucess"`,
+				"4 rules in 1 file: 5 errors, 0 warnings\n",
+			},
+		},
+		{
+			name:     "lint: a rule that does not compile",
+			args:     []string{"lint", "-f", td("rules/broken.yaml"), "-f", sample("benchmarks.yaml")},
+			wantCode: exitFail,
+			wantOut: []string{
+				"testdata/rules/broken.yaml:3: error: rule broken: spec.success: 1:39: Syntax error",
+				"testdata/rules/broken.yaml:3: error: rule broken: spec.message: 1:10: found no matching overload for '_+_' applied to '(string, int)' (in: 'pods: ' + 1)\n",
+				"2 rules in 2 files: 2 errors, 0 warnings\n",
+			},
+		},
+		{
+			name:     "lint: duplicate names across files",
+			args:     []string{"lint", "-f", sample("benchmarks.yaml"), "-f", td("lint/duplicate.yaml")},
+			wantCode: exitOK,
+			wantOut:  []string{"testdata/lint/duplicate.yaml:2: warning: rule benchmarks: metadata.name: another rule of the same name is at ../../config/samples/benchmarks.yaml:4"},
+		},
+		{
+			name:     "lint: a wrong apiVersion",
+			args:     []string{"lint", "-f", td("lint/wrong-version.yaml")},
+			wantCode: exitFail,
+			wantOut:  []string{`wrong-version.yaml:2: error: apiVersion "wrapup.dev/v1": wrapup serves wrapup.dev/v1alpha1`},
+		},
+		{
+			name:     "lint: a path that is not there",
+			args:     []string{"lint", "-f", td("nope")},
+			wantCode: exitFail,
+			wantErr:  []string{"no such file or directory"},
+		},
+		{
+			name:     "lint: no -f",
+			args:     []string{"lint", td("lint")},
+			wantCode: exitUsage,
+			wantErr:  []string{"lint takes files and folders with -f"},
+		},
+		{
+			name:     "explain: no name",
+			args:     []string{"explain", "-n", "ns"},
+			wantCode: exitUsage,
+			wantErr:  []string{"explain takes one AppWrapper name"},
+		},
+		{
+			name:     "explain: a cluster that cannot be reached",
+			args:     []string{"explain", "sweep", "-n", "bench", "--kubeconfig", td("unreachable-kubeconfig.yaml")},
+			wantCode: exitFail,
+			wantErr:  []string{"error: reading appwrapper bench/sweep:"},
+		},
+		{
+			name:     "explain: a kubeconfig that is not there",
+			args:     []string{"explain", "sweep", "--kubeconfig", td("nope.yaml")},
+			wantCode: exitFail,
+			wantErr:  []string{"error: loading kubeconfig:"},
+		},
+		{name: "no command", args: nil, wantCode: exitUsage, wantErr: []string{"Usage:\n  kubectl wrapup eval"}},
+		{name: "help", args: []string{"help"}, wantCode: exitOK, wantOut: []string{"kubectl wrapup lint -f FILE_OR_DIR"}},
+		{name: "an unknown command", args: []string{"delete"}, wantCode: exitUsage, wantErr: []string{`unknown command "delete"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, &stdout, &stderr)
+			if code != tc.wantCode {
+				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, stdout.String(), stderr.String())
+			}
+			for _, w := range tc.wantOut {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+				}
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+			for _, w := range tc.notOut {
+				if strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout has %q:\n%s", w, stdout.String())
+				}
+			}
+		})
+	}
+}
