@@ -69,7 +69,7 @@ test: generate manifests ## Run every unit and integration test against the loca
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no control plane).
-	go test $(GO_TEST_FLAGS) ./api/... ./celpolicies/... ./gc/... ./cmd/...
+	go test $(GO_TEST_FLAGS) ./api/... ./celpolicies/... ./gc/... ./cmd/... ./test/install/...
 
 .PHONY: test-integration
 test-integration: ## Run the integration and end-to-end suites against the local control plane.

@@ -61,7 +61,7 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name:     "eval: built-in expressions and message for a rule without a kind",
-			args:     []string{"eval", "-f", sample("annotated-triggers.yaml"), "--trigger", td("job-complete.yaml")},
+			args:     []string{"eval", "-f", filepath.Join("../../config/rules", "annotated-triggers.yaml"), "--trigger", td("job-complete.yaml")},
 			wantCode: exitOK,
 			wantOut: []string{
 				"outcome:      Succeeded\n",
@@ -73,7 +73,7 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name:     "eval: the built-in failure message",
-			args:     []string{"eval", "-f", sample("annotated-triggers.yaml"), "--trigger", td("job-failed.yaml")},
+			args:     []string{"eval", "-f", filepath.Join("../../config/rules", "annotated-triggers.yaml"), "--trigger", td("job-failed.yaml")},
 			wantCode: exitOK,
 			wantOut:  []string{"outcome:      Failed\n", "message:      BackoffLimitExceeded: Job has reached the specified backoff limit\n", "10m0s after"},
 		},
@@ -137,7 +137,7 @@ func TestRun(t *testing.T) {
 			name:     "eval: a folder of rules needs --name",
 			args:     []string{"eval", "-f", samples, "--trigger", td("job-complete.yaml")},
 			wantCode: exitFail,
-			wantErr:  []string{"4 CompletionRules found (annotated-triggers, benchmarks, eval-suite, training-record-only): choose one with --name"},
+			wantErr:  []string{"3 CompletionRules found (benchmarks, eval-suite, training-record-only): choose one with --name"},
 		},
 		{
 			name:     "eval: --name picks a rule, flags in any order",
@@ -179,7 +179,7 @@ func TestRun(t *testing.T) {
 			name:     "lint: the samples are clean",
 			args:     []string{"lint", "-f", samples},
 			wantCode: exitOK,
-			wantOut:  []string{"4 rules in 5 files: 0 errors, 0 warnings\n"},
+			wantOut:  []string{"3 rules in 4 files: 0 errors, 0 warnings\n"},
 		},
 		{
 			name:     "lint: unreachable parts are warnings",

@@ -84,9 +84,12 @@ var _ = Describe("CompletionRule validation by the API server", func() {
 			util.MakeRule("v-apigroup").TriggerKind("Batch_Group", "Job", "").Success("true").Obj(), "spec.trigger.apiGroup"),
 	)
 
-	It("accepts every sample in config/samples", func() {
+	It("accepts every rule in config/samples and config/rules", func() {
 		files, err := filepath.Glob(filepath.Join(framework.RepoRoot(), "config", "samples", "*.yaml"))
 		Expect(err).NotTo(HaveOccurred())
+		shipped, err := filepath.Glob(filepath.Join(framework.RepoRoot(), "config", "rules", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		files = append(files, shipped...)
 		n := 0
 		for _, f := range files {
 			if filepath.Base(f) == "kustomization.yaml" {

@@ -1,0 +1,197 @@
+// Package install checks the install that `kubectl apply -k config/default`
+// makes: rendered with kustomize's own library, every object decodes
+// strictly into its type, the controller runs as its ServiceAccount, and
+// that ServiceAccount has the permissions wrapup needs and no more.
+package install
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/test/framework"
+)
+
+func render(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	resMap, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(framework.RepoRoot(), "config", "default"))
+	if err != nil {
+		t.Fatalf("kustomize build config/default: %v", err)
+	}
+	out, err := resMap.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+func TestDefaultInstall(t *testing.T) {
+	objs := render(t)
+	strict := json.NewSerializerWithOptions(json.DefaultMetaFactory, framework.Scheme, framework.Scheme, json.SerializerOptions{Yaml: false, Strict: true})
+
+	var (
+		deployments  []*appsv1.Deployment
+		clusterRoles = map[string]*rbacv1.ClusterRole{}
+		roles        = map[string]*rbacv1.Role{}
+		crbs         []*rbacv1.ClusterRoleBinding
+		rbs          []*rbacv1.RoleBinding
+		rules        []string
+		kinds        = map[string]int{}
+	)
+	for _, u := range objs {
+		kinds[u.GetKind()]++
+		raw, err := u.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, _, err := strict.Decode(raw, nil, nil)
+		if err != nil {
+			t.Errorf("%s %s does not decode strictly: %v", u.GetKind(), u.GetName(), err)
+			continue
+		}
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			deployments = append(deployments, o)
+		case *rbacv1.ClusterRole:
+			clusterRoles[o.Name] = o
+		case *rbacv1.Role:
+			roles[o.Namespace+"/"+o.Name] = o
+		case *rbacv1.ClusterRoleBinding:
+			crbs = append(crbs, o)
+		case *rbacv1.RoleBinding:
+			rbs = append(rbs, o)
+		case *wrapupv1alpha1.CompletionRule:
+			rules = append(rules, o.Name)
+		}
+	}
+	for _, k := range []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "Deployment", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "CompletionRule"} {
+		if kinds[k] == 0 {
+			t.Errorf("the install has no %s", k)
+		}
+	}
+	if !slices.Contains(rules, "annotated-triggers") {
+		t.Errorf("the install does not ship the annotated-triggers rule (rules: %v)", rules)
+	}
+	if len(deployments) != 1 {
+		t.Fatalf("%d Deployments, want 1", len(deployments))
+	}
+	d := deployments[0]
+	pod := d.Spec.Template.Spec
+	if d.Namespace != framework.ControllerNamespace || pod.ServiceAccountName != framework.ControllerServiceAccount {
+		t.Errorf("the controller runs in %s as %s, want %s as %s", d.Namespace, pod.ServiceAccountName, framework.ControllerNamespace, framework.ControllerServiceAccount)
+	}
+	c := pod.Containers[0]
+	if c.Image != "ghcr.io/wrapup-dev/wrapup:latest" {
+		t.Errorf("image %q", c.Image)
+	}
+	if !slices.Contains(c.Args, "--leader-elect=true") || c.LivenessProbe == nil || c.ReadinessProbe == nil {
+		t.Errorf("the controller needs leader election and probes: args %v", c.Args)
+	}
+	if pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
+		t.Error("the controller must run as non-root")
+	}
+
+	// What the ServiceAccount may do, cluster-wide and in its namespace.
+	sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: framework.ControllerServiceAccount, Namespace: framework.ControllerNamespace}
+	var cluster []rbacv1.PolicyRule
+	for _, b := range crbs {
+		if slices.Contains(b.Subjects, sa) {
+			if cr, ok := clusterRoles[b.RoleRef.Name]; ok {
+				cluster = append(cluster, cr.Rules...)
+			} else {
+				t.Errorf("ClusterRoleBinding %s refers to a ClusterRole the install does not have: %s", b.Name, b.RoleRef.Name)
+			}
+		}
+	}
+	var local []rbacv1.PolicyRule
+	for _, b := range rbs {
+		if slices.Contains(b.Subjects, sa) {
+			if r, ok := roles[b.Namespace+"/"+b.RoleRef.Name]; ok {
+				local = append(local, r.Rules...)
+			}
+		}
+	}
+	need := []struct {
+		rules                  []rbacv1.PolicyRule
+		group, resource, verbs string
+	}{
+		{cluster, "workload.codeflare.dev", "appwrappers", "get list watch patch delete"},
+		{cluster, "wrapup.dev", "completionrules", "get list watch"},
+		{cluster, "wrapup.dev", "completionrules/status", "get update patch"},
+		{cluster, "", "namespaces", "get list watch"},
+		{cluster, "events.k8s.io", "events", "create patch"},
+		{cluster, "batch", "jobs", "get list watch"},
+		{cluster, "apiextensions.k8s.io", "customresourcedefinitions", "get list watch"},
+		{local, "coordination.k8s.io", "leases", "get create update"},
+	}
+	for _, n := range need {
+		for _, verb := range splitWords(n.verbs) {
+			if !allows(n.rules, n.group, n.resource, verb) {
+				t.Errorf("the controller may not %s %s.%s", verb, n.resource, n.group)
+			}
+		}
+	}
+	// What it must never do: write anything but AppWrappers, its rules' status and Events.
+	never := []struct{ group, resource, verbs string }{
+		{"batch", "jobs", "create update patch delete"},
+		{"", "pods", "create update patch delete"},
+		{"apps", "deployments", "get delete"},
+		{"wrapup.dev", "completionrules", "create update patch delete"},
+		{"workload.codeflare.dev", "appwrappers", "create update"},
+		{"kueue.x-k8s.io", "workloads", "get update patch delete"},
+		{"", "secrets", "get list"},
+	}
+	for _, n := range never {
+		for _, verb := range splitWords(n.verbs) {
+			if allows(cluster, n.group, n.resource, verb) {
+				t.Errorf("the controller may %s %s.%s, which it never needs", verb, n.resource, n.group)
+			}
+		}
+	}
+}
+
+func splitWords(s string) []string {
+	var out []string
+	for _, w := range bytes.Fields([]byte(s)) {
+		out = append(out, string(w))
+	}
+	return out
+}
+
+func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
+	for _, r := range rules {
+		if (slices.Contains(r.APIGroups, group) || slices.Contains(r.APIGroups, "*")) &&
+			(slices.Contains(r.Resources, resource) || slices.Contains(r.Resources, "*")) &&
+			(slices.Contains(r.Verbs, verb) || slices.Contains(r.Verbs, "*")) {
+			return true
+		}
+	}
+	return false
+}
