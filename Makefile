@@ -85,6 +85,38 @@ build: ## Build the manager binary.
 demo: ## Show wrapup at work with Kueue on a local control plane: a finished benchmark frees its quota.
 	$(call with-controlplane,go test -count=1 -v $(GO_TEST_FLAGS) ./test/demo/ -run TestDemo)
 
+IMG ?= ghcr.io/wrapup-dev/wrapup:latest
+
+.PHONY: run
+run: manifests ## Run the controller against the cluster of the current kubeconfig.
+	go run ./cmd/manager --leader-elect=false
+
+.PHONY: build-plugin
+build-plugin: ## Build the kubectl plugin (kubectl wrapup ...).
+	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/kubectl-wrapup ./cmd/kubectl-wrapup
+
+.PHONY: docker-build
+docker-build: ## Build the controller image (needs a Docker engine).
+	docker build -t $(IMG) .
+
+##@ Deployment
+
+.PHONY: install
+install: manifests ## Install the CompletionRule CRD into the current cluster.
+	kubectl apply -k config/crd
+
+.PHONY: uninstall
+uninstall: ## Remove the CompletionRule CRD (and every rule) from the current cluster.
+	kubectl delete -k config/crd --ignore-not-found
+
+.PHONY: deploy
+deploy: manifests ## Install wrapup (CRD, RBAC, controller, default rule) into the current cluster.
+	kubectl apply -k config/default
+
+.PHONY: undeploy
+undeploy: ## Remove wrapup from the current cluster.
+	kubectl delete -k config/default --ignore-not-found
+
 ##@ Tools
 
 .PHONY: controller-gen
