@@ -25,9 +25,10 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Generate the CRD and RBAC manifests under config/.
-	$(CONTROLLER_GEN) rbac:roleName=wrapup-manager-role crd paths="./api/..." paths="./gc/..." paths="./cmd/..." \
-		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+manifests: controller-gen ## Generate the CRD, RBAC and webhook manifests under config/.
+	$(CONTROLLER_GEN) rbac:roleName=wrapup-manager-role crd webhook paths="./api/..." paths="./gc/..." paths="./cmd/..." \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
+		output:webhook:artifacts:config=config/webhook
 
 .PHONY: generate
 generate: controller-gen ## Generate deepcopy code for the API types.
@@ -74,6 +75,15 @@ test-unit: ## Run the unit tests only (no control plane).
 .PHONY: test-integration
 test-integration: ## Run the integration and end-to-end suites against the local control plane.
 	$(call with-controlplane,go test $(GO_TEST_FLAGS) ./test/integration/... ./test/e2e/...)
+
+# The benchmark's size (`make bench N=10000`) and extra flags for it, e.g.
+# BENCH_ARGS="-bench.cpuprofile=/tmp/cpu.pprof -bench.waves=100".
+N ?= 1000
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: ## Scale and latency benchmark: N AppWrappers (default 1000) beside the TTL and AppWrapper baselines; writes test/bench/results/.
+	$(call with-controlplane,go test -count=1 -v -timeout 3h ./test/bench/ -run TestBench -args -ginkgo.timeout=3h -bench.n=$(N) -bench.idle=20s -bench.out=$(CURDIR)/test/bench/results $(BENCH_ARGS))
 
 ##@ Build
 

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc"
@@ -28,6 +29,8 @@ func main() {
 		leaderElect        bool
 		leaderElectionNS   string
 		failureGracePeriod time.Duration
+		enableWebhook      bool
+		webhookCertDir     string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
@@ -35,6 +38,9 @@ func main() {
 	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	flag.DurationVar(&failureGracePeriod, "failure-grace-period", gc.DefaultFailureGracePeriod,
 		"How long a Running AppWrapper whose trigger failed is given to start a retry before the failure is final.")
+	flag.BoolVar(&enableWebhook, "enable-webhook", false,
+		"Serve the validating webhook that rejects rules whose CEL does not compile (needs config/webhook and a serving certificate).")
+	flag.StringVar(&webhookCertDir, "webhook-cert-dir", "", "Folder of the webhook's tls.crt and tls.key (default: the controller-runtime default).")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -57,6 +63,7 @@ func main() {
 		// The process exits when it loses the lease, so that a new leader
 		// never races an old one.
 		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 webhook.NewServer(webhook.Options{CertDir: webhookCertDir}),
 	})
 	if err != nil {
 		log.Error(err, "Creating the manager")
@@ -65,6 +72,12 @@ func main() {
 	if err := gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
+	}
+	if enableWebhook {
+		if err := (&gc.RuleValidator{}).SetupWebhookWithManager(mgr); err != nil {
+			log.Error(err, "Setting up the webhook")
+			os.Exit(1)
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "Adding the health check")

@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -35,13 +36,19 @@ func TestE2E(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctx, cancel = context.WithCancel(context.Background())
-	fwk = &framework.Framework{CRDPaths: []string{framework.KueueCRDs()}}
+	fwk = &framework.Framework{
+		CRDPaths:     []string{framework.KueueCRDs()},
+		WebhookPaths: []string{filepath.Join(framework.RepoRoot(), "config", "webhook")},
+	}
 	cfg = fwk.Init()
 	var err error
 	k8sClient, err = client.New(cfg, client.Options{Scheme: framework.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	fwk.StartManager(ctx, cfg, func(ctx context.Context, mgr ctrl.Manager) error {
 		if err := framework.SetupKueue(ctx, mgr); err != nil {
+			return err
+		}
+		if err := (&gc.RuleValidator{}).SetupWebhookWithManager(mgr); err != nil {
 			return err
 		}
 		return gc.Setup(mgr, gc.Options{FailureGracePeriod: 2 * time.Second})

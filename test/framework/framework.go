@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
@@ -65,6 +66,10 @@ type Framework struct {
 	WithoutGarbageCollector bool
 	// WithoutAppWrapperController leaves the AppWrapper controller out of the manager.
 	WithoutAppWrapperController bool
+	// WebhookPaths are webhook configuration manifests to install; the
+	// managers from NewManager then serve webhooks where envtest points the
+	// API server.
+	WebhookPaths []string
 	// ExtraKubeControllers are further kube-controller-manager controllers
 	// to run (e.g. "ttl-after-finished" for a benchmark baseline).
 	ExtraKubeControllers []string
@@ -101,6 +106,7 @@ func (f *Framework) Init() *rest.Config {
 		CRDDirectoryPaths:     crds,
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: f.WebhookPaths},
 	}
 	cfg, err := f.env.Start()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the local control plane")
@@ -159,7 +165,14 @@ func (f *Framework) startGarbageCollector(assets string) {
 // unless the framework leaves it out.
 func (f *Framework) NewManager(cfg *rest.Config) ctrl.Manager {
 	ginkgo.GinkgoHelper()
-	mgr := NewBareManager(cfg)
+	var opts []func(*ctrl.Options)
+	if len(f.WebhookPaths) > 0 {
+		w := &f.env.WebhookInstallOptions
+		opts = append(opts, func(o *ctrl.Options) {
+			o.WebhookServer = webhook.NewServer(webhook.Options{Host: w.LocalServingHost, Port: w.LocalServingPort, CertDir: w.LocalServingCertDir})
+		})
+	}
+	mgr := NewBareManager(cfg, opts...)
 	if !f.WithoutAppWrapperController {
 		awCfg := awconfig.NewAppWrapperConfig()
 		awCfg.Autopilot.MonitorNodes = false
@@ -171,16 +184,20 @@ func (f *Framework) NewManager(cfg *rest.Config) ctrl.Manager {
 
 // NewBareManager returns a manager on cfg with the suite's scheme, no
 // metrics listener, no leader election and no controllers.
-func NewBareManager(cfg *rest.Config) ctrl.Manager {
+func NewBareManager(cfg *rest.Config, opts ...func(*ctrl.Options)) ctrl.Manager {
 	ginkgo.GinkgoHelper()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	o := ctrl.Options{
 		Scheme:                 Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
 		// Suites stop and start managers (a controller restart) in one process.
 		Controller: crconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	mgr, err := ctrl.NewManager(cfg, o)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating the manager")
 	return mgr
 }

@@ -1,0 +1,63 @@
+package gc
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+)
+
+// RuleValidator rejects, at admission, a rule whose CEL does not compile,
+// so that `kubectl apply` of a bad rule fails with the compile error instead
+// of storing a rule that only reports Ready=False. The CRD's own validation
+// rules run first; this adds what only the CEL compiler knows.
+type RuleValidator struct{}
+
+// +kubebuilder:webhook:path=/validate-wrapup-dev-v1alpha1-completionrule,mutating=false,failurePolicy=fail,sideEffects=None,groups=wrapup.dev,resources=completionrules,verbs=create;update,versions=v1alpha1,name=vcompletionrule.wrapup.dev,admissionReviewVersions=v1
+
+// SetupWebhookWithManager serves the validator on mgr's webhook server.
+func (v *RuleValidator) SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &wrapupv1alpha1.CompletionRule{}).WithValidator(v).Complete()
+}
+
+// ValidateCreate compiles the new rule.
+func (v *RuleValidator) ValidateCreate(_ context.Context, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
+	return nil, validateRule(rule)
+}
+
+// ValidateUpdate compiles the updated rule.
+func (v *RuleValidator) ValidateUpdate(_ context.Context, _, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
+	return nil, validateRule(rule)
+}
+
+// ValidateDelete allows every deletion.
+func (v *RuleValidator) ValidateDelete(context.Context, *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func validateRule(rule *wrapupv1alpha1.CompletionRule) error {
+	_, err := celpolicies.Compile(&rule.Spec)
+	if err == nil {
+		return nil
+	}
+	ce, ok := err.(*celpolicies.CompileError)
+	if !ok {
+		return apierrors.NewInternalError(fmt.Errorf("compiling rule: %w", err))
+	}
+	var errs field.ErrorList
+	for _, fe := range ce.Errors {
+		errs = append(errs, field.Invalid(pathOf(fe.Field), fe.Expression, fe.Message))
+	}
+	return apierrors.NewInvalid(wrapupv1alpha1.GroupVersion.WithKind("CompletionRule").GroupKind(), rule.Name, errs)
+}
+
+// pathOf turns "spec.variables[1].expression" into a field path.
+func pathOf(s string) *field.Path {
+	return field.NewPath(s)
+}
