@@ -16,12 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -63,6 +65,8 @@ type AppWrapperReconciler struct {
 	FailureGracePeriod time.Duration
 	// Now defaults to time.Now.
 	Now func() time.Time
+	// Workers is MaxConcurrentReconciles; default DefaultWorkers.
+	Workers int
 
 	// firstFailed remembers when a trigger (by UID) was first seen failed
 	// while its AppWrapper was still Running.
@@ -77,8 +81,12 @@ func (r *AppWrapperReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.FailureGracePeriod == 0 {
 		r.FailureGracePeriod = DefaultFailureGracePeriod
 	}
+	if r.Workers <= 0 {
+		r.Workers = DefaultWorkers
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("wrapup-appwrapper").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&awv1beta2.AppWrapper{}).
 		Watches(&wrapupv1alpha1.CompletionRule{},
 			handler.EnqueueRequestsFromMapFunc(r.allAppWrappers),
@@ -520,10 +528,14 @@ func (r *AppWrapperReconciler) clearRecord(ctx context.Context, aw *awv1beta2.Ap
 	return nil
 }
 
+// counterBackoff spreads the retries of workers that finish AppWrappers of
+// one rule at the same moment and all bump its counters.
+var counterBackoff = wait.Backoff{Steps: 10, Duration: 10 * time.Millisecond, Factor: 1.5, Jitter: 1}
+
 // bumpRuleCounter adds one to the rule's succeeded or failed counter, with
 // optimistic locking so that no increment is lost.
 func (r *AppWrapperReconciler) bumpRuleCounter(ctx context.Context, name string, outcome wrapupv1alpha1.Outcome) error {
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	return retry.RetryOnConflict(counterBackoff, func() error {
 		rule := &wrapupv1alpha1.CompletionRule{}
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, rule); err != nil {
 			return client.IgnoreNotFound(err)

@@ -19,7 +19,15 @@ type Options struct {
 	// trigger is given to start a retry (the AppWrapper controller's
 	// failureGracePeriod). Default DefaultFailureGracePeriod.
 	FailureGracePeriod time.Duration
+	// Workers is how many AppWrappers are reconciled at once (never the
+	// same one twice at once). Default DefaultWorkers.
+	Workers int
 }
+
+// DefaultWorkers: a reconcile waits on a few API round trips (record,
+// counters, the uncached re-read, the delete), so one worker queues
+// completions behind each other under load.
+const DefaultWorkers = 4
 
 // Setup adds wrapup's controllers to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
@@ -59,6 +67,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Watches:            watches,
 		Assign:             assign,
 		FailureGracePeriod: opts.FailureGracePeriod,
+		Workers:            opts.Workers,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the appwrapper controller: %w", err)
 	}

@@ -29,6 +29,7 @@ func main() {
 		leaderElect        bool
 		leaderElectionNS   string
 		failureGracePeriod time.Duration
+		workers            int
 		enableWebhook      bool
 		webhookCertDir     string
 	)
@@ -38,6 +39,7 @@ func main() {
 	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	flag.DurationVar(&failureGracePeriod, "failure-grace-period", gc.DefaultFailureGracePeriod,
 		"How long a Running AppWrapper whose trigger failed is given to start a retry before the failure is final.")
+	flag.IntVar(&workers, "workers", gc.DefaultWorkers, "How many AppWrappers are reconciled at once.")
 	flag.BoolVar(&enableWebhook, "enable-webhook", false,
 		"Serve the validating webhook that rejects rules whose CEL does not compile (needs config/webhook and a serving certificate).")
 	flag.StringVar(&webhookCertDir, "webhook-cert-dir", "", "Folder of the webhook's tls.crt and tls.key (default: the controller-runtime default).")
@@ -69,7 +71,7 @@ func main() {
 		log.Error(err, "Creating the manager")
 		os.Exit(1)
 	}
-	if err := gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod}); err != nil {
+	if err := gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod, Workers: workers}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}
