@@ -16,9 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -61,6 +59,7 @@ type AppWrapperReconciler struct {
 	Policies  *celpolicies.Cache
 	Watches   *Watches
 	Assign    *Assignments
+	Counters  *RuleCounters
 	// FailureGracePeriod defaults to DefaultFailureGracePeriod.
 	FailureGracePeriod time.Duration
 	// Now defaults to time.Now.
@@ -506,9 +505,7 @@ func (r *AppWrapperReconciler) writeRecord(ctx context.Context, aw *awv1beta2.Ap
 	}
 	r.Recorder.Eventf(aw, nil, corev1.EventTypeNormal, reason, "RecordOutcome", "%s", note)
 	logf.FromContext(ctx).Info("Recorded outcome", "outcome", rec.Outcome, "message", msg)
-	if err := r.bumpRuleCounter(ctx, rule.Name, rec.Outcome); err != nil {
-		logf.FromContext(ctx).Error(err, "Updating rule counters")
-	}
+	r.Counters.Add(ctx, rule.Name, rec.Outcome)
 	return nil
 }
 
@@ -526,25 +523,4 @@ func (r *AppWrapperReconciler) clearRecord(ctx context.Context, aw *awv1beta2.Ap
 	r.Recorder.Eventf(aw, nil, corev1.EventTypeNormal, ReasonOutcomeCleared, "ClearOutcome",
 		"the trigger is running again (re-created or reset): the recorded outcome %s is cleared", rec.Outcome)
 	return nil
-}
-
-// counterBackoff spreads the retries of workers that finish AppWrappers of
-// one rule at the same moment and all bump its counters.
-var counterBackoff = wait.Backoff{Steps: 10, Duration: 10 * time.Millisecond, Factor: 1.5, Jitter: 1}
-
-// bumpRuleCounter adds one to the rule's succeeded or failed counter, with
-// optimistic locking so that no increment is lost.
-func (r *AppWrapperReconciler) bumpRuleCounter(ctx context.Context, name string, outcome wrapupv1alpha1.Outcome) error {
-	return retry.RetryOnConflict(counterBackoff, func() error {
-		rule := &wrapupv1alpha1.CompletionRule{}
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Name: name}, rule); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		if outcome == wrapupv1alpha1.OutcomeSucceeded {
-			rule.Status.Succeeded++
-		} else {
-			rule.Status.Failed++
-		}
-		return r.Client.Status().Update(ctx, rule)
-	})
 }

@@ -44,6 +44,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("adding trigger watches: %w", err)
 	}
 	cached := memory.NewMemCacheClient(dc)
+	counters := NewRuleCounters(mgr.GetClient(), mgr.GetAPIReader())
+	if err := mgr.Add(counters); err != nil {
+		return fmt.Errorf("adding rule counters: %w", err)
+	}
 	policies := &celpolicies.Cache{}
 	assign := NewAssignments()
 	recorder := mgr.GetEventRecorder("wrapup")
@@ -66,6 +70,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Policies:           policies,
 		Watches:            watches,
 		Assign:             assign,
+		Counters:           counters,
 		FailureGracePeriod: opts.FailureGracePeriod,
 		Workers:            opts.Workers,
 	}).SetupWithManager(mgr); err != nil {
