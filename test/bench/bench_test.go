@@ -618,7 +618,8 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 		Expect(parallel(writers, w.objects, func(o client.Object) error { return c.Create(ctx, o) })).To(Succeed())
 
 		By("waiting until every AppWrapper runs with its pods ready")
-		setupTimeout := 2*time.Minute + time.Duration(n+nb)*200*time.Millisecond
+		// A safety net, not a goal: 10,000 take ~15 minutes on 2 busy cores.
+		setupTimeout := 5*time.Minute + time.Duration(n+nb)*400*time.Millisecond
 		Eventually(func(g Gomega) {
 			podsMu.Lock()
 			created, err := podsCreated, podErr
