@@ -382,6 +382,8 @@ func sumBy(fams map[string]*dto.MetricFamily, name string, by ...string) map[str
 	return out
 }
 
+// subMap is after minus before, key by key, without the keys that did not
+// change.
 func subMap(after, before map[string]float64) map[string]float64 {
 	out := map[string]float64{}
 	for k, v := range after {
@@ -392,6 +394,7 @@ func subMap(after, before map[string]float64) map[string]float64 {
 	return out
 }
 
+// histogramCount is how many observations a histogram has.
 func histogramCount(fams map[string]*dto.MetricFamily, name string) uint64 {
 	var n uint64
 	if f := fams[name]; f != nil {

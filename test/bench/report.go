@@ -282,6 +282,10 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 		p("| CPU of %s in the completion phase, per 1,000 completions (s) | %.2f |\n", name, per1000(r.CPU.Children[name], r.Completions))
 	}
 	p("| informers for trigger kinds (wrapup_trigger_informers) | %.0f |\n", r.Informers)
+	if r.EvaluationsWhileTracking < uint64(r.N) {
+		p("\n%d of the %d rule-matched AppWrappers were not evaluated while wrapup started: reconciled before its trigger informer had synced, they wait for their trigger's next change.\n",
+			uint64(r.N)-r.EvaluationsWhileTracking, r.N)
+	}
 
 	p("\n## API requests\n\nwrapup's own requests, counted on its transport (rest.Config.WrapTransport), by verb and resource. Per completion = over the completion phase (until wrapup has forgotten every finished AppWrapper) ÷ %d.\n\n", r.N)
 	p("| verb | resource | while starting | idle (%s) | completion phase | per completion | conflicts (409) |\n|---|---|---:|---:|---:|---:|---:|\n", r.Idle)
