@@ -243,6 +243,11 @@ func (r *AppWrapperReconciler) decide(ctx context.Context, aw *awv1beta2.AppWrap
 		return "", res, nil, 0, nil // the AppWrapper controller has not created it yet
 	}
 	trigger, err := r.readTrigger(ctx, ref, aw.Namespace, fresh)
+	if errors.Is(err, errNotSynced) {
+		// The informer's first list is under way: its events may already
+		// have been handled for this AppWrapper, so look again shortly.
+		return "", res, nil, notSyncedRetry, nil
+	}
 	if err != nil || trigger == nil {
 		return "", res, nil, 0, err
 	}
@@ -290,11 +295,21 @@ func (r *AppWrapperReconciler) decide(ctx context.Context, aw *awv1beta2.AppWrap
 	}
 }
 
+// errNotSynced says that the trigger kind's informer has not listed yet.
+var errNotSynced = errors.New("trigger informer not synced")
+
+// notSyncedRetry is how soon an AppWrapper whose trigger informer has not
+// listed yet is looked at again.
+const notSyncedRetry = time.Second
+
 // readTrigger reads the live trigger from the informer cache, or with fresh
 // from the API server. It returns nil when the object does not exist.
 func (r *AppWrapperReconciler) readTrigger(ctx context.Context, ref triggerRef, namespace string, fresh bool) (*unstructured.Unstructured, error) {
 	if !fresh {
-		obj, _, err := r.Watches.Get(ref.Kind, namespace, ref.Name)
+		obj, synced, err := r.Watches.Get(ref.Kind, namespace, ref.Name)
+		if err == nil && !synced {
+			return nil, errNotSynced
+		}
 		return obj, err
 	}
 	gvr, ok := r.Watches.Resource(ref.Kind)
