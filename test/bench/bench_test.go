@@ -76,6 +76,10 @@ func TestBench(t *testing.T) {
 	RunSpecs(t, "wrapup benchmark")
 }
 
+// reconcileFunc is wrapup's AppWrapper reconciler: the writes sent from
+// within it are the ones on the way from a finished trigger to the delete.
+const reconcileFunc = "github.com/wrapup-dev/wrapup/gc.(*AppWrapperReconciler).Reconcile"
+
 // modeLabel tells the benchmark's own objects apart: its informers select
 // on it, and the CompletionRule selects the wrapup ones.
 const modeLabel = "bench.wrapup.dev/mode"
@@ -115,6 +119,7 @@ type item struct {
 	seenAsGone                   bool      // deleting is the removal, no deletionTimestamp was seen
 }
 
+// done says whether the result of its completion was seen.
 func (it *item) done() bool {
 	if it.mode == modePods {
 		return !it.succeeded.IsZero()
@@ -415,6 +420,14 @@ func versions(cfg *rest.Config) map[string]string {
 			v["server"] = info.GitVersion
 		}
 	}
+	// The commit the run measured, "-dirty" with uncommitted changes.
+	cmd := exec.Command("git", "describe", "--always", "--dirty")
+	cmd.Dir = framework.RepoRoot()
+	if out, err := cmd.Output(); err == nil {
+		v["wrapup"] = strings.TrimSpace(string(out))
+	} else {
+		v["wrapup"] = "unknown"
+	}
 	for name, module := range map[string]string{
 		"appwrapper":         "github.com/project-codeflare/appwrapper",
 		"controller-runtime": "sigs.k8s.io/controller-runtime",
@@ -494,7 +507,7 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 		// its own connection, counted; no client-side rate limit, as
 		// controller-runtime's GetConfig (the binary's) sets none.
 		framework.InstallControllerRBAC(ctx, c)
-		requests = NewRequestCounter()
+		requests = NewRequestCounter(reconcileFunc)
 		wrapupCfg = ownConnection(framework.ServiceAccountConfig(cfg, framework.ControllerNamespace, framework.ControllerServiceAccount), "wrapup")
 		wrapupCfg.QPS, wrapupCfg.Burst = -1, 0
 		wrapupCfg.WrapTransport = requests.Wrap

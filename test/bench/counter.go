@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"maps"
 	"net/http"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -29,24 +31,28 @@ func (k RequestKey) IsWrite() bool {
 	return false
 }
 
-// RequestCounts are request counts by kind, and the conflicts (409) among
-// them.
+// RequestCounts are request counts by kind, the conflicts (409) among them,
+// and the writes sent from within the counter's path function.
 type RequestCounts struct {
 	Requests  map[RequestKey]int64
 	Conflicts map[RequestKey]int64
+	OnPath    map[RequestKey]int64
 }
 
 // Sub returns c minus before.
 func (c RequestCounts) Sub(before RequestCounts) RequestCounts {
-	out := RequestCounts{Requests: map[RequestKey]int64{}, Conflicts: map[RequestKey]int64{}}
-	for k, v := range c.Requests {
-		if d := v - before.Requests[k]; d != 0 {
-			out.Requests[k] = d
-		}
+	return RequestCounts{
+		Requests:  subCounts(c.Requests, before.Requests),
+		Conflicts: subCounts(c.Conflicts, before.Conflicts),
+		OnPath:    subCounts(c.OnPath, before.OnPath),
 	}
-	for k, v := range c.Conflicts {
-		if d := v - before.Conflicts[k]; d != 0 {
-			out.Conflicts[k] = d
+}
+
+func subCounts(after, before map[RequestKey]int64) map[RequestKey]int64 {
+	out := map[RequestKey]int64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
 		}
 	}
 	return out
@@ -87,18 +93,29 @@ func (c RequestCounts) Keys() []RequestKey {
 // wrapup share a process) and only by HTTP method; wrapping wrapup's
 // transport with a RequestCounter (rest.Config.WrapTransport) counts
 // wrapup's own requests exactly.
+//
+// Writes sent from within the function named pathFunc (client-go sends a
+// request on the caller's goroutine) are also counted apart: with
+// wrapup's AppWrapper reconciler as pathFunc, those are the writes on the
+// way from a finished trigger to the delete, whatever other goroutines
+// (the Event recorder, a counter flusher) write besides.
 type RequestCounter struct {
 	mu        sync.Mutex
 	requests  map[RequestKey]int64
 	conflicts map[RequestKey]int64
+	onPath    map[RequestKey]int64
+	pathFunc  string
 	infos     *request.RequestInfoFactory
 }
 
-// NewRequestCounter returns an empty counter.
-func NewRequestCounter() *RequestCounter {
+// NewRequestCounter returns an empty counter; pathFunc is a fully
+// qualified function name, as runtime.Frame.Function gives it, or "".
+func NewRequestCounter(pathFunc string) *RequestCounter {
 	return &RequestCounter{
 		requests:  map[RequestKey]int64{},
 		conflicts: map[RequestKey]int64{},
+		onPath:    map[RequestKey]int64{},
+		pathFunc:  pathFunc,
 		infos: &request.RequestInfoFactory{
 			APIPrefixes:          sets.NewString("api", "apis"),
 			GrouplessAPIPrefixes: sets.NewString("api"),
@@ -110,8 +127,12 @@ func NewRequestCounter() *RequestCounter {
 func (c *RequestCounter) Wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		key := c.Classify(req)
+		onPath := key.IsWrite() && c.pathFunc != "" && callerIs(c.pathFunc)
 		c.mu.Lock()
 		c.requests[key]++
+		if onPath {
+			c.onPath[key]++
+		}
 		c.mu.Unlock()
 		resp, err := rt.RoundTrip(req)
 		if err == nil && resp.StatusCode == http.StatusConflict {
@@ -121,6 +142,21 @@ func (c *RequestCounter) Wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		return resp, err
 	})
+}
+
+// callerIs says whether fn is on the calling goroutine's stack.
+func callerIs(fn string) bool {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		if f.Function == fn {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // Classify names the kind of req as the API server would.
@@ -143,14 +179,7 @@ func (c *RequestCounter) Classify(req *http.Request) RequestKey {
 func (c *RequestCounter) Snapshot() RequestCounts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := RequestCounts{Requests: make(map[RequestKey]int64, len(c.requests)), Conflicts: make(map[RequestKey]int64, len(c.conflicts))}
-	for k, v := range c.requests {
-		out.Requests[k] = v
-	}
-	for k, v := range c.conflicts {
-		out.Conflicts[k] = v
-	}
-	return out
+	return RequestCounts{Requests: maps.Clone(c.requests), Conflicts: maps.Clone(c.conflicts), OnPath: maps.Clone(c.onPath)}
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)

@@ -57,7 +57,7 @@ func TestRatioOf(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	c := NewRequestCounter()
+	c := NewRequestCounter("")
 	tests := []struct {
 		method, url string
 		want        RequestKey
@@ -84,7 +84,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestRequestCounter(t *testing.T) {
-	c := NewRequestCounter()
+	c := NewRequestCounter("github.com/wrapup-dev/wrapup/test/bench.TestRequestCounter")
 	rt := c.Wrap(roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		code := http.StatusOK
 		if req.Method == http.MethodPut {
@@ -107,6 +107,19 @@ func TestRequestCounter(t *testing.T) {
 	put := RequestKey{"update", "completionrules.wrapup.dev/status"}
 	if d.Requests[put] != 2 || d.Conflicts[put] != 2 || len(d.Requests) != 2 {
 		t.Errorf("delta = %+v, want 2 updates (2 conflicts) and 1 delete", d)
+	}
+	if d.OnPath[put] != 2 || len(d.OnPath) != 2 {
+		t.Errorf("on path = %v, want the 3 writes, sent from within TestRequestCounter", d.OnPath)
+	}
+	other := NewRequestCounter("github.com/wrapup-dev/wrapup/gc.(*AppWrapperReconciler).Reconcile")
+	req, _ := http.NewRequest("DELETE", "https://127.0.0.1:6443/api/v1/namespaces/ns", nil)
+	if _, err := other.Wrap(roundTripperFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	})).RoundTrip(req); err != nil {
+		t.Fatal(err)
+	}
+	if s := other.Snapshot(); len(s.OnPath) != 0 || len(s.Requests) != 1 {
+		t.Errorf("a write from outside the path function: %+v", s)
 	}
 	if all, writes := d.Total(); all != 3 || writes != 3 {
 		t.Errorf("Total() = %d, %d; want 3, 3", all, writes)
@@ -144,12 +157,19 @@ func TestReportGoals(t *testing.T) {
 		WrapupStart: RequestCounts{Requests: map[RequestKey]int64{
 			{"watch", "jobs.batch"}: 1,
 		}},
-		WrapupCompletion: RequestCounts{Requests: map[RequestKey]int64{
-			{"patch", "appwrappers.workload.codeflare.dev"}:  10,
-			{"delete", "appwrappers.workload.codeflare.dev"}: 10,
-			{"update", "completionrules.wrapup.dev/status"}:  10,
-			{"create", "events.events.k8s.io"}:               20,
-		}},
+		WrapupCompletion: RequestCounts{
+			Requests: map[RequestKey]int64{
+				{"patch", "appwrappers.workload.codeflare.dev"}:  10,
+				{"delete", "appwrappers.workload.codeflare.dev"}: 10,
+				{"update", "completionrules.wrapup.dev/status"}:  10,
+				{"create", "events.events.k8s.io"}:               20,
+			},
+			OnPath: map[RequestKey]int64{
+				{"patch", "appwrappers.workload.codeflare.dev"}:  10,
+				{"delete", "appwrappers.workload.codeflare.dev"}: 10,
+				{"update", "completionrules.wrapup.dev/status"}:  10,
+			},
+		},
 	}
 	got := map[string]string{}
 	for _, g := range r.goals() {
