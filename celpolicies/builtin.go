@@ -212,7 +212,10 @@ func compileBuiltins() (map[schema.GroupKind]*compiledBuiltin, error) {
 			errs = append(errs, FieldError{Field: field, Expression: expr, Message: err.Error()})
 			return nil
 		}
-		return &program{field: field, prog: prog, builtin: true}
+		r := readsOf(ast)
+		// The messages, written in Go, read the status.
+		r.object = r.object.with("status")
+		return &program{field: field, prog: prog, builtin: true, reads: r}
 	}
 	out := make(map[schema.GroupKind]*compiledBuiltin, len(builtinSources))
 	for gk, src := range builtinSources {

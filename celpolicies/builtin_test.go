@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -52,6 +53,13 @@ func runBuiltinCases(t *testing.T, gk schema.GroupKind, cases []builtinCase) {
 			}
 			if !got.BuiltinSuccess || !got.BuiltinFailure {
 				t.Errorf("BuiltinSuccess, BuiltinFailure = %v, %v, want true, true", got.BuiltinSuccess, got.BuiltinFailure)
+			}
+			// An informer keeps only what the policy reads: the same
+			// evaluation on what it keeps.
+			kept := runtime.DeepCopyJSON(tc.input)
+			p.ObjectFields(gk).Keep(kept)
+			if again, err := p.Evaluate(context.Background(), gk, kept, appWrapper()); err != nil || again != got {
+				t.Errorf("on the fields kept (%s): %+v, %v; want %+v", p.ObjectFields(gk), again, err, got)
 			}
 		})
 	}

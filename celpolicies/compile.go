@@ -75,6 +75,24 @@ type program struct {
 	field   string
 	prog    cel.Program
 	builtin bool
+	// reads are the fields of object and of appWrapper the expression
+	// reads.
+	reads reads
+}
+
+// reads are the fields of the trigger and of the AppWrapper that
+// expressions read.
+type reads struct {
+	object, appWrapper Fields
+}
+
+func (r reads) union(o reads) reads {
+	return reads{object: r.object.Union(o.object), appWrapper: r.appWrapper.Union(o.appWrapper)}
+}
+
+func readsOf(a *cel.Ast) reads {
+	e := a.NativeRep().Expr()
+	return reads{object: fieldReads(e, ObjectVarName), appWrapper: fieldReads(e, AppWrapperVarName)}
 }
 
 // variable is one compiled rule variable.
@@ -96,6 +114,8 @@ type Policy struct {
 	// emptyVariables is "variables" for a rule without variables, shared
 	// because nothing is ever written to it.
 	emptyVariables *lazy.MapValue
+	// reads are what the rule's own expressions (variables included) read.
+	reads reads
 }
 
 // Compile compiles the expressions of a rule spec. An invalid rule yields a
@@ -163,6 +183,14 @@ func CompileWithOptions(spec *v1alpha1.CompletionRuleSpec, opts CompileOptions) 
 	}
 	if len(c.errs) > 0 {
 		return nil, &CompileError{Errors: c.errs}
+	}
+	for _, prog := range []*program{p.success, p.failure, p.message} {
+		if prog != nil {
+			p.reads = p.reads.union(prog.reads)
+		}
+	}
+	for i := range p.variables {
+		p.reads = p.reads.union(p.variables[i].reads)
 	}
 	return p, nil
 }
@@ -233,7 +261,7 @@ func (c *compiler) compile(env *cel.Env, field, expr string, want *cel.Type) (*p
 		c.fail(field, expr, "building program: "+err.Error())
 		return nil, out
 	}
-	return &program{field: field, prog: prog}, out
+	return &program{field: field, prog: prog, reads: readsOf(ast)}, out
 }
 
 // issuesMessage renders CEL issues on one line each, "line:column: message",

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/json"
 
@@ -68,6 +69,16 @@ func FuzzCompileEvaluate(f *testing.F) {
 			}
 			for _, gk := range []schema.GroupKind{gkJob, gkUnknown} {
 				res, err := p.Evaluate(ctx, gk, object, object)
+				if object != nil && ctx.Err() == nil {
+					// An informer keeps only the fields the policy reads:
+					// evaluating what it keeps gives the same result.
+					kept := runtime.DeepCopyJSON(object)
+					p.ObjectFields(gk).Keep(kept)
+					again, err2 := p.Evaluate(ctx, gk, kept, object)
+					if ctx.Err() == nil && ((err == nil) != (err2 == nil) || again.Outcome != res.Outcome || again.Message != res.Message) {
+						t.Fatalf("on the fields kept (%s): %+v, %v; on the whole object: %+v, %v", p.ObjectFields(gk), again, err2, res, err)
+					}
+				}
 				if err != nil {
 					var ee *EvalError
 					if !errors.As(err, &ee) && !errors.Is(err, ErrNoSuccessExpression) {

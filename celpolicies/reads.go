@@ -1,0 +1,209 @@
+package celpolicies
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Fields are the top-level fields of an object that a policy reads. An
+// informer can drop every other field (a Job's spec, its pod template being
+// the bulk of it) and the policy still sees all it reads. The zero value
+// reads nothing.
+type Fields struct {
+	// All: the object is used whole (passed to a function, iterated, or
+	// indexed by a computed key), so no field may be dropped.
+	All bool
+	// Names are the fields read, sorted and unique.
+	Names []string
+}
+
+// AllFields reads every field.
+var AllFields = Fields{All: true}
+
+// FieldsOf reads the named fields.
+func FieldsOf(names ...string) Fields {
+	var f Fields
+	for _, n := range names {
+		f = f.with(n)
+	}
+	return f
+}
+
+// Has says whether name is read.
+func (f Fields) Has(name string) bool {
+	if f.All {
+		return true
+	}
+	_, found := slices.BinarySearch(f.Names, name)
+	return found
+}
+
+// Empty says whether nothing is read.
+func (f Fields) Empty() bool { return !f.All && len(f.Names) == 0 }
+
+// Covers says whether every field g reads is in f.
+func (f Fields) Covers(g Fields) bool {
+	if f.All {
+		return true
+	}
+	if g.All {
+		return false
+	}
+	for _, n := range g.Names {
+		if !f.Has(n) {
+			return false
+		}
+	}
+	return true
+}
+
+// Union reads what f or g reads.
+func (f Fields) Union(g Fields) Fields {
+	if f.All || g.All {
+		return AllFields
+	}
+	out := Fields{Names: slices.Clone(f.Names)}
+	for _, n := range g.Names {
+		out = out.with(n)
+	}
+	return out
+}
+
+// String is "*" for all fields, else the names joined by commas.
+func (f Fields) String() string {
+	if f.All {
+		return "*"
+	}
+	return strings.Join(f.Names, ",")
+}
+
+func (f Fields) with(name string) Fields {
+	if f.All {
+		return f
+	}
+	i, found := slices.BinarySearch(f.Names, name)
+	if !found {
+		f.Names = slices.Insert(slices.Clone(f.Names), i, name)
+	}
+	return f
+}
+
+// fieldReads walks a compiled expression and returns the top-level fields
+// of the variable named root that it reads: root.f, has(root.f), root.?f,
+// root["f"] and root[?"f"]. Any other use of root reads it whole.
+func fieldReads(e ast.Expr, root string) Fields {
+	var f Fields
+	var walk func(ast.Expr)
+	walk = func(e ast.Expr) {
+		if f.All || e == nil {
+			return
+		}
+		switch e.Kind() {
+		case ast.IdentKind:
+			if e.AsIdent() == root {
+				f = AllFields
+			}
+		case ast.SelectKind:
+			s := e.AsSelect()
+			if op := s.Operand(); op.Kind() == ast.IdentKind && op.AsIdent() == root {
+				f = f.with(s.FieldName())
+				return
+			}
+			walk(s.Operand())
+		case ast.CallKind:
+			c := e.AsCall()
+			args := c.Args()
+			switch c.FunctionName() {
+			case operators.Index, operators.OptSelect, operators.OptIndex:
+				if len(args) == 2 && args[0].Kind() == ast.IdentKind && args[0].AsIdent() == root &&
+					args[1].Kind() == ast.LiteralKind {
+					if s, ok := args[1].AsLiteral().(types.String); ok {
+						f = f.with(string(s))
+						return
+					}
+				}
+			}
+			if c.IsMemberFunction() {
+				walk(c.Target())
+			}
+			for _, a := range args {
+				walk(a)
+			}
+		case ast.ComprehensionKind:
+			c := e.AsComprehension()
+			walk(c.IterRange())
+			walk(c.AccuInit())
+			walk(c.LoopCondition())
+			walk(c.LoopStep())
+			walk(c.Result())
+		case ast.ListKind:
+			for _, el := range e.AsList().Elements() {
+				walk(el)
+			}
+		case ast.MapKind:
+			for _, en := range e.AsMap().Entries() {
+				me := en.AsMapEntry()
+				walk(me.Key())
+				walk(me.Value())
+			}
+		case ast.StructKind:
+			for _, fl := range e.AsStruct().Fields() {
+				walk(fl.AsStructField().Value())
+			}
+		}
+	}
+	walk(e)
+	return f
+}
+
+// ObjectFields are the fields of a trigger of kind gk that an evaluation
+// reads: the rule's expressions', and the built-in ones' that stand in for
+// a missing success or failure.
+func (p *Policy) ObjectFields(gk schema.GroupKind) Fields {
+	f := p.reads.object
+	if p.success != nil && p.failure != nil {
+		return f
+	}
+	b, err := compiledBuiltinFor(gk)
+	if err != nil {
+		return AllFields
+	}
+	if b == nil {
+		return f
+	}
+	if p.success == nil && b.success != nil {
+		f = f.Union(b.success.reads.object)
+	}
+	if p.failure == nil && b.failure != nil {
+		f = f.Union(b.failure.reads.object)
+	}
+	return f
+}
+
+// AppWrapperFields are the fields of the AppWrapper that the rule's
+// expressions read (the built-ins read none).
+func (p *Policy) AppWrapperFields() Fields { return p.reads.appWrapper }
+
+// Keep drops from obj, in place, every top-level field that f does not
+// read, except apiVersion, kind and metadata, which identify the object and
+// its owner. An evaluation of a policy reading f sees the same values in
+// the result as in obj.
+func (f Fields) Keep(obj map[string]any) {
+	if f.All {
+		return
+	}
+	for k := range obj {
+		switch k {
+		case "apiVersion", "kind", "metadata":
+			continue
+		}
+		if !f.Has(k) {
+			delete(obj, k)
+		}
+	}
+}
