@@ -166,7 +166,7 @@ func (r *AppWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if rule.Spec.Trigger.Kind == "" {
 		// The rule does not name the kind: this AppWrapper's annotated
 		// component does, so the AppWrapper holds the watch on it.
-		if err := r.Watches.Ensure(watchOwner(req.NamespacedName), ref.Kind); err != nil {
+		if err := r.Watches.Ensure(watchOwner(req.NamespacedName), ref.Kind, policy.ObjectFields(ref.Kind)); err != nil {
 			r.Recorder.Eventf(aw, nil, corev1.EventTypeWarning, ReasonTriggerKindError, "WatchTrigger", "%v", err)
 			return ctrl.Result{}, nil
 		}
@@ -242,7 +242,7 @@ func (r *AppWrapperReconciler) decide(ctx context.Context, aw *awv1beta2.AppWrap
 	if ref.Name == "" {
 		return "", res, nil, 0, nil // the AppWrapper controller has not created it yet
 	}
-	trigger, err := r.readTrigger(ctx, ref, aw.Namespace, fresh)
+	trigger, err := r.readTrigger(ctx, ref, aw.Namespace, policy.ObjectFields(ref.Kind), fresh)
 	if errors.Is(err, errNotSynced) {
 		// The informer's first list is under way: its events may already
 		// have been handled for this AppWrapper, so look again shortly.
@@ -256,9 +256,9 @@ func (r *AppWrapperReconciler) decide(ctx context.Context, aw *awv1beta2.AppWrap
 			"%s %s is not controlled by this AppWrapper: it is not taken as the trigger", ref.Kind, ref.Name)
 		return "", res, nil, 0, nil
 	}
-	awMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(aw)
+	awMap, err := r.appWrapperVariable(ctx, aw, policy, fresh)
 	if err != nil {
-		return "", res, nil, 0, fmt.Errorf("converting appwrapper: %w", err)
+		return "", res, nil, 0, err
 	}
 	start := time.Now()
 	res, err = policy.Evaluate(ctx, ref.Kind, trigger.Object, awMap)
@@ -302,15 +302,43 @@ var errNotSynced = errors.New("trigger informer not synced")
 // listed yet is looked at again.
 const notSyncedRetry = time.Second
 
+// appWrapperVariable is the appWrapper variable of an evaluation: nil when
+// the policy does not read it. wrapup's cache (CacheOptions) keeps of each
+// component only its apiVersion, kind and name: a policy that reads the
+// AppWrapper's spec is given the AppWrapper read from the API server.
+func (r *AppWrapperReconciler) appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, policy *celpolicies.Policy, fresh bool) (map[string]any, error) {
+	f := policy.AppWrapperFields()
+	if f.Empty() {
+		return nil, nil
+	}
+	if !fresh && f.Has("spec") {
+		live := &awv1beta2.AppWrapper{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(aw), live); err != nil {
+			return nil, fmt.Errorf("reading the AppWrapper for a rule that reads its spec: %w", err)
+		}
+		aw = live
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(aw)
+	if err != nil {
+		return nil, fmt.Errorf("converting appwrapper: %w", err)
+	}
+	m["apiVersion"], m["kind"] = awv1beta2.GroupVersion.String(), "AppWrapper"
+	return m, nil
+}
+
 // readTrigger reads the live trigger from the informer cache, or with fresh
 // from the API server. It returns nil when the object does not exist.
-func (r *AppWrapperReconciler) readTrigger(ctx context.Context, ref triggerRef, namespace string, fresh bool) (*unstructured.Unstructured, error) {
+func (r *AppWrapperReconciler) readTrigger(ctx context.Context, ref triggerRef, namespace string, fields celpolicies.Fields, fresh bool) (*unstructured.Unstructured, error) {
 	if !fresh {
-		obj, synced, err := r.Watches.Get(ref.Kind, namespace, ref.Name)
+		obj, synced, err := r.Watches.Get(ref.Kind, namespace, ref.Name, fields)
 		if err == nil && !synced {
 			return nil, errNotSynced
 		}
-		return obj, err
+		if !errors.Is(err, ErrFieldsNotKept) {
+			return obj, err
+		}
+		// The rule changed to read more, and its informer has not been
+		// started again yet: read this one from the API server.
 	}
 	gvr, ok := r.Watches.Resource(ref.Kind)
 	if !ok {

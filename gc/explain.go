@@ -481,10 +481,9 @@ func readLiveTrigger(ctx context.Context, r client.Reader, gvk schema.GroupVersi
 			return nil, "", fmt.Errorf("reading trigger %s %s: %w", gvk.Kind, name, err)
 		}
 	}
-	// The controller evaluates objects from its informers, which drop these.
-	if _, err := stripObject(u); err != nil {
-		return nil, "", err
-	}
+	// The controller evaluates objects from its informers, which drop
+	// these (and the fields no expression reads, which changes no result).
+	stripMetadata(u)
 	if _, ok := u.GetLabels()[awv1beta2.AppWrapperLabel]; !ok {
 		// wrapup's informers list only labelled objects: it never sees this one.
 		return nil, fmt.Sprintf("%s %s lacks the label %s, so wrapup's watch does not see it", gvk.Kind, name, awv1beta2.AppWrapperLabel), nil

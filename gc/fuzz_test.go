@@ -2,6 +2,7 @@ package gc
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
@@ -13,7 +14,8 @@ import (
 // FuzzFindTrigger feeds arbitrary AppWrapper specs (components with missing
 // kinds, bad apiVersions, huge or broken templates, duplicate names) to the
 // trigger-finding path: it must never panic, and what it finds must be one
-// of the components, of the kind the rule asks for.
+// of the components, of the kind the rule asks for, the same as in the
+// AppWrapper that wrapup's cache keeps.
 func FuzzFindTrigger(f *testing.F) {
 	f.Add([]byte(`{"components":[{"template":{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"a"}}}]}`), "batch", "Job", "", "", false)
 	f.Add([]byte(`{"components":[{"annotations":{"wrapup.dev/trigger":"true"},"template":{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"p-"}}}]}`), "", "", "", "p-xyz", false)
@@ -43,6 +45,15 @@ func FuzzFindTrigger(f *testing.F) {
 		rule.Name = "fuzz"
 		rule.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: group, Kind: kind, Name: name}
 		ref, err := findTrigger(aw, rule)
+		// wrapup's cache keeps only the identity of each template: the
+		// same trigger, or the same error, is found in what it keeps.
+		slim, serr := slimAppWrapper(aw.DeepCopy())
+		if serr != nil {
+			t.Fatalf("slimAppWrapper: %v", serr)
+		}
+		if ref2, err2 := findTrigger(slim.(*awv1beta2.AppWrapper), rule); ref2 != ref || fmt.Sprint(err2) != fmt.Sprint(err) {
+			t.Fatalf("in the cached AppWrapper: %+v, %v; in the whole one: %+v, %v", ref2, err2, ref, err)
+		}
 		if err != nil {
 			if _, ok := err.(*noTriggerError); !ok {
 				t.Fatalf("findTrigger returned an untyped error: %v", err)

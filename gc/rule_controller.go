@@ -178,7 +178,7 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	cond := metav1.Condition{Type: wrapupv1alpha1.ConditionReady, ObservedGeneration: rule.Generation}
 	var terminal error
 	rule.Status.TypeChecking = nil
-	_, compileErr := r.Policies.Get(rule)
+	policy, compileErr := r.Policies.Get(rule)
 	switch {
 	case compileErr != nil:
 		r.Watches.Release(ruleOwner(rule.Name))
@@ -186,7 +186,7 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		terminal = compileErr
 	case rule.Spec.Trigger.Kind != "":
 		gk := schema.GroupKind{Group: rule.Spec.Trigger.APIGroup, Kind: rule.Spec.Trigger.Kind}
-		err := r.Watches.Ensure(ruleOwner(rule.Name), gk)
+		err := r.Watches.Ensure(ruleOwner(rule.Name), gk, policy.ObjectFields(gk))
 		var nf *KindNotFoundError
 		switch {
 		case errors.As(err, &nf):

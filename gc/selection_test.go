@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
 )
 
 func rule(name string, prio int32, awSel, nsSel map[string]string) *wrapupv1alpha1.CompletionRule {
@@ -314,23 +315,46 @@ func TestAssignments(t *testing.T) {
 	}
 }
 
-func TestStripObject(t *testing.T) {
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl"}})
-	u.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"})
-	out, err := stripObject(u)
-	if err != nil {
-		t.Fatal(err)
+func TestKeepFields(t *testing.T) {
+	newObj := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "batch/v1", "kind": "Job",
+			"spec":   map[string]any{"template": map[string]any{"spec": map[string]any{}}},
+			"status": map[string]any{"succeeded": int64(1)},
+		}}
+		u.SetName("j")
+		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl"}})
+		u.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"})
+		return u
 	}
-	got := out.(*unstructured.Unstructured)
-	if len(got.GetManagedFields()) != 0 {
-		t.Error("managedFields kept")
-	}
-	if _, ok := got.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; ok {
-		t.Error("last-applied annotation kept")
-	}
-	if got.GetAnnotations()["keep"] != "me" {
-		t.Error("other annotations dropped")
+	for _, tc := range []struct {
+		keep     celpolicies.Fields
+		wantSpec bool
+	}{
+		{celpolicies.FieldsOf("status"), false},
+		{celpolicies.FieldsOf("spec", "status"), true},
+		{celpolicies.AllFields, true},
+	} {
+		out, err := keepFields(tc.keep)(newObj())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.(*unstructured.Unstructured)
+		if len(got.GetManagedFields()) != 0 {
+			t.Errorf("%s: managedFields kept", tc.keep)
+		}
+		if _, ok := got.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+			t.Errorf("%s: last-applied annotation kept", tc.keep)
+		}
+		if got.GetAnnotations()["keep"] != "me" || got.GetName() != "j" || got.GetKind() != "Job" || got.GetAPIVersion() != "batch/v1" {
+			t.Errorf("%s: identity or other annotations dropped: %v", tc.keep, got.Object)
+		}
+		if _, ok := got.Object["status"]; !ok {
+			t.Errorf("%s: status dropped", tc.keep)
+		}
+		if _, ok := got.Object["spec"]; ok != tc.wantSpec {
+			t.Errorf("%s: spec kept = %v, want %v", tc.keep, ok, tc.wantSpec)
+		}
 	}
 }
 

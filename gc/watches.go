@@ -2,6 +2,7 @@ package gc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -22,22 +23,30 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
 )
 
 // Watches keeps one informer per trigger kind in use, never one per object.
 // Each informer lists and watches only objects labelled as AppWrapper
-// components, drops managedFields, and turns every change into a generic
-// event for the AppWrapper that owns the object. Kinds are
-// reference-counted by owner (a rule, or an AppWrapper whose annotated
-// component names a kind): an informer stops when no owner needs its kind.
+// components, and turns every change into a generic event for the
+// AppWrapper that owns the object. It keeps of each object its metadata
+// (without managedFields) and only the top-level fields that its owners'
+// expressions read: for the built-ins, the status, and not the spec with
+// its pod template. Kinds are reference-counted by owner (a rule, or an
+// AppWrapper whose annotated component names a kind): an informer stops
+// when no owner needs its kind, and is started again, keeping more, when an
+// owner reads a field it drops.
 type Watches struct {
 	client    dynamic.Interface
 	mapper    meta.RESTMapper
 	discovery discovery.DiscoveryInterface
 	events    chan event.GenericEvent
 
-	mu        sync.Mutex
-	owners    map[string]map[schema.GroupKind]struct{}
+	mu     sync.Mutex
+	owners map[string]claim
+	// kinds counts the owners of each kind, with the union of the fields
+	// they read; it only grows while the kind has owners.
+	kinds     map[schema.GroupKind]*kindClaims
 	informers map[schema.GroupKind]*kindInformer
 	ctx       context.Context
 	started   chan struct{}
@@ -46,11 +55,29 @@ type Watches struct {
 	gone chan event.GenericEvent
 }
 
+// claim is what an owner needs watched: a kind, and the fields of it that
+// the owner's expressions read.
+type claim struct {
+	kind   schema.GroupKind
+	fields celpolicies.Fields
+}
+
+type kindClaims struct {
+	owners int
+	fields celpolicies.Fields
+}
+
 type kindInformer struct {
 	gvr      schema.GroupVersionResource
 	informer cache.SharedIndexInformer
 	stop     context.CancelFunc
+	// keep are the top-level fields the informer keeps besides metadata.
+	keep celpolicies.Fields
 }
+
+// ErrFieldsNotKept says that the informer of a kind drops a field that the
+// caller reads: read the object from the API server instead.
+var ErrFieldsNotKept = errors.New("the trigger informer does not keep every field the rule reads")
 
 // NewWatches returns a Watches whose events go to the returned channel
 // (the source of the AppWrapper controller). disc, when set, is asked
@@ -62,7 +89,8 @@ func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery
 		mapper:    mapper,
 		discovery: disc,
 		events:    make(chan event.GenericEvent, 1024),
-		owners:    map[string]map[schema.GroupKind]struct{}{},
+		owners:    map[string]claim{},
+		kinds:     map[schema.GroupKind]*kindClaims{},
 		informers: map[schema.GroupKind]*kindInformer{},
 		started:   make(chan struct{}),
 		gone:      make(chan event.GenericEvent, 64),
@@ -108,49 +136,67 @@ func (e *KindNotFoundError) Error() string {
 
 func (e *KindNotFoundError) Unwrap() error { return e.Err }
 
-// Ensure sets the kinds that owner needs and starts the informers that are
-// missing; informers no owner needs any more are stopped. It returns a
-// *KindNotFoundError for the first kind that the API server does not serve;
-// the other kinds are still watched, and the owner keeps its claim on the
-// missing one so that a later Ensure picks it up.
-func (w *Watches) Ensure(owner string, kinds ...schema.GroupKind) error {
+// Ensure sets the kind that owner needs, and the fields of it that owner
+// reads, and starts its informer if it is missing or drops one of those
+// fields; informers no owner needs any more are stopped. It returns a
+// *KindNotFoundError when the API server does not serve the kind; the
+// owner keeps its claim, so that a later Ensure picks the kind up.
+func (w *Watches) Ensure(owner string, gk schema.GroupKind, fields celpolicies.Fields) error {
 	// The controllers and the watches start together; informers need the
 	// manager's context.
 	select {
 	case <-w.started:
 	case <-time.After(30 * time.Second):
-		return fmt.Errorf("watching %v: the watch manager has not started", kinds)
+		return fmt.Errorf("watching %v: the watch manager has not started", gk)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(kinds) == 0 {
-		delete(w.owners, owner)
-	} else {
-		set := make(map[schema.GroupKind]struct{}, len(kinds))
-		for _, gk := range kinds {
-			set[gk] = struct{}{}
+	if old, ok := w.owners[owner]; !ok || old.kind != gk || !old.fields.Equal(fields) {
+		// The new claim first, so that the informer of a kind the owner
+		// keeps is not stopped in between.
+		kc := w.kinds[gk]
+		if kc == nil {
+			kc = &kindClaims{}
+			w.kinds[gk] = kc
 		}
-		w.owners[owner] = set
-	}
-	var firstErr error
-	for _, gk := range kinds {
-		if err := w.startLocked(gk); err != nil && firstErr == nil {
-			firstErr = err
+		kc.owners++
+		kc.fields = kc.fields.Union(fields)
+		if ok {
+			w.releaseLocked(owner)
 		}
+		w.owners[owner] = claim{kind: gk, fields: fields}
 	}
-	w.gcLocked()
-	return firstErr
+	return w.startLocked(gk)
 }
 
 // Release drops every claim of owner.
 func (w *Watches) Release(owner string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.owners[owner]; !ok {
+	w.releaseLocked(owner)
+}
+
+// releaseLocked drops the claim of owner, and stops the informer of its
+// kind if no other owner needs it.
+func (w *Watches) releaseLocked(owner string) {
+	c, ok := w.owners[owner]
+	if !ok {
 		return
 	}
 	delete(w.owners, owner)
-	w.gcLocked()
+	kc := w.kinds[c.kind]
+	if kc.owners--; kc.owners > 0 {
+		return
+	}
+	delete(w.kinds, c.kind)
+	if inf, ok := w.informers[c.kind]; ok {
+		inf.stop()
+		delete(w.informers, c.kind)
+		informersGauge.DeleteLabelValues(c.kind.String())
+		if w.ctx != nil {
+			logf.FromContext(w.ctx).Info("Stopped watching trigger kind", "kind", c.kind.String())
+		}
+	}
 }
 
 // Kinds lists the kinds with a running informer, sorted.
@@ -167,8 +213,10 @@ func (w *Watches) Kinds() []schema.GroupKind {
 
 // Get returns the cached trigger object of kind gk, or nil when the
 // informer has not seen it (or the kind is not watched). synced is false
-// while the kind's informer has not finished its first list.
-func (w *Watches) Get(gk schema.GroupKind, namespace, name string) (obj *unstructured.Unstructured, synced bool, err error) {
+// while the kind's informer has not finished its first list. The object
+// holds the fields that the informer keeps; when they do not cover
+// fields, Get returns ErrFieldsNotKept.
+func (w *Watches) Get(gk schema.GroupKind, namespace, name string, fields celpolicies.Fields) (obj *unstructured.Unstructured, synced bool, err error) {
 	w.mu.Lock()
 	inf, ok := w.informers[gk]
 	w.mu.Unlock()
@@ -177,6 +225,9 @@ func (w *Watches) Get(gk schema.GroupKind, namespace, name string) (obj *unstruc
 	}
 	if !inf.informer.HasSynced() {
 		return nil, false, nil
+	}
+	if !inf.keep.Covers(fields) {
+		return nil, true, ErrFieldsNotKept
 	}
 	item, exists, err := inf.informer.GetStore().GetByKey(namespace + "/" + name)
 	if err != nil || !exists {
@@ -197,8 +248,19 @@ func (w *Watches) Resource(gk schema.GroupKind) (schema.GroupVersionResource, bo
 }
 
 func (w *Watches) startLocked(gk schema.GroupKind) error {
-	if _, ok := w.informers[gk]; ok {
-		return nil
+	var keep celpolicies.Fields
+	if kc := w.kinds[gk]; kc != nil {
+		keep = kc.fields
+	}
+	if inf, ok := w.informers[gk]; ok {
+		if inf.keep.Covers(keep) {
+			return nil
+		}
+		// An owner reads a field this informer drops: list again, keeping
+		// it. Until the new informer has listed, readers wait (not synced).
+		inf.stop()
+		delete(w.informers, gk)
+		logf.FromContext(w.ctx).Info("Watching trigger kind again, to keep more fields", "kind", gk.String(), "fields", keep.String(), "was", inf.keep.String())
 	}
 	if w.ctx == nil {
 		return fmt.Errorf("watching %s: the watch manager has not started", gk)
@@ -227,7 +289,7 @@ func (w *Watches) startLocked(gk schema.GroupKind) error {
 	}); err != nil {
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
-	if err := informer.SetTransform(stripObject); err != nil {
+	if err := informer.SetTransform(keepFields(keep)); err != nil {
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -238,10 +300,10 @@ func (w *Watches) startLocked(gk schema.GroupKind) error {
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
 	ctx, cancel := context.WithCancel(w.ctx)
-	w.informers[gk] = &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel}
+	w.informers[gk] = &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep}
 	go informer.RunWithContext(ctx)
 	informersGauge.WithLabelValues(gk.String()).Set(1)
-	logf.FromContext(w.ctx).Info("Watching trigger kind", "kind", gk.String(), "resource", mapping.Resource.String())
+	logf.FromContext(w.ctx).Info("Watching trigger kind", "kind", gk.String(), "resource", mapping.Resource.String(), "fields", keep.String())
 	return nil
 }
 
@@ -275,8 +337,8 @@ func (w *Watches) kindGone(gk schema.GroupKind) {
 	delete(w.informers, gk)
 	informersGauge.DeleteLabelValues(gk.String())
 	var rules []string
-	for owner, kinds := range w.owners {
-		if _, claims := kinds[gk]; claims && strings.HasPrefix(owner, "rule/") {
+	for owner, c := range w.owners {
+		if c.kind == gk && strings.HasPrefix(owner, "rule/") {
 			rules = append(rules, strings.TrimPrefix(owner, "rule/"))
 		}
 	}
@@ -312,25 +374,6 @@ func (w *Watches) Recheck() []schema.GroupKind {
 		}
 	}
 	return gone
-}
-
-func (w *Watches) gcLocked() {
-	needed := map[schema.GroupKind]struct{}{}
-	for _, set := range w.owners {
-		for gk := range set {
-			needed[gk] = struct{}{}
-		}
-	}
-	for gk, inf := range w.informers {
-		if _, ok := needed[gk]; !ok {
-			inf.stop()
-			delete(w.informers, gk)
-			informersGauge.DeleteLabelValues(gk.String())
-			if w.ctx != nil {
-				logf.FromContext(w.ctx).Info("Stopped watching trigger kind", "kind", gk.String())
-			}
-		}
-	}
 }
 
 // WaitForSync waits until the informer of gk has listed, or ctx ends.
@@ -373,14 +416,23 @@ func owningAppWrapper(u *unstructured.Unstructured) string {
 	return u.GetLabels()[awv1beta2.AppWrapperLabel]
 }
 
-// stripObject keeps what an evaluation and the owner mapping need: it drops
-// managedFields and the last-applied annotation, the largest parts of most
-// objects that no expression reads.
-func stripObject(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
+// keepFields returns an informer transform that keeps what evaluations and
+// the owner mapping need: apiVersion, kind, metadata without managedFields
+// and the last-applied annotation, and the top-level fields in keep.
+func keepFields(keep celpolicies.Fields) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil
+		}
+		keep.Keep(u.Object)
+		return stripMetadata(u), nil
 	}
+}
+
+// stripMetadata drops managedFields and the last-applied annotation, the
+// largest parts of most objects' metadata, which no expression reads.
+func stripMetadata(u *unstructured.Unstructured) *unstructured.Unstructured {
 	u.SetManagedFields(nil)
 	if ann := u.GetAnnotations(); ann != nil {
 		if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
@@ -388,5 +440,5 @@ func stripObject(obj any) (any, error) {
 			u.SetAnnotations(ann)
 		}
 	}
-	return u, nil
+	return u
 }

@@ -56,7 +56,10 @@ func main() {
 	utilruntime.Must(wrapupv1alpha1.AddToScheme(scheme))
 
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                  scheme,
+		Scheme: scheme,
+		// wrapup runs alone in this manager: its cache may drop what it
+		// never reads.
+		Cache:                   gc.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,

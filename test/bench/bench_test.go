@@ -657,7 +657,7 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 		trackStart := time.Now()
 		var stopWrapup func()
 		labelled(ctx, "wrapup", func(ctx context.Context) {
-			mgr := framework.NewBareManager(wrapupCfg)
+			mgr := framework.NewBareManager(wrapupCfg, func(o *ctrl.Options) { o.Cache = gc.CacheOptions() })
 			Expect(gc.Setup(mgr, gc.Options{})).To(Succeed())
 			stopWrapup = framework.RunManager(ctx, mgr)
 		})

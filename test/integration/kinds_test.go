@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
@@ -150,6 +151,48 @@ var _ = Describe("Trigger kinds", func() {
 				Expect(unstructured.SetNestedField(u.Object, "Done", "status", "phase")).To(Succeed())
 				Expect(unstructured.SetNestedField(u.Object, int64(57), "status", "passed")).To(Succeed())
 			})
+	})
+
+	It("sees the trigger's and the AppWrapper's spec once a rule edited to read them, though its cache kept only the status", func() {
+		r := util.MakeRule("evalspec").TriggerKind("example.wrapup.dev", "EvalRun", "").
+			Success("object.?status.?phase.orValue('') == 'Done'").Obj()
+		createRule(r)
+
+		aw := util.MakeAppWrapper("run", ns.Name).
+			Component(util.MakeDeployment("inference", 1), nil).
+			Component(object("example.wrapup.dev/v1", "EvalRun", "suite", map[string]any{"suite": "mmlu"}), nil).Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.wrapup.dev", Version: "v1", Kind: "EvalRun"})
+		key := types.NamespacedName{Namespace: ns.Name, Name: "suite"}
+		Eventually(func() error { return k8sClient.Get(ctx, key, live) }, util.Timeout, util.Interval).Should(Succeed())
+
+		By("editing the rule to read the trigger's spec and the AppWrapper's components")
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(r), got)).To(Succeed())
+			got.Spec.Success = "object.?status.?phase.orValue('') == 'Done' && object.spec.suite == 'mmlu' && appWrapper.spec.components.size() == 2"
+			got.Spec.Message = "object.spec.suite + ' done, ' + appWrapper.spec.components[0].template.metadata.name + ' served'"
+			g.Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		}, util.Timeout, util.Interval).Should(Succeed())
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(r), got)).To(Succeed())
+			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		}, util.Timeout, util.Interval).Should(Succeed())
+
+		By("finishing the trigger")
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, key, live)).To(Succeed())
+			g.Expect(unstructured.SetNestedField(live.Object, "Done", "status", "phase")).To(Succeed())
+			g.Expect(k8sClient.Status().Update(ctx, live)).To(Succeed())
+		}, util.Timeout, util.Interval).Should(Succeed())
+		// A dropped spec would be a "no such key" error: an
+		// EvaluationError Event, and nothing finished.
+		expectEvent(aw, "", "TriggerSucceeded", "mmlu done, inference served")
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+		Expect(countEvents(aw, gc.ReasonEvaluationError)).To(BeZero())
 	})
 
 	It("starts working when the trigger kind's CRD is installed after the rule, and stops its informer when the rule goes", func() {

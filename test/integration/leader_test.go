@@ -46,6 +46,7 @@ var _ = Describe("Two wrapup replicas with leader election", func() {
 		GinkgoHelper()
 		mgr, err := ctrl.NewManager(wrapupCfg, ctrl.Options{
 			Scheme:                  framework.Scheme,
+			Cache:                   gc.CacheOptions(),
 			Metrics:                 metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress:  "0",
 			LeaderElection:          true,

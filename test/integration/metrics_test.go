@@ -40,6 +40,7 @@ var _ = Describe("Metrics", func() {
 			Scheme:                 framework.Scheme,
 			Metrics:                metricsserver.Options{BindAddress: addr},
 			HealthProbeBindAddress: "0",
+			Cache:                  gc.CacheOptions(),
 			Controller:             crconfig.Controller{SkipNameValidation: ptr.To(true)},
 		})
 		Expect(err).NotTo(HaveOccurred())

@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wrapup-dev/wrapup/gc"
@@ -80,7 +81,7 @@ var _ = BeforeSuite(func() {
 // startWrapup runs wrapup in a manager of its own, as its ServiceAccount.
 func startWrapup() {
 	GinkgoHelper()
-	mgr := framework.NewBareManager(wrapupCfg)
+	mgr := framework.NewBareManager(wrapupCfg, func(o *ctrl.Options) { o.Cache = gc.CacheOptions() })
 	Expect(gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod})).To(Succeed())
 	stopWrapup = framework.RunManager(ctx, mgr)
 }

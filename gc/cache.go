@@ -1,0 +1,68 @@
+package gc
+
+import (
+	"encoding/json"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// CacheOptions are the manager cache options for a manager that runs
+// wrapup alone, as cmd/manager does. Objects are cached without
+// managedFields, and AppWrappers without what wrapup never reads: each
+// component keeps its annotations and, of its template, only the
+// apiVersion, kind and metadata.name that name the trigger. A component
+// template (a Deployment's or a Job's pod template) is most of an
+// AppWrapper's size.
+//
+// Another controller in the same manager (the AppWrapper controller
+// itself) would see AppWrappers without their templates: do not use these
+// options for a shared manager. wrapup works with a full cache too; it
+// never writes an AppWrapper from the cache other than by a patch of its
+// own labels and annotations, and a rule that reads appWrapper.spec is
+// evaluated on the AppWrapper read from the API server.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&awv1beta2.AppWrapper{}: {Transform: slimAppWrapper},
+		},
+	}
+}
+
+// templateIdentity is what wrapup reads of a component template.
+type templateIdentity struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Metadata   struct {
+		Name         string `json:"name,omitempty"`
+		GenerateName string `json:"generateName,omitempty"`
+	} `json:"metadata"`
+}
+
+// slimAppWrapper is the cache transform of CacheOptions.
+func slimAppWrapper(obj any) (any, error) {
+	aw, ok := obj.(*awv1beta2.AppWrapper)
+	if !ok {
+		return obj, nil
+	}
+	aw.ManagedFields = nil
+	for i := range aw.Spec.Components {
+		c := &aw.Spec.Components[i]
+		c.DeclaredPodSets, c.PodSetInfos = nil, nil
+		var id templateIdentity
+		if err := json.Unmarshal(c.Template.Raw, &id); err != nil {
+			// Not an object: findTrigger reports it as a component with no
+			// apiVersion/kind, as it would the whole template.
+			c.Template.Raw, c.Template.Object = nil, nil
+			continue
+		}
+		raw, err := json.Marshal(id)
+		if err != nil {
+			return nil, err
+		}
+		c.Template.Raw, c.Template.Object = raw, nil
+	}
+	return aw, nil
+}
