@@ -189,6 +189,9 @@ func (r *AppWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{RequeueAfter: wait}, err
 	}
 
+	// fresh: aw is the API server's answer to the record's patch, as fresh
+	// as a read.
+	fresh := false
 	if !recorded || rec.Outcome != outcome {
 		triggerUID := ""
 		if trigger != nil {
@@ -198,6 +201,7 @@ func (r *AppWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		if err := r.writeRecord(ctx, aw, rule, rec); err != nil {
 			return ctrl.Result{}, err
 		}
+		fresh = true
 	}
 
 	action := actionFor(rule, outcome)
@@ -215,7 +219,7 @@ func (r *AppWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		log.V(2).Info("Waiting for the TTL", "left", left)
 		return ctrl.Result{RequeueAfter: left}, nil
 	}
-	return r.deleteAfterCheck(ctx, aw, rule, outcome, rec)
+	return r.deleteAfterCheck(ctx, aw, fresh, rule, outcome, rec)
 }
 
 // decide evaluates the trigger of aw under rule. It returns the final
@@ -364,17 +368,21 @@ func ownedBy(obj metav1.Object, aw *awv1beta2.AppWrapper) bool {
 }
 
 // deleteAfterCheck is the final sanity check before a deletion: the
-// AppWrapper and its trigger are read again from the API server, the rule is
+// AppWrapper (unless fresh says that cached is the API server's answer to
+// a write just made) and its trigger are read again from the API server, the rule is
 // re-evaluated, and the AppWrapper is deleted only if the same outcome still
 // holds, with a UID precondition and Background propagation (so the
 // AppWrapper controller's finalizer tears the components down and Kueue
 // releases the quota only after the pods are gone).
-func (r *AppWrapperReconciler) deleteAfterCheck(ctx context.Context, cached *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule,
+func (r *AppWrapperReconciler) deleteAfterCheck(ctx context.Context, cached *awv1beta2.AppWrapper, fresh bool, rule *wrapupv1alpha1.CompletionRule,
 	outcome wrapupv1alpha1.Outcome, rec record) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
-	aw := &awv1beta2.AppWrapper{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), aw); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	aw := cached
+	if !fresh {
+		aw = &awv1beta2.AppWrapper{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), aw); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
 	}
 	if aw.UID != cached.UID || !aw.DeletionTimestamp.IsZero() || aw.Annotations[wrapupv1alpha1.IgnoreAnnotation] == "true" {
 		return ctrl.Result{}, nil
