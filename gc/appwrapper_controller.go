@@ -307,15 +307,15 @@ var errNotSynced = errors.New("trigger informer not synced")
 const notSyncedRetry = time.Second
 
 // appWrapperVariable is the appWrapper variable of an evaluation: nil when
-// the policy does not read it. wrapup's cache (CacheOptions) keeps of each
-// component only its apiVersion, kind and name: a policy that reads the
-// AppWrapper's spec is given the AppWrapper read from the API server.
+// the policy does not read it. wrapup's cache (CacheOptions) keeps of the
+// spec and status only what wrapup reads: a policy that reads either is
+// given the AppWrapper read from the API server.
 func (r *AppWrapperReconciler) appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, policy *celpolicies.Policy, fresh bool) (map[string]any, error) {
 	f := policy.AppWrapperFields()
 	if f.Empty() {
 		return nil, nil
 	}
-	if !fresh && f.Has("spec") {
+	if !fresh && (f.Has("spec") || f.Has("status")) {
 		live := &awv1beta2.AppWrapper{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(aw), live); err != nil {
 			return nil, fmt.Errorf("reading the AppWrapper for a rule that reads its spec: %w", err)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -12,16 +14,18 @@ import (
 // wrapup alone, as cmd/manager does. Objects are cached without
 // managedFields, and AppWrappers without what wrapup never reads: each
 // component keeps its annotations and, of its template, only the
-// apiVersion, kind and metadata.name that name the trigger. A component
-// template (a Deployment's or a Job's pod template) is most of an
-// AppWrapper's size.
+// apiVersion, kind and metadata.name that name the trigger (a component
+// template, a Deployment's or a Job's pod template, is most of an
+// AppWrapper's size); the status keeps its phase, the Unhealthy condition
+// and the components' names.
 //
 // Another controller in the same manager (the AppWrapper controller
 // itself) would see AppWrappers without their templates: do not use these
 // options for a shared manager. wrapup works with a full cache too; it
 // never writes an AppWrapper from the cache other than by a patch of its
-// own labels and annotations, and a rule that reads appWrapper.spec is
-// evaluated on the AppWrapper read from the API server.
+// own labels and annotations, and a rule that reads appWrapper.spec or
+// appWrapper.status is evaluated on the AppWrapper read from the API
+// server.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -48,6 +52,14 @@ func slimAppWrapper(obj any) (any, error) {
 		return obj, nil
 	}
 	aw.ManagedFields = nil
+	var conds []metav1.Condition
+	if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy)); c != nil {
+		conds = []metav1.Condition{*c}
+	}
+	aw.Status.Conditions = conds
+	for i := range aw.Status.ComponentStatus {
+		aw.Status.ComponentStatus[i] = awv1beta2.AppWrapperComponentStatus{Name: aw.Status.ComponentStatus[i].Name}
+	}
 	for i := range aw.Spec.Components {
 		c := &aw.Spec.Components[i]
 		c.DeclaredPodSets, c.PodSetInfos = nil, nil

@@ -323,6 +323,12 @@ func TestKeepFields(t *testing.T) {
 			"status": map[string]any{"succeeded": int64(1)},
 		}}
 		u.SetName("j")
+		u.SetNamespace("ns")
+		u.SetUID("u1")
+		u.SetResourceVersion("7")
+		u.SetGeneration(3)
+		u.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: "aw", "team": "a"})
+		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "workload.codeflare.dev/v1beta2", Kind: "AppWrapper", Name: "aw", UID: "a1", Controller: ptr.To(true)}})
 		u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl"}})
 		u.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "keep": "me"})
 		return u
@@ -330,24 +336,41 @@ func TestKeepFields(t *testing.T) {
 	for _, tc := range []struct {
 		keep     celpolicies.Fields
 		wantSpec bool
+		wantMeta bool
 	}{
-		{celpolicies.FieldsOf("status"), false},
-		{celpolicies.FieldsOf("spec", "status"), true},
-		{celpolicies.AllFields, true},
+		{celpolicies.FieldsOf("status"), false, false},
+		{celpolicies.FieldsOf("spec", "status"), true, false},
+		{celpolicies.FieldsOf("metadata", "status"), false, true},
+		{celpolicies.AllFields, true, true},
 	} {
 		out, err := keepFields(tc.keep)(newObj())
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := out.(*unstructured.Unstructured)
+		cached := out.(*cachedTrigger)
+		if cached.name != "j" || cached.namespace != "ns" || cached.uid != "u1" || cached.owner != "aw" {
+			t.Errorf("%s: cached as %+v", tc.keep, cached)
+		}
+		if again, err := keepFields(tc.keep)(cached); err != nil || again != cached {
+			t.Errorf("%s: a cached trigger transformed again: %v, %v", tc.keep, again, err)
+		}
+		got, err := cached.object()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(got.GetManagedFields()) != 0 {
 			t.Errorf("%s: managedFields kept", tc.keep)
 		}
 		if _, ok := got.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; ok {
 			t.Errorf("%s: last-applied annotation kept", tc.keep)
 		}
-		if got.GetAnnotations()["keep"] != "me" || got.GetName() != "j" || got.GetKind() != "Job" || got.GetAPIVersion() != "batch/v1" {
-			t.Errorf("%s: identity or other annotations dropped: %v", tc.keep, got.Object)
+		if got.GetName() != "j" || got.GetNamespace() != "ns" || got.GetUID() != "u1" || got.GetResourceVersion() != "7" ||
+			got.GetKind() != "Job" || got.GetAPIVersion() != "batch/v1" || owningAppWrapper(got) != "aw" ||
+			got.GetLabels()[awv1beta2.AppWrapperLabel] != "aw" || len(got.GetOwnerReferences()) != 1 {
+			t.Errorf("%s: identity dropped: %v", tc.keep, got.Object)
+		}
+		if kept := got.GetAnnotations()["keep"] == "me" && got.GetLabels()["team"] == "a" && got.GetGeneration() == 3; kept != tc.wantMeta {
+			t.Errorf("%s: other metadata kept = %v, want %v: %v", tc.keep, kept, tc.wantMeta, got.Object["metadata"])
 		}
 		if _, ok := got.Object["status"]; !ok {
 			t.Errorf("%s: status dropped", tc.keep)

@@ -233,7 +233,12 @@ func (w *Watches) Get(gk schema.GroupKind, namespace, name string, fields celpol
 	if err != nil || !exists {
 		return nil, true, err
 	}
-	return item.(*unstructured.Unstructured), true, nil
+	t, ok := item.(*cachedTrigger)
+	if !ok {
+		return nil, true, fmt.Errorf("trigger informer of %s holds a %T", gk, item)
+	}
+	obj, err = t.object()
+	return obj, true, err
 }
 
 // Resource returns the resource that kind gk is watched as.
@@ -393,15 +398,11 @@ func (w *Watches) enqueue(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
+	t, ok := obj.(*cachedTrigger)
+	if !ok || t.owner == "" {
 		return
 	}
-	name := owningAppWrapper(u)
-	if name == "" {
-		return
-	}
-	w.events <- event.GenericEvent{Object: &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: name}}}
+	w.events <- event.GenericEvent{Object: &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Namespace: t.namespace, Name: t.owner}}}
 }
 
 // owningAppWrapper is the AppWrapper that controls a component: its
@@ -417,17 +418,50 @@ func owningAppWrapper(u *unstructured.Unstructured) string {
 }
 
 // keepFields returns an informer transform that keeps what evaluations and
-// the owner mapping need: apiVersion, kind, metadata without managedFields
-// and the last-applied annotation, and the top-level fields in keep.
+// the owner mapping need, as a *cachedTrigger: apiVersion, kind, the
+// top-level fields in keep, and metadata: whole (without managedFields and
+// the last-applied annotation) if keep has it, else only what identifies
+// the object and its owner.
 func keepFields(keep celpolicies.Fields) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
-			return obj, nil
+			return obj, nil // a *cachedTrigger already
 		}
 		keep.Keep(u.Object)
-		return stripMetadata(u), nil
+		if keep.Has("metadata") {
+			stripMetadata(u)
+		} else {
+			identityOnly(u)
+		}
+		return newCachedTrigger(u)
 	}
+}
+
+// identityOnly trims the metadata of u to what wrapup reads when no
+// expression reads it: the key, uid and resourceVersion, the
+// ownerReferences and the AppWrapper label that name the owner, and the
+// deletionTimestamp.
+func identityOnly(u *unstructured.Unstructured) *unstructured.Unstructured {
+	md, ok := u.Object["metadata"].(map[string]any)
+	if !ok {
+		return u
+	}
+	for k := range md {
+		switch k {
+		case "name", "namespace", "uid", "resourceVersion", "ownerReferences", "deletionTimestamp":
+		case "labels":
+			labels, _ := md[k].(map[string]any)
+			if v, ok := labels[awv1beta2.AppWrapperLabel]; ok {
+				md[k] = map[string]any{awv1beta2.AppWrapperLabel: v}
+			} else {
+				delete(md, k)
+			}
+		default:
+			delete(md, k)
+		}
+	}
+	return u
 }
 
 // stripMetadata drops managedFields and the last-applied annotation, the

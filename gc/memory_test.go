@@ -1,0 +1,119 @@
+package gc
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"testing"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+)
+
+// The testdata objects are a running benchmark trigger Job and its
+// AppWrapper (a Deployment and the Job), as the API server returned them.
+
+// retained is the live heap that n objects made by newObj hold, per object.
+func retained(n int, newObj func(i int) any) float64 {
+	objs := make([]any, n)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range objs {
+		objs[i] = newObj(i)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(objs)
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+}
+
+func readTestdata(tb testing.TB, name string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// BenchmarkCachedTrigger reports the heap a trigger informer keeps per Job
+// (B/trigger): whole as decoded, and as wrapup's transform keeps it for the
+// built-in Job expressions (status) and for a rule that reads metadata too.
+func BenchmarkCachedTrigger(b *testing.B) {
+	data := readTestdata(b, "job-running.json")
+	decode := func() *unstructured.Unstructured {
+		obj, err := apiruntime.Decode(unstructured.UnstructuredJSONScheme, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return obj.(*unstructured.Unstructured)
+	}
+	p, err := celpolicies.Compile(&wrapupv1alpha1.CompletionRuleSpec{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		transform toolscache.TransformFunc
+	}{
+		{"decoded", func(o any) (any, error) { return o, nil }},
+		{"builtin-job", keepFields(p.ObjectFields(schema.GroupKind{Group: "batch", Kind: "Job"}))},
+		{"metadata-and-status", keepFields(celpolicies.FieldsOf("metadata", "status"))},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var per float64
+			for b.Loop() {
+				per = retained(1000, func(i int) any {
+					u := decode()
+					u.SetName(fmt.Sprintf("run-%d", i))
+					out, err := tc.transform(u)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return out
+				})
+			}
+			b.ReportMetric(per, "B/trigger")
+		})
+	}
+}
+
+// BenchmarkCachedAppWrapper reports the heap the AppWrapper cache keeps per
+// AppWrapper (B/appwrapper): as decoded, and as CacheOptions keeps it.
+func BenchmarkCachedAppWrapper(b *testing.B) {
+	data := readTestdata(b, "appwrapper-running.json")
+	for _, tc := range []struct {
+		name      string
+		transform toolscache.TransformFunc
+	}{
+		{"decoded", func(o any) (any, error) { return o, nil }},
+		{"slim", slimAppWrapper},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var per float64
+			for b.Loop() {
+				per = retained(1000, func(i int) any {
+					aw := &awv1beta2.AppWrapper{}
+					if err := json.Unmarshal(data, aw); err != nil {
+						b.Fatal(err)
+					}
+					aw.Name = fmt.Sprintf("run-%d", i)
+					out, err := tc.transform(aw)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return out
+				})
+			}
+			b.ReportMetric(per, "B/appwrapper")
+		})
+	}
+}
