@@ -49,14 +49,15 @@ func (l *ErrorLog) Mark() int {
 	return len(l.entries)
 }
 
-// Since returns the errors logged after mark (see Mark) that contain
-// substr, outside any outage of the API server.
-func (l *ErrorLog) Since(mark int, substr string) []string {
+// Since returns the errors logged after mark (see Mark), outside any
+// outage of the API server, by the logger named logger or one named under
+// it ("wrapup" covers "wrapup/events").
+func (l *ErrorLog) Since(mark int, logger string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []string
 	for _, e := range l.entries[min(mark, len(l.entries)):] {
-		if strings.Contains(e, substr) {
+		if strings.HasPrefix(e, logger+": ") || strings.HasPrefix(e, logger+"/") {
 			out = append(out, e)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wrapup-dev/wrapup/gc"
@@ -77,10 +78,14 @@ var _ = BeforeSuite(func() {
 	startWrapup()
 })
 
-// startWrapup runs wrapup in a manager of its own, as its ServiceAccount.
+// wrapupLogger names the logger of the manager startWrapup runs.
+const wrapupLogger = "wrapup"
+
+// startWrapup runs wrapup in a manager of its own, as its ServiceAccount,
+// logging under wrapupLogger.
 func startWrapup() {
 	GinkgoHelper()
-	mgr := framework.NewBareManager(wrapupCfg)
+	mgr := framework.NewBareManager(wrapupCfg, func(o *ctrl.Options) { o.Logger = ctrl.Log.WithName(wrapupLogger) })
 	Expect(gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod})).To(Succeed())
 	stopWrapup = framework.RunManager(ctx, mgr)
 }
