@@ -213,7 +213,7 @@ var _ = Describe("Faults", func() {
 
 	It("loses no completion and acts on none twice when the API server restarts while triggers complete", func() {
 		errorMark := fwk.Errors.Mark()
-		createRule(util.MakeRule("apiserver").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 0))
+		rule := createRule(util.MakeRule("apiserver").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 0))
 		const n = 6
 		var (
 			finished, running []*awv1beta2.AppWrapper
@@ -281,6 +281,17 @@ var _ = Describe("Faults", func() {
 		})
 		GinkgoWriter.Println("audit: writes by phase:", phases)
 
+		By("the rule counting every completion once")
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(rule), got)).To(Succeed())
+			g.Expect(got.Status.Succeeded).To(Equal(int64(n)))
+		}, util.LongTimeout, util.Interval).Should(Succeed())
+		Consistently(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(rule), got)).To(Succeed())
+			g.Expect(got.Status.Succeeded).To(Equal(int64(n)))
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
 		// Events are not counted here: they are best effort, and an outage
 		// loses some (client-go's recorder drops an Event that the
 		// restarting API server refuses with 403 before its RBAC is
