@@ -44,8 +44,8 @@ rules:
 `
 
 // configureAPIServer sets the kube-apiserver flags the suites rely on,
-// before envtest starts it: the audit log, a certificate folder that
-// survives a restart, and a quick graceful shutdown.
+// before envtest starts it: a certificate folder that survives a restart,
+// a quick graceful shutdown and, if asked for, the audit log.
 func (f *Framework) configureAPIServer() {
 	ginkgo.GinkgoHelper()
 	api := f.env.ControlPlane.GetAPIServer()
@@ -56,6 +56,16 @@ func (f *Framework) configureAPIServer() {
 	api.CertDir = filepath.Join(f.tmpDir, "apiserver")
 	gomega.Expect(os.MkdirAll(api.CertDir, 0o700)).To(gomega.Succeed())
 
+	// On SIGTERM the server stops accepting requests (answering 429 with
+	// Retry-After), lets the requests in flight finish and then closes
+	// the remaining connections (watches) after 2s. Without it, it waits
+	// up to the request timeout (60s) for the watches that clients keep
+	// open, past envtest's stop timeout.
+	api.Configure().Set("shutdown-send-retry-after", "true")
+
+	if !f.AuditLog {
+		return
+	}
 	policy := filepath.Join(f.tmpDir, "audit-policy.yaml")
 	gomega.Expect(os.WriteFile(policy, []byte(auditPolicy), 0o600)).To(gomega.Succeed())
 	f.auditLog = filepath.Join(f.tmpDir, "audit.log")
@@ -64,13 +74,7 @@ func (f *Framework) configureAPIServer() {
 		// (blocking mode), and a restarted server appends to the file.
 		Set("audit-policy-file", policy).
 		Set("audit-log-path", f.auditLog).
-		Set("audit-log-format", "json").
-		// On SIGTERM the server stops accepting requests (answering 429
-		// with Retry-After), lets the requests in flight finish and then
-		// closes the remaining connections (watches) after 2s. Without
-		// it, it waits up to the request timeout (60s) for the watches
-		// that clients keep open, past envtest's stop timeout.
-		Set("shutdown-send-retry-after", "true")
+		Set("audit-log-format", "json")
 }
 
 // StopAPIServer stops kube-apiserver gracefully (every request it accepted
@@ -194,7 +198,7 @@ func (f *Framework) AuditedAppWrapperRequests(verb, user, namespace string) []Au
 // being written is left out.
 func (f *Framework) auditEvents() []auditv1.Event {
 	ginkgo.GinkgoHelper()
-	gomega.Expect(f.auditLog).NotTo(gomega.BeEmpty(), "the framework has no audit log")
+	gomega.Expect(f.auditLog).NotTo(gomega.BeEmpty(), "the framework has no audit log: set Framework.AuditLog")
 	data, err := os.ReadFile(f.auditLog)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "reading the audit log")
 	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {

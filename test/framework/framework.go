@@ -73,6 +73,10 @@ type Framework struct {
 	// ExtraKubeControllers are further kube-controller-manager controllers
 	// to run (e.g. "ttl-after-finished" for a benchmark baseline).
 	ExtraKubeControllers []string
+	// AuditLog makes kube-apiserver log the writes to AppWrappers (see
+	// AuditedAppWrapperRequests). Off by default: a benchmark would pay a
+	// file write per AppWrapper write.
+	AuditLog bool
 
 	// Errors records the errors the controllers log.
 	Errors ErrorLog

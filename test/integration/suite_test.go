@@ -48,6 +48,8 @@ var _ = BeforeSuite(func() {
 			filepath.Join(framework.ModuleDir("github.com/ray-project/kuberay/ray-operator"), "config", "crd", "bases", "ray.io_rayjobs.yaml"),
 			filepath.Join("testdata", "crds"),
 		},
+		// Specs count wrapup's writes in the API server's audit log.
+		AuditLog: true,
 		// Knobs that prove the bed is real: with either set, the smoke test fails.
 		WithoutGarbageCollector:     os.Getenv("WRAPUP_TEST_WITHOUT_GC") == "1",
 		WithoutAppWrapperController: os.Getenv("WRAPUP_TEST_WITHOUT_APPWRAPPER_CONTROLLER") == "1",
