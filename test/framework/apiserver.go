@@ -114,6 +114,12 @@ func (f *Framework) StartAPIServer() {
 
 // RestartAPIServer stops kube-apiserver, runs whileDown, and starts it
 // again (see StopAPIServer and StartAPIServer).
+//
+// Informers come back on their own, with client-go's reflector backoff
+// (0.8s doubling up to 30s, times a random 1 to 2, forgotten only after two
+// minutes without a failure): after one restart they resume within seconds,
+// but restarts less than two minutes apart leave them stale for a minute or
+// more, longer than the suites' waits.
 func (f *Framework) RestartAPIServer(whileDown func()) {
 	ginkgo.GinkgoHelper()
 	f.StopAPIServer()
