@@ -45,6 +45,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	cached := memory.NewMemCacheClient(dc)
 	counters := NewRuleCounters(mgr.GetClient(), mgr.GetAPIReader())
+	counters.Log = mgr.GetLogger().WithName("rule-counters")
 	if err := mgr.Add(counters); err != nil {
 		return fmt.Errorf("adding rule counters: %w", err)
 	}

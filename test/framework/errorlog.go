@@ -13,9 +13,16 @@ import (
 // on the ones that must not happen, as Kueue's test framework fails on write
 // conflicts: a controller that writes on stale reads shows up as errors
 // that nothing else would notice.
+//
+// A deliberate outage of the API server (Framework.StopAPIServer) makes
+// every controller log errors until it is back: those are recorded apart,
+// and no check looks at them.
 type ErrorLog struct {
 	mu      sync.Mutex
 	entries []string
+	// outage is set while the API server is down on purpose.
+	outage       bool
+	duringOutage []string
 }
 
 // Conflicts returns the logged errors that are write conflicts and contain
@@ -35,11 +42,54 @@ func (l *ErrorLog) Conflicts(substr string) []string {
 	return out
 }
 
+// Mark returns a position in the log, for Since.
+func (l *ErrorLog) Mark() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.entries)
+}
+
+// Since returns the errors logged after mark (see Mark), outside any
+// outage of the API server, by the logger named logger or one named under
+// it ("wrapup" covers "wrapup/events").
+func (l *ErrorLog) Since(mark int, logger string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.entries[min(mark, len(l.entries)):] {
+		if strings.HasPrefix(e, logger+": ") || strings.HasPrefix(e, logger+"/") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// DuringOutage returns the errors logged while the API server was down on
+// purpose, which the checks ignore.
+func (l *ErrorLog) DuringOutage() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.duringOutage...)
+}
+
 // Reset forgets what was recorded.
 func (l *ErrorLog) Reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.entries = nil
+	l.duringOutage = nil
+}
+
+func (l *ErrorLog) beginOutage() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.outage = true
+}
+
+func (l *ErrorLog) endOutage() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.outage = false
 }
 
 func (l *ErrorLog) record(name string, err error, msg string, kv []any) {
@@ -49,7 +99,12 @@ func (l *ErrorLog) record(name string, err error, msg string, kv []any) {
 	if apierrors.IsConflict(err) {
 		conflict = " (conflict)"
 	}
-	l.entries = append(l.entries, fmt.Sprintf("%s: %s: %v%s %v", name, msg, err, conflict, kv))
+	entry := fmt.Sprintf("%s: %s: %v%s %v", name, msg, err, conflict, kv)
+	if l.outage {
+		l.duringOutage = append(l.duringOutage, entry)
+		return
+	}
+	l.entries = append(l.entries, entry)
 }
 
 // recordingSink passes every log line on and records errors.

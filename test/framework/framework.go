@@ -73,14 +73,22 @@ type Framework struct {
 	// ExtraKubeControllers are further kube-controller-manager controllers
 	// to run (e.g. "ttl-after-finished" for a benchmark baseline).
 	ExtraKubeControllers []string
+	// AuditLog makes kube-apiserver log the writes to AppWrappers (see
+	// AuditedAppWrapperRequests). Off by default: a benchmark would pay a
+	// file write per AppWrapper write.
+	AuditLog bool
 
 	// Errors records the errors the controllers log.
 	Errors ErrorLog
 
-	env     *envtest.Environment
-	kcm     *exec.Cmd
-	kcmDone chan struct{}
-	tmpDir  string
+	env *envtest.Environment
+	// cfg is the admin config Init returned.
+	cfg *rest.Config
+	// auditLog is the API server's audit log (see AuditedAppWrapperRequests).
+	auditLog string
+	kcm      *exec.Cmd
+	kcmDone  chan struct{}
+	tmpDir   string
 
 	cancel  context.CancelFunc
 	mgrDone sync.WaitGroup
@@ -102,18 +110,25 @@ func (f *Framework) Init() *rest.Config {
 		filepath.Join(ModuleDir("github.com/project-codeflare/appwrapper"), "config", "crd", "bases"),
 	}, f.CRDPaths...)
 
+	var err error
+	f.tmpDir, err = os.MkdirTemp("", "wrapup-framework-")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+
 	f.env = &envtest.Environment{
 		CRDDirectoryPaths:     crds,
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: f.WebhookPaths},
+		// Stopping takes a few seconds (see configureAPIServer); the
+		// margin is for a loaded machine.
+		ControlPlaneStopTimeout: time.Minute,
 	}
+	f.configureAPIServer()
 	cfg, err := f.env.Start()
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "starting the local control plane")
 	cfg.QPS, cfg.Burst = 500, 1000
+	f.cfg = cfg
 
-	f.tmpDir, err = os.MkdirTemp("", "wrapup-framework-")
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	if !f.WithoutGarbageCollector {
 		f.startGarbageCollector(assets)
 	}

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"fmt"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -41,6 +43,55 @@ func countEvents(obj client.Object, reason string) int {
 		}
 	}
 	return n
+}
+
+// expectActedOnceEach checks in the API server's audit log that wrapup
+// deleted each finished AppWrapper in namespace exactly once (one deletion
+// that succeeded, by wrapup, and no attempt after it) and recorded its
+// outcome once (one patch that succeeded), and that no one deleted, and
+// wrapup did not write, any of untouched. Refused attempts (while the API
+// server stops or starts: 429, or 403 before its RBAC is loaded) are
+// retries of the same action and are allowed. note, if not nil, describes
+// each request in the listing written to the GinkgoWriter.
+func expectActedOnceEach(namespace string, finished, untouched []*awv1beta2.AppWrapper, note func(framework.AuditedRequest) string) {
+	GinkgoHelper()
+	deletes := fwk.AuditedAppWrapperRequests("delete", "", namespace)
+	patches := fwk.AuditedAppWrapperRequests("patch", framework.ControllerUser, namespace)
+	updates := fwk.AuditedAppWrapperRequests("update", framework.ControllerUser, namespace)
+	for _, r := range append(append(append([]framework.AuditedRequest{}, deletes...), patches...), updates...) {
+		line := r.String()
+		if note != nil {
+			line += " (" + note(r) + ")"
+		}
+		GinkgoWriter.Println("audit:", line)
+		Expect(r.Code).NotTo(BeZero(), "a request the API server never answered: %s", r)
+	}
+	Expect(updates).To(BeEmpty(), "wrapup only patches AppWrappers")
+	succeeded := func(reqs []framework.AuditedRequest, name string) []framework.AuditedRequest {
+		var out []framework.AuditedRequest
+		for _, r := range reqs {
+			if r.Name == name && r.Succeeded() {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	for _, aw := range finished {
+		d := succeeded(deletes, aw.Name)
+		Expect(d).To(HaveLen(1), "successful deletions of %s", aw.Name)
+		Expect(d[0].User).To(Equal(framework.ControllerUser), "%s", d[0])
+		for _, r := range deletes {
+			if r.Name == aw.Name {
+				Expect(r.Received).NotTo(BeTemporally(">", d[0].Received), "a deletion of %s after the one that succeeded: %s", aw.Name, r)
+			}
+		}
+		Expect(succeeded(patches, aw.Name)).To(HaveLen(1), "wrapup's successful patches of %s (the outcome record)", aw.Name)
+	}
+	for _, aw := range untouched {
+		for _, r := range append(append([]framework.AuditedRequest{}, deletes...), patches...) {
+			Expect(r.Name).NotTo(Equal(aw.Name), "a write to %s, which must stay untouched: %s", aw.Name, r)
+		}
+	}
 }
 
 var _ = Describe("Faults", func() {
@@ -158,6 +209,99 @@ var _ = Describe("Faults", func() {
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
 		}, (ttl+2)*time.Second, util.Interval).Should(Succeed())
 		Expect(countEvents(aw, gc.ReasonDeleted)).To(BeZero())
+	})
+
+	It("loses no completion and acts on none twice when the API server restarts while triggers complete", func() {
+		errorMark := fwk.Errors.Mark()
+		rule := createRule(util.MakeRule("apiserver").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 0))
+		const n = 6
+		var (
+			finished, running []*awv1beta2.AppWrapper
+			jobs              []types.NamespacedName
+		)
+		for i := range n {
+			aw, job := runningJobAppWrapper(fmt.Sprintf("done%d", i), nil)
+			finished = append(finished, aw)
+			jobs = append(jobs, job)
+		}
+		for i := range 2 {
+			aw, _ := runningJobAppWrapper(fmt.Sprintf("running%d", i), nil)
+			running = append(running, aw)
+		}
+
+		By("completing triggers right before the API server stops, and as it stops")
+		for _, job := range jobs[:2] {
+			util.JobComplete(ctx, k8sClient, job)
+		}
+		// These land before the server stops, or are retried until it is
+		// back: either way they complete around the outage.
+		var completing sync.WaitGroup
+		for _, job := range jobs[2:4] {
+			completing.Go(func() {
+				defer GinkgoRecover()
+				util.JobComplete(ctx, k8sClient, job)
+			})
+		}
+		stopping := time.Now()
+		fwk.RestartAPIServer(func() {
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(running[0]), &awv1beta2.AppWrapper{})).NotTo(Succeed(), "the API server is down")
+		})
+		back := time.Now()
+		completing.Wait()
+
+		By("completing the rest once it is back")
+		for _, job := range jobs[4:] {
+			util.JobComplete(ctx, k8sClient, job)
+		}
+		for _, aw := range finished {
+			util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+		}
+		By("the AppWrappers whose trigger runs still being there, untouched")
+		Consistently(func(g Gomega) {
+			for _, aw := range running {
+				got := &awv1beta2.AppWrapper{}
+				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+				g.Expect(got.DeletionTimestamp).To(BeNil(), aw.Name)
+				g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel), aw.Name)
+			}
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+
+		By("the audit log: one successful deletion and one outcome record per finished AppWrapper, by wrapup, and nothing else")
+		phases := map[string]int{}
+		expectActedOnceEach(ns.Name, finished, running, func(r framework.AuditedRequest) string {
+			when := "after the restart"
+			switch {
+			case r.Received.Before(stopping):
+				when = "before the stop"
+			case r.Received.Before(back):
+				when = "while stopping or starting"
+			}
+			phases[r.Verb+" "+when]++
+			return when
+		})
+		GinkgoWriter.Println("audit: writes by phase:", phases)
+
+		By("the rule counting every completion once")
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(rule), got)).To(Succeed())
+			g.Expect(got.Status.Succeeded).To(Equal(int64(n)))
+		}, util.LongTimeout, util.Interval).Should(Succeed())
+		Consistently(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(rule), got)).To(Succeed())
+			g.Expect(got.Status.Succeeded).To(Equal(int64(n)))
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		// Events are not counted here: they are best effort, and an outage
+		// loses some (client-go's recorder drops an Event that the
+		// restarting API server refuses with 403 before its RBAC is
+		// loaded) while a repeat would only extend the first one's series.
+
+		for _, e := range fwk.Errors.DuringOutage() {
+			GinkgoWriter.Println("logged during the outage:", e[:min(len(e), 300)])
+		}
+		Expect(fwk.Errors.Since(errorMark, wrapupLogger)).To(BeEmpty(), "wrapup logged errors outside the outage")
+		Expect(fwk.GarbageCollectorRunning()).To(BeTrue(), "kube-controller-manager survived the outage")
 	})
 
 	It("stops watching a trigger kind whose CRD is deleted, reports it, and resumes when it comes back", func() {

@@ -123,6 +123,10 @@ var _ = Describe("Two wrapup replicas with leader election", func() {
 			Eventually(func() int { return countEvents(aw, gc.ReasonDeleted) }, util.Timeout, util.Interval).Should(Equal(1), aw.Name)
 			Expect(countEvents(aw, gc.ReasonSucceeded)).To(Equal(1), aw.Name)
 		}
+		// A second Event with the same reason, action and reporter on the
+		// same object only extends the first one's series (events API):
+		// the audit log counts the requests themselves.
+		expectActedOnceEach(ns.Name, aws, nil, nil)
 		Eventually(func(g Gomega) {
 			got := &wrapupv1alpha1.CompletionRule{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(rule), got)).To(Succeed())

@@ -48,6 +48,8 @@ var _ = BeforeSuite(func() {
 			filepath.Join(framework.ModuleDir("github.com/ray-project/kuberay/ray-operator"), "config", "crd", "bases", "ray.io_rayjobs.yaml"),
 			filepath.Join("testdata", "crds"),
 		},
+		// Specs count wrapup's writes in the API server's audit log.
+		AuditLog: true,
 		// Knobs that prove the bed is real: with either set, the smoke test fails.
 		WithoutGarbageCollector:     os.Getenv("WRAPUP_TEST_WITHOUT_GC") == "1",
 		WithoutAppWrapperController: os.Getenv("WRAPUP_TEST_WITHOUT_APPWRAPPER_CONTROLLER") == "1",
@@ -78,10 +80,17 @@ var _ = BeforeSuite(func() {
 	startWrapup()
 })
 
-// startWrapup runs wrapup in a manager of its own, as its ServiceAccount.
+// wrapupLogger names the logger of the manager startWrapup runs.
+const wrapupLogger = "wrapup"
+
+// startWrapup runs wrapup in a manager of its own, as its ServiceAccount,
+// logging under wrapupLogger.
 func startWrapup() {
 	GinkgoHelper()
-	mgr := framework.NewBareManager(wrapupCfg, func(o *ctrl.Options) { o.Cache = gc.CacheOptions() })
+	mgr := framework.NewBareManager(wrapupCfg, func(o *ctrl.Options) {
+		o.Cache = gc.CacheOptions()
+		o.Logger = ctrl.Log.WithName(wrapupLogger)
+	})
 	Expect(gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod})).To(Succeed())
 	stopWrapup = framework.RunManager(ctx, mgr)
 }
