@@ -207,3 +207,8 @@ func (f Fields) Keep(obj map[string]any) {
 		}
 	}
 }
+
+// Equal says whether f and g read the same fields.
+func (f Fields) Equal(g Fields) bool {
+	return f.All == g.All && (f.All || slices.Equal(f.Names, g.Names))
+}
