@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -178,6 +179,48 @@ var _ = Describe("Faults", func() {
 		}
 		Expect(countEvents(aw, gc.ReasonDeleted)).To(Equal(1))
 		Expect(countEvents(aw, gc.ReasonSucceeded)).To(Equal(1), "the outcome is recorded once, not again after the restart")
+	})
+
+	It("deletes once when the controller stops right after its delete call, and the restarted one finds the AppWrapper still there", func() {
+		createRule(util.MakeRule("afterdelete").TriggerKind("batch", "Job", ""))
+		// A finalizer of the test's own keeps the deleted AppWrapper, so
+		// that the restarted controller sees it, deletionTimestamp set.
+		const hold = "test.wrapup.dev/hold"
+		w := util.MakeAppWrapper("afterdelete", ns.Name).Component(util.MakeJob("afterdelete-job").Obj(), nil)
+		aw := w.Obj()
+		aw.Finalizers = []string{hold}
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		job := types.NamespacedName{Namespace: ns.Name, Name: "afterdelete-job"}
+		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		util.JobComplete(ctx, k8sClient, job)
+
+		By("waiting for the delete call, then stopping the controller")
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.DeletionTimestamp).NotTo(BeNil())
+		}, util.Timeout, 20*time.Millisecond).Should(Succeed())
+		restartManager(func() {})
+
+		By("the restarted controller leaving the deleted AppWrapper alone")
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Finalizers).To(ContainElement(hold))
+		}, "3s", util.Interval).Should(Succeed())
+		expectActedOnceEach(ns.Name, []*awv1beta2.AppWrapper{aw}, nil, nil)
+		Expect(countEvents(aw, gc.ReasonSucceeded)).To(Equal(1), "the outcome is recorded once, not again after the restart")
+
+		By("the AppWrapper going once the test lets go of it")
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			got.Finalizers = slices.DeleteFunc(got.Finalizers, func(f string) bool { return f == hold })
+			g.Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		}, util.Timeout, util.Interval).Should(Succeed())
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+		expectActedOnceEach(ns.Name, []*awv1beta2.AppWrapper{aw}, nil, nil)
 	})
 
 	It("finishes a trigger that completed while the controller was down", func() {
