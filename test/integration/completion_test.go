@@ -24,24 +24,8 @@ import (
 const nsLabel = "wrapup.test/namespace"
 
 var _ = Describe("Completing AppWrappers", func() {
-	var (
-		ns    *corev1.Namespace
-		rules []*wrapupv1alpha1.CompletionRule
-	)
-
-	BeforeEach(func() {
-		ns = framework.CreateNamespace(ctx, k8sClient, "wrapup", nil)
-		// Rules are cluster-scoped: each spec's rules select its namespace only.
-		ns.Labels = map[string]string{nsLabel: ns.Name}
-		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
-		rules = nil
-	})
-	AfterEach(func() {
-		for _, r := range rules {
-			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, r))).To(Succeed())
-		}
-		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed())
-	})
+	var ns *corev1.Namespace
+	BeforeEach(func() { ns = specNamespace("wrapup") })
 
 	// makeRule scopes a rule to the spec's namespace.
 	makeRule := func(name string) *util.RuleWrapper {
@@ -49,8 +33,7 @@ var _ = Describe("Completing AppWrappers", func() {
 	}
 	createRule := func(r *wrapupv1alpha1.CompletionRule) *wrapupv1alpha1.CompletionRule {
 		GinkgoHelper()
-		Expect(k8sClient.Create(ctx, r)).To(Succeed())
-		rules = append(rules, r)
+		createSpecRule(r)
 		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
 		return r
 	}
@@ -282,8 +265,7 @@ var _ = Describe("Completing AppWrappers", func() {
 
 	It("reports a rule whose expression does not compile, and acts on nothing", func() {
 		bad := makeRule("bad").TriggerKind("batch", "Job", "").Success(`object.status.succeeded + 1`).Obj()
-		Expect(k8sClient.Create(ctx, bad)).To(Succeed())
-		rules = append(rules, bad)
+		createSpecRule(bad)
 		expectRuleReady(bad, metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidExpression)
 		got := &wrapupv1alpha1.CompletionRule{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(bad), got)).To(Succeed())
@@ -309,8 +291,7 @@ var _ = Describe("Completing AppWrappers", func() {
 		typo := makeRule("typo").TriggerKind("batch", "Job", "").
 			Success(`object.status.succeded > 0`).
 			Message(`object.metadata.name + ' done'`).Obj()
-		Expect(k8sClient.Create(ctx, typo)).To(Succeed())
-		rules = append(rules, typo)
+		createSpecRule(typo)
 		By("the rule still compiling (it runs dynamically typed), with a warning naming the typo")
 		expectRuleReady(typo, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
 		Eventually(func(g Gomega) {
@@ -437,8 +418,7 @@ var _ = Describe("Completing AppWrappers", func() {
 
 	It("reports a trigger kind that is not served", func() {
 		r := makeRule("nokind").TriggerKind("example.wrapup.dev", "Missing", "").Success(`true`).Obj()
-		Expect(k8sClient.Create(ctx, r)).To(Succeed())
-		rules = append(rules, r)
+		createSpecRule(r)
 		expectRuleReady(r, metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotFound)
 	})
 })

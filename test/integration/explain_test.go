@@ -27,23 +27,8 @@ import (
 // must say what the controller then does: where the controller acts, the
 // specs check that it acted as explained.
 var _ = Describe("kubectl wrapup explain", func() {
-	var (
-		ns    *corev1.Namespace
-		rules []*wrapupv1alpha1.CompletionRule
-	)
-	BeforeEach(func() {
-		ns = framework.CreateNamespace(ctx, k8sClient, "explain", nil)
-		// Rules are cluster-scoped: each spec's rules select its namespace only.
-		ns.Labels = map[string]string{nsLabel: ns.Name}
-		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
-		rules = nil
-	})
-	AfterEach(func() {
-		for _, r := range rules {
-			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, r))).To(Succeed())
-		}
-		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed())
-	})
+	var ns *corev1.Namespace
+	BeforeEach(func() { ns = specNamespace("explain") })
 
 	// createRule creates a rule for batch Jobs, scoped to the spec's
 	// namespace, that records outcomes only unless the test says otherwise.
@@ -59,8 +44,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 			m(w)
 		}
 		r := w.Obj()
-		Expect(k8sClient.Create(ctx, r)).To(Succeed())
-		rules = append(rules, r)
+		createSpecRule(r)
 		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
 		return r
 	}
@@ -232,8 +216,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 	It("says which rule is invalid and that no rule is left", func() {
 		bad := util.MakeRule(ns.Name+"-bad").NamespaceLabels(map[string]string{nsLabel: ns.Name}).
 			TriggerKind("batch", "Job", "").Success(`object.status.succeeded + 1`).Obj()
-		Expect(k8sClient.Create(ctx, bad)).To(Succeed())
-		rules = append(rules, bad)
+		createSpecRule(bad)
 		expectRuleReady(bad, metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidExpression)
 		aw, _ := runningAppWrapper("run6")
 

@@ -96,28 +96,13 @@ func expectActedOnceEach(namespace string, finished, untouched []*awv1beta2.AppW
 }
 
 var _ = Describe("Faults", func() {
-	var (
-		ns    *corev1.Namespace
-		rules []*wrapupv1alpha1.CompletionRule
-	)
-	BeforeEach(func() {
-		ns = framework.CreateNamespace(ctx, k8sClient, "faults", nil)
-		ns.Labels = map[string]string{nsLabel: ns.Name}
-		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
-		rules = nil
-	})
-	AfterEach(func() {
-		for _, r := range rules {
-			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, r))).To(Succeed())
-		}
-		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed())
-	})
+	var ns *corev1.Namespace
+	BeforeEach(func() { ns = specNamespace("faults") })
 	createRule := func(w *util.RuleWrapper) *wrapupv1alpha1.CompletionRule {
 		GinkgoHelper()
 		r := w.NamespaceLabels(map[string]string{nsLabel: ns.Name}).Obj()
 		r.Name = ns.Name + "-" + r.Name
-		Expect(k8sClient.Create(ctx, r)).To(Succeed())
-		rules = append(rules, r)
+		createSpecRule(r)
 		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
 		return r
 	}

@@ -21,7 +21,6 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc"
-	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
@@ -47,28 +46,13 @@ func condition(t string) map[string]any {
 }
 
 var _ = Describe("Trigger kinds", func() {
-	var (
-		ns    *corev1.Namespace
-		rules []*wrapupv1alpha1.CompletionRule
-	)
-	BeforeEach(func() {
-		ns = framework.CreateNamespace(ctx, k8sClient, "kinds", nil)
-		ns.Labels = map[string]string{nsLabel: ns.Name}
-		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
-		rules = nil
-	})
-	AfterEach(func() {
-		for _, r := range rules {
-			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, r))).To(Succeed())
-		}
-		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed())
-	})
+	var ns *corev1.Namespace
+	BeforeEach(func() { ns = specNamespace("kinds") })
 	createRule := func(r *wrapupv1alpha1.CompletionRule) {
 		GinkgoHelper()
 		r.Name = ns.Name + "-" + r.Name
 		r.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{nsLabel: ns.Name}}
-		Expect(k8sClient.Create(ctx, r)).To(Succeed())
-		rules = append(rules, r)
+		createSpecRule(r)
 		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
 	}
 
@@ -200,8 +184,7 @@ var _ = Describe("Trigger kinds", func() {
 		r := util.MakeRule("late").TriggerKind(gk.Group, gk.Kind, "").Success("object.status.?phase.orValue('') == 'Done'").Obj()
 		r.Name = ns.Name + "-late"
 		r.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{nsLabel: ns.Name}}
-		Expect(k8sClient.Create(ctx, r)).To(Succeed())
-		rules = append(rules, r)
+		createSpecRule(r)
 		expectRuleReady(r, metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotFound)
 		Expect(informerRunning(gk)).To(BeFalse())
 

@@ -28,16 +28,11 @@ var _ = Describe("Two wrapup replicas with leader election", func() {
 	var ns *corev1.Namespace
 
 	BeforeEach(func() {
-		ns = framework.CreateNamespace(ctx, k8sClient, "leader", nil)
-		ns.Labels = map[string]string{nsLabel: ns.Name}
-		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
+		ns = specNamespace("leader")
 
 		// The replicas below are the only wrapup running.
 		stopWrapup()
-		DeferCleanup(func() {
-			startWrapup()
-			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed())
-		})
+		DeferCleanup(startWrapup)
 	})
 
 	// replica starts a wrapup manager with leader election on a short

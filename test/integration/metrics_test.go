@@ -25,10 +25,7 @@ import (
 
 var _ = Describe("Metrics", func() {
 	It("serves outcomes, actions, evaluations and informers on the metrics endpoint", func() {
-		ns := framework.CreateNamespace(ctx, k8sClient, "metrics", nil)
-		ns.Labels = map[string]string{nsLabel: ns.Name}
-		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed()) })
+		ns := specNamespace("metrics")
 
 		By("running wrapup with its metrics endpoint on a free port")
 		l, err := net.Listen("tcp", "127.0.0.1:0")

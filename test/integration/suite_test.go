@@ -9,12 +9,14 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/test/framework"
 )
@@ -112,3 +114,22 @@ var _ = AfterSuite(func() {
 		fwk.Teardown()
 	}
 })
+
+// specNamespace creates a namespace for the running spec, labelled nsLabel
+// with its own name: rules are cluster-scoped, and each spec's rules select
+// its namespace alone. It is deleted after the spec.
+func specNamespace(prefix string) *corev1.Namespace {
+	GinkgoHelper()
+	ns := framework.CreateNamespace(ctx, k8sClient, prefix, nil)
+	ns.Labels = map[string]string{nsLabel: ns.Name}
+	Expect(k8sClient.Update(ctx, ns)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ns))).To(Succeed()) })
+	return ns
+}
+
+// createSpecRule creates rule, and deletes it after the spec.
+func createSpecRule(rule *wrapupv1alpha1.CompletionRule) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(ctx, rule)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, rule))).To(Succeed()) })
+}
