@@ -117,3 +117,27 @@ func BenchmarkCachedAppWrapper(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCachedTriggerRead is the cost of reading a cached trigger for an
+// evaluation: decoding what the informer keeps of a running Job.
+func BenchmarkCachedTriggerRead(b *testing.B) {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(readTestdata(b, "job-running.json")); err != nil {
+		b.Fatal(err)
+	}
+	p, err := celpolicies.Compile(&wrapupv1alpha1.CompletionRuleSpec{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := keepFields(p.ObjectFields(schema.GroupKind{Group: "batch", Kind: "Job"}))(u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t := out.(*cachedTrigger)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := t.object(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
