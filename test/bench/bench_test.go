@@ -72,6 +72,12 @@ func envInt(name string, def int) int {
 }
 
 func TestBench(t *testing.T) {
+	if *flagHeapProfile != "" {
+		// Sample every 4 KiB allocated rather than every 512 KiB, so that
+		// the profiles attribute wrapup's few MiB; set before anything of
+		// the benchmark allocates.
+		goruntime.MemProfileRate = 4096
+	}
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "wrapup benchmark")
 }
