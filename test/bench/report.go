@@ -180,6 +180,10 @@ func (r *Results) goals() []goal {
 	startL, startW := listWatches(r.WrapupStart, "jobs.batch")
 	compL, compW := listWatches(r.WrapupCompletion, "jobs.batch")
 	perTracked := r.HeapPerTracked()
+	perTrigger := perTracked
+	if r.TriggersCached > 0 {
+		perTrigger = float64(growth(r.HeapBefore.Live, r.HeapIdle.Live)) / float64(r.TriggersCached)
+	}
 	heapNote := ""
 	if r.N < 10000 {
 		heapNote = fmt.Sprintf(" (at N=%d; the goal is stated at 10,000)", r.N)
@@ -197,8 +201,9 @@ func (r *Results) goals() []goal {
 		},
 		{
 			"≤ 2 KiB heap per tracked trigger at 10,000",
-			fmt.Sprintf("%.1f KiB of live heap per rule-matched AppWrapper%s", perTracked/1024, heapNote),
-			verdict(perTracked <= 2048),
+			fmt.Sprintf("%.1f KiB of live heap per trigger in wrapup's informer (%d, each with its AppWrapper in wrapup's cache; wrapup tracks every AppWrapper's trigger, rule-matched or not); %.1f KiB per rule-matched AppWrapper%s",
+				perTrigger/1024, r.TriggersCached, perTracked/1024, heapNote),
+			verdict(perTrigger <= 2048),
 		},
 		{
 			"one list+watch per trigger kind",
