@@ -24,34 +24,23 @@ import (
 
 // Many outcomes of one rule finished together cost one status write.
 func TestRuleCountersBatch(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := wrapupv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "r"}}
 	var updates atomic.Int32
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rule).WithStatusSubresource(rule).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			updates.Add(1)
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		}}).Build()
-	rc := NewRuleCounters(c, c)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = rc.Start(ctx); close(done) }()
+	c, rc, stop := runCounters(t, func(n int32, write func() error) error {
+		updates.Store(n)
+		return write()
+	})
 	for i := 0; i < 7; i++ {
-		rc.Add(ctx, "r", wrapupv1alpha1.OutcomeSucceeded)
+		rc.Add(context.Background(), "r", wrapupv1alpha1.OutcomeSucceeded)
 	}
-	rc.Add(ctx, "r", wrapupv1alpha1.OutcomeFailed)
+	rc.Add(context.Background(), "r", wrapupv1alpha1.OutcomeFailed)
 	got := &wrapupv1alpha1.CompletionRule{}
 	gomega.NewWithT(t).Eventually(func() int64 {
-		if err := c.Get(context.Background(), client.ObjectKeyFromObject(rule), got); err != nil {
+		if err := c.Get(context.Background(), types.NamespacedName{Name: "r"}, got); err != nil {
 			t.Fatal(err)
 		}
 		return got.Status.Succeeded
 	}, 5*time.Second, 20*time.Millisecond).Should(gomega.Equal(int64(7)))
-	cancel()
-	<-done
+	stop()
 	if got.Status.Succeeded != 7 || got.Status.Failed != 1 {
 		t.Errorf("counters = %d succeeded, %d failed; want 7 and 1", got.Status.Succeeded, got.Status.Failed)
 	}
@@ -85,10 +74,20 @@ func TestRuleCountersFlushOnStop(t *testing.T) {
 	}
 }
 
-// countersWithFaults runs RuleCounters on a fake client whose status
-// writes go through updateFault first, and returns the client and a stop
-// function.
+// countersWithFaults runs RuleCounters (see runCounters), adds three
+// successes of rule "r", and returns the client and a stop function.
 func countersWithFaults(t *testing.T, updateFault func(n int32, write func() error) error) (client.Client, func()) {
+	t.Helper()
+	c, rc, stop := runCounters(t, updateFault)
+	for i := 0; i < 3; i++ {
+		rc.Add(context.Background(), "r", wrapupv1alpha1.OutcomeSucceeded)
+	}
+	return c, stop
+}
+
+// runCounters runs RuleCounters on a fake client holding rule "r", whose
+// status writes (the nth one) go through updateFault first.
+func runCounters(t *testing.T, updateFault func(n int32, write func() error) error) (client.Client, *RuleCounters, func()) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := wrapupv1alpha1.AddToScheme(scheme); err != nil {
@@ -104,10 +103,7 @@ func countersWithFaults(t *testing.T, updateFault func(n int32, write func() err
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = rc.Start(ctx); close(done) }()
-	for i := 0; i < 3; i++ {
-		rc.Add(ctx, "r", wrapupv1alpha1.OutcomeSucceeded)
-	}
-	return c, func() { cancel(); <-done }
+	return c, rc, func() { cancel(); <-done }
 }
 
 func succeededCount(t *testing.T, c client.Client) int64 {
