@@ -10,7 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Fields are the top-level fields of an object that a policy reads. An
+// Fields are the top-level fields of an object that a policy reads. A
+// Fields is never changed in place (its methods copy), so values may share
+// their Names. An
 // informer can drop every other field (a Job's spec, its pod template being
 // the bulk of it) and the policy still sees all it reads. The zero value
 // reads nothing.
@@ -66,6 +68,14 @@ func (f Fields) Covers(g Fields) bool {
 func (f Fields) Union(g Fields) Fields {
 	if f.All || g.All {
 		return AllFields
+	}
+	// The usual case (a rule over a built-in, one rule per kind) needs no
+	// new set: a Fields is never changed in place, so sharing is safe.
+	if f.Covers(g) {
+		return f
+	}
+	if g.Covers(f) {
+		return g
 	}
 	out := Fields{Names: slices.Clone(f.Names)}
 	for _, n := range g.Names {

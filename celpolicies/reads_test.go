@@ -125,3 +125,15 @@ func TestKeptFieldsEvaluateTheSame(t *testing.T) {
 		}
 	}
 }
+
+// The fields of a rule over a built-in are read on every reconcile: no
+// allocation.
+func TestObjectFieldsDoesNotAllocate(t *testing.T) {
+	p, err := Compile(&v1alpha1.CompletionRuleSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = p.ObjectFields(gkJob) }); n != 0 {
+		t.Errorf("ObjectFields allocates %v times", n)
+	}
+}

@@ -318,7 +318,7 @@ func (r *AppWrapperReconciler) appWrapperVariable(ctx context.Context, aw *awv1b
 	if !fresh && (f.Has("spec") || f.Has("status")) {
 		live := &awv1beta2.AppWrapper{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(aw), live); err != nil {
-			return nil, fmt.Errorf("reading the AppWrapper for a rule that reads its spec: %w", err)
+			return nil, fmt.Errorf("reading the AppWrapper for a rule that reads its spec or status: %w", err)
 		}
 		aw = live
 	}
