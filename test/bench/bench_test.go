@@ -393,18 +393,6 @@ func sumBy(fams map[string]*dto.MetricFamily, name string, by ...string) map[str
 	return out
 }
 
-// subMap is after minus before, key by key, without the keys that did not
-// change.
-func subMap(after, before map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
-
 // histogramCount is how many observations a histogram has.
 func histogramCount(fams map[string]*dto.MetricFamily, name string) uint64 {
 	var n uint64
@@ -743,8 +731,8 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 		res.CPU = cpuAfter.Since(cpuBefore)
 		res.Completions = n + 2*nb
 		fams = gather()
-		res.InProcess = subMap(sumBy(fams, "rest_client_requests_total", "method"), inProcBefore)
-		res.Reconciles = subMap(sumBy(fams, "controller_runtime_reconcile_total", "controller", "result"), reconcilesBefore)
+		res.InProcess = subCounts(sumBy(fams, "rest_client_requests_total", "method"), inProcBefore)
+		res.Reconciles = subCounts(sumBy(fams, "controller_runtime_reconcile_total", "controller", "result"), reconcilesBefore)
 		informers := sumBy(fams, "wrapup_trigger_informers", "kind")
 		res.InformerKinds = sortedKeys(informers)
 		for _, v := range informers {

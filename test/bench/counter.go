@@ -48,8 +48,10 @@ func (c RequestCounts) Sub(before RequestCounts) RequestCounts {
 	}
 }
 
-func subCounts(after, before map[RequestKey]int64) map[RequestKey]int64 {
-	out := map[RequestKey]int64{}
+// subCounts is after minus before, key by key, without the keys that did
+// not change.
+func subCounts[K comparable, V int64 | float64](after, before map[K]V) map[K]V {
+	out := map[K]V{}
 	for k, v := range after {
 		if d := v - before[k]; d != 0 {
 			out[k] = d
