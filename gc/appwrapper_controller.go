@@ -2,8 +2,8 @@ package gc
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,15 +13,16 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -29,53 +30,88 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
-)
-
-// Event reasons on AppWrappers.
-const (
-	ReasonSucceeded        = "TriggerSucceeded"
-	ReasonFailed           = "TriggerFailed"
-	ReasonDeleted          = "Deleted"
-	ReasonWouldDelete      = "WouldDelete"
-	ReasonEvaluationError  = "EvaluationError"
-	ReasonTriggerNotOwned  = "TriggerNotOwned"
-	ReasonTriggerKindError = "TriggerKindNotWatched"
-	ReasonOutcomeCleared   = "OutcomeCleared"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
 // DefaultFailureGracePeriod is how long a Running AppWrapper with a failed
-// trigger is given to start a retry before the failure is taken as final:
-// the AppWrapper controller's default failureGracePeriod (1m) plus the
-// period at which it re-checks the components of a Running AppWrapper (1m).
-// An AppWrapper's own failureGracePeriod annotation replaces the first part.
-const DefaultFailureGracePeriod = time.Minute + appWrapperRecheckPeriod
+// trigger, which its controller does not report Unhealthy, is given to
+// start a retry before the failure is taken as final: the AppWrapper
+// controller's default failureGracePeriod (1m), the period at which it
+// re-checks the components of a Running AppWrapper (1m), and 30 s for its
+// own latency. An AppWrapper's own failureGracePeriod annotation replaces
+// the first part.
+const DefaultFailureGracePeriod = decision.DefaultFailureGracePeriod
 
-// AppWrapperReconciler finishes one AppWrapper: it picks the winning rule,
-// finds the trigger, evaluates it, records the outcome, waits the TTL and acts.
+// TriggerCache is where the AppWrapper controller reads triggers: the
+// trigger watches (Watches), one informer per kind.
+type TriggerCache interface {
+	// Ensure claims a watch on kind gk for owner, keeping fields.
+	Ensure(owner string, gk schema.GroupKind, fields celpolicies.Fields) error
+	// Release drops the claims of owner.
+	Release(owner string)
+	// Get returns the cached object, or nil; synced is false while the
+	// kind's informer has not listed.
+	Get(gk schema.GroupKind, namespace, name string, fields celpolicies.Fields) (obj *unstructured.Unstructured, synced bool, err error)
+	// Kind says how far the kind can be read.
+	Kind(gk schema.GroupKind) decision.Kind
+	// Resource is the resource the kind is watched as.
+	Resource(gk schema.GroupKind) (schema.GroupVersionResource, bool)
+	// Wait asks for an event for the AppWrapper key once gk's informer has listed.
+	Wait(gk schema.GroupKind, key types.NamespacedName)
+}
+
+// OutcomeCounter counts recorded outcomes per rule (the rules' status
+// counters).
+type OutcomeCounter interface {
+	Add(ctx context.Context, rule string, outcome wrapupv1alpha1.Outcome)
+}
+
+// AppWrapperReconciler finishes AppWrappers: for each, it gathers what its
+// caches say, lets decision.Decide decide, and acts: it writes the record,
+// then emits the Events, then counts. Before a deletion, it gathers again
+// from the API server, and deletes only if that decision agrees.
 type AppWrapperReconciler struct {
-	Client    client.Client
+	// Cache reads AppWrappers, rules and Namespaces (the manager's cache).
+	Cache client.Reader
+	// Writer patches and deletes AppWrappers.
+	Writer client.Writer
+	// APIReader reads from the API server.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Policies  *celpolicies.Cache
-	Watches   *Watches
+	Triggers  TriggerCache
 	Assign    *Assignments
-	Counters  *RuleCounters
+	Counters  OutcomeCounter
 	// FailureGracePeriod defaults to DefaultFailureGracePeriod.
 	FailureGracePeriod time.Duration
-	// Now defaults to time.Now.
-	Now func() time.Time
+	// Clock defaults to the real clock.
+	Clock clock.PassiveClock
 	// Workers is MaxConcurrentReconciles; default DefaultWorkers.
 	Workers int
 
-	// firstFailed remembers when a trigger (by UID) was first seen failed
-	// while its AppWrapper was still Running.
-	firstFailed sync.Map
+	memory memory
 }
 
 // SetupWithManager registers the reconciler and its watches.
-func (r *AppWrapperReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Now == nil {
-		r.Now = time.Now
+func (r *AppWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents <-chan event.GenericEvent) error {
+	r.defaults()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("wrapup-appwrapper").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
+		For(&awv1beta2.AppWrapper{}).
+		Watches(&wrapupv1alpha1.CompletionRule{},
+			handler.EnqueueRequestsFromMapFunc(r.allAppWrappers),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, readyChanged{}))).
+		Watches(&corev1.Namespace{},
+			handler.EnqueueRequestsFromMapFunc(r.appWrappersInNamespace),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		WatchesRawSource(source.Channel(triggerEvents, &handler.EnqueueRequestForObject{})).
+		Complete(r)
+}
+
+func (r *AppWrapperReconciler) defaults() {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
 	}
 	if r.FailureGracePeriod == 0 {
 		r.FailureGracePeriod = DefaultFailureGracePeriod
@@ -83,18 +119,22 @@ func (r *AppWrapperReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Workers <= 0 {
 		r.Workers = DefaultWorkers
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("wrapup-appwrapper").
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
-		For(&awv1beta2.AppWrapper{}).
-		Watches(&wrapupv1alpha1.CompletionRule{},
-			handler.EnqueueRequestsFromMapFunc(r.allAppWrappers),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Namespace{},
-			handler.EnqueueRequestsFromMapFunc(r.appWrappersInNamespace),
-			builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		WatchesRawSource(source.Channel(r.Watches.Events(), &handler.EnqueueRequestForObject{})).
-		Complete(r)
+}
+
+// readyChanged passes rule updates that change the Ready condition: a rule
+// whose kind became served (or stopped being watchable) changes what it
+// does without a new generation.
+type readyChanged struct{ predicate.Funcs }
+
+func (readyChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*wrapupv1alpha1.CompletionRule)
+	n, ok2 := e.ObjectNew.(*wrapupv1alpha1.CompletionRule)
+	if !ok1 || !ok2 {
+		return false
+	}
+	a := apimeta.FindStatusCondition(o.Status.Conditions, wrapupv1alpha1.ConditionReady)
+	b := apimeta.FindStatusCondition(n.Status.Conditions, wrapupv1alpha1.ConditionReady)
+	return (a == nil) != (b == nil) || a != nil && (a.Status != b.Status || a.Reason != b.Reason)
 }
 
 func (r *AppWrapperReconciler) allAppWrappers(ctx context.Context, _ client.Object) []ctrl.Request {
@@ -107,7 +147,7 @@ func (r *AppWrapperReconciler) appWrappersInNamespace(ctx context.Context, ns cl
 
 func (r *AppWrapperReconciler) listAppWrappers(ctx context.Context, opts ...client.ListOption) []ctrl.Request {
 	var list awv1beta2.AppWrapperList
-	if err := r.Client.List(ctx, &list, opts...); err != nil {
+	if err := r.Cache.List(ctx, &list, opts...); err != nil {
 		logf.FromContext(ctx).Error(err, "Listing AppWrappers")
 		return nil
 	}
@@ -120,458 +160,312 @@ func (r *AppWrapperReconciler) listAppWrappers(ctx context.Context, opts ...clie
 
 func watchOwner(key types.NamespacedName) string { return "appwrapper/" + key.String() }
 
+// liveView reads from the API server, triggers at the version the watches
+// read them.
+func (r *AppWrapperReconciler) liveView() *readerView {
+	return &readerView{
+		r:     r.APIReader,
+		kinds: r.Triggers.Kind,
+		version: func(gk schema.GroupKind) (string, bool) {
+			gvr, ok := r.Triggers.Resource(gk)
+			return gvr.Version, ok
+		},
+		labelled: true,
+	}
+}
+
 // Reconcile finishes one AppWrapper.
 func (r *AppWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	aw := &awv1beta2.AppWrapper{}
-	if err := r.Client.Get(ctx, req.NamespacedName, aw); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	log := logf.FromContext(ctx).WithValues("appWrapper", klog.KObj(aw))
-	ctx = logf.IntoContext(ctx, log)
-
-	if !aw.DeletionTimestamp.IsZero() || aw.Status.Phase == awv1beta2.AppWrapperTerminating ||
-		aw.Annotations[wrapupv1alpha1.IgnoreAnnotation] == "true" {
-		r.forget(req.NamespacedName)
-		return ctrl.Result{}, nil
-	}
-
-	rule, err := r.pickRule(ctx, aw)
+	key := req.NamespacedName
+	mem := r.memory.get(key)
+	in, err := gather(ctx, &cacheView{r: r, key: key}, r.Policies, key, nil, r.input(mem))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Assign.Set(req.NamespacedName, ruleName(rule))
-	if rule == nil {
-		r.Watches.Release(watchOwner(req.NamespacedName))
+	if in.AppWrapper == nil {
+		r.forget(key)
 		return ctrl.Result{}, nil
 	}
-	log = log.WithValues("rule", rule.Name)
+	log := logf.FromContext(ctx).WithValues("appWrapper", klog.KObj(in.AppWrapper))
 	ctx = logf.IntoContext(ctx, log)
-	policy, err := r.Policies.Get(rule)
-	if err != nil {
-		return ctrl.Result{}, nil // pickRule skips such rules; the rule reconciler reports it
-	}
-
-	ref, err := findTrigger(aw, rule)
-	if err != nil {
-		var nt *noTriggerError
-		if errors.As(err, &nt) {
-			r.Recorder.Eventf(aw, nil, corev1.EventTypeWarning, nt.reason, "FindTrigger", "%s", nt.message)
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	if rule.Spec.Trigger.Kind == "" {
-		// The rule does not name the kind: this AppWrapper's annotated
-		// component does, so the AppWrapper holds the watch on it.
-		if err := r.Watches.Ensure(watchOwner(req.NamespacedName), ref.Kind, policy.ObjectFields(ref.Kind)); err != nil {
-			r.Recorder.Eventf(aw, nil, corev1.EventTypeWarning, ReasonTriggerKindError, "WatchTrigger", "%v", err)
-			return ctrl.Result{}, nil
-		}
-	} else {
-		r.Watches.Release(watchOwner(req.NamespacedName))
-	}
-
-	rec, recorded := readRecord(aw)
-	outcome, res, trigger, wait, err := r.decide(ctx, aw, rule, policy, ref, rec, recorded, false)
-	if err != nil || outcome == "" {
-		if err == nil && recorded && trigger != nil {
-			// The trigger is live and not finished (re-created by a retry,
-			// its status went back, or the AppWrapper controller started a
-			// retry): the recorded outcome no longer holds, and any pending
-			// deletion is cancelled.
-			if err := r.clearRecord(ctx, aw, rec); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		return ctrl.Result{RequeueAfter: wait}, err
-	}
-
-	// fresh: aw is the API server's answer to the record's patch, as fresh
-	// as a read.
-	fresh := false
-	if !recorded || rec.Outcome != outcome {
-		triggerUID := ""
-		if trigger != nil {
-			triggerUID = string(trigger.GetUID())
-		}
-		rec = record{Outcome: outcome, Rule: rule.Name, FinishedAt: r.Now().UTC().Truncate(time.Second), Message: res.Message, TriggerUID: triggerUID}
-		if err := r.writeRecord(ctx, aw, rule, rec); err != nil {
-			return ctrl.Result{}, err
-		}
-		fresh = true
-	}
-
-	action := actionFor(rule, outcome)
-	if action.Action == wrapupv1alpha1.ActionUpdateStatus {
-		return ctrl.Result{}, nil
-	}
-	if rule.Spec.DryRun {
-		return ctrl.Result{}, nil
-	}
-	ttl := time.Duration(0)
-	if action.TTLSecondsAfterFinished != nil {
-		ttl = time.Duration(*action.TTLSecondsAfterFinished) * time.Second
-	}
-	if left := timeLeft(rec.FinishedAt, ttl, r.Now()); left > 0 {
-		log.V(2).Info("Waiting for the TTL", "left", left)
-		return ctrl.Result{RequeueAfter: left}, nil
-	}
-	return r.deleteAfterCheck(ctx, aw, fresh, rule, outcome, rec)
+	d := decision.Decide(ctx, in)
+	return r.act(ctx, in, d, mem)
 }
 
-// decide evaluates the trigger of aw under rule. It returns the final
-// outcome ("" while the trigger is not finished, or its failure is not yet
-// final), the evaluation, the live trigger (nil when it cannot be read) and,
-// when not final, how long to wait before looking again (0: until an event).
-// With fresh, objects are read from the API server rather than the caches.
-func (r *AppWrapperReconciler) decide(ctx context.Context, aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule,
-	policy *celpolicies.Policy, ref triggerRef, rec record, recorded, fresh bool) (wrapupv1alpha1.Outcome, celpolicies.Result, *unstructured.Unstructured, time.Duration, error) {
-	var res celpolicies.Result
-	if aw.Status.Phase == awv1beta2.AppWrapperFailed {
-		// The AppWrapper controller gave up (retry limit, fatal error) and
-		// tears the components down: the AppWrapper is finished, whatever
-		// the trigger's last state, unless its success was recorded before.
-		if recorded && rec.Outcome == wrapupv1alpha1.OutcomeSucceeded {
-			return wrapupv1alpha1.OutcomeSucceeded, celpolicies.Result{Message: rec.Message}, nil, 0, nil
-		}
-		msg := "the AppWrapper controller marked the AppWrapper Failed"
-		if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy)); c != nil && c.Message != "" {
-			msg += ": " + c.Message
-		}
-		return wrapupv1alpha1.OutcomeFailed, celpolicies.Result{Outcome: celpolicies.OutcomeFailed, Message: msg}, nil, 0, nil
-	}
-	if ref.Name == "" {
-		return "", res, nil, 0, nil // the AppWrapper controller has not created it yet
-	}
-	trigger, err := r.readTrigger(ctx, ref, aw.Namespace, policy.ObjectFields(ref.Kind), fresh)
-	if errors.Is(err, errNotSynced) {
-		// The informer's first list is under way: its events may already
-		// have been handled for this AppWrapper, so look again shortly.
-		return "", res, nil, notSyncedRetry, nil
-	}
-	if err != nil || trigger == nil {
-		return "", res, nil, 0, err
-	}
-	if !ownedBy(trigger, aw) {
-		r.Recorder.Eventf(aw, nil, corev1.EventTypeWarning, ReasonTriggerNotOwned, "ReadTrigger",
-			"%s %s is not controlled by this AppWrapper: it is not taken as the trigger", ref.Kind, ref.Name)
-		return "", res, nil, 0, nil
-	}
-	awMap, err := r.appWrapperVariable(ctx, aw, policy, fresh)
-	if err != nil {
-		return "", res, nil, 0, err
-	}
-	start := time.Now()
-	res, err = policy.Evaluate(ctx, ref.Kind, trigger.Object, awMap)
-	evaluationSeconds.Observe(time.Since(start).Seconds())
-	if err != nil {
-		// Not finished: a runtime error never finishes anything.
-		evaluationErrorsTotal.WithLabelValues(rule.Name).Inc()
-		r.Recorder.Eventf(aw, nil, corev1.EventTypeWarning, ReasonEvaluationError, "Evaluate",
-			"rule %s on %s %s: %v (taken as not finished)", rule.Name, ref.Kind, ref.Name, err)
-		return "", res, trigger, 0, nil
-	}
-	switch res.Outcome {
-	case celpolicies.OutcomeSucceeded:
-		return wrapupv1alpha1.OutcomeSucceeded, res, trigger, 0, nil
-	case celpolicies.OutcomeFailed:
-		// A failure is final only once the AppWrapper controller will not
-		// retry: checked on every pass, a recorded failure included, so that
-		// a retry that starts late (Resetting) still wins.
-		firstSeen := r.Now()
-		if recorded && rec.Outcome == wrapupv1alpha1.OutcomeFailed && rec.TriggerUID == string(trigger.GetUID()) {
-			firstSeen = rec.FinishedAt
-		}
-		if v, loaded := r.firstFailed.LoadOrStore(trigger.GetUID(), firstSeen); loaded && v.(time.Time).Before(firstSeen) {
-			firstSeen = v.(time.Time)
-		}
-		final, wait := failureIsFinal(aw, firstSeen, r.Now(), r.FailureGracePeriod)
-		if !final {
-			logf.FromContext(ctx).V(2).Info("Trigger failed; waiting for the AppWrapper controller's retry", "phase", aw.Status.Phase, "wait", wait)
-			return "", res, trigger, wait, nil
-		}
-		return wrapupv1alpha1.OutcomeFailed, res, trigger, 0, nil
-	default:
-		return "", res, trigger, 0, nil
-	}
+// input is the start of a decision's input: the clock and the memory.
+func (r *AppWrapperReconciler) input(mem awMemory) decision.Input {
+	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, FailureGracePeriod: r.FailureGracePeriod}
 }
 
-// errNotSynced says that the trigger kind's informer has not listed yet.
-var errNotSynced = errors.New("trigger informer not synced")
-
-// notSyncedRetry is how soon an AppWrapper whose trigger informer has not
-// listed yet is looked at again.
-const notSyncedRetry = time.Second
-
-// appWrapperVariable is the appWrapper variable of an evaluation: nil when
-// the policy does not read it. wrapup's cache (CacheOptions) keeps of the
-// spec and status only what wrapup reads: a policy that reads either is
-// given the AppWrapper read from the API server.
-func (r *AppWrapperReconciler) appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, policy *celpolicies.Policy, fresh bool) (map[string]any, error) {
-	f := policy.AppWrapperFields()
-	if f.Empty() {
-		return nil, nil
-	}
-	if !fresh && (f.Has("spec") || f.Has("status")) {
-		live := &awv1beta2.AppWrapper{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(aw), live); err != nil {
-			return nil, fmt.Errorf("reading the AppWrapper for a rule that reads its spec or status: %w", err)
-		}
-		aw = live
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(aw)
-	if err != nil {
-		return nil, fmt.Errorf("converting appwrapper: %w", err)
-	}
-	m["apiVersion"], m["kind"] = awv1beta2.GroupVersion.String(), "AppWrapper"
-	return m, nil
-}
-
-// readTrigger reads the live trigger from the informer cache, or with fresh
-// from the API server. It returns nil when the object does not exist.
-func (r *AppWrapperReconciler) readTrigger(ctx context.Context, ref triggerRef, namespace string, fields celpolicies.Fields, fresh bool) (*unstructured.Unstructured, error) {
-	if !fresh {
-		obj, synced, err := r.Watches.Get(ref.Kind, namespace, ref.Name, fields)
-		if err == nil && !synced {
-			return nil, errNotSynced
-		}
-		if !errors.Is(err, ErrFieldsNotKept) {
-			return obj, err
-		}
-		// The rule changed to read more, and its informer has not been
-		// started again yet: read this one from the API server.
-	}
-	gvr, ok := r.Watches.Resource(ref.Kind)
-	if !ok {
-		return nil, fmt.Errorf("reading trigger: kind %s is not watched", ref.Kind)
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvr.GroupVersion().WithKind(ref.Kind.Kind))
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, u); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading trigger %s %s: %w", ref.Kind, ref.Name, err)
-	}
-	return u, nil
-}
-
-// ownedBy says whether aw controls obj: only then is obj a component of aw
-// rather than a same-named object someone else made.
-func ownedBy(obj metav1.Object, aw *awv1beta2.AppWrapper) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID == aw.UID && ref.Kind == "AppWrapper" &&
-		schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).Group == awv1beta2.GroupVersion.Group
-}
-
-// deleteAfterCheck is the final sanity check before a deletion: the
-// AppWrapper (unless fresh says that cached is the API server's answer to
-// a write just made) and its trigger are read again from the API server, the rule is
-// re-evaluated, and the AppWrapper is deleted only if the same outcome still
-// holds, with a UID precondition and Background propagation (so the
-// AppWrapper controller's finalizer tears the components down and Kueue
-// releases the quota only after the pods are gone).
-func (r *AppWrapperReconciler) deleteAfterCheck(ctx context.Context, cached *awv1beta2.AppWrapper, fresh bool, rule *wrapupv1alpha1.CompletionRule,
-	outcome wrapupv1alpha1.Outcome, rec record) (ctrl.Result, error) {
+// act carries out a decision made on the caches.
+func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d decision.Decision, mem awMemory) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
-	aw := cached
-	if !fresh {
-		aw = &awv1beta2.AppWrapper{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), aw); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
+	aw := in.AppWrapper
+	key := client.ObjectKeyFromObject(aw)
+	if d.Verdict == decision.VerdictBeingDeleted {
+		r.forget(key)
+		return ctrl.Result{}, nil
+	}
+	r.Assign.Set(key, d.Assigned)
+	if d.Claim == nil {
+		r.Triggers.Release(watchOwner(key))
+	}
+	mem = r.memory.update(key, aw.UID, d, mem)
+	if d.Winner != "" {
+		log = log.WithValues("rule", d.Winner)
+		ctx = logf.IntoContext(ctx, log)
+	}
+	r.warn(aw, d, &mem)
+	if d.Trigger != nil && d.Evaluation != nil && d.Evaluation.Error != "" {
+		evaluationErrorsTotal.WithLabelValues(d.Winner).Inc()
+	}
+	result := ctrl.Result{RequeueAfter: d.Requeue}
+
+	if mem.unsure != nil && d.Recorded != nil {
+		// A record write whose answer was lost: it landed if the
+		// AppWrapper carries it now (else it was replaced).
+		if d.Recorded.Same(mem.unsure) {
+			r.count(ctx, mem.unsure)
 		}
+		mem.unsure = nil
+		r.memory.put(key, mem)
 	}
-	if aw.UID != cached.UID || !aw.DeletionTimestamp.IsZero() || aw.Annotations[wrapupv1alpha1.IgnoreAnnotation] == "true" {
-		return ctrl.Result{}, nil
+	fresh := aw
+	switch {
+	case d.Write != nil:
+		patched, err := r.writeRecord(ctx, aw, d.Write)
+		if err != nil {
+			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+				// The write may have landed: count it when it is seen.
+				mem.unsure = d.Write
+				r.memory.put(key, mem)
+			}
+			return r.writeFailed(ctx, err, "recording outcome")
+		}
+		// It landed on the AppWrapper as read, so no earlier write of
+		// unknown fate is on it.
+		mem.unsure = nil
+		r.memory.put(key, mem)
+		fresh = patched
+		r.emit(aw, d.Events, decision.EventAfterWrite)
+		log.Info("Recorded outcome", "outcome", d.Write.Outcome, "message", d.Write.Message)
+		r.count(ctx, d.Write)
+		switch {
+		case d.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
+			actionsTotal.WithLabelValues(d.Winner, "StatusOnly").Inc()
+		case d.DryRun:
+			actionsTotal.WithLabelValues(d.Winner, wrapupv1alpha1.ReasonWouldDelete).Inc()
+		}
+	case d.Clear:
+		patched, err := r.writeRecord(ctx, aw, nil)
+		if err != nil {
+			return r.writeFailed(ctx, err, "clearing outcome")
+		}
+		fresh = patched
+		r.emit(aw, d.Events, decision.EventAfterWrite)
+		log.Info("Cleared outcome", "was", d.Recorded.Outcome)
 	}
-	freshRule, err := r.pickRule(ctx, aw)
+	if d.Verdict != decision.VerdictDelete {
+		return result, nil
+	}
+	return r.deleteAfterCheck(ctx, d, aw, fresh, fresh != aw)
+}
+
+// writeFailed turns a failed write into the reconcile's result: a
+// conflict (the AppWrapper changed since it was read) or a vanished
+// AppWrapper is looked at again, not logged as an error.
+func (r *AppWrapperReconciler) writeFailed(ctx context.Context, err error, what string) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		logf.FromContext(ctx).V(2).Info("AppWrapper changed while "+what+"; looking again", "err", err.Error())
+		return ctrl.Result{Requeue: true}, nil
+	}
+	return ctrl.Result{}, fmt.Errorf("%s: %w", what, err)
+}
+
+func (r *AppWrapperReconciler) count(ctx context.Context, rec *decision.Record) {
+	outcomesTotal.WithLabelValues(rec.Rule, string(rec.Outcome)).Inc()
+	r.Counters.Add(ctx, rec.Rule, rec.Outcome)
+}
+
+// writeRecord writes rec (nil: removes the record) on aw's metadata, never
+// its status, which its controller owns, with an optimistic lock: a record
+// decided on a stale AppWrapper (or on one deleted and created again under
+// the same name) fails with a conflict instead of landing. It returns the
+// AppWrapper as the API server answered.
+func (r *AppWrapperReconciler) writeRecord(ctx context.Context, aw *awv1beta2.AppWrapper, rec *decision.Record) (*awv1beta2.AppWrapper, error) {
+	patched := aw.DeepCopy()
+	rec.Apply(patched)
+	if err := r.Writer.Patch(ctx, patched, client.MergeFromWithOptions(aw, client.MergeFromWithOptimisticLock{})); err != nil {
+		return nil, err
+	}
+	return patched, nil
+}
+
+// deleteAfterCheck is the final sanity check before a deletion: it gathers
+// again from the API server (the AppWrapper, unless fresh says that aw is
+// the API server's answer to a write just made; the rules, the Namespace
+// and the trigger), decides again, and deletes only if that decision is
+// still to delete with the same outcome: the action, dryRun and the TTL
+// come from what it read then. The delete has UID and resourceVersion
+// preconditions and Background propagation (so the AppWrapper controller's
+// finalizer tears the components down and Kueue releases the quota only
+// after the pods are gone).
+func (r *AppWrapperReconciler) deleteAfterCheck(ctx context.Context, first decision.Decision, cached, aw *awv1beta2.AppWrapper, fresh bool) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	key := client.ObjectKeyFromObject(cached)
+	mem := r.memory.get(key)
+	var known *awv1beta2.AppWrapper
+	if fresh {
+		known = aw
+	}
+	in, err := gather(ctx, r.liveView(), r.Policies, key, known, r.input(mem))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if freshRule == nil || freshRule.Name != rule.Name {
-		log.V(2).Info("The winning rule changed; not deleting")
+	if in.AppWrapper == nil || in.AppWrapper.UID != cached.UID {
+		return ctrl.Result{}, nil
+	}
+	d := decision.Decide(ctx, in)
+	if !decision.SameDeletion(first, d) {
+		log.Info("A decision on a fresh read does not delete; not deleting", "was", first.Verdict, "now", d.Verdict, "reason", d.Reason)
 		return ctrl.Result{Requeue: true}, nil
 	}
-	policy, err := r.Policies.Get(freshRule)
-	if err != nil {
+	aw = in.AppWrapper
+	uid, rv := aw.UID, aw.ResourceVersion
+	err = r.Writer.Delete(ctx, aw, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	switch {
+	case apierrors.IsNotFound(err):
 		return ctrl.Result{}, nil
-	}
-	ref, err := findTrigger(aw, freshRule)
-	if err != nil {
-		return ctrl.Result{}, nil
-	}
-	rec2, recorded := readRecord(aw)
-	if recorded {
-		rec = rec2
-	}
-	again, _, _, _, err := r.decide(ctx, aw, freshRule, policy, ref, rec, recorded, true)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if again != outcome {
-		log.Info("Outcome no longer holds on a fresh read; not deleting", "was", outcome, "now", again)
+	case apierrors.IsConflict(err):
+		// It changed since the fresh read: look again.
+		log.V(2).Info("AppWrapper changed before its deletion; looking again")
 		return ctrl.Result{Requeue: true}, nil
-	}
-	uid := aw.UID
-	err = r.Client.Delete(ctx, aw, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return ctrl.Result{}, nil
-	}
-	if err != nil {
+	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("deleting appwrapper: %w", err)
 	}
-	r.firstFailed.Delete(types.UID(rec.TriggerUID))
-	actionsTotal.WithLabelValues(rule.Name, "Deleted").Inc()
-	triggerToActionSeconds.WithLabelValues(rule.Name).Observe(r.Now().Sub(rec.FinishedAt).Seconds())
-	log.Info("Deleted finished AppWrapper", "outcome", outcome)
-	r.Recorder.Eventf(aw, nil, corev1.EventTypeNormal, ReasonDeleted, "Delete",
-		"rule %s: trigger %s; AppWrapper deleted with its components", rule.Name, outcome)
+	actionsTotal.WithLabelValues(d.Winner, "Deleted").Inc()
+	if d.Recorded != nil {
+		triggerToActionSeconds.WithLabelValues(d.Winner).Observe(in.Now.Sub(d.Recorded.FinishedAt).Seconds())
+	}
+	log.Info("Deleted finished AppWrapper", "outcome", d.Outcome)
+	r.emit(aw, d.Events, decision.EventAfterDelete)
+	r.forget(key)
 	return ctrl.Result{}, nil
 }
 
-func (r *AppWrapperReconciler) pickRule(ctx context.Context, aw *awv1beta2.AppWrapper) (*wrapupv1alpha1.CompletionRule, error) {
-	var rules wrapupv1alpha1.CompletionRuleList
-	if err := r.Client.List(ctx, &rules); err != nil {
-		return nil, fmt.Errorf("listing rules: %w", err)
+// emit emits the events of d that are due when.
+func (r *AppWrapperReconciler) emit(aw *awv1beta2.AppWrapper, evs []decision.Event, when decision.EventWhen) {
+	for _, e := range evs {
+		if e.When == when {
+			r.Recorder.Eventf(aw, nil, e.Type, e.Reason, e.Action, "%s", decision.Truncate(e.Message, decision.MaxMessage))
+		}
 	}
-	if len(rules.Items) == 0 {
-		return nil, nil
+}
+
+// warn emits the warnings of d that the previous decision on the same
+// AppWrapper did not: a state worth a Warning is said once, not on every
+// reconcile, and again when it changes or comes back.
+func (r *AppWrapperReconciler) warn(aw *awv1beta2.AppWrapper, d decision.Decision, mem *awMemory) {
+	var keys []string
+	for _, e := range d.Events {
+		if e.When != decision.EventNow {
+			continue
+		}
+		k := e.Reason + "\x00" + e.Message
+		keys = append(keys, k)
+		if !contains(mem.warned, k) {
+			r.Recorder.Eventf(aw, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
+		}
 	}
-	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: aw.Namespace}, ns); err != nil {
-		return nil, fmt.Errorf("reading namespace: %w", err)
+	if d.Winner != "" && hasReason(mem.warned, wrapupv1alpha1.ReasonTriggerKindNotWatched) != hasReason(keys, wrapupv1alpha1.ReasonTriggerKindNotWatched) {
+		// The rule reports the AppWrappers whose trigger kind it cannot watch.
+		r.Assign.Touch(d.Winner)
 	}
-	ptrs := make([]*wrapupv1alpha1.CompletionRule, len(rules.Items))
-	for i := range rules.Items {
-		ptrs[i] = &rules.Items[i]
+	mem.warned = keys
+	r.memory.put(client.ObjectKeyFromObject(aw), *mem)
+}
+
+func hasReason(keys []string, reason string) bool {
+	for _, k := range keys {
+		if strings.HasPrefix(k, reason+"\x00") {
+			return true
+		}
 	}
-	return winningRule(ptrs, aw.Labels, ns.Labels, func(rule *wrapupv1alpha1.CompletionRule) bool {
-		_, err := r.Policies.Get(rule)
-		return err == nil
-	}), nil
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *AppWrapperReconciler) forget(key types.NamespacedName) {
-	r.Watches.Release(watchOwner(key))
+	r.Triggers.Release(watchOwner(key))
 	r.Assign.Set(key, "")
+	r.memory.drop(key)
 }
 
-func ruleName(rule *wrapupv1alpha1.CompletionRule) string {
-	if rule == nil {
-		return ""
-	}
-	return rule.Name
+// memory is what the controller remembers of each AppWrapper between
+// reconciles, one entry per AppWrapper, dropped when it goes: lost on a
+// restart, which only delays (a failure's grace starts again; a Warning is
+// said once more).
+type memory struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]awMemory
 }
 
-func actionFor(rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome) wrapupv1alpha1.ActionSpec {
-	a := rule.Spec.OnSuccess
-	if outcome == wrapupv1alpha1.OutcomeFailed {
-		a = rule.Spec.OnFailure
-	}
-	if a.Action == "" {
-		a.Action = wrapupv1alpha1.ActionDeleteAll
-	}
-	return a
+type awMemory struct {
+	uid types.UID
+	// failure is when the trigger was first seen failed.
+	failure decision.FailureSeen
+	// warned are the Warnings last emitted, as reason and message.
+	warned []string
+	// unsure is a record write whose answer was lost: counted once it is
+	// seen on the AppWrapper.
+	unsure *decision.Record
 }
 
-// record is the outcome wrapup wrote on an AppWrapper's metadata.
-type record struct {
-	Outcome    wrapupv1alpha1.Outcome
-	Rule       string
-	FinishedAt time.Time
-	Message    string
-	TriggerUID string
+func (m *memory) get(key types.NamespacedName) awMemory {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m[key]
 }
 
-func readRecord(aw *awv1beta2.AppWrapper) (record, bool) {
-	o := wrapupv1alpha1.Outcome(aw.Labels[wrapupv1alpha1.OutcomeLabel])
-	if o != wrapupv1alpha1.OutcomeSucceeded && o != wrapupv1alpha1.OutcomeFailed {
-		return record{}, false
+func (m *memory) put(key types.NamespacedName, e awMemory) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[types.NamespacedName]awMemory{}
 	}
-	at, err := time.Parse(time.RFC3339, aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation])
-	if err != nil {
-		return record{}, false
-	}
-	return record{
-		Outcome:    o,
-		Rule:       aw.Annotations[wrapupv1alpha1.RuleAnnotation],
-		FinishedAt: at,
-		Message:    aw.Annotations[wrapupv1alpha1.MessageAnnotation],
-		TriggerUID: aw.Annotations[wrapupv1alpha1.TriggerUIDAnnotation],
-	}, true
+	m.m[key] = e
 }
 
-// maxMessage bounds the message annotation.
-const maxMessage = 1024
-
-// writeRecord records an outcome on the AppWrapper's metadata (never its
-// status, which its controller owns), then emits the Event, bumps the rule's
-// counters and the metrics.
-func (r *AppWrapperReconciler) writeRecord(ctx context.Context, aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule, rec record) error {
-	orig := aw.DeepCopy()
-	if aw.Labels == nil {
-		aw.Labels = map[string]string{}
+// update keeps what d says to remember of the AppWrapper uid.
+func (m *memory) update(key types.NamespacedName, uid types.UID, d decision.Decision, e awMemory) awMemory {
+	if e.uid != uid {
+		e = awMemory{uid: uid}
 	}
-	if aw.Annotations == nil {
-		aw.Annotations = map[string]string{}
+	e.failure = decision.FailureSeen{}
+	if d.FailureSeen != nil {
+		e.failure = *d.FailureSeen
 	}
-	msg := truncate(rec.Message, maxMessage)
-	aw.Labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
-	aw.Annotations[wrapupv1alpha1.RuleAnnotation] = rec.Rule
-	aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = rec.FinishedAt.Format(time.RFC3339)
-	aw.Annotations[wrapupv1alpha1.MessageAnnotation] = msg
-	if rec.TriggerUID != "" {
-		aw.Annotations[wrapupv1alpha1.TriggerUIDAnnotation] = rec.TriggerUID
-	} else {
-		delete(aw.Annotations, wrapupv1alpha1.TriggerUIDAnnotation)
-	}
-	if err := r.Client.Patch(ctx, aw, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("recording outcome: %w", client.IgnoreNotFound(err))
-	}
-	outcomesTotal.WithLabelValues(rule.Name, string(rec.Outcome)).Inc()
-	reason := ReasonSucceeded
-	if rec.Outcome == wrapupv1alpha1.OutcomeFailed {
-		reason = ReasonFailed
-	}
-	action := actionFor(rule, rec.Outcome)
-	what := "the AppWrapper is deleted"
-	if ttl := action.TTLSecondsAfterFinished; ttl != nil && *ttl > 0 {
-		what = fmt.Sprintf("the AppWrapper is deleted in %ds", *ttl)
-	}
-	switch {
-	case action.Action == wrapupv1alpha1.ActionUpdateStatus:
-		what = "outcome recorded only (UpdateStatus)"
-		actionsTotal.WithLabelValues(rule.Name, "StatusOnly").Inc()
-	case rule.Spec.DryRun:
-		what = "dry run: the AppWrapper would be deleted"
-		actionsTotal.WithLabelValues(rule.Name, ReasonWouldDelete).Inc()
-		r.Recorder.Eventf(aw, nil, corev1.EventTypeNormal, ReasonWouldDelete, "Delete", "rule %s (dryRun): would delete the AppWrapper", rule.Name)
-	}
-	note := fmt.Sprintf("rule %s: trigger %s; %s", rule.Name, rec.Outcome, what)
-	if msg != "" {
-		note += ": " + msg
-	}
-	r.Recorder.Eventf(aw, nil, corev1.EventTypeNormal, reason, "RecordOutcome", "%s", note)
-	logf.FromContext(ctx).Info("Recorded outcome", "outcome", rec.Outcome, "message", msg)
-	r.Counters.Add(ctx, rule.Name, rec.Outcome)
-	return nil
+	m.put(key, e)
+	return e
 }
 
-// clearRecord removes an outcome that no longer holds.
-func (r *AppWrapperReconciler) clearRecord(ctx context.Context, aw *awv1beta2.AppWrapper, rec record) error {
-	orig := aw.DeepCopy()
-	delete(aw.Labels, wrapupv1alpha1.OutcomeLabel)
-	for _, k := range []string{wrapupv1alpha1.RuleAnnotation, wrapupv1alpha1.FinishedAtAnnotation, wrapupv1alpha1.MessageAnnotation, wrapupv1alpha1.TriggerUIDAnnotation} {
-		delete(aw.Annotations, k)
-	}
-	if err := r.Client.Patch(ctx, aw, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("clearing outcome: %w", client.IgnoreNotFound(err))
-	}
-	r.firstFailed.Delete(types.UID(rec.TriggerUID))
-	r.Recorder.Eventf(aw, nil, corev1.EventTypeNormal, ReasonOutcomeCleared, "ClearOutcome",
-		"the trigger is running again (re-created or reset): the recorded outcome %s is cleared", rec.Outcome)
-	return nil
+func (m *memory) drop(key types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.m, key)
+}
+
+// Len is how many AppWrappers the controller remembers something of.
+func (m *memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.m)
 }

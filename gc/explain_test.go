@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
 // Fixtures for Explain: one AppWrapper "sweep" in namespace "team-a" that
@@ -48,6 +49,15 @@ func explainScheme(t *testing.T) *runtime.Scheme {
 	utilruntime.Must(awv1beta2.AddToScheme(s))
 	utilruntime.Must(wrapupv1alpha1.AddToScheme(s))
 	return s
+}
+
+// explainMapper maps what the API server of the tests serves: Jobs and
+// AppWrappers.
+func explainMapper() apimeta.RESTMapper {
+	m := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{batchv1.SchemeGroupVersion, awv1beta2.GroupVersion})
+	m.Add(batchv1.SchemeGroupVersion.WithKind("Job"), apimeta.RESTScopeNamespace)
+	m.Add(awv1beta2.GroupVersion.WithKind("AppWrapper"), apimeta.RESTScopeNamespace)
+	return m
 }
 
 func template(t *testing.T, apiVersion, kind, name string) runtime.RawExtension {
@@ -98,7 +108,7 @@ func withRecord(o wrapupv1alpha1.Outcome, rule string, ago time.Duration, trigge
 	return func(aw *awv1beta2.AppWrapper) {
 		aw.Labels[wrapupv1alpha1.OutcomeLabel] = string(o)
 		withAnnotation(wrapupv1alpha1.RuleAnnotation, rule)(aw)
-		withAnnotation(wrapupv1alpha1.FinishedAtAnnotation, exNow.Add(-ago).Format(time.RFC3339))(aw)
+		withAnnotation(wrapupv1alpha1.FinishedAtAnnotation, exNow.Add(-ago).Format("2006-01-02T15:04:05.000Z07:00"))(aw)
 		withAnnotation(wrapupv1alpha1.MessageAnnotation, "recorded message")(aw)
 		withAnnotation(wrapupv1alpha1.TriggerUIDAnnotation, string(triggerUID))(aw)
 	}
@@ -177,7 +187,7 @@ func onFailure(a wrapupv1alpha1.Action, ttl int32) func(*wrapupv1alpha1.Completi
 
 func TestExplain(t *testing.T) {
 	type want struct {
-		verdict    Verdict
+		verdict    decision.Verdict
 		winner     string
 		outcome    wrapupv1alpha1.Outcome
 		after      time.Duration
@@ -198,7 +208,7 @@ func TestExplain(t *testing.T) {
 		{
 			name:    "no rules",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone)},
-			want:    want{verdict: VerdictNoRule, reason: "no valid CompletionRule"},
+			want:    want{verdict: decision.VerdictNoRule, reason: "no CompletionRule selects"},
 		},
 		{
 			name: "rules that do not select the AppWrapper or its namespace",
@@ -209,20 +219,39 @@ func TestExplain(t *testing.T) {
 				exRule("team-b", 5, func(r *wrapupv1alpha1.CompletionRule) {
 					r.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}
 				})},
-			want: want{verdict: VerdictNoRule, rules: map[string]string{
+			want: want{verdict: decision.VerdictNoRule, rules: map[string]string{
 				"training": "appWrapperSelector does not select",
 				"team-b":   "namespaceSelector does not select namespace team-a",
 			}},
 		},
 		{
-			name: "the highest priority wins; an invalid rule acts on nothing",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobRunning),
+			name: "an invalid rule of a higher priority blocks every rule below it",
+			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone),
 				exRule("low", 1), exRule("high", 10),
 				exRule("broken", 100, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = "object.status.(" })},
-			want: want{verdict: VerdictWaitingForTrigger, winner: "high", reason: "not finished", rules: map[string]string{
+			want: want{verdict: decision.VerdictBlocked, winner: "broken", reason: "no lower-priority rule acts in its place", rules: map[string]string{
+				"broken": "blocks every lower-priority rule",
+				"high":   "blocked by broken",
+				"low":    "blocked by broken",
+			}},
+			check: func(t *testing.T, ex *Explanation) {
+				if ex.Trigger != nil || ex.Evaluation != nil || ex.WillRecord() {
+					t.Errorf("a blocked AppWrapper is not evaluated nor recorded, got trigger %+v evaluation %+v", ex.Trigger, ex.Evaluation)
+				}
+				if len(ex.Events) != 1 || ex.Events[0].Reason != wrapupv1alpha1.ReasonBlockedByRule {
+					t.Errorf("events = %+v, want one BlockedByRule Warning", ex.Events)
+				}
+			},
+		},
+		{
+			name: "the highest priority wins; an invalid rule below it acts on nothing",
+			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobRunning),
+				exRule("low", 1), exRule("high", 10),
+				exRule("broken", 5, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = "object.status.(" })},
+			want: want{verdict: decision.VerdictWaitingForTrigger, winner: "high", reason: "not finished", rules: map[string]string{
 				"high":   "wins: highest priority of 2",
 				"low":    "loses to high: lower priority (1 < 10)",
-				"broken": "is invalid",
+				"broken": "is not usable (it does not compile",
 			}},
 			check: func(t *testing.T, ex *Explanation) {
 				if ex.Rules[0].Name != "high" {
@@ -231,7 +260,7 @@ func TestExplain(t *testing.T) {
 				if ex.Evaluation == nil || ex.Evaluation.Outcome != "Running" || !ex.Evaluation.BuiltinSuccess {
 					t.Errorf("evaluation = %+v, want Running by the built-in expressions", ex.Evaluation)
 				}
-				if ex.Trigger == nil || ex.Trigger.UID != exJobUID || ex.Trigger.GroupVersionKind != batchv1.SchemeGroupVersion.WithKind("Job") {
+				if ex.Trigger == nil || ex.Trigger.UID != exJobUID || ex.Trigger.GroupVersionKind() != batchv1.SchemeGroupVersion.WithKind("Job") {
 					t.Errorf("trigger = %+v, want the live batch/v1 Job", ex.Trigger)
 				}
 			},
@@ -240,7 +269,7 @@ func TestExplain(t *testing.T) {
 			name: "ties go to the name that sorts first",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobRunning),
 				exRule("b", 5), exRule("a", 5)},
-			want: want{verdict: VerdictWaitingForTrigger, winner: "a", rules: map[string]string{"b": "same priority 5, and a sorts first"}},
+			want: want{verdict: decision.VerdictWaitingForTrigger, winner: "a", rules: map[string]string{"b": "same priority 5, and a sorts first"}},
 		},
 		{
 			name: "a rule being deleted is skipped",
@@ -249,12 +278,12 @@ func TestExplain(t *testing.T) {
 					r.DeletionTimestamp = ptr.To(metav1.NewTime(exNow))
 					r.Finalizers = []string{"example.com/hold"}
 				}), exRule("staying", 0)},
-			want: want{verdict: VerdictWaitingForTrigger, winner: "staying", rules: map[string]string{"going": "being deleted"}},
+			want: want{verdict: decision.VerdictWaitingForTrigger, winner: "staying", rules: map[string]string{"going": "being deleted"}},
 		},
 		{
 			name:    "ignored AppWrapper",
 			objects: []client.Object{exAppWrapper(t, withAnnotation(wrapupv1alpha1.IgnoreAnnotation, "true")), exLiveJob(exJob, exJobUID, jobDone), exRule("all", 0)},
-			want:    want{verdict: VerdictIgnored, winner: "all", reason: "wrapup.dev/ignore"},
+			want:    want{verdict: decision.VerdictIgnored, winner: "all", reason: "wrapup.dev/ignore"},
 			check: func(t *testing.T, ex *Explanation) {
 				if ex.Trigger != nil || ex.Evaluation != nil {
 					t.Errorf("an ignored AppWrapper is not evaluated, got trigger %+v evaluation %+v", ex.Trigger, ex.Evaluation)
@@ -264,7 +293,7 @@ func TestExplain(t *testing.T) {
 		{
 			name:    "AppWrapper terminating",
 			objects: []client.Object{exAppWrapper(t, withPhase(awv1beta2.AppWrapperTerminating)), exLiveJob(exJob, exJobUID, jobDone), exRule("all", 0)},
-			want:    want{verdict: VerdictBeingDeleted, winner: "all"},
+			want:    want{verdict: decision.VerdictBeingDeleted, winner: "all"},
 		},
 		{
 			name: "AppWrapper with a deletionTimestamp",
@@ -272,7 +301,7 @@ func TestExplain(t *testing.T) {
 				aw.DeletionTimestamp = ptr.To(metav1.NewTime(exNow))
 				aw.Finalizers = []string{"workload.codeflare.dev/finalizer"}
 			}), exLiveJob(exJob, exJobUID, jobDone), exRule("all", 0)},
-			want: want{verdict: VerdictBeingDeleted, winner: "all"},
+			want: want{verdict: decision.VerdictBeingDeleted, winner: "all"},
 		},
 		{
 			name: "two Jobs under a kind rule: ambiguous",
@@ -280,17 +309,23 @@ func TestExplain(t *testing.T) {
 				awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "first")},
 				awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "second")},
 			)), exRule("jobs", 0)},
-			want: want{verdict: VerdictNoTrigger, winner: "jobs", reason: "has 2 (components 0, 1)"},
+			want: want{verdict: decision.VerdictNoTrigger, winner: "jobs", reason: "has 2 (components 0, 1)"},
 			check: func(t *testing.T, ex *Explanation) {
-				if !strings.Contains(ex.Reason, reasonAmbiguousTrigger) {
-					t.Errorf("reason %q does not name the Event %s", ex.Reason, reasonAmbiguousTrigger)
+				if len(ex.Events) != 1 || ex.Events[0].Reason != wrapupv1alpha1.ReasonAmbiguousTrigger {
+					t.Errorf("events = %+v, want one AmbiguousTrigger Warning", ex.Events)
 				}
 			},
 		},
 		{
 			name:    "a rule without kind and no annotated component",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("annotated", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{} })},
-			want:    want{verdict: VerdictNoTrigger, winner: "annotated", reason: "a component annotated wrapup.dev/trigger"},
+			want:    want{verdict: decision.VerdictNoTrigger, reason: "a component annotated wrapup.dev/trigger"},
+			check: func(t *testing.T, ex *Explanation) {
+				// The rule does not apply: no Event, and it is not counted as deciding.
+				if len(ex.Events) != 0 || ex.Assigned != "" || ex.Winner != "annotated" {
+					t.Errorf("events %+v, assigned %q, winner %q: want none, none, annotated", ex.Events, ex.Assigned, ex.Winner)
+				}
+			},
 		},
 		{
 			name: "a rule without kind takes the annotated component",
@@ -298,9 +333,9 @@ func TestExplain(t *testing.T) {
 				awv1beta2.AppWrapperComponent{Template: template(t, "apps/v1", "Deployment", "sweep-inference")},
 				awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", exJob), Annotations: map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}},
 			)), exLiveJob(exJob, exJobUID, jobDone), exRule("annotated", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{} })},
-			want: want{verdict: VerdictDelete, winner: "annotated", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true},
+			want: want{verdict: decision.VerdictDelete, winner: "annotated", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true},
 			check: func(t *testing.T, ex *Explanation) {
-				if ex.Trigger == nil || !ex.Trigger.Annotated || ex.Trigger.Component != 1 {
+				if ex.Trigger == nil || !ex.Trigger.Annotated || ex.Trigger.Index != 1 {
 					t.Errorf("trigger = %+v, want the annotated component 1", ex.Trigger)
 				}
 			},
@@ -308,24 +343,24 @@ func TestExplain(t *testing.T) {
 		{
 			name:    "trigger name not generated yet",
 			objects: []client.Object{exAppWrapper(t, withComponents(awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "")})), exRule("jobs", 0)},
-			want:    want{verdict: VerdictNoTrigger, winner: "jobs", reason: "generateName"},
+			want:    want{verdict: decision.VerdictWaitingForTrigger, winner: "jobs", reason: "generateName"},
 		},
 		{
 			name:    "trigger not created yet",
 			objects: []client.Object{exAppWrapper(t), exRule("jobs", 0)},
-			want:    want{verdict: VerdictNoTrigger, winner: "jobs", reason: "Job sweep-bench does not exist"},
+			want:    want{verdict: decision.VerdictWaitingForTrigger, winner: "jobs", reason: "Job sweep-bench does not exist"},
 		},
 		{
 			name: "a same-named Job that the AppWrapper does not control",
 			objects: []client.Object{exAppWrapper(t), exRule("jobs", 0),
 				exLiveJob(exJob, exJobUID, jobDone, func(j *batchv1.Job) { j.OwnerReferences = nil })},
-			want: want{verdict: VerdictNoTrigger, winner: "jobs", reason: "not controlled by this AppWrapper"},
+			want: want{verdict: decision.VerdictNoTrigger, winner: "jobs", reason: "not controlled by this AppWrapper"},
 		},
 		{
 			name: "a Job without the AppWrapper label is invisible to the watch",
 			objects: []client.Object{exAppWrapper(t), exRule("jobs", 0),
 				exLiveJob(exJob, exJobUID, jobDone, func(j *batchv1.Job) { j.Labels = nil })},
-			want: want{verdict: VerdictNoTrigger, winner: "jobs", reason: "lacks the label workload.codeflare.dev/appwrapper"},
+			want: want{verdict: decision.VerdictWaitingForTrigger, winner: "jobs", reason: "lacks the label workload.codeflare.dev/appwrapper"},
 		},
 		{
 			name:    "trigger kind not served",
@@ -336,12 +371,12 @@ func TestExplain(t *testing.T) {
 				}
 				return c.Get(ctx, key, obj, opts...)
 			}},
-			want: want{verdict: VerdictNoTrigger, winner: "jobs", reason: "is not served"},
+			want: want{verdict: decision.VerdictBlocked, winner: "jobs", reason: "is not served"},
 		},
 		{
 			name:    "a runtime error is not finished",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("typo", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = "object.status.noSuchField == 1" })},
-			want:    want{verdict: VerdictWaitingForTrigger, winner: "typo", reason: "EvaluationError"},
+			want:    want{verdict: decision.VerdictWaitingForTrigger, winner: "typo", reason: "EvaluationError"},
 			check: func(t *testing.T, ex *Explanation) {
 				if ex.Evaluation == nil || !strings.Contains(ex.Evaluation.Error, "noSuchField") {
 					t.Errorf("evaluation = %+v, want the runtime error", ex.Evaluation)
@@ -355,12 +390,12 @@ func TestExplain(t *testing.T) {
 					j.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "batch/v1",
 						FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:succeeded":{}}}`)}, Subresource: "status"}}
 				})},
-			want: want{verdict: VerdictWaitingForTrigger, winner: "fields"},
+			want: want{verdict: decision.VerdictWaitingForTrigger, winner: "fields"},
 		},
 		{
 			name:    "succeeded, DeleteAll at once",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Message = "'done: ' + object.metadata.name" })},
-			want:    want{verdict: VerdictDelete, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true, reason: "not recorded yet"},
+			want:    want{verdict: decision.VerdictDelete, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true, reason: "not recorded yet"},
 			check: func(t *testing.T, ex *Explanation) {
 				if ex.Evaluation == nil || ex.Evaluation.Message != "done: sweep-bench" || ex.Evaluation.Cost == 0 {
 					t.Errorf("evaluation = %+v, want the rule's message and its cost", ex.Evaluation)
@@ -370,7 +405,7 @@ func TestExplain(t *testing.T) {
 		{
 			name:    "succeeded and recorded 100s ago, TTL 300s",
 			objects: []client.Object{exAppWrapper(t, withRecord(wrapupv1alpha1.OutcomeSucceeded, "jobs", 100*time.Second, exJobUID)), exLiveJob(exJob, exJobUID, jobDone), exRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300))},
-			want:    want{verdict: VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, after: 200 * time.Second, reason: "2026-05-01T12:03:20Z"},
+			want:    want{verdict: decision.VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, after: 200 * time.Second, reason: "2026-05-01T12:03:20Z"},
 			check: func(t *testing.T, ex *Explanation) {
 				if ex.Recorded == nil || ex.Recorded.Rule != "jobs" || ex.Recorded.Message != "recorded message" {
 					t.Errorf("recorded = %+v", ex.Recorded)
@@ -380,47 +415,47 @@ func TestExplain(t *testing.T) {
 		{
 			name:    "succeeded, not recorded yet, TTL 60s",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 60))},
-			want:    want{verdict: VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, after: time.Minute, willRecord: true},
+			want:    want{verdict: decision.VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, after: time.Minute, willRecord: true},
 		},
 		{
 			name:    "succeeded, UpdateStatus",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("record", 0, onSuccess(wrapupv1alpha1.ActionUpdateStatus, 0))},
-			want:    want{verdict: VerdictRecordOnly, winner: "record", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true, reason: "UpdateStatus"},
+			want:    want{verdict: decision.VerdictRecordOnly, winner: "record", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true, reason: "UpdateStatus"},
 		},
 		{
 			name: "succeeded, dry run",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone),
 				exRule("dry", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.DryRun = true })},
-			want: want{verdict: VerdictDryRun, winner: "dry", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true, reason: "WouldDelete"},
+			want: want{verdict: decision.VerdictDryRun, winner: "dry", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true, reason: "WouldDelete"},
 		},
 		{
 			name:    "failed while Running: waiting for retries",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobFailed), exRule("jobs", 0)},
-			want:    want{verdict: VerdictWaitingForRetries, winner: "jobs", after: DefaultFailureGracePeriod, reason: "may still retry"},
+			want:    want{verdict: decision.VerdictWaitingForRetries, winner: "jobs", after: DefaultFailureGracePeriod, reason: "may still retry"},
 		},
 		{
 			name: "failed while Running, with the AppWrapper's own grace period",
 			objects: []client.Object{exAppWrapper(t, withAnnotation(awv1beta2.FailureGracePeriodDurationAnnotation, "10s")),
 				exLiveJob(exJob, exJobUID, jobFailed), exRule("jobs", 0)},
-			want: want{verdict: VerdictWaitingForRetries, winner: "jobs", after: 10*time.Second + appWrapperRecheckPeriod},
+			want: want{verdict: decision.VerdictWaitingForRetries, winner: "jobs", after: 10*time.Second + decision.AppWrapperRecheckPeriod + decision.Slack},
 		},
 		{
 			name:    "failed while Resetting: the AppWrapper controller retries",
 			objects: []client.Object{exAppWrapper(t, withPhase(awv1beta2.AppWrapperResetting)), exLiveJob(exJob, exJobUID, jobFailed), exRule("jobs", 0)},
-			want:    want{verdict: VerdictWaitingForRetries, winner: "jobs", reason: "Resetting"},
+			want:    want{verdict: decision.VerdictWaitingForRetries, winner: "jobs", reason: "Resetting"},
 		},
 		{
 			name: "failed and recorded for this trigger: final",
 			objects: []client.Object{exAppWrapper(t, withRecord(wrapupv1alpha1.OutcomeFailed, "jobs", 10*time.Second, exJobUID)),
 				exLiveJob(exJob, exJobUID, jobFailed), exRule("jobs", 0, onFailure(wrapupv1alpha1.ActionDeleteAll, 300))},
-			want: want{verdict: VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeFailed, after: 290 * time.Second},
+			want: want{verdict: decision.VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeFailed, after: 290 * time.Second},
 		},
 		{
 			name: "AppWrapper Failed: failed without evaluating the trigger",
 			objects: []client.Object{exAppWrapper(t, withPhase(awv1beta2.AppWrapperFailed), func(aw *awv1beta2.AppWrapper) {
 				aw.Status.Conditions = []metav1.Condition{{Type: string(awv1beta2.Unhealthy), Status: metav1.ConditionTrue, Reason: "FoundFailedResources", Message: "retry limit exceeded"}}
 			}), exRule("jobs", 0)},
-			want: want{verdict: VerdictDelete, winner: "jobs", outcome: wrapupv1alpha1.OutcomeFailed, willRecord: true},
+			want: want{verdict: decision.VerdictDelete, winner: "jobs", outcome: wrapupv1alpha1.OutcomeFailed, willRecord: true},
 			check: func(t *testing.T, ex *Explanation) {
 				if ex.Evaluation == nil || !ex.Evaluation.FromAppWrapperPhase || !strings.Contains(ex.Evaluation.Message, "retry limit exceeded") {
 					t.Errorf("evaluation = %+v, want Failed from the AppWrapper's phase", ex.Evaluation)
@@ -431,13 +466,13 @@ func TestExplain(t *testing.T) {
 			name: "AppWrapper Failed after a recorded success keeps the success",
 			objects: []client.Object{exAppWrapper(t, withPhase(awv1beta2.AppWrapperFailed), withRecord(wrapupv1alpha1.OutcomeSucceeded, "jobs", time.Hour, exJobUID)),
 				exRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionUpdateStatus, 0))},
-			want: want{verdict: VerdictRecordOnly, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded},
+			want: want{verdict: decision.VerdictRecordOnly, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded},
 		},
 		{
 			name: "a recorded outcome that no longer holds is cleared",
 			objects: []client.Object{exAppWrapper(t, withRecord(wrapupv1alpha1.OutcomeFailed, "jobs", time.Minute, exJobUID)),
 				exLiveJob(exJob, exJobUID2, jobRunning), exRule("jobs", 0)},
-			want: want{verdict: VerdictClearOutcome, winner: "jobs", reason: "recorded outcome Failed no longer holds"},
+			want: want{verdict: decision.VerdictClearOutcome, winner: "jobs", reason: "recorded outcome Failed no longer holds"},
 		},
 		{
 			name:    "AppWrapper not found",
@@ -457,7 +492,7 @@ func TestExplain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := append([]client.Object{exNamespace()}, tc.objects...)
 			// managedFields are returned, as the API server returns them.
-			b := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithObjects(objs...).WithReturnManagedFields()
+			b := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithRESTMapper(explainMapper()).WithObjects(objs...).WithReturnManagedFields()
 			if tc.funcs != nil {
 				b = b.WithInterceptorFuncs(*tc.funcs)
 			}
@@ -472,9 +507,12 @@ func TestExplain(t *testing.T) {
 				t.Fatalf("Explain: %v", err)
 			}
 			w := tc.want
-			if ex.Verdict != w.verdict || ex.Winner != w.winner || ex.Outcome != w.outcome || ex.After != w.after || ex.WillRecord != w.willRecord {
+			if w.winner == "" && ex.Assigned == "" {
+				w.winner = ex.Winner
+			}
+			if ex.Verdict != w.verdict || ex.Winner != w.winner || ex.Outcome != w.outcome || ex.After != w.after || ex.WillRecord() != w.willRecord {
 				t.Errorf("got verdict %s, winner %q, outcome %q, after %s, willRecord %v; want %s, %q, %q, %s, %v\nreason: %s",
-					ex.Verdict, ex.Winner, ex.Outcome, ex.After, ex.WillRecord, w.verdict, w.winner, w.outcome, w.after, w.willRecord, ex.Reason)
+					ex.Verdict, ex.Winner, ex.Outcome, ex.After, ex.WillRecord(), w.verdict, w.winner, w.outcome, w.after, w.willRecord, ex.Reason)
 			}
 			if !strings.Contains(ex.Reason, w.reason) {
 				t.Errorf("reason %q does not contain %q", ex.Reason, w.reason)
@@ -513,14 +551,13 @@ func TestExplainAgreesWithWinningRule(t *testing.T) {
 	for _, r := range rules {
 		objs = append(objs, r)
 	}
-	c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithObjects(objs...).Build()
+	c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithRESTMapper(explainMapper()).WithObjects(objs...).Build()
 	ex, err := Explain(context.Background(), c, nil, types.NamespacedName{Namespace: exNS, Name: exAW}, exNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := winningRule(rules, map[string]string{"role": "benchmark"}, map[string]string{"team": "a"}, nil)
-	if ex.Winner != want.Name {
-		t.Errorf("Explain winner = %s, winningRule = %s", ex.Winner, want.Name)
+	if ex.Winner != "a" {
+		t.Errorf("Explain winner = %s, want a", ex.Winner)
 	}
 	var order []string
 	for _, v := range ex.Rules {
@@ -536,18 +573,21 @@ func TestExplanationString(t *testing.T) {
 		AppWrapper: types.NamespacedName{Namespace: exNS, Name: exAW},
 		Phase:      awv1beta2.AppWrapperRunning,
 		At:         exNow,
-		Rules: []RuleVerdict{
-			{Name: "high", Priority: 10, Ready: "True/Compiled", Matches: true, Valid: true, Wins: true, Why: "wins: highest priority of 2 matching valid rules"},
-			{Name: "low", Priority: 1, Matches: true, Valid: true, Why: "loses to high: lower priority (1 < 10)"},
+		Decision: decision.Decision{
+			Rules: []decision.RuleStanding{
+				{Name: "high", Priority: 10, Ready: "True/Compiled", Matches: true, Valid: true, Wins: true, Why: "wins: highest priority of 2 matching valid rules"},
+				{Name: "low", Priority: 1, Matches: true, Valid: true, Why: "loses to high: lower priority (1 < 10)"},
+			},
+			Winner: "high",
+			Trigger: &decision.TriggerInfo{Ref: decision.Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: exJob},
+				UID: exJobUID},
+			Evaluation: &decision.Evaluation{Outcome: "Succeeded", Message: "all good", Cost: 12, BuiltinSuccess: false, BuiltinFailure: true},
+			Recorded:   &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "high", FinishedAt: exNow.Add(-time.Minute)},
+			Outcome:    wrapupv1alpha1.OutcomeSucceeded,
+			Verdict:    decision.VerdictDeleteAfterTTL,
+			Reason:     "the trigger Succeeded: ...",
+			After:      4 * time.Minute,
 		},
-		Winner:     "high",
-		Trigger:    &TriggerInfo{Component: 1, GroupVersionKind: batchv1.SchemeGroupVersion.WithKind("Job"), Name: exJob, UID: exJobUID},
-		Evaluation: &Evaluation{Outcome: "Succeeded", Message: "all good", Cost: 12, BuiltinSuccess: false, BuiltinFailure: true},
-		Recorded:   &RecordedOutcome{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "high", FinishedAt: exNow.Add(-time.Minute)},
-		Outcome:    wrapupv1alpha1.OutcomeSucceeded,
-		Verdict:    VerdictDeleteAfterTTL,
-		Reason:     "the trigger Succeeded: ...",
-		After:      4 * time.Minute,
 	}
 	got := ex.String()
 	for _, want := range []string{

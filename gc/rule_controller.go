@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -30,6 +31,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
 // Assignments remembers which rule decides for each AppWrapper, for the
@@ -77,10 +79,25 @@ func (a *Assignments) Set(aw types.NamespacedName, rule string) {
 			continue
 		}
 		select {
-		case a.events <- event.GenericEvent{Object: &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: name}}}:
+		case a.events <- ruleEvent(name):
 		default: // the controller is behind; the next change or resync brings the count
 		}
 	}
+}
+
+// Touch asks the rule controller to look at rule again.
+func (a *Assignments) Touch(rule string) {
+	select {
+	case a.events <- ruleEvent(rule):
+	default:
+	}
+}
+
+// Rule is the rule that decides for aw; "" for none.
+func (a *Assignments) Rule(aw types.NamespacedName) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.byAW[aw]
 }
 
 // Count is how many AppWrappers rule decides for.
@@ -90,13 +107,6 @@ func (a *Assignments) Count(rule string) int32 {
 	return a.counts[rule]
 }
 
-// Event reasons on rules.
-const (
-	ReasonRuleInvalid      = wrapupv1alpha1.ReasonInvalidExpression
-	ReasonRuleKindNotFound = wrapupv1alpha1.ReasonTriggerKindNotFound
-	ReasonRuleReady        = wrapupv1alpha1.ReasonCompiled
-	ReasonTypeCheckWarning = "TypeCheckWarning"
-)
 
 // RuleReconciler compiles rules, writes their Ready condition and
 // matchedAppWrappers, and tells the watches which trigger kinds rules need.
@@ -114,6 +124,10 @@ type RuleReconciler struct {
 	Invalidate func()
 
 	uids sync.Map // rule name -> UID, to drop compiled programs of deleted rules
+	// crdSeen is when a CRD of each API group last changed: a rule waiting
+	// for a kind of it looks again soon, as discovery can lag a CRD
+	// becoming Established by a little.
+	crdSeen sync.Map // group -> time.Time
 }
 
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
@@ -132,22 +146,25 @@ func (r *RuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-func (r *RuleReconciler) rulesWaitingForKinds(ctx context.Context, _ client.Object) []ctrl.Request {
+func (r *RuleReconciler) rulesWaitingForKinds(ctx context.Context, crd client.Object) []ctrl.Request {
+	// A CRD is named plural.group.
+	_, group, _ := strings.Cut(crd.GetName(), ".")
+	r.crdSeen.Store(group, time.Now())
 	if r.Invalidate != nil {
 		r.Invalidate()
 	}
 	// A deleted CRD may have served a watched kind.
-	r.Watches.Recheck()
+	r.Watches.Recheck(crd.GetName())
 	var rules wrapupv1alpha1.CompletionRuleList
 	if err := r.Client.List(ctx, &rules); err != nil {
 		return nil
 	}
 	var reqs []ctrl.Request
 	for i := range rules.Items {
-		// Rules waiting for their kind, and rules whose kind's schema may
-		// have changed (type checking).
+		// Rules of the CRD's group (waiting for their kind, or whose kind's
+		// schema may have changed), and rules never reconciled.
 		c := apimeta.FindStatusCondition(rules.Items[i].Status.Conditions, wrapupv1alpha1.ConditionReady)
-		if c == nil || c.Reason == wrapupv1alpha1.ReasonTriggerKindNotFound || rules.Items[i].Spec.Trigger.Kind != "" {
+		if c == nil || rules.Items[i].Spec.Trigger.Kind != "" && rules.Items[i].Spec.Trigger.APIGroup == group {
 			reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Name: rules.Items[i].Name}})
 		}
 	}
@@ -179,13 +196,19 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	var terminal error
 	rule.Status.TypeChecking = nil
 	policy, compileErr := r.Policies.Get(rule)
+	selectorErr := selectorsError(rule)
+	var watchable *metav1.Condition
 	switch {
 	case compileErr != nil:
 		r.Watches.Release(ruleOwner(rule.Name))
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidExpression, truncate(compileErr.Error(), 32*1024-8)
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidExpression, decision.Truncate(compileErr.Error(), 32*1024-8)
 		terminal = compileErr
+	case selectorErr != nil:
+		r.Watches.Release(ruleOwner(rule.Name))
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidSelector, decision.Truncate(selectorErr.Error(), 32*1024-8)
+		terminal = selectorErr
 	case rule.Spec.Trigger.Kind != "":
-		gk := schema.GroupKind{Group: rule.Spec.Trigger.APIGroup, Kind: rule.Spec.Trigger.Kind}
+		gk := decision.RuleKind(rule)
 		err := r.Watches.Ensure(ruleOwner(rule.Name), gk, policy.ObjectFields(gk))
 		var nf *KindNotFoundError
 		switch {
@@ -193,7 +216,15 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			cond.Status, cond.Reason = metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotFound
 			cond.Message = fmt.Sprintf("trigger kind %s is not served by the API server (is its CRD installed?); the rule starts working when it is", gk)
 		case err != nil:
+			if k := r.Watches.Kind(gk); k.State == decision.KindNotWatchable {
+				cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotWatchable, decision.Truncate(err.Error(), 32*1024-8)
+				break
+			}
 			return ctrl.Result{}, err
+		case r.Watches.Kind(gk).State == decision.KindNotWatchable:
+			cond.Status, cond.Reason = metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotWatchable
+			cond.Message = decision.Truncate(fmt.Sprintf("wrapup may not list and watch %s (grant it through the ClusterRole label wrapup.dev/aggregate-to-trigger-kinds): %s; "+
+				"the rule starts working when it may", gk, r.Watches.Kind(gk).Message), 32*1024-8)
 		default:
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, fmt.Sprintf("expressions compiled; watching %s triggers", gk)
 			rule.Status.TypeChecking = r.typeCheck(ctx, rule, gk)
@@ -205,6 +236,12 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		// The trigger is the annotated component: its AppWrapper holds the watch.
 		r.Watches.Release(ruleOwner(rule.Name))
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, "expressions compiled; the trigger is the component annotated "+wrapupv1alpha1.TriggerAnnotation
+		watchable = r.annotatedKindsCondition(rule)
+	}
+	if watchable != nil {
+		apimeta.SetStatusCondition(&rule.Status.Conditions, *watchable)
+	} else {
+		apimeta.RemoveStatusCondition(&rule.Status.Conditions, wrapupv1alpha1.ConditionTriggerKindsWatchable)
 	}
 
 	prev := apimeta.FindStatusCondition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady)
@@ -222,7 +259,7 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 &&
 		!equality.Semantic.DeepEqual(orig.Status.TypeChecking, tc) {
 		for _, w := range tc.ExpressionWarnings {
-			r.Recorder.Eventf(rule, nil, corev1.EventTypeWarning, ReasonTypeCheckWarning, "TypeCheck", "%s: %s", w.FieldRef, w.Warning)
+			r.Recorder.Eventf(rule, nil, corev1.EventTypeWarning, wrapupv1alpha1.ReasonTypeCheckWarning, "TypeCheck", "%s", decision.Truncate(w.FieldRef+": "+w.Warning, decision.MaxMessage))
 		}
 	}
 	if changed {
@@ -230,7 +267,7 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if cond.Status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(rule, nil, eventType, cond.Reason, "Compile", "%s", cond.Message)
+		r.Recorder.Eventf(rule, nil, eventType, cond.Reason, "Compile", "%s", decision.Truncate(cond.Message, decision.MaxMessage))
 		log.Info("Rule status", "ready", cond.Status, "reason", cond.Reason)
 	}
 	if terminal != nil {
@@ -239,15 +276,63 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	if cond.Reason == wrapupv1alpha1.ReasonTriggerKindNotFound {
 		// CRD events bring the rule back when its kind appears; discovery
-		// can lag the CRD's Established condition, so look again later too.
+		// can lag the CRD's Established condition by a little, so look
+		// again soon after a CRD of its group changed, and later anyway.
+		if t, ok := r.crdSeen.Load(rule.Spec.Trigger.APIGroup); ok && time.Since(t.(time.Time)) < crdSettle {
+			return ctrl.Result{RequeueAfter: kindNotFoundSoon}, nil
+		}
 		return ctrl.Result{RequeueAfter: kindNotFoundRecheck}, nil
 	}
 	return ctrl.Result{}, nil
 }
 
-// kindNotFoundRecheck is how often a rule whose trigger kind is not served
-// looks again, besides the CRD events: one discovery request.
-const kindNotFoundRecheck = 15 * time.Second
+// A rule whose trigger kind is not served looks again every
+// kindNotFoundRecheck, besides the CRD events (one discovery request), and
+// every kindNotFoundSoon for crdSettle after a CRD of its group changed.
+const (
+	kindNotFoundRecheck = 15 * time.Second
+	kindNotFoundSoon    = 250 * time.Millisecond
+	crdSettle           = 10 * time.Second
+)
+
+// selectorsError is the error of a selector of rule that does not parse.
+func selectorsError(rule *wrapupv1alpha1.CompletionRule) error {
+	for _, s := range []struct {
+		field string
+		sel   *metav1.LabelSelector
+	}{{"spec.appWrapperSelector", rule.Spec.AppWrapperSelector}, {"spec.namespaceSelector", rule.Spec.NamespaceSelector}} {
+		if s.sel == nil {
+			continue
+		}
+		if _, err := metav1.LabelSelectorAsSelector(s.sel); err != nil {
+			return fmt.Errorf("%s: %w (the rule blocks every lower-priority rule for the AppWrappers it may select)", s.field, err)
+		}
+	}
+	return nil
+}
+
+// annotatedKindsCondition is the TriggerKindsWatchable condition of a rule
+// that names no kind: False while some AppWrapper it decides for annotates
+// a component of a kind wrapup cannot watch; nil when none does.
+func (r *RuleReconciler) annotatedKindsCondition(rule *wrapupv1alpha1.CompletionRule) *metav1.Condition {
+	bad := r.Watches.UnwatchableClaims(func(aw types.NamespacedName) bool { return r.Assign.Rule(aw) == rule.Name })
+	if len(bad) == 0 {
+		return nil
+	}
+	msgs := make([]string, 0, len(bad))
+	for _, b := range bad {
+		msgs = append(msgs, b)
+	}
+	sort.Strings(msgs)
+	if len(msgs) > 8 {
+		msgs = append(msgs[:8], fmt.Sprintf("and %d more", len(msgs)-8))
+	}
+	return &metav1.Condition{
+		Type: wrapupv1alpha1.ConditionTriggerKindsWatchable, Status: metav1.ConditionFalse, ObservedGeneration: rule.Generation,
+		Reason:  wrapupv1alpha1.ReasonTriggerKindNotWatchable,
+		Message: decision.Truncate("AppWrappers annotate trigger components of kinds wrapup cannot watch; they wait: "+strings.Join(msgs, "; "), 32*1024-8),
+	}
+}
 
 // typeCheck checks the rule's expressions against the trigger kind's schema.
 // Without a published schema, nothing is checked (the expressions are
@@ -270,7 +355,7 @@ func (r *RuleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.Com
 		warnings = warnings[:maxTypeCheckWarnings]
 	}
 	for i := range warnings {
-		warnings[i].Warning = truncate(warnings[i].Warning, 4000)
+		warnings[i].Warning = decision.Truncate(warnings[i].Warning, 4000)
 	}
 	return &wrapupv1alpha1.TypeChecking{Schema: mapping.GroupVersionKind.String(), ExpressionWarnings: warnings}
 }
@@ -282,16 +367,4 @@ func (r *RuleReconciler) forget(name string) {
 		r.Policies.Forget(uid.(types.UID))
 	}
 	r.Watches.Release(ruleOwner(name))
-}
-
-// truncate cuts s to at most n bytes, on a character boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

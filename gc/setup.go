@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
+	memcache "k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -43,7 +43,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(watches); err != nil {
 		return fmt.Errorf("adding trigger watches: %w", err)
 	}
-	cached := memory.NewMemCacheClient(dc)
+	cached := memcache.NewMemCacheClient(dc)
 	counters := NewRuleCounters(mgr.GetClient(), mgr.GetAPIReader())
 	counters.Log = mgr.GetLogger().WithName("rule-counters")
 	if err := mgr.Add(counters); err != nil {
@@ -65,16 +65,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the rule controller: %w", err)
 	}
 	if err := (&AppWrapperReconciler{
-		Client:             mgr.GetClient(),
+		Cache:              mgr.GetClient(),
+		Writer:             mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
 		Recorder:           recorder,
 		Policies:           policies,
-		Watches:            watches,
+		Triggers:           watches,
 		Assign:             assign,
 		Counters:           counters,
 		FailureGracePeriod: opts.FailureGracePeriod,
 		Workers:            opts.Workers,
-	}).SetupWithManager(mgr); err != nil {
+	}).SetupWithManager(mgr, watches.Events()); err != nil {
 		return fmt.Errorf("setting up the appwrapper controller: %w", err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -24,6 +25,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
 // Watches keeps one informer per trigger kind in use, never one per object.
@@ -48,10 +50,16 @@ type Watches struct {
 	// they read; it only grows while the kind has owners.
 	kinds     map[schema.GroupKind]*kindClaims
 	informers map[schema.GroupKind]*kindInformer
-	ctx       context.Context
-	started   chan struct{}
+	// failed holds why a claimed kind has no informer: not served, or not
+	// watchable (cluster-scoped).
+	failed map[schema.GroupKind]decision.Kind
+	// waiters are AppWrappers that read a kind before its informer had
+	// listed: each gets an event once it has.
+	waiters map[schema.GroupKind]map[types.NamespacedName]struct{}
+	ctx     context.Context
+	started chan struct{}
 	// gone tells the rule controller about rules whose kind stopped being
-	// served while watched.
+	// served while watched, or whose watch state changed.
 	gone chan event.GenericEvent
 }
 
@@ -73,6 +81,9 @@ type kindInformer struct {
 	stop     context.CancelFunc
 	// keep are the top-level fields the informer keeps besides metadata.
 	keep celpolicies.Fields
+	// forbidden is the error of a list that wrapup may not make (RBAC),
+	// while the informer has not listed; nil otherwise.
+	forbidden error
 }
 
 // ErrFieldsNotKept says that the informer of a kind drops a field that the
@@ -92,6 +103,8 @@ func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery
 		owners:    map[string]claim{},
 		kinds:     map[schema.GroupKind]*kindClaims{},
 		informers: map[schema.GroupKind]*kindInformer{},
+		failed:    map[schema.GroupKind]decision.Kind{},
+		waiters:   map[schema.GroupKind]map[types.NamespacedName]struct{}{},
 		started:   make(chan struct{}),
 		gone:      make(chan event.GenericEvent, 64),
 	}
@@ -140,7 +153,9 @@ func (e *KindNotFoundError) Unwrap() error { return e.Err }
 // reads, and starts its informer if it is missing or drops one of those
 // fields; informers no owner needs any more are stopped. It returns a
 // *KindNotFoundError when the API server does not serve the kind; the
-// owner keeps its claim, so that a later Ensure picks the kind up.
+// owner keeps its claim, so that a later Ensure picks the kind up. The
+// REST mapping and discovery happen outside the lock: a slow API server
+// never holds up readers of the caches.
 func (w *Watches) Ensure(owner string, gk schema.GroupKind, fields celpolicies.Fields) error {
 	// The controllers and the watches start together; informers need the
 	// manager's context.
@@ -150,7 +165,6 @@ func (w *Watches) Ensure(owner string, gk schema.GroupKind, fields celpolicies.F
 		return fmt.Errorf("watching %v: the watch manager has not started", gk)
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if old, ok := w.owners[owner]; !ok || old.kind != gk || !old.fields.Equal(fields) {
 		// The new claim first, so that the informer of a kind the owner
 		// keeps is not stopped in between.
@@ -166,7 +180,60 @@ func (w *Watches) Ensure(owner string, gk schema.GroupKind, fields celpolicies.F
 		}
 		w.owners[owner] = claim{kind: gk, fields: fields}
 	}
-	return w.startLocked(gk)
+	need := w.needsStartLocked(gk)
+	w.mu.Unlock()
+	if !need {
+		return nil
+	}
+
+	mapping, err := w.resolve(gk)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.kinds[gk] == nil {
+		return nil // released meanwhile
+	}
+	if err != nil {
+		var nf *KindNotFoundError
+		state := decision.Kind{State: decision.KindNotWatchable, Message: err.Error()}
+		if errors.As(err, &nf) {
+			state = decision.Kind{State: decision.KindNotServed, Message: err.Error()}
+		}
+		w.failed[gk] = state
+		return err
+	}
+	delete(w.failed, gk)
+	if !w.needsStartLocked(gk) {
+		return nil // started meanwhile
+	}
+	return w.startLocked(gk, mapping)
+}
+
+// needsStartLocked says whether gk, claimed, has no informer or one that
+// drops a field an owner reads.
+func (w *Watches) needsStartLocked(gk schema.GroupKind) bool {
+	kc := w.kinds[gk]
+	if kc == nil {
+		return false
+	}
+	inf, ok := w.informers[gk]
+	return !ok || !inf.keep.Covers(kc.fields)
+}
+
+// resolve maps gk to its resource and asks the API server whether it serves
+// it, as a namespaced resource.
+func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, error) {
+	mapping, err := w.mapper.RESTMapping(gk)
+	if err != nil {
+		// No match, or discovery of a group that does not exist (yet).
+		return nil, &KindNotFoundError{Kind: gk, Err: err}
+	}
+	if err := w.served(mapping.Resource); err != nil {
+		return nil, &KindNotFoundError{Kind: gk, Err: err}
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return nil, fmt.Errorf("trigger kind %s is cluster-scoped: AppWrapper components live in the AppWrapper's namespace", gk)
+	}
+	return mapping, nil
 }
 
 // Release drops every claim of owner.
@@ -189,14 +256,20 @@ func (w *Watches) releaseLocked(owner string) {
 		return
 	}
 	delete(w.kinds, c.kind)
+	delete(w.failed, c.kind)
+	delete(w.waiters, c.kind)
 	if inf, ok := w.informers[c.kind]; ok {
-		inf.stop()
-		delete(w.informers, c.kind)
-		informersGauge.DeleteLabelValues(c.kind.String())
+		w.stopLocked(c.kind, inf)
 		if w.ctx != nil {
 			logf.FromContext(w.ctx).Info("Stopped watching trigger kind", "kind", c.kind.String())
 		}
 	}
+}
+
+func (w *Watches) stopLocked(gk schema.GroupKind, inf *kindInformer) {
+	inf.stop()
+	delete(w.informers, gk)
+	informersGauge.DeleteLabelValues(gk.String())
 }
 
 // Kinds lists the kinds with a running informer, sorted.
@@ -209,6 +282,54 @@ func (w *Watches) Kinds() []schema.GroupKind {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
+}
+
+// Kind says how far triggers of gk can be read: watched once its informer
+// has listed, pending before (or before any owner claimed it), not served
+// or not watchable when its start or its list failed so.
+func (w *Watches) Kind(gk schema.GroupKind) decision.Kind {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if inf, ok := w.informers[gk]; ok {
+		switch {
+		case inf.informer.HasSynced():
+			return decision.Kind{State: decision.KindWatched}
+		case inf.forbidden != nil:
+			return decision.Kind{State: decision.KindNotWatchable, Message: inf.forbidden.Error()}
+		}
+		return decision.Kind{State: decision.KindPending}
+	}
+	if k, ok := w.failed[gk]; ok {
+		return k
+	}
+	return decision.Kind{State: decision.KindPending}
+}
+
+// Wait asks for an event for the AppWrapper key once the informer of gk
+// has listed (at once if it has by now).
+func (w *Watches) Wait(gk schema.GroupKind, key types.NamespacedName) {
+	w.mu.Lock()
+	inf, ok := w.informers[gk]
+	if !ok || !inf.informer.HasSynced() {
+		ws := w.waiters[gk]
+		if ws == nil {
+			ws = map[types.NamespacedName]struct{}{}
+			w.waiters[gk] = ws
+		}
+		ws[key] = struct{}{}
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	w.events <- appWrapperEvent(key)
+}
+
+func appWrapperEvent(key types.NamespacedName) event.GenericEvent {
+	return event.GenericEvent{Object: &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+}
+
+func ruleEvent(name string) event.GenericEvent {
+	return event.GenericEvent{Object: &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: name}}}
 }
 
 // Get returns the cached trigger object of kind gk, or nil when the
@@ -252,49 +373,35 @@ func (w *Watches) Resource(gk schema.GroupKind) (schema.GroupVersionResource, bo
 	return inf.gvr, true
 }
 
-func (w *Watches) startLocked(gk schema.GroupKind) error {
-	var keep celpolicies.Fields
-	if kc := w.kinds[gk]; kc != nil {
-		keep = kc.fields
-	}
+func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) error {
+	keep := w.kinds[gk].fields
 	if inf, ok := w.informers[gk]; ok {
-		if inf.keep.Covers(keep) {
-			return nil
-		}
 		// An owner reads a field this informer drops: list again, keeping
-		// it. Until the new informer has listed, readers wait (not synced).
-		inf.stop()
-		delete(w.informers, gk)
+		// it. Until the new informer has listed, readers wait (pending).
+		w.stopLocked(gk, inf)
 		logf.FromContext(w.ctx).Info("Watching trigger kind again, to keep more fields", "kind", gk.String(), "fields", keep.String(), "was", inf.keep.String())
-	}
-	if w.ctx == nil {
-		return fmt.Errorf("watching %s: the watch manager has not started", gk)
-	}
-	mapping, err := w.mapper.RESTMapping(gk)
-	if err != nil {
-		// No match, or discovery of a group that does not exist (yet).
-		return &KindNotFoundError{Kind: gk, Err: err}
-	}
-	if err := w.served(mapping.Resource); err != nil {
-		return &KindNotFoundError{Kind: gk, Err: err}
-	}
-	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-		return fmt.Errorf("trigger kind %s is cluster-scoped: AppWrapper components live in the AppWrapper's namespace", gk)
 	}
 	informer := dynamicinformer.NewFilteredDynamicInformer(w.client, mapping.Resource, metav1.NamespaceAll, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		func(o *metav1.ListOptions) { o.LabelSelector = awv1beta2.AppWrapperLabel }).Informer()
-	// A watch that fails with NotFound means the kind's CRD was deleted:
-	// stop the informer, instead of retrying forever, and tell the rules.
+	ctx, cancel := context.WithCancel(w.ctx)
+	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep}
 	if err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		if apierrors.IsNotFound(err) {
-			go w.kindGone(gk)
+		switch {
+		case apierrors.IsNotFound(err):
+			// The kind's CRD may have been deleted: stop the informer,
+			// instead of retrying forever, and tell the rules.
+			go w.recheck(gk, inf)
+		case apierrors.IsForbidden(err):
+			w.listForbidden(gk, inf, err)
 		}
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	}); err != nil {
+		cancel()
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
 	if err := informer.SetTransform(keepFields(keep)); err != nil {
+		cancel()
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -302,14 +409,108 @@ func (w *Watches) startLocked(gk schema.GroupKind) error {
 		UpdateFunc: func(_, obj any) { w.enqueue(obj) },
 		DeleteFunc: w.enqueue,
 	}); err != nil {
+		cancel()
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
-	ctx, cancel := context.WithCancel(w.ctx)
-	w.informers[gk] = &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep}
+	w.informers[gk] = inf
 	go informer.RunWithContext(ctx)
+	go w.announceSync(ctx, gk, inf)
 	informersGauge.WithLabelValues(gk.String()).Set(1)
 	logf.FromContext(w.ctx).Info("Watching trigger kind", "kind", gk.String(), "resource", mapping.Resource.String(), "fields", keep.String())
 	return nil
+}
+
+// announceSync waits for the first list of inf, then sends an event for
+// every AppWrapper that owns a claim on gk or waited for it, and tells the
+// rules that claim it: an AppWrapper that looked while the list was under
+// way is looked at again, however its own events interleaved with the
+// list.
+func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *kindInformer) {
+	if !cache.WaitForCacheSync(ctx.Done(), inf.informer.HasSynced) {
+		return
+	}
+	w.mu.Lock()
+	if w.informers[gk] != inf {
+		w.mu.Unlock()
+		return
+	}
+	inf.forbidden = nil
+	keys := make([]types.NamespacedName, 0, len(w.waiters[gk]))
+	for k := range w.waiters[gk] {
+		keys = append(keys, k)
+	}
+	delete(w.waiters, gk)
+	var rules []string
+	for owner, c := range w.owners {
+		if c.kind != gk {
+			continue
+		}
+		if name, ok := strings.CutPrefix(owner, "rule/"); ok {
+			rules = append(rules, name)
+		} else if key, ok := appWrapperOwner(owner); ok {
+			keys = append(keys, key)
+		}
+	}
+	w.mu.Unlock()
+	w.send(ctx, keys, rules)
+}
+
+// send sends events for AppWrappers and rules, until ctx ends.
+func (w *Watches) send(ctx context.Context, keys []types.NamespacedName, rules []string) {
+	for _, k := range keys {
+		select {
+		case w.events <- appWrapperEvent(k):
+		case <-ctx.Done():
+			return
+		}
+	}
+	for _, name := range rules {
+		select {
+		case w.gone <- ruleEvent(name):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// appWrapperOwner parses an owner name of watchOwner.
+func appWrapperOwner(owner string) (types.NamespacedName, bool) {
+	rest, ok := strings.CutPrefix(owner, "appwrapper/")
+	if !ok {
+		return types.NamespacedName{}, false
+	}
+	ns, name, ok := strings.Cut(rest, "/")
+	return types.NamespacedName{Namespace: ns, Name: name}, ok
+}
+
+// listForbidden records that wrapup may not list gk (until its informer
+// lists after all), and tells the rules and AppWrappers that claim it.
+func (w *Watches) listForbidden(gk schema.GroupKind, inf *kindInformer, err error) {
+	w.mu.Lock()
+	if w.informers[gk] != inf || inf.informer.HasSynced() || inf.forbidden != nil {
+		w.mu.Unlock()
+		return
+	}
+	inf.forbidden = err
+	rules, keys := w.ownersLocked(gk)
+	ctx := w.ctx
+	w.mu.Unlock()
+	logf.FromContext(ctx).Info("Not allowed to watch trigger kind", "kind", gk.String(), "err", err.Error())
+	go w.send(ctx, keys, rules)
+}
+
+func (w *Watches) ownersLocked(gk schema.GroupKind) (rules []string, keys []types.NamespacedName) {
+	for owner, c := range w.owners {
+		if c.kind != gk {
+			continue
+		}
+		if name, ok := strings.CutPrefix(owner, "rule/"); ok {
+			rules = append(rules, name)
+		} else if key, ok := appWrapperOwner(owner); ok {
+			keys = append(keys, key)
+		}
+	}
+	return rules, keys
 }
 
 // served asks the API server whether it serves gvr now.
@@ -326,56 +527,67 @@ func (w *Watches) served(gvr schema.GroupVersionResource) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("the API server does not serve %s", gvr)
+	return &notServedError{gvr: gvr}
 }
 
-// kindGone stops the informer of gk if its kind is no longer served, and
-// asks the rules that claim it to report that.
-func (w *Watches) kindGone(gk schema.GroupKind) {
+type notServedError struct{ gvr schema.GroupVersionResource }
+
+func (e *notServedError) Error() string { return fmt.Sprintf("the API server does not serve %s", e.gvr) }
+
+// definitelyGone says whether an answer of served means that the resource
+// is not served: a group version not found, or one that lacks it. Any other
+// error (a timeout, an API server restarting) says nothing.
+func definitelyGone(err error) bool {
+	var ns *notServedError
+	return apierrors.IsNotFound(err) || errors.As(err, &ns)
+}
+
+// recheck stops the informer inf of gk if the API server definitely no
+// longer serves its kind, and tells the rules and AppWrappers that claim
+// it. Discovery runs outside the lock.
+func (w *Watches) recheck(gk schema.GroupKind, inf *kindInformer) bool {
+	err := w.served(inf.gvr)
+	if err == nil || !definitelyGone(err) {
+		return false
+	}
 	w.mu.Lock()
-	inf, ok := w.informers[gk]
-	if !ok || w.served(inf.gvr) == nil {
+	if w.informers[gk] != inf {
 		w.mu.Unlock()
-		return
+		return false
 	}
-	inf.stop()
-	delete(w.informers, gk)
-	informersGauge.DeleteLabelValues(gk.String())
-	var rules []string
-	for owner, c := range w.owners {
-		if c.kind == gk && strings.HasPrefix(owner, "rule/") {
-			rules = append(rules, strings.TrimPrefix(owner, "rule/"))
-		}
-	}
+	w.stopLocked(gk, inf)
+	w.failed[gk] = decision.Kind{State: decision.KindNotServed, Message: err.Error()}
+	rules, keys := w.ownersLocked(gk)
 	ctx := w.ctx
 	w.mu.Unlock()
-	logf.FromContext(ctx).Info("Stopped watching trigger kind: no longer served", "kind", gk.String())
-	for _, name := range rules {
-		select {
-		case w.gone <- event.GenericEvent{Object: &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: name}}}:
-		case <-ctx.Done():
-			return
-		}
-	}
+	logf.FromContext(ctx).Info("Stopped watching trigger kind: no longer served", "kind", gk.String(), "reason", err.Error())
+	w.send(ctx, keys, rules)
+	return true
 }
 
-// Recheck stops the informers of kinds the API server no longer serves (a
-// CRD was deleted), and returns those kinds. Owners keep their claims, so a
-// later Ensure reports the kind as not found, and picks it up again when
-// the CRD comes back.
-func (w *Watches) Recheck() []schema.GroupKind {
+// Recheck stops the informers of the kinds that the CRD named crd (plural.group)
+// served, if the API server no longer serves them (the CRD was deleted), and
+// returns those kinds. Owners keep their claims, so a later Ensure reports
+// the kind as not found, and picks it up again when the CRD comes back.
+// Only a definite answer stops an informer: a failed discovery request
+// leaves it running.
+func (w *Watches) Recheck(crd string) []schema.GroupKind {
+	type watched struct {
+		gk  schema.GroupKind
+		inf *kindInformer
+	}
+	var check []watched
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	var gone []schema.GroupKind
 	for gk, inf := range w.informers {
-		if err := w.served(inf.gvr); err != nil {
-			inf.stop()
-			delete(w.informers, gk)
-			informersGauge.DeleteLabelValues(gk.String())
-			gone = append(gone, gk)
-			if w.ctx != nil {
-				logf.FromContext(w.ctx).Info("Stopped watching trigger kind: no longer served", "kind", gk.String(), "reason", err.Error())
-			}
+		if inf.gvr.Resource+"."+inf.gvr.Group == crd {
+			check = append(check, watched{gk, inf})
+		}
+	}
+	w.mu.Unlock()
+	var gone []schema.GroupKind
+	for _, c := range check {
+		if w.recheck(c.gk, c.inf) {
+			gone = append(gone, c.gk)
 		}
 	}
 	return gone
@@ -402,7 +614,7 @@ func (w *Watches) enqueue(obj any) {
 	if !ok || t.owner == "" {
 		return
 	}
-	w.events <- event.GenericEvent{Object: &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Namespace: t.namespace, Name: t.owner}}}
+	w.events <- appWrapperEvent(types.NamespacedName{Namespace: t.namespace, Name: t.owner})
 }
 
 // owningAppWrapper is the AppWrapper that controls a component: its
@@ -475,4 +687,33 @@ func stripMetadata(u *unstructured.Unstructured) *unstructured.Unstructured {
 		}
 	}
 	return u
+}
+
+// UnwatchableClaims describes, for each AppWrapper owner that keep selects,
+// the kind it claims if that kind cannot be watched (not served, not
+// watchable), as "namespace/name: kind: why".
+func (w *Watches) UnwatchableClaims(keep func(types.NamespacedName) bool) []string {
+	w.mu.Lock()
+	var claims []struct {
+		key types.NamespacedName
+		gk  schema.GroupKind
+	}
+	for owner, c := range w.owners {
+		if key, ok := appWrapperOwner(owner); ok {
+			claims = append(claims, struct {
+				key types.NamespacedName
+				gk  schema.GroupKind
+			}{key, c.kind})
+		}
+	}
+	w.mu.Unlock()
+	var out []string
+	for _, c := range claims {
+		if k := w.Kind(c.gk); k.State == decision.KindNotServed || k.State == decision.KindNotWatchable {
+			if keep(c.key) {
+				out = append(out, fmt.Sprintf("%s: %s: %s", c.key, c.gk, k.Message))
+			}
+		}
+	}
+	return out
 }

@@ -3,16 +3,20 @@ package v1alpha1
 // Labels and annotations that wrapup reads and writes.
 const (
 	// TriggerAnnotation on an AppWrapper component (spec.components[i].annotations)
-	// marks it as the trigger for rules that name no trigger kind.
+	// marks it as the trigger for rules that name no trigger kind. Any
+	// capitalisation of "true" opts in.
 	TriggerAnnotation = "wrapup.dev/trigger"
-	// IgnoreAnnotation set to "true" on an AppWrapper opts it out of every rule.
+	// IgnoreAnnotation on an AppWrapper opts it out of every rule. Any
+	// capitalisation of "true" (and "yes", "1", "on") opts out: the opt-out
+	// is at least as lenient as the opt-in.
 	IgnoreAnnotation = "wrapup.dev/ignore"
 
 	// OutcomeLabel is set on a finished AppWrapper: Succeeded or Failed.
 	OutcomeLabel = "wrapup.dev/outcome"
 	// RuleAnnotation names the rule that finished the AppWrapper.
 	RuleAnnotation = "wrapup.dev/rule"
-	// FinishedAtAnnotation is when the trigger was seen finished (RFC 3339).
+	// FinishedAtAnnotation is when the trigger was seen finished (RFC 3339,
+	// in milliseconds).
 	FinishedAtAnnotation = "wrapup.dev/finished-at"
 	// MessageAnnotation holds the rule's message for the outcome.
 	MessageAnnotation = "wrapup.dev/message"
@@ -35,5 +39,58 @@ const (
 
 	ReasonCompiled            = "Compiled"
 	ReasonInvalidExpression   = "InvalidExpression"
+	ReasonInvalidSelector     = "InvalidSelector"
 	ReasonTriggerKindNotFound = "TriggerKindNotFound"
+	// ReasonTriggerKindNotWatchable: wrapup may not list and watch the
+	// trigger kind (RBAC), or the kind is cluster-scoped.
+	ReasonTriggerKindNotWatchable = "TriggerKindNotWatchable"
+)
+
+// Condition types on CompletionRule status besides Ready.
+const (
+	// ConditionTriggerKindsWatchable is False on a rule that names no
+	// trigger kind while some AppWrapper it decides for annotates a
+	// component of a kind wrapup cannot watch (reason
+	// TriggerKindNotWatchable); those AppWrappers wait, the others work.
+	ConditionTriggerKindsWatchable = "TriggerKindsWatchable"
+)
+
+// Event reasons on rules.
+const (
+	ReasonTypeCheckWarning = "TypeCheckWarning"
+)
+
+// Event reasons on AppWrappers. Users alert on these: they are part of the API.
+const (
+	// ReasonTriggerSucceeded: the outcome Succeeded was recorded.
+	ReasonTriggerSucceeded = "TriggerSucceeded"
+	// ReasonTriggerFailed: the outcome Failed was recorded.
+	ReasonTriggerFailed = "TriggerFailed"
+	// ReasonDeleted: wrapup deleted the AppWrapper.
+	ReasonDeleted = "Deleted"
+	// ReasonWouldDelete: a dry-run rule would have deleted the AppWrapper.
+	ReasonWouldDelete = "WouldDelete"
+	// ReasonOutcomeCleared: a recorded outcome no longer holds (the trigger
+	// runs again, or the AppWrapper controller made a new attempt after a
+	// failure) and any pending deletion is cancelled.
+	ReasonOutcomeCleared = "OutcomeCleared"
+	// ReasonEvaluationError (Warning): an expression failed at run time; the
+	// trigger counts as not finished.
+	ReasonEvaluationError = "EvaluationError"
+	// ReasonBlockedByRule (Warning): the highest-priority rule that matches
+	// the AppWrapper is not usable (it does not compile, or its trigger
+	// kind is not served or not watchable): no lower-priority rule acts in
+	// its place, and nothing is recorded or deleted.
+	ReasonBlockedByRule = "BlockedByRule"
+	// ReasonNoTrigger (Warning): the winning rule names a trigger kind the
+	// AppWrapper has no component of.
+	ReasonNoTrigger = "NoTrigger"
+	// ReasonAmbiguousTrigger (Warning): several components match the rule's trigger.
+	ReasonAmbiguousTrigger = "AmbiguousTrigger"
+	// ReasonTriggerNotOwned (Warning): the live object of the trigger's name
+	// is not controlled by the AppWrapper: it is not taken as the trigger.
+	ReasonTriggerNotOwned = "TriggerNotOwned"
+	// ReasonTriggerKindNotWatched (Warning): the annotated trigger's kind
+	// cannot be watched (not served, forbidden, cluster-scoped).
+	ReasonTriggerKindNotWatched = "TriggerKindNotWatched"
 )

@@ -19,6 +19,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
@@ -72,7 +73,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 		Expect(err).NotTo(HaveOccurred())
 		return ex
 	}
-	ruleVerdict := func(ex *gc.Explanation, name string) gc.RuleVerdict {
+	ruleVerdict := func(ex *gc.Explanation, name string) decision.RuleStanding {
 		GinkgoHelper()
 		for _, v := range ex.Rules {
 			if v.Name == name {
@@ -80,7 +81,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 			}
 		}
 		Fail(fmt.Sprintf("rule %s is not in the explanation:\n%s", name, ex))
-		return gc.RuleVerdict{}
+		return decision.RuleStanding{}
 	}
 
 	It("names the winning rule and a running trigger, through the kubectl plugin too", func() {
@@ -88,12 +89,12 @@ var _ = Describe("kubectl wrapup explain", func() {
 		aw, job := runningAppWrapper("run1")
 
 		ex := explain(aw)
-		Expect(ex.Verdict).To(Equal(gc.VerdictWaitingForTrigger), ex.String())
+		Expect(ex.Verdict).To(Equal(decision.VerdictWaitingForTrigger), ex.String())
 		Expect(ex.Winner).To(Equal(rule.Name))
 		Expect(ex.Phase).To(Equal(awv1beta2.AppWrapperRunning))
 		Expect(ex.Trigger).NotTo(BeNil())
 		Expect(ex.Trigger.Name).To(Equal(job.Name))
-		Expect(ex.Trigger.Component).To(Equal(1))
+		Expect(ex.Trigger.Index).To(Equal(1))
 		live := &batchv1.Job{}
 		Expect(k8sClient.Get(ctx, job, live)).To(Succeed())
 		Expect(ex.Trigger.UID).To(Equal(live.UID))
@@ -141,12 +142,12 @@ var _ = Describe("kubectl wrapup explain", func() {
 		Eventually(func(g Gomega) {
 			ex, err := gc.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(ex.Verdict).To(Equal(gc.VerdictRecordOnly), ex.String())
+			g.Expect(ex.Verdict).To(Equal(decision.VerdictRecordOnly), ex.String())
 			g.Expect(ex.Outcome).To(Equal(wrapupv1alpha1.OutcomeSucceeded))
 			g.Expect(ex.Evaluation.Message).To(Equal("benchmark run2-benchmark done"))
 			// Once the controller recorded the outcome, the record is the one
 			// explain predicted.
-			g.Expect(ex.WillRecord).To(BeFalse())
+			g.Expect(ex.WillRecord()).To(BeFalse())
 			g.Expect(ex.Recorded).NotTo(BeNil())
 			g.Expect(ex.Recorded.Rule).To(Equal(high.Name))
 			g.Expect(ex.Recorded.Message).To(Equal("benchmark run2-benchmark done"))
@@ -164,7 +165,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 			ex, err := gc.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ex.Recorded).NotTo(BeNil(), ex.String())
-			g.Expect(ex.Verdict).To(Equal(gc.VerdictDeleteAfterTTL), ex.String())
+			g.Expect(ex.Verdict).To(Equal(decision.VerdictDeleteAfterTTL), ex.String())
 			g.Expect(ex.Winner).To(Equal(rule.Name))
 			g.Expect(ex.After).To(BeNumerically(">", 500*time.Second))
 			g.Expect(ex.After).To(BeNumerically("<=", 600*time.Second))
@@ -182,7 +183,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 			w.Annotation(wrapupv1alpha1.IgnoreAnnotation, "true")
 		})
 		ex := explain(aw)
-		Expect(ex.Verdict).To(Equal(gc.VerdictIgnored), ex.String())
+		Expect(ex.Verdict).To(Equal(decision.VerdictIgnored), ex.String())
 		Expect(ex.Reason).To(ContainSubstring(wrapupv1alpha1.IgnoreAnnotation))
 		Expect(ex.Winner).To(Equal(rule.Name))
 		Expect(ex.Evaluation).To(BeNil())
@@ -193,7 +194,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
 			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
 		}, util.ConsistentDuration, util.Interval).Should(Succeed())
-		Expect(explain(aw).Verdict).To(Equal(gc.VerdictIgnored))
+		Expect(explain(aw).Verdict).To(Equal(decision.VerdictIgnored))
 	})
 
 	It("says why two Jobs under a kind rule are no trigger, as the controller's Warning does", func() {
@@ -205,7 +206,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
 
 		ex := explain(aw)
-		Expect(ex.Verdict).To(Equal(gc.VerdictNoTrigger), ex.String())
+		Expect(ex.Verdict).To(Equal(decision.VerdictNoTrigger), ex.String())
 		Expect(ex.Winner).To(Equal(rule.Name))
 		Expect(ex.Trigger).To(BeNil())
 		Expect(ex.Reason).To(ContainSubstring("has 2 (components 0, 1)"))
@@ -221,7 +222,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 		aw, _ := runningAppWrapper("run6")
 
 		ex := explain(aw)
-		Expect(ex.Verdict).To(Equal(gc.VerdictNoRule), ex.String())
+		Expect(ex.Verdict).To(Equal(decision.VerdictNoRule), ex.String())
 		v := ruleVerdict(ex, bad.Name)
 		Expect(v.Valid).To(BeFalse())
 		Expect(v.Ready).To(Equal("False/" + wrapupv1alpha1.ReasonInvalidExpression))

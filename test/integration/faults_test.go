@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
@@ -162,8 +161,8 @@ var _ = Describe("Faults", func() {
 			// Timestamps have second precision.
 			Expect(deletionAt).To(BeTemporally(">=", finishedAt.Add(ttl*time.Second-time.Second)))
 		}
-		Expect(countEvents(aw, gc.ReasonDeleted)).To(Equal(1))
-		Expect(countEvents(aw, gc.ReasonSucceeded)).To(Equal(1), "the outcome is recorded once, not again after the restart")
+		Expect(countEvents(aw, wrapupv1alpha1.ReasonDeleted)).To(Equal(1))
+		Expect(countEvents(aw, wrapupv1alpha1.ReasonTriggerSucceeded)).To(Equal(1), "the outcome is recorded once, not again after the restart")
 	})
 
 	It("deletes once when the controller stops right after its delete call, and the restarted one finds the AppWrapper still there", func() {
@@ -195,7 +194,7 @@ var _ = Describe("Faults", func() {
 			g.Expect(got.Finalizers).To(ContainElement(hold))
 		}, "3s", util.Interval).Should(Succeed())
 		expectActedOnceEach(ns.Name, []*awv1beta2.AppWrapper{aw}, nil, nil)
-		Expect(countEvents(aw, gc.ReasonSucceeded)).To(Equal(1), "the outcome is recorded once, not again after the restart")
+		Expect(countEvents(aw, wrapupv1alpha1.ReasonTriggerSucceeded)).To(Equal(1), "the outcome is recorded once, not again after the restart")
 
 		By("the AppWrapper going once the test lets go of it")
 		Eventually(func(g Gomega) {
@@ -215,7 +214,7 @@ var _ = Describe("Faults", func() {
 			util.JobComplete(ctx, k8sClient, job)
 		})
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
-		Expect(countEvents(aw, gc.ReasonDeleted)).To(Equal(1))
+		Expect(countEvents(aw, wrapupv1alpha1.ReasonDeleted)).To(Equal(1))
 	})
 
 	It("cancels a pending deletion when the rule stops matching the AppWrapper", func() {
@@ -236,7 +235,7 @@ var _ = Describe("Faults", func() {
 		Consistently(func() error {
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
 		}, (ttl+2)*time.Second, util.Interval).Should(Succeed())
-		Expect(countEvents(aw, gc.ReasonDeleted)).To(BeZero())
+		Expect(countEvents(aw, wrapupv1alpha1.ReasonDeleted)).To(BeZero())
 	})
 
 	It("loses no completion and acts on none twice when the API server restarts while triggers complete", func() {

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
@@ -176,7 +175,7 @@ var _ = Describe("Trigger kinds", func() {
 		// EvaluationError Event, and nothing finished.
 		expectEvent(aw, "", "TriggerSucceeded", "mmlu done, inference served")
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
-		Expect(countEvents(aw, gc.ReasonEvaluationError)).To(BeZero())
+		Expect(countEvents(aw, wrapupv1alpha1.ReasonEvaluationError)).To(BeZero())
 	})
 
 	It("starts working when the trigger kind's CRD is installed after the rule, and stops its informer when the rule goes", func() {

@@ -115,8 +115,8 @@ var _ = Describe("Two wrapup replicas with leader election", func() {
 
 		By("every AppWrapper recorded and deleted exactly once")
 		for _, aw := range aws {
-			Eventually(func() int { return countEvents(aw, gc.ReasonDeleted) }, util.Timeout, util.Interval).Should(Equal(1), aw.Name)
-			Expect(countEvents(aw, gc.ReasonSucceeded)).To(Equal(1), aw.Name)
+			Eventually(func() int { return countEvents(aw, wrapupv1alpha1.ReasonDeleted) }, util.Timeout, util.Interval).Should(Equal(1), aw.Name)
+			Expect(countEvents(aw, wrapupv1alpha1.ReasonTriggerSucceeded)).To(Equal(1), aw.Name)
 		}
 		// A second Event with the same reason, action and reporter on the
 		// same object only extends the first one's series (events API):

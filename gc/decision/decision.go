@@ -1,0 +1,717 @@
+// Package decision is what wrapup decides for one AppWrapper, as one pure
+// function of what was observed: Decide. The controller gathers the
+// observations from its caches, and again from the API server before it
+// deletes anything; kubectl wrapup explain gathers them with whatever
+// reader it has. All three then call Decide, so that they never disagree.
+// Nothing here reads a clock, calls the API server or emits an Event: a
+// Decision says what to write, what to emit and when to look again.
+package decision
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+)
+
+// Input is what was observed of one AppWrapper and its world at one instant.
+type Input struct {
+	// Now is the instant of the decision.
+	Now time.Time
+	// AppWrapper is the AppWrapper; nil when it does not exist.
+	AppWrapper *awv1beta2.AppWrapper
+	// AppWrapperVariable is the appWrapper variable of the expressions:
+	// the AppWrapper as unstructured content, whole. Needed only when the
+	// winning rule reads it (Plan says so); nil otherwise.
+	AppWrapperVariable map[string]any
+	// Namespace is the AppWrapper's Namespace; needed only when there are
+	// rules.
+	Namespace *corev1.Namespace
+	// Rules are every CompletionRule, with their compile results.
+	Rules []Rule
+	// Kinds are the states of the trigger kinds the rules name and of the
+	// AppWrapper's annotated component; a kind not in it counts as Pending.
+	Kinds map[schema.GroupKind]Kind
+	// Trigger is the live trigger that Plan named, as it was read.
+	Trigger Trigger
+	// FailureSeen is when the controller first saw the trigger failed,
+	// from its memory; zero when it never did (or restarted since).
+	FailureSeen FailureSeen
+	// FailureGracePeriod is how long a Running AppWrapper with a failed
+	// trigger, not reported Unhealthy, is given to start a retry; 0 means
+	// DefaultFailureGracePeriod.
+	FailureGracePeriod time.Duration
+}
+
+// TriggerState is how the live trigger was observed.
+type TriggerState string
+
+const (
+	// TriggerUnread: not read (no candidate, or the gatherer did not know it).
+	TriggerUnread TriggerState = ""
+	// TriggerNotDeployed: the AppWrapper's phase says its components do not
+	// exist (Suspended, or not started), so it was not read.
+	TriggerNotDeployed TriggerState = "NotDeployed"
+	// TriggerPending: the cache of its kind has not listed yet.
+	TriggerPending TriggerState = "Pending"
+	// TriggerAbsent: no such object.
+	TriggerAbsent TriggerState = "Absent"
+	// TriggerPresent: Object holds it.
+	TriggerPresent TriggerState = "Present"
+)
+
+// Trigger is a read of the live trigger.
+type Trigger struct {
+	// Ref is what was read.
+	Ref Ref
+	// State says how it was found.
+	State TriggerState
+	// Object is the live object when State is Present, with the fields the
+	// rule reads.
+	Object *unstructured.Unstructured
+	// Note says why an object that exists counts as Absent (to the
+	// controller's label-filtered watches, say); "" for none.
+	Note string
+}
+
+// FailureSeen is when a trigger, by UID, was first seen failed.
+type FailureSeen struct {
+	TriggerUID types.UID
+	At         time.Time
+}
+
+// Verdict says in one word what wrapup does next with an AppWrapper.
+type Verdict string
+
+const (
+	// VerdictGone: the AppWrapper does not exist.
+	VerdictGone Verdict = "Gone"
+	// VerdictBeingDeleted: the AppWrapper is being deleted (deletionTimestamp
+	// set, or phase Terminating); wrapup leaves it alone.
+	VerdictBeingDeleted Verdict = "BeingDeleted"
+	// VerdictIgnored: the AppWrapper is annotated wrapup.dev/ignore.
+	VerdictIgnored Verdict = "Ignored"
+	// VerdictNoRule: no CompletionRule selects the AppWrapper.
+	VerdictNoRule Verdict = "NoRule"
+	// VerdictBlocked: the highest-priority rule that selects the AppWrapper
+	// is not usable: nothing is recorded or deleted, and no lower-priority
+	// rule acts in its place.
+	VerdictBlocked Verdict = "Blocked"
+	// VerdictNoTrigger: the winning rule finds no single trigger component,
+	// or the live object cannot be taken as one (not owned by the AppWrapper).
+	VerdictNoTrigger Verdict = "NoTrigger"
+	// VerdictTriggerNotWatchable: the annotated trigger's kind cannot be
+	// watched (not served, forbidden, cluster-scoped).
+	VerdictTriggerNotWatchable Verdict = "TriggerNotWatchable"
+	// VerdictWaitingForTrigger: the trigger is not finished (or not created
+	// yet, or its evaluation failed, which counts as not finished).
+	VerdictWaitingForTrigger Verdict = "WaitingForTrigger"
+	// VerdictWaitingForRetries: the trigger failed, and the AppWrapper
+	// controller may still retry it, so the failure is not final yet (or a
+	// recorded failure is held while it makes a new attempt).
+	VerdictWaitingForRetries Verdict = "WaitingForRetries"
+	// VerdictClearOutcome: the recorded outcome no longer holds (its trigger
+	// runs again, or a new attempt replaced a failed one): wrapup removes
+	// the record and cancels any pending deletion.
+	VerdictClearOutcome Verdict = "ClearOutcome"
+	// VerdictRecordOnly: the outcome is (or is about to be) recorded, and
+	// the action is UpdateStatus: nothing is deleted.
+	VerdictRecordOnly Verdict = "RecordOnly"
+	// VerdictDryRun: the outcome is recorded and the action would delete,
+	// but the rule is in dry-run mode.
+	VerdictDryRun Verdict = "DryRun"
+	// VerdictDeleteAfterTTL: the AppWrapper is deleted once
+	// ttlSecondsAfterFinished (and, after a failure, the AppWrapper's own
+	// deletion-on-failure hold) has passed: After says when.
+	VerdictDeleteAfterTTL Verdict = "DeleteAfterTTL"
+	// VerdictDelete: the AppWrapper is deleted now, if a decision on a
+	// fresh read from the API server says so too.
+	VerdictDelete Verdict = "Delete"
+)
+
+// Decision is what to do with one AppWrapper, and why.
+type Decision struct {
+	// Verdict says what wrapup does next; Reason says why, for people.
+	Verdict Verdict
+	Reason  string
+
+	// Rules lists every CompletionRule: the winner first, then the others
+	// in the order in which they would win.
+	Rules []RuleStanding
+	// Winner names the rule that decides (it may be blocked); "" when none.
+	Winner string
+	// Assigned names the rule counted as deciding for the AppWrapper
+	// (matchedAppWrappers): the winner, unless the AppWrapper is ignored or
+	// being deleted, or the rule names no kind and no component is annotated.
+	Assigned string
+
+	// Trigger is the trigger component and what was read of it; nil when
+	// there is no single one.
+	Trigger *TriggerInfo
+	// Evaluation is the winning rule's result on the live trigger; nil when
+	// nothing was evaluated.
+	Evaluation *Evaluation
+	// Recorded is the record on the AppWrapper as observed; nil when none.
+	Recorded *Record
+
+	// Outcome is the final outcome acted on; "" while there is none.
+	Outcome wrapupv1alpha1.Outcome
+	// Write is the record to write now, replacing any; nil for no write.
+	Write *Record
+	// Clear says to remove the record.
+	Clear bool
+	// Action is the winning rule's action for Outcome, defaults applied;
+	// DryRun its dryRun.
+	Action wrapupv1alpha1.ActionSpec
+	DryRun bool
+	// After is how long until the verdict's action when it is known: the
+	// TTL (or hold) left for DeleteAfterTTL; for WaitingForRetries, the
+	// longest the failure can still take to become final. 0 means now, or
+	// on the next change.
+	After time.Duration
+
+	// Requeue is when to decide again if nothing changes; 0: on a change.
+	Requeue time.Duration
+	// Events are the Events to emit, each when its When says.
+	Events []Event
+	// FailureSeen is what the controller remembers of the trigger's
+	// failure after this decision; nil to forget.
+	FailureSeen *FailureSeen
+	// Claim is the kind the AppWrapper itself needs watched (its annotated
+	// trigger's, under a rule that names no kind); nil for none.
+	Claim *schema.GroupKind
+
+	// notOwned: the live object of the trigger's name is someone else's.
+	notOwned bool
+}
+
+// WillRecord says whether the decision writes a record.
+func (d *Decision) WillRecord() bool { return d.Write != nil }
+
+// TriggerInfo is the trigger component and what was read of it.
+type TriggerInfo struct {
+	Ref
+	// UID is the live object's UID, when it was read.
+	UID types.UID
+	// Problem says why the live object is not evaluated; "" when it is (or
+	// when the AppWrapper's phase or the record decided without it).
+	Problem string
+}
+
+// Evaluation is the result of the winning rule's expressions.
+type Evaluation struct {
+	// Outcome is Running, Succeeded or Failed; Running on any error.
+	Outcome celpolicies.Outcome
+	// Message is the evaluated message.
+	Message string
+	// Cost is the CEL cost of the rule's own expressions.
+	Cost uint64
+	// BuiltinSuccess and BuiltinFailure say which expressions were the
+	// trigger kind's built-in ones.
+	BuiltinSuccess, BuiltinFailure bool
+	// Error is the runtime error, if any: the trigger then counts as not
+	// finished, and wrapup emits an EvaluationError Event.
+	Error string
+	// FromAppWrapperPhase is true when the AppWrapper's phase decided the
+	// outcome and the trigger was not evaluated.
+	FromAppWrapperPhase bool
+}
+
+// EventWhen says when an Event is emitted.
+type EventWhen int
+
+const (
+	// EventNow: a Warning about the state, emitted when it changes.
+	EventNow EventWhen = iota
+	// EventAfterWrite: emitted once the record write (or clear) succeeded.
+	EventAfterWrite
+	// EventAfterDelete: emitted once the deletion was accepted.
+	EventAfterDelete
+)
+
+// Event is an Event to emit on the AppWrapper.
+type Event struct {
+	Type    string
+	Reason  string
+	Action  string
+	Message string
+	When    EventWhen
+}
+
+// ActionFor is what rule does once a trigger finished with outcome,
+// defaults applied.
+func ActionFor(rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome) wrapupv1alpha1.ActionSpec {
+	a := rule.Spec.OnSuccess
+	if outcome == wrapupv1alpha1.OutcomeFailed {
+		a = rule.Spec.OnFailure
+	}
+	if a.Action == "" {
+		a.Action = wrapupv1alpha1.ActionDeleteAll
+	}
+	return a
+}
+
+// Timings of looking again.
+const (
+	// PendingRetry is how soon a decision looks again when the trigger
+	// kind's cache has not listed yet; its first list also brings it back.
+	PendingRetry = 5 * time.Second
+	// NotWatchableRetry is how soon a decision looks again at an
+	// AppWrapper whose annotated trigger's kind cannot be watched.
+	NotWatchableRetry = 5 * time.Minute
+	// holdStartRetry is how soon a decision looks again at a failed
+	// AppWrapper whose controller has not yet written when its deletion
+	// hold started; that write brings it back too.
+	holdStartRetry = 10 * time.Second
+)
+
+// Needs is what, besides the AppWrapper, its Namespace, the rules and their
+// kinds, a decision needs read.
+type Needs struct {
+	// Rule is the winning rule, when it can act.
+	Rule *Rule
+	// Ref is the trigger to read when ReadTrigger is set.
+	Ref         Ref
+	ReadTrigger bool
+	// ReadAppWrapper says that the rule reads the appWrapper variable.
+	ReadAppWrapper bool
+}
+
+// Plan says what a decision on in needs read besides what in holds.
+func Plan(in Input) Needs {
+	aw := in.AppWrapper
+	if aw == nil || beingDeleted(aw) || Truthy(aw.Annotations[wrapupv1alpha1.IgnoreAnnotation]) {
+		return Needs{}
+	}
+	sel := selectRule(in.Rules, aw.Labels, namespaceLabels(in.Namespace), aw.Namespace, in.Kinds)
+	if sel.winner == nil || sel.blocked != "" {
+		return Needs{}
+	}
+	ref, nt := FindTrigger(aw, sel.winner.Rule)
+	if nt != nil {
+		return Needs{}
+	}
+	return Needs{Rule: sel.winner, Ref: ref, ReadTrigger: ref.Name != "" && deployed(aw),
+		ReadAppWrapper: !sel.winner.Policy.AppWrapperFields().Empty()}
+}
+
+func beingDeleted(aw *awv1beta2.AppWrapper) bool {
+	return !aw.DeletionTimestamp.IsZero() || aw.Status.Phase == awv1beta2.AppWrapperTerminating
+}
+
+// deployed says whether the AppWrapper controller may have created aw's
+// components: not while it is Suspended or not yet started.
+func deployed(aw *awv1beta2.AppWrapper) bool {
+	return aw.Status.Phase != awv1beta2.AppWrapperSuspended && aw.Status.Phase != awv1beta2.AppWrapperEmpty
+}
+
+func namespaceLabels(ns *corev1.Namespace) map[string]string {
+	if ns == nil {
+		return nil
+	}
+	return ns.Labels
+}
+
+// liveState is what the evaluation of the live trigger says.
+type liveState int
+
+const (
+	liveUnknown liveState = iota // not read yet (cache pending)
+	liveAbsent                   // does not exist (or not deployed, or not ours)
+	liveRunning
+	liveSucceeded
+	liveFailed
+	liveError
+)
+
+// Decide decides what to do with in.AppWrapper. ctx bounds the evaluation
+// of the rule's expressions only.
+func Decide(ctx context.Context, in Input) Decision {
+	var d Decision
+	aw := in.AppWrapper
+	if aw == nil {
+		d.Verdict, d.Reason = VerdictGone, "the AppWrapper does not exist"
+		return d
+	}
+	d.Recorded = ReadRecord(aw)
+	d.FailureSeen = keepFailure(in.FailureSeen)
+	sel := selectRule(in.Rules, aw.Labels, namespaceLabels(in.Namespace), aw.Namespace, in.Kinds)
+	d.Rules = sel.standings
+	if sel.winner != nil {
+		d.Winner = sel.winner.Rule.Name
+	}
+
+	switch {
+	case beingDeleted(aw):
+		d.Verdict, d.Reason = VerdictBeingDeleted, "the AppWrapper is being deleted: wrapup leaves it to its controller"
+		return d
+	case Truthy(aw.Annotations[wrapupv1alpha1.IgnoreAnnotation]):
+		d.Verdict, d.Reason = VerdictIgnored, fmt.Sprintf("the AppWrapper is annotated %s: \"true\": no rule applies", wrapupv1alpha1.IgnoreAnnotation)
+		return d
+	case sel.winner == nil:
+		d.Verdict, d.Reason = VerdictNoRule, "no CompletionRule selects the AppWrapper"
+		return d
+	}
+	rule := sel.winner.Rule
+	d.Assigned = rule.Name
+	if sel.blocked != "" {
+		d.Verdict = VerdictBlocked
+		d.Reason = fmt.Sprintf("rule %s (priority %d) selects the AppWrapper and is not usable: %s; no lower-priority rule acts in its place, and nothing is recorded or deleted",
+			rule.Name, rule.Spec.Priority, sel.blocked)
+		d.warn(wrapupv1alpha1.ReasonBlockedByRule, "SelectRule", d.Reason, true)
+		return d
+	}
+	policy := sel.winner.Policy
+
+	ref, nt := FindTrigger(aw, rule)
+	if nt != nil {
+		d.Verdict, d.Reason = VerdictNoTrigger, nt.Message
+		if nt.Quiet {
+			// The rule names no kind and the AppWrapper annotates no
+			// component: the rule does not apply, and that is no news.
+			d.Assigned = ""
+		} else {
+			d.warn(nt.Reason, "FindTrigger", nt.Message, false)
+		}
+		return d
+	}
+	d.Trigger = &TriggerInfo{Ref: ref}
+	if ref.Annotated && deployed(aw) {
+		gk := ref.Kind
+		d.Claim = &gk
+		if k, ok := in.Kinds[gk]; ok && !k.usable() {
+			d.Verdict = VerdictTriggerNotWatchable
+			d.Reason = fmt.Sprintf("the annotated trigger's kind %s is not served by the API server (is its CRD installed?)", gk)
+			if k.State == KindNotWatchable {
+				d.Reason = fmt.Sprintf("wrapup cannot watch the annotated trigger's kind %s: %s", gk, k.Message)
+			}
+			d.Trigger.Problem = d.Reason
+			d.Requeue = NotWatchableRetry
+			d.warn(wrapupv1alpha1.ReasonTriggerKindNotWatched, "WatchTrigger", d.Reason, false)
+			return d
+		}
+	}
+
+	state, res := d.observe(ctx, in, policy, ref)
+	d.decide(in, rule, state, res)
+	return d
+}
+
+// observe evaluates the live trigger, when there is one.
+func (d *Decision) observe(ctx context.Context, in Input, policy *celpolicies.Policy, ref Ref) (liveState, celpolicies.Result) {
+	aw := in.AppWrapper
+	t := in.Trigger
+	switch {
+	case !deployed(aw):
+		d.Trigger.Problem = fmt.Sprintf("the AppWrapper is %s: its components do not exist", phaseOrNone(aw.Status.Phase))
+		return liveAbsent, celpolicies.Result{}
+	case ref.Name == "":
+		d.Trigger.Problem = "the AppWrapper controller has not created the trigger yet (its template uses generateName)"
+		return liveAbsent, celpolicies.Result{}
+	case t.Ref != ref || t.State == TriggerUnread:
+		d.Trigger.Problem = "the trigger was not read"
+		return liveUnknown, celpolicies.Result{}
+	case t.State == TriggerPending:
+		d.Trigger.Problem = fmt.Sprintf("the cache of %s has not listed yet", ref.Kind)
+		return liveUnknown, celpolicies.Result{}
+	case t.State == TriggerAbsent || t.State == TriggerNotDeployed || t.Object == nil:
+		d.Trigger.Problem = fmt.Sprintf("%s %s does not exist (not created yet, or deleted)", ref.Kind.Kind, ref.Name)
+		if t.Note != "" {
+			d.Trigger.Problem = t.Note
+		}
+		return liveAbsent, celpolicies.Result{}
+	}
+	obj := t.Object
+	if !OwnedBy(obj, aw) {
+		d.Trigger.Problem = fmt.Sprintf("%s %s is not controlled by this AppWrapper: it is not taken as the trigger", ref.Kind.Kind, ref.Name)
+		d.warn(wrapupv1alpha1.ReasonTriggerNotOwned, "ReadTrigger", d.Trigger.Problem, false)
+		d.notOwned = true
+		return liveAbsent, celpolicies.Result{}
+	}
+	d.Trigger.UID = obj.GetUID()
+	res, err := policy.Evaluate(ctx, ref.Kind, obj.Object, in.AppWrapperVariable)
+	d.Evaluation = &Evaluation{Outcome: res.Outcome, Message: res.Message, Cost: res.Cost,
+		BuiltinSuccess: res.BuiltinSuccess, BuiltinFailure: res.BuiltinFailure}
+	if err != nil {
+		d.Evaluation.Error = err.Error()
+		return liveError, res
+	}
+	switch res.Outcome {
+	case celpolicies.OutcomeSucceeded:
+		return liveSucceeded, res
+	case celpolicies.OutcomeFailed:
+		return liveFailed, res
+	}
+	return liveRunning, res
+}
+
+// decide is the heart: from the live state, the record and the
+// AppWrapper's phase, the outcome and what to do with it.
+func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, state liveState, res celpolicies.Result) {
+	aw := in.AppWrapper
+	now := in.Now
+	grace := in.FailureGracePeriod
+	if grace <= 0 {
+		grace = DefaultFailureGracePeriod
+	}
+	rec := d.Recorded
+	uid := d.Trigger.UID
+	phase := aw.Status.Phase
+
+	if state == liveError {
+		evalErr := d.Evaluation.Error
+		d.warn(wrapupv1alpha1.ReasonEvaluationError, "Evaluate",
+			fmt.Sprintf("rule %s on %s %s: %s (taken as not finished)", rule.Name, d.Trigger.Kind.Kind, d.Trigger.Name, evalErr), true)
+	}
+	// What the controller remembers of a failure follows the live trigger.
+	switch state {
+	case liveRunning, liveSucceeded, liveAbsent:
+		d.FailureSeen = nil
+	case liveFailed:
+		first := now
+		if in.FailureSeen.TriggerUID == uid && !in.FailureSeen.At.IsZero() && in.FailureSeen.At.Before(first) {
+			first = in.FailureSeen.At
+		}
+		d.FailureSeen = &FailureSeen{TriggerUID: uid, At: first}
+	}
+
+	if rec != nil {
+		d.decideRecorded(in, rule, state, grace)
+		return
+	}
+
+	switch state {
+	case liveSucceeded:
+		d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, res.Message, uid)
+		return
+	case liveFailed:
+		final, wait, why := failureFinality(aw, d.FailureSeen.At, now, grace)
+		if !final {
+			d.Verdict, d.After, d.Requeue = VerdictWaitingForRetries, wait, wait
+			d.Reason = "the trigger failed and " + why
+			return
+		}
+		d.record(in, rule, wrapupv1alpha1.OutcomeFailed, res.Message, uid)
+		return
+	}
+	// Running, evaluation error, unknown or absent.
+	switch {
+	case state == liveUnknown:
+		d.Verdict, d.Requeue = VerdictWaitingForTrigger, PendingRetry
+		d.Reason = d.Trigger.Problem + "; wrapup looks again when it has"
+	case phase == awv1beta2.AppWrapperFailed && state != liveError:
+		// The AppWrapper controller gave up (retry limit, a deleted
+		// component, a fatal error) and tears the components down: the
+		// AppWrapper is finished, unless its trigger succeeded (above).
+		d.Evaluation = &Evaluation{Outcome: celpolicies.OutcomeFailed, FromAppWrapperPhase: true, Message: failedPhaseMessage(aw)}
+		d.record(in, rule, wrapupv1alpha1.OutcomeFailed, d.Evaluation.Message, uid)
+	case phase == awv1beta2.AppWrapperSucceeded && state == liveAbsent:
+		// Every pod succeeded, as the AppWrapper controller saw it, and the
+		// trigger is gone (its own TTL): it succeeded.
+		msg := "the AppWrapper controller marked the AppWrapper Succeeded"
+		d.Evaluation = &Evaluation{Outcome: celpolicies.OutcomeSucceeded, FromAppWrapperPhase: true, Message: msg}
+		d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, msg, "")
+	case state == liveError:
+		d.Verdict = VerdictWaitingForTrigger
+		d.Reason = "the evaluation failed, which counts as not finished (Warning Event EvaluationError); wrapup evaluates again when the trigger changes"
+	case state == liveAbsent && d.notOwned:
+		d.Verdict = VerdictNoTrigger
+		d.Reason = d.Trigger.Problem
+	case state == liveAbsent:
+		d.Verdict = VerdictWaitingForTrigger
+		d.Reason = d.Trigger.Problem + "; wrapup looks again when it changes"
+	default:
+		d.Verdict = VerdictWaitingForTrigger
+		d.Reason = "the trigger is not finished; wrapup evaluates again when it changes"
+	}
+}
+
+// decideRecorded decides for an AppWrapper that carries a record. The
+// record is final for its trigger: only that trigger seen not finished
+// again clears it, and, after a failure, a new trigger (the AppWrapper
+// controller's new attempt). A new trigger after a success does not: the
+// run finished, and running it again is what wrapup exists to prevent.
+func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule, state liveState, grace time.Duration) {
+	aw := in.AppWrapper
+	rec := d.Recorded
+	uid := d.Trigger.UID
+	present := state == liveRunning || state == liveSucceeded || state == liveFailed || state == liveError
+	same := present && uid == rec.TriggerUID
+	phase := aw.Status.Phase
+	newAttempt := present && !same && rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed
+
+	switch {
+	case same && state == liveRunning:
+		d.clear(fmt.Sprintf("the trigger runs again: the recorded outcome %s no longer holds", rec.Outcome))
+		return
+	case state == liveError:
+		d.Verdict = VerdictWaitingForTrigger
+		d.Reason = fmt.Sprintf("the evaluation failed, which counts as not finished (Warning Event EvaluationError): the recorded outcome %s stays, and nothing is deleted until the trigger evaluates again", rec.Outcome)
+		return
+	case newAttempt:
+		// The AppWrapper controller made a new attempt after the recorded
+		// failure (a retry, or a re-admission): it is evaluated afresh.
+		switch state {
+		case liveSucceeded:
+			d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, d.Evaluation.Message, uid)
+			return
+		case liveFailed:
+			if final, _, _ := failureFinality(aw, d.FailureSeen.At, in.Now, grace); final {
+				d.record(in, rule, wrapupv1alpha1.OutcomeFailed, d.Evaluation.Message, uid)
+				return
+			}
+		}
+		d.clear(fmt.Sprintf("a new trigger (uid %s) replaced the one whose failure was recorded: the recorded outcome Failed no longer holds", uid))
+		return
+	}
+	if rec.Outcome == wrapupv1alpha1.OutcomeFailed {
+		first := rec.FinishedAt
+		if d.FailureSeen != nil && d.FailureSeen.At.Before(first) {
+			first = d.FailureSeen.At
+		}
+		if retrying(aw, first, in.Now, grace) {
+			d.Verdict = VerdictWaitingForRetries
+			d.Reason = fmt.Sprintf("the AppWrapper is %s after the recorded failure: the AppWrapper controller is making a new attempt; wrapup keeps the record and deletes nothing until it ends", phaseOrNone(phase))
+			if phase == awv1beta2.AppWrapperRunning {
+				d.Reason = "the AppWrapper controller reports the AppWrapper Unhealthy with retries left after the recorded failure: wrapup keeps the record and deletes nothing until it resets or fails it"
+			}
+			return
+		}
+	}
+	d.act(in, rule, rec.Outcome, rec)
+}
+
+// record decides to record outcome for the trigger uid, then to act on it.
+func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, message string, uid types.UID) {
+	rec := &Record{Outcome: outcome, Rule: rule.Name, FinishedAt: in.Now.UTC().Truncate(time.Millisecond), Message: message, TriggerUID: uid}
+	d.Write = rec
+	d.act(in, rule, outcome, rec)
+	reason := wrapupv1alpha1.ReasonTriggerSucceeded
+	if outcome == wrapupv1alpha1.OutcomeFailed {
+		reason = wrapupv1alpha1.ReasonTriggerFailed
+	}
+	what := "the AppWrapper is deleted"
+	if ttl := d.Action.TTLSecondsAfterFinished; ttl != nil && *ttl > 0 {
+		what = fmt.Sprintf("the AppWrapper is deleted in %ds", *ttl)
+	}
+	switch {
+	case d.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
+		what = "outcome recorded only (UpdateStatus)"
+	case d.DryRun:
+		what = "dry run: the AppWrapper would be deleted"
+		d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: wrapupv1alpha1.ReasonWouldDelete, Action: "Delete",
+			Message: fmt.Sprintf("rule %s (dryRun): would delete the AppWrapper", rule.Name), When: EventAfterWrite})
+	}
+	note := fmt.Sprintf("rule %s: trigger %s; %s", rule.Name, outcome, what)
+	if m := Truncate(message, MaxMessage); m != "" {
+		note += ": " + m
+	}
+	d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: reason, Action: "RecordOutcome", Message: note, When: EventAfterWrite})
+	d.Reason += "; the outcome is not recorded yet"
+}
+
+// clear decides to remove the record.
+func (d *Decision) clear(why string) {
+	d.Verdict, d.Clear = VerdictClearOutcome, true
+	d.Reason = why + ": wrapup clears it and cancels any pending deletion"
+	d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: wrapupv1alpha1.ReasonOutcomeCleared, Action: "ClearOutcome",
+		Message: why + ": the record is cleared", When: EventAfterWrite})
+}
+
+// act decides what follows a final outcome recorded (or about to be) as rec.
+func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, rec *Record) {
+	aw := in.AppWrapper
+	d.Outcome = outcome
+	d.Action = ActionFor(rule, outcome)
+	d.DryRun = rule.Spec.DryRun
+	switch {
+	case d.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
+		d.Verdict = VerdictRecordOnly
+		d.Reason = fmt.Sprintf("the trigger %s and rule %s's action for it is UpdateStatus: the outcome is recorded, everything keeps running", outcome, rule.Name)
+		return
+	case d.DryRun:
+		d.Verdict = VerdictDryRun
+		d.Reason = fmt.Sprintf("the trigger %s and rule %s is in dry-run mode: the outcome is recorded with a WouldDelete Event, nothing is deleted", outcome, rule.Name)
+		return
+	}
+	ttl := time.Duration(0)
+	if d.Action.TTLSecondsAfterFinished != nil {
+		ttl = time.Duration(*d.Action.TTLSecondsAfterFinished) * time.Second
+	}
+	notBefore := rec.FinishedAt.Add(ttl)
+	why := fmt.Sprintf("rule %s deletes the AppWrapper %s after it finished (ttlSecondsAfterFinished)", rule.Name, ttl)
+	if hold := deletionHold(aw); outcome == wrapupv1alpha1.OutcomeFailed && hold > 0 {
+		// The user asked the AppWrapper controller to keep a failed
+		// AppWrapper for debugging: never delete it before that ends.
+		if t := rec.FinishedAt.Add(hold); t.After(notBefore) {
+			notBefore = t
+		}
+		if aw.Status.Phase == awv1beta2.AppWrapperFailed && !aw.Spec.Suspend {
+			start, ok := failedHoldStart(aw)
+			if !ok {
+				d.Verdict, d.After, d.Requeue = VerdictDeleteAfterTTL, hold, holdStartRetry
+				d.Reason = fmt.Sprintf("the trigger %s: the AppWrapper asks to be kept %s after it failed (%s), and its controller has not started that hold yet",
+					outcome, hold, awv1beta2.DeletionOnFailureGracePeriodAnnotation)
+				return
+			}
+			if t := start.Add(hold); t.After(notBefore) {
+				notBefore = t
+			}
+		}
+		why += fmt.Sprintf(", and not before the AppWrapper's own hold of %s after it failed (%s)", hold, awv1beta2.DeletionOnFailureGracePeriodAnnotation)
+	}
+	if left := notBefore.Sub(in.Now); left > 0 {
+		d.Verdict, d.After, d.Requeue = VerdictDeleteAfterTTL, left, left
+		d.Reason = fmt.Sprintf("the trigger %s: %s, at %s", outcome, why, notBefore.UTC().Format(time.RFC3339))
+		return
+	}
+	d.Verdict = VerdictDelete
+	d.Reason = fmt.Sprintf("the trigger %s: rule %s deletes the AppWrapper now, if a decision on a fresh read of it, its rules and its trigger still says so", outcome, rule.Name)
+	d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: wrapupv1alpha1.ReasonDeleted, Action: "Delete",
+		Message: fmt.Sprintf("rule %s: trigger %s; AppWrapper deleted with its components", rule.Name, outcome), When: EventAfterDelete})
+}
+
+// warn adds a Warning. With digest, the Event's action carries a digest of
+// the message: the events.k8s.io recorder folds Events that differ only in
+// their message into the first one's series, which would hide a changed
+// evaluation error behind the old one.
+func (d *Decision) warn(reason, action, message string, digest bool) {
+	message = Truncate(message, MaxMessage)
+	if digest {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(message))
+		action = fmt.Sprintf("%s-%08x", action, h.Sum32())
+	}
+	d.Events = append(d.Events, Event{Type: corev1.EventTypeWarning, Reason: reason, Action: action, Message: message, When: EventNow})
+}
+
+func keepFailure(f FailureSeen) *FailureSeen {
+	if f.At.IsZero() {
+		return nil
+	}
+	return &f
+}
+
+func failedPhaseMessage(aw *awv1beta2.AppWrapper) string {
+	msg := "the AppWrapper controller marked the AppWrapper Failed"
+	if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy)); c != nil && c.Message != "" {
+		msg += ": " + c.Message
+	}
+	return msg
+}
+
+// SameDeletion says whether fresh, a decision on a fresh read, confirms
+// the deletion that first decided: the final check before a delete.
+func SameDeletion(first, fresh Decision) bool {
+	return fresh.Verdict == VerdictDelete && fresh.Write == nil && !fresh.Clear && fresh.Outcome == first.Outcome
+}

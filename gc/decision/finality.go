@@ -1,0 +1,155 @@
+package decision
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+)
+
+// What a decision allows for of the AppWrapper controller's timing (v1.2,
+// default configuration).
+const (
+	// AppWrapperRecheckPeriod is how often the AppWrapper controller looks
+	// at the components of a Running AppWrapper when no pod changes: a
+	// failed component can go unnoticed by it for that long.
+	AppWrapperRecheckPeriod = time.Minute
+	// Slack is what a decision adds to the AppWrapper controller's periods
+	// for its own latency (its queue, its API round trips, a loaded API
+	// server): a failure is never taken as final at the very instant the
+	// AppWrapper controller may still be about to retry it.
+	Slack = 30 * time.Second
+	// AppWrapperFailureGracePeriod is the AppWrapper controller's default
+	// failureGracePeriod: how long it lets failed pods recover before it
+	// resets (retries) or fails the AppWrapper.
+	AppWrapperFailureGracePeriod = time.Minute
+	// DefaultFailureGracePeriod is how long a Running AppWrapper with a
+	// failed trigger, which its controller does not report Unhealthy, is
+	// given to start a retry before the failure is final: the AppWrapper
+	// controller's failure grace, its recheck period, and the slack.
+	DefaultFailureGracePeriod = AppWrapperFailureGracePeriod + AppWrapperRecheckPeriod + Slack
+	// UnhealthyBackstop is how much longer than the grace a decision waits
+	// for the AppWrapper controller to act on a Running AppWrapper that it
+	// reports Unhealthy and may still retry, before the failure is final
+	// anyway.
+	UnhealthyBackstop = 15 * time.Minute
+	// DefaultRetryLimit is the AppWrapper controller's default retryLimit.
+	DefaultRetryLimit = 3
+	// gracePeriodMaximum is the AppWrapper controller's default cap on the
+	// grace periods its annotations set.
+	gracePeriodMaximum = 24 * time.Hour
+)
+
+// annotationDuration reads a duration annotation of aw as the AppWrapper
+// controller does (capped at its maximum); ok is false when it is absent
+// or does not parse.
+func annotationDuration(aw *awv1beta2.AppWrapper, key string) (time.Duration, bool) {
+	v, ok := aw.Annotations[key]
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, false
+	}
+	return min(max(d, 0), gracePeriodMaximum), true
+}
+
+// retryLimit is the AppWrapper's retryLimit, as its controller reads it.
+func retryLimit(aw *awv1beta2.AppWrapper) int32 {
+	if v, ok := aw.Annotations[awv1beta2.RetryLimitAnnotation]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return int32(n)
+		}
+	}
+	return DefaultRetryLimit
+}
+
+// mayRetry says whether the AppWrapper controller reports aw Unhealthy and
+// has retries left: it is then about to reset it (or to fail it, if the
+// failure is terminal), and a decision waits for the phase to change.
+func mayRetry(aw *awv1beta2.AppWrapper) bool {
+	return apimeta.IsStatusConditionTrue(aw.Status.Conditions, string(awv1beta2.Unhealthy)) &&
+		aw.Status.Retries < retryLimit(aw)
+}
+
+// failureFinality says whether a failed trigger of aw is final: the
+// AppWrapper controller will not retry it (its phase is Failed or
+// Succeeded, or it stayed Running past the grace since the failure was
+// first seen). While it is not, wait says how long until it may be (0:
+// until the AppWrapper changes) and why says why, for people.
+func failureFinality(aw *awv1beta2.AppWrapper, firstSeen, now time.Time, defaultGrace time.Duration) (final bool, wait time.Duration, why string) {
+	switch aw.Status.Phase {
+	case awv1beta2.AppWrapperFailed, awv1beta2.AppWrapperSucceeded:
+		return true, 0, ""
+	case awv1beta2.AppWrapperRunning:
+		grace := defaultGrace
+		if d, ok := annotationDuration(aw, awv1beta2.FailureGracePeriodDurationAnnotation); ok {
+			grace = d + AppWrapperRecheckPeriod + Slack
+		}
+		if mayRetry(aw) {
+			deadline := firstSeen.Add(grace + UnhealthyBackstop)
+			if !now.Before(deadline) {
+				return true, 0, ""
+			}
+			return false, deadline.Sub(now), fmt.Sprintf(
+				"the AppWrapper controller reports the AppWrapper Unhealthy with %d of %d retries used: wrapup waits for it to reset or fail it (at most %s more)",
+				aw.Status.Retries, retryLimit(aw), deadline.Sub(now).Round(time.Second))
+		}
+		deadline := firstSeen.Add(grace)
+		if !now.Before(deadline) {
+			return true, 0, ""
+		}
+		return false, deadline.Sub(now), fmt.Sprintf(
+			"the AppWrapper is Running: the AppWrapper controller may still retry; the failure is final once it stays Running for %s after wrapup first saw the failure",
+			grace)
+	default:
+		// Resetting, Resuming, Suspending, Suspended, or not yet started: the
+		// AppWrapper controller is acting, and its next phase change brings
+		// the AppWrapper back.
+		return false, 0, fmt.Sprintf("the AppWrapper is %s: the AppWrapper controller is acting (retrying or suspending); a re-created trigger is evaluated afresh",
+			phaseOrNone(aw.Status.Phase))
+	}
+}
+
+// retrying says whether the AppWrapper controller is in the middle of a
+// new attempt (or about to start one), so that a recorded failure must not
+// be acted on: it may yet be cleared by the new trigger.
+func retrying(aw *awv1beta2.AppWrapper, firstSeen, now time.Time, defaultGrace time.Duration) bool {
+	switch aw.Status.Phase {
+	case awv1beta2.AppWrapperResetting, awv1beta2.AppWrapperResuming:
+		return true
+	case awv1beta2.AppWrapperRunning:
+		final, _, _ := failureFinality(aw, firstSeen, now, defaultGrace)
+		return !final && mayRetry(aw)
+	}
+	return false
+}
+
+// deletionHold is the AppWrapper's deletionOnFailureGracePeriodDuration:
+// how long its user asked the AppWrapper controller to keep a failed
+// AppWrapper's resources for debugging.
+func deletionHold(aw *awv1beta2.AppWrapper) time.Duration {
+	d, _ := annotationDuration(aw, awv1beta2.DeletionOnFailureGracePeriodAnnotation)
+	return d
+}
+
+// failedHoldStart is when the AppWrapper controller started holding a
+// failed AppWrapper (its DeletingResources condition, reason
+// DeletionPaused); ok is false when it has not written it yet.
+func failedHoldStart(aw *awv1beta2.AppWrapper) (time.Time, bool) {
+	c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.DeletingResources))
+	if c == nil || c.Reason != "DeletionPaused" {
+		return time.Time{}, false
+	}
+	return c.LastTransitionTime.Time, true
+}
+
+func phaseOrNone(p awv1beta2.AppWrapperPhase) string {
+	if p == "" {
+		return "not started"
+	}
+	return string(p)
+}

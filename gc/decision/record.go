@@ -1,0 +1,101 @@
+package decision
+
+import (
+	"strings"
+	"time"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	"k8s.io/apimachinery/pkg/types"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+)
+
+// Record is the outcome wrapup wrote on an AppWrapper's metadata: the
+// label wrapup.dev/outcome and the annotations beside it. It is durable,
+// and for the trigger it names, final: only that trigger seen running
+// again, or (after a failure) a new attempt of the AppWrapper controller,
+// clears it.
+type Record struct {
+	Outcome    wrapupv1alpha1.Outcome
+	Rule       string
+	FinishedAt time.Time
+	Message    string
+	// TriggerUID is the UID of the trigger the outcome was recorded for;
+	// empty when the AppWrapper's phase decided it with no live trigger.
+	TriggerUID types.UID
+}
+
+// finishedAtLayout keeps milliseconds: a TTL counted from a time rounded
+// down to the second would end up to a second early.
+const finishedAtLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// MaxMessage bounds the message annotation (and the messages of Events).
+const MaxMessage = 1024
+
+// ReadRecord returns the record on aw, or nil when there is none (or it
+// does not parse, in which case it is as good as none: wrapup writes it
+// whole in one patch).
+func ReadRecord(aw *awv1beta2.AppWrapper) *Record {
+	o := wrapupv1alpha1.Outcome(aw.Labels[wrapupv1alpha1.OutcomeLabel])
+	if o != wrapupv1alpha1.OutcomeSucceeded && o != wrapupv1alpha1.OutcomeFailed {
+		return nil
+	}
+	v := aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation]
+	at, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil
+	}
+	if !strings.Contains(v, ".") {
+		// Written to the second: the trigger finished within the second
+		// after it. Taking the end of that second never shortens a TTL.
+		at = at.Add(time.Second - time.Millisecond)
+	}
+	return &Record{
+		Outcome:    o,
+		Rule:       aw.Annotations[wrapupv1alpha1.RuleAnnotation],
+		FinishedAt: at,
+		Message:    aw.Annotations[wrapupv1alpha1.MessageAnnotation],
+		TriggerUID: types.UID(aw.Annotations[wrapupv1alpha1.TriggerUIDAnnotation]),
+	}
+}
+
+// Apply writes rec onto aw's labels and annotations; a nil rec removes the
+// record.
+func (rec *Record) Apply(aw *awv1beta2.AppWrapper) {
+	if rec == nil {
+		delete(aw.Labels, wrapupv1alpha1.OutcomeLabel)
+		for _, k := range recordAnnotations {
+			delete(aw.Annotations, k)
+		}
+		return
+	}
+	if aw.Labels == nil {
+		aw.Labels = map[string]string{}
+	}
+	if aw.Annotations == nil {
+		aw.Annotations = map[string]string{}
+	}
+	aw.Labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
+	aw.Annotations[wrapupv1alpha1.RuleAnnotation] = rec.Rule
+	aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = rec.FinishedAt.UTC().Format(finishedAtLayout)
+	aw.Annotations[wrapupv1alpha1.MessageAnnotation] = Truncate(rec.Message, MaxMessage)
+	if rec.TriggerUID != "" {
+		aw.Annotations[wrapupv1alpha1.TriggerUIDAnnotation] = string(rec.TriggerUID)
+	} else {
+		delete(aw.Annotations, wrapupv1alpha1.TriggerUIDAnnotation)
+	}
+}
+
+var recordAnnotations = []string{
+	wrapupv1alpha1.RuleAnnotation, wrapupv1alpha1.FinishedAtAnnotation,
+	wrapupv1alpha1.MessageAnnotation, wrapupv1alpha1.TriggerUIDAnnotation,
+}
+
+// Same says whether rec and o record the same outcome of the same trigger.
+func (rec *Record) Same(o *Record) bool {
+	if rec == nil || o == nil {
+		return rec == o
+	}
+	return rec.Outcome == o.Outcome && rec.TriggerUID == o.TriggerUID && rec.Rule == o.Rule &&
+		rec.FinishedAt.Equal(o.FinishedAt)
+}

@@ -1,0 +1,209 @@
+package decision
+
+import (
+	"fmt"
+	"sort"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+)
+
+// Rule is a CompletionRule as a decision sees it: the object, and its
+// compiled policy or the error of compiling it.
+type Rule struct {
+	Rule   *wrapupv1alpha1.CompletionRule
+	Policy *celpolicies.Policy
+	// Err is the compile error; Policy is nil when it is set.
+	Err error
+}
+
+// KindState is how far wrapup can read the objects of a trigger kind.
+type KindState string
+
+const (
+	// KindPending: the kind's informer has not listed yet (or not started):
+	// wait, without a warning.
+	KindPending KindState = "Pending"
+	// KindWatched: the informer has listed; its cache answers.
+	KindWatched KindState = "Watched"
+	// KindNotServed: the API server does not serve the kind (its CRD is not
+	// installed, or was deleted).
+	KindNotServed KindState = "NotServed"
+	// KindNotWatchable: the kind is served, but wrapup may not list and
+	// watch it (RBAC), or it is cluster-scoped.
+	KindNotWatchable KindState = "NotWatchable"
+)
+
+// Kind is the state of a trigger kind, with what says why.
+type Kind struct {
+	State   KindState
+	Message string
+}
+
+// usable says whether rules and annotated triggers of the kind can be acted on.
+func (k Kind) usable() bool { return k.State != KindNotServed && k.State != KindNotWatchable }
+
+// RuleStanding is how one CompletionRule stands for the AppWrapper.
+type RuleStanding struct {
+	// Name of the rule.
+	Name string
+	// Priority of the rule.
+	Priority int32
+	// Ready is the rule's Ready condition as "Status/Reason", "" if unset.
+	Ready string
+	// Matches is true when both selectors select the AppWrapper and its
+	// namespace (or a selector does not parse, which fails closed).
+	Matches bool
+	// Valid is true when the rule can act: it compiles, its selectors
+	// parse, and its trigger kind (if it names one) can be watched.
+	Valid bool
+	// Wins is true for the rule that decides; when it is not Valid, it
+	// blocks every rule below it.
+	Wins bool
+	// Why says why the rule wins or does not.
+	Why string
+}
+
+// selection is the outcome of choosing the rule that decides.
+type selection struct {
+	// winner is the highest-priority matching rule, usable or not; nil
+	// when no rule matches.
+	winner *Rule
+	// blocked says why the winner cannot act; "" when it can.
+	blocked string
+	// standings lists every rule, the winner first, then in the order in
+	// which they would win.
+	standings []RuleStanding
+}
+
+// selectorMatches says whether sel selects set; a selector that does not
+// parse returns its error.
+func selectorMatches(sel *metav1.LabelSelector, set map[string]string) (bool, error) {
+	if sel == nil {
+		return true, nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false, err
+	}
+	return s.Matches(labels.Set(set)), nil
+}
+
+// Better says whether rule a wins over rule b: the highest priority, ties
+// to the name that sorts first.
+func Better(a, b *wrapupv1alpha1.CompletionRule) bool {
+	if a.Spec.Priority != b.Spec.Priority {
+		return a.Spec.Priority > b.Spec.Priority
+	}
+	return a.Name < b.Name
+}
+
+// RuleKind is the trigger kind a rule names; empty for a rule that takes
+// the annotated component.
+func RuleKind(rule *wrapupv1alpha1.CompletionRule) schema.GroupKind {
+	return schema.GroupKind{Group: rule.Spec.Trigger.APIGroup, Kind: rule.Spec.Trigger.Kind}
+}
+
+// unusable says why rule cannot act on anything; "" when it can.
+func unusable(r *Rule, kinds map[schema.GroupKind]Kind) string {
+	if r.Err != nil || r.Policy == nil {
+		if r.Err == nil {
+			return "it is not compiled"
+		}
+		return "it does not compile: " + r.Err.Error()
+	}
+	if gk := RuleKind(r.Rule); gk.Kind != "" {
+		if k, ok := kinds[gk]; ok && !k.usable() {
+			if k.State == KindNotServed {
+				return fmt.Sprintf("its trigger kind %s is not served by the API server (is its CRD installed?)", gk)
+			}
+			return fmt.Sprintf("wrapup cannot watch its trigger kind %s: %s", gk, k.Message)
+		}
+	}
+	return ""
+}
+
+// selectRule chooses the rule that decides for an AppWrapper with awLabels
+// in a namespace with nsLabels. Rule selection fails closed: the
+// highest-priority matching rule decides even when it cannot act (it does
+// not compile, a selector does not parse, its kind cannot be watched), and
+// then it blocks every rule below it, so that a typo in a rule that keeps
+// failed runs never hands them to a rule that deletes them. Rules being
+// deleted take no part.
+func selectRule(rules []Rule, awLabels, nsLabels map[string]string, namespace string, kinds map[schema.GroupKind]Kind) selection {
+	order := make([]*Rule, len(rules))
+	for i := range rules {
+		order[i] = &rules[i]
+	}
+	sort.SliceStable(order, func(i, j int) bool { return Better(order[i].Rule, order[j].Rule) })
+
+	var sel selection
+	sel.standings = make([]RuleStanding, 0, len(order))
+	contenders := 0
+	winnerAt := -1
+	for _, r := range order {
+		rule := r.Rule
+		s := RuleStanding{Name: rule.Name, Priority: rule.Spec.Priority}
+		if c := apimeta.FindStatusCondition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady); c != nil {
+			s.Ready = string(c.Status) + "/" + c.Reason
+		}
+		why := unusable(r, kinds)
+		awMatch, awErr := selectorMatches(rule.Spec.AppWrapperSelector, awLabels)
+		nsMatch, nsErr := selectorMatches(rule.Spec.NamespaceSelector, nsLabels)
+		switch {
+		case awErr != nil:
+			why = "its appWrapperSelector does not parse: " + awErr.Error()
+			awMatch = true
+		case nsErr != nil:
+			why = "its namespaceSelector does not parse: " + nsErr.Error()
+			nsMatch = true
+		}
+		s.Valid = why == ""
+		s.Matches = awMatch && nsMatch
+		switch {
+		case !rule.DeletionTimestamp.IsZero():
+			s.Why = "is being deleted"
+		case !awMatch:
+			s.Why = "appWrapperSelector does not select the AppWrapper"
+		case !nsMatch:
+			s.Why = fmt.Sprintf("namespaceSelector does not select namespace %s", namespace)
+		case sel.winner == nil:
+			sel.winner = r
+			winnerAt = len(sel.standings)
+			s.Wins = true
+			contenders++
+			if !s.Valid {
+				sel.blocked = why
+				s.Why = "blocks every lower-priority rule: it matches and is not usable, because " + why
+			}
+		case sel.blocked != "":
+			s.Why = fmt.Sprintf("blocked by %s, which matches with a higher priority and is not usable", sel.winner.Rule.Name)
+		case !s.Valid:
+			s.Why = "is not usable (" + why + "), and loses to " + sel.winner.Rule.Name + " anyway"
+		case rule.Spec.Priority < sel.winner.Rule.Spec.Priority:
+			contenders++
+			s.Why = fmt.Sprintf("loses to %s: lower priority (%d < %d)", sel.winner.Rule.Name, rule.Spec.Priority, sel.winner.Rule.Spec.Priority)
+		default:
+			contenders++
+			s.Why = fmt.Sprintf("loses to %s: same priority %d, and %s sorts first by name", sel.winner.Rule.Name, rule.Spec.Priority, sel.winner.Rule.Name)
+		}
+		sel.standings = append(sel.standings, s)
+	}
+	if winnerAt >= 0 {
+		w := sel.standings[winnerAt]
+		if sel.blocked == "" {
+			w.Why = "wins: the only matching valid rule"
+			if contenders > 1 {
+				w.Why = fmt.Sprintf("wins: highest priority of %d matching valid rules", contenders)
+			}
+		}
+		copy(sel.standings[1:winnerAt+1], sel.standings[:winnerAt])
+		sel.standings[0] = w
+	}
+	return sel
+}

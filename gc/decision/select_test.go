@@ -1,0 +1,355 @@
+package decision
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+)
+
+func rule(name string, prio int32, awSel, nsSel map[string]string) *wrapupv1alpha1.CompletionRule {
+	r := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	r.Spec.Priority = prio
+	if awSel != nil {
+		r.Spec.AppWrapperSelector = &metav1.LabelSelector{MatchLabels: awSel}
+	}
+	if nsSel != nil {
+		r.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: nsSel}
+	}
+	return r
+}
+
+func TestSelectRule(t *testing.T) {
+	bench := map[string]string{"role": "benchmark"}
+	deleting := rule("deleting", 100, nil, nil)
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	badSelector := rule("bad-selector", 100, nil, nil)
+	badSelector.Spec.AppWrapperSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: "Bogus"}}}
+	jobs := rule("jobs", 50, nil, nil)
+	jobs.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "Job"}
+	tests := []struct {
+		name     string
+		rules    []*wrapupv1alpha1.CompletionRule
+		awLabels map[string]string
+		nsLabels map[string]string
+		broken   string
+		kinds    map[schema.GroupKind]Kind
+		want     string
+		blocked  bool
+	}{
+		{name: "no rules", want: ""},
+		{name: "empty selectors match everything", rules: []*wrapupv1alpha1.CompletionRule{rule("all", 0, nil, nil)}, want: "all"},
+		{name: "appwrapper selector filters", rules: []*wrapupv1alpha1.CompletionRule{rule("bench", 0, bench, nil)}, awLabels: map[string]string{"role": "train"}, want: ""},
+		{name: "namespace selector filters", rules: []*wrapupv1alpha1.CompletionRule{rule("team", 0, nil, map[string]string{"team": "a"})}, nsLabels: map[string]string{"team": "b"}, want: ""},
+		{name: "highest priority wins", rules: []*wrapupv1alpha1.CompletionRule{rule("low", 1, nil, nil), rule("high", 10, bench, nil)}, awLabels: bench, want: "high"},
+		{name: "ties go to the first name", rules: []*wrapupv1alpha1.CompletionRule{rule("b", 5, nil, nil), rule("a", 5, nil, nil)}, want: "a"},
+		{name: "negative priority loses", rules: []*wrapupv1alpha1.CompletionRule{rule("annotated-triggers", -1000, nil, nil), rule("z", 0, nil, nil)}, want: "z"},
+		{name: "rules being deleted are skipped", rules: []*wrapupv1alpha1.CompletionRule{deleting, rule("b", 0, nil, nil)}, want: "b"},
+		// Fail closed: a rule that may match and cannot act blocks those below it.
+		{name: "a selector that does not parse blocks", rules: []*wrapupv1alpha1.CompletionRule{badSelector, rule("b", 0, nil, nil)}, want: "bad-selector", blocked: true},
+		{name: "a rule that does not compile blocks", rules: []*wrapupv1alpha1.CompletionRule{rule("broken", 10, nil, nil), rule("ok", 0, nil, nil)}, broken: "broken", want: "broken", blocked: true},
+		{name: "a broken rule that does not match blocks nothing", rules: []*wrapupv1alpha1.CompletionRule{rule("broken", 10, bench, nil), rule("ok", 0, nil, nil)}, broken: "broken", want: "ok"},
+		{name: "a broken rule below the winner changes nothing", rules: []*wrapupv1alpha1.CompletionRule{rule("broken", -1, nil, nil), rule("ok", 0, nil, nil)}, broken: "broken", want: "ok"},
+		{name: "a rule whose kind is not served blocks", rules: []*wrapupv1alpha1.CompletionRule{jobs, rule("ok", 0, nil, nil)},
+			kinds: map[schema.GroupKind]Kind{{Group: "example.com", Kind: "Job"}: {State: KindNotServed}}, want: "jobs", blocked: true},
+		{name: "a rule whose kind is not watchable blocks", rules: []*wrapupv1alpha1.CompletionRule{jobs, rule("ok", 0, nil, nil)},
+			kinds: map[schema.GroupKind]Kind{{Group: "example.com", Kind: "Job"}: {State: KindNotWatchable, Message: "forbidden"}}, want: "jobs", blocked: true},
+		{name: "a rule whose kind is still listing wins", rules: []*wrapupv1alpha1.CompletionRule{jobs, rule("ok", 0, nil, nil)},
+			kinds: map[schema.GroupKind]Kind{{Group: "example.com", Kind: "Job"}: {State: KindPending}}, want: "jobs"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rules := make([]Rule, len(tc.rules))
+			for i, r := range tc.rules {
+				rules[i] = compiled(t, r)
+				if r.Name == tc.broken {
+					rules[i] = Rule{Rule: r, Err: errBroken}
+				}
+			}
+			sel := selectRule(rules, tc.awLabels, tc.nsLabels, "ns", tc.kinds)
+			got := ""
+			if sel.winner != nil {
+				got = sel.winner.Rule.Name
+			}
+			if got != tc.want || (sel.blocked != "") != tc.blocked {
+				t.Errorf("winner = %q, blocked %q; want %q, blocked %v", got, sel.blocked, tc.want, tc.blocked)
+			}
+			if len(sel.standings) != len(tc.rules) {
+				t.Fatalf("%d standings for %d rules", len(sel.standings), len(tc.rules))
+			}
+			if tc.want != "" && (sel.standings[0].Name != tc.want || !sel.standings[0].Wins) {
+				t.Errorf("first standing %+v, want the winner", sel.standings[0])
+			}
+		})
+	}
+}
+
+func component(t *testing.T, apiVersion, kind, name string, annotations map[string]string) awv1beta2.AppWrapperComponent {
+	t.Helper()
+	obj := map[string]any{"metadata": map[string]any{}}
+	if apiVersion != "" {
+		obj["apiVersion"] = apiVersion
+	}
+	if kind != "" {
+		obj["kind"] = kind
+	}
+	if name != "" {
+		obj["metadata"].(map[string]any)["name"] = name
+	} else {
+		obj["metadata"].(map[string]any)["generateName"] = "gen-"
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return awv1beta2.AppWrapperComponent{Annotations: annotations, Template: runtime.RawExtension{Raw: raw}}
+}
+
+func TestFindTrigger(t *testing.T) {
+	trig := map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
+	jobRule := rule("jobs", 0, nil, nil)
+	jobRule.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}
+	namedRule := rule("named", 0, nil, nil)
+	namedRule.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job", Name: "bench"}
+	annotated := rule("annotated", 0, nil, nil)
+	podRule := rule("pods", 0, nil, nil)
+	podRule.Spec.Trigger = wrapupv1alpha1.TriggerSpec{Kind: "Pod"}
+
+	tests := []struct {
+		name       string
+		rule       *wrapupv1alpha1.CompletionRule
+		components func(t *testing.T) []awv1beta2.AppWrapperComponent
+		statusName string
+		want       Ref
+		wantReason string
+		wantQuiet  bool
+	}{
+		{
+			name: "the one Job among Deployments",
+			rule: jobRule,
+			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
+				return []awv1beta2.AppWrapperComponent{component(t, "apps/v1", "Deployment", "inf", nil), component(t, "batch/v1", "Job", "bench", nil)}
+			},
+			want: Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench"},
+		},
+		{
+			name: "two Jobs are ambiguous",
+			rule: jobRule,
+			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
+				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "a", nil), component(t, "batch/v1", "Job", "b", nil)}
+			},
+			wantReason: wrapupv1alpha1.ReasonAmbiguousTrigger,
+		},
+		{
+			name: "a name picks one of two Jobs",
+			rule: namedRule,
+			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
+				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "warmup", nil), component(t, "batch/v1", "Job", "bench", nil)}
+			},
+			want: Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench"},
+		},
+		{
+			name: "no Job",
+			rule: jobRule,
+			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
+				return []awv1beta2.AppWrapperComponent{component(t, "apps/v1", "Deployment", "inf", nil)}
+			},
+			wantReason: wrapupv1alpha1.ReasonNoTrigger,
+		},
+		{
+			name: "the group must match, not only the kind",
+			rule: jobRule,
+			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
+				return []awv1beta2.AppWrapperComponent{component(t, "example.com/v1", "Job", "other", nil)}
+			},
+			wantReason: wrapupv1alpha1.ReasonNoTrigger,
+		},
+		{
+			name: "the annotated component",
+			rule: annotated,
+			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
+				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "a", nil), component(t, "kubeflow.org/v1", "PyTorchJob", "train", trig)}
+			},
+			want: Ref{Index: 1, Kind: schema.GroupKind{Group: "kubeflow.org", Kind: "PyTorchJob"}, Version: "v1", Name: "train", Annotated: true},
+		},
+		{
+			name: "no annotated component: the rule does not apply, quietly",
+			rule: annotated,
+			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
+				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "a", nil)}
+			},
+			wantReason: wrapupv1alpha1.ReasonNoTrigger,
+			wantQuiet:  true,
+		},
+		{
+			name: "the annotation is case-insensitive",
+			rule: annotated,
+			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
+				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "a", map[string]string{wrapupv1alpha1.TriggerAnnotation: "True"})}
+			},
+			want: Ref{Index: 0, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "a", Annotated: true},
+		},
+		{
+			name: "an annotated component with no kind is reported",
+			rule: annotated,
+			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
+				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "", "a", trig)}
+			},
+			wantReason: wrapupv1alpha1.ReasonNoTrigger,
+		},
+		{
+			name: "generateName takes the name from componentStatus",
+			rule: podRule,
+			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
+				return []awv1beta2.AppWrapperComponent{component(t, "v1", "Pod", "", nil)}
+			},
+			statusName: "gen-x7k2p",
+			want:       Ref{Index: 0, Kind: schema.GroupKind{Kind: "Pod"}, Version: "v1", Name: "gen-x7k2p"},
+		},
+		{
+			name: "generateName before the AppWrapper controller created it",
+			rule: podRule,
+			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
+				return []awv1beta2.AppWrapperComponent{component(t, "v1", "Pod", "", nil)}
+			},
+			want: Ref{Index: 0, Kind: schema.GroupKind{Kind: "Pod"}, Version: "v1"},
+		},
+		{
+			name: "a template that is not JSON is skipped",
+			rule: jobRule,
+			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
+				return []awv1beta2.AppWrapperComponent{{Template: runtime.RawExtension{Raw: []byte("{not json")}}}
+			},
+			wantReason: wrapupv1alpha1.ReasonNoTrigger,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			aw := &awv1beta2.AppWrapper{}
+			aw.Spec.Components = tc.components(t)
+			if tc.statusName != "" {
+				aw.Status.ComponentStatus = []awv1beta2.AppWrapperComponentStatus{{Name: tc.statusName}}
+			}
+			got, nt := FindTrigger(aw, tc.rule)
+			if tc.wantReason != "" {
+				if nt == nil || nt.Reason != tc.wantReason {
+					t.Fatalf("FindTrigger = %+v, want reason %s", nt, tc.wantReason)
+				}
+				if !strings.Contains(nt.Message, tc.rule.Name) {
+					t.Errorf("message %q does not name the rule", nt.Message)
+				}
+				if nt.Quiet != tc.wantQuiet {
+					t.Errorf("quiet = %v, want %v", nt.Quiet, tc.wantQuiet)
+				}
+				return
+			}
+			if nt != nil {
+				t.Fatalf("FindTrigger: %v", nt)
+			}
+			if got != tc.want {
+				t.Errorf("findTrigger = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFailureFinality(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	grace := DefaultFailureGracePeriod
+	unhealthy := []metav1.Condition{{Type: string(awv1beta2.Unhealthy), Status: metav1.ConditionTrue, Reason: "FoundFailedPods"}}
+	tests := []struct {
+		name        string
+		phase       awv1beta2.AppWrapperPhase
+		annotations map[string]string
+		conditions  []metav1.Condition
+		retries     int32
+		firstSeen   time.Time
+		wantFinal   bool
+		wantWait    time.Duration
+	}{
+		{name: "Failed is final", phase: awv1beta2.AppWrapperFailed, firstSeen: now, wantFinal: true},
+		{name: "Resetting is a retry", phase: awv1beta2.AppWrapperResetting, firstSeen: now.Add(-time.Hour)},
+		{name: "Resuming is a retry", phase: awv1beta2.AppWrapperResuming, firstSeen: now.Add(-time.Hour)},
+		{name: "Running within the grace period waits", phase: awv1beta2.AppWrapperRunning, firstSeen: now.Add(-time.Minute), wantWait: grace - time.Minute},
+		{name: "Running past the grace period is final", phase: awv1beta2.AppWrapperRunning, firstSeen: now.Add(-grace), wantFinal: true},
+		// The AppWrapper controller resets at up to failure + recheck +
+		// its failure grace + its latency: the default grace has slack.
+		{name: "the default grace outlasts the AppWrapper controller's recheck and grace", phase: awv1beta2.AppWrapperRunning,
+			firstSeen: now.Add(-AppWrapperRecheckPeriod - AppWrapperFailureGracePeriod - 10*time.Second), wantWait: Slack - 10*time.Second},
+		{name: "the AppWrapper's own grace period counts", phase: awv1beta2.AppWrapperRunning,
+			annotations: map[string]string{awv1beta2.FailureGracePeriodDurationAnnotation: "10m"}, firstSeen: now.Add(-5 * time.Minute),
+			wantWait: 5*time.Minute + AppWrapperRecheckPeriod + Slack},
+		{name: "a bad annotation falls back to the default", phase: awv1beta2.AppWrapperRunning,
+			annotations: map[string]string{awv1beta2.FailureGracePeriodDurationAnnotation: "soon"}, firstSeen: now.Add(-grace), wantFinal: true},
+		{name: "Unhealthy with retries left waits for the phase past the grace", phase: awv1beta2.AppWrapperRunning,
+			conditions: unhealthy, retries: 1, firstSeen: now.Add(-grace), wantWait: UnhealthyBackstop},
+		{name: "Unhealthy with retries left is final after the backstop", phase: awv1beta2.AppWrapperRunning,
+			conditions: unhealthy, retries: 1, firstSeen: now.Add(-grace - UnhealthyBackstop), wantFinal: true},
+		{name: "Unhealthy with no retries left is final past the grace", phase: awv1beta2.AppWrapperRunning,
+			conditions: unhealthy, retries: 3, firstSeen: now.Add(-grace), wantFinal: true},
+		{name: "the AppWrapper's retryLimit counts", phase: awv1beta2.AppWrapperRunning,
+			annotations: map[string]string{awv1beta2.RetryLimitAnnotation: "5"}, conditions: unhealthy, retries: 3, firstSeen: now.Add(-grace), wantWait: UnhealthyBackstop},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			aw := &awv1beta2.AppWrapper{}
+			aw.Status.Phase = tc.phase
+			aw.Annotations = tc.annotations
+			aw.Status.Conditions = tc.conditions
+			aw.Status.Retries = tc.retries
+			final, wait, why := failureFinality(aw, tc.firstSeen, now, grace)
+			if final != tc.wantFinal || wait != tc.wantWait {
+				t.Errorf("final = %v, wait = %v; want %v, %v", final, wait, tc.wantFinal, tc.wantWait)
+			}
+			if !final && why == "" {
+				t.Error("no reason given for waiting")
+			}
+		})
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	if got := Truncate("short", 10); got != "short" {
+		t.Errorf("truncate kept %q", got)
+	}
+	got := Truncate(strings.Repeat("é", 10), 9) // 2 bytes each
+	if !utf8.ValidString(got) || len(got) > 9 || !strings.HasSuffix(got, "…") {
+		t.Errorf("truncate = %q (%d bytes): want valid UTF-8 of at most 9 bytes ending in …", got, len(got))
+	}
+}
+
+func TestOwnedBy(t *testing.T) {
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "aw", UID: "u1"}}
+	ref := func(apiVersion string, uid types.UID, controller bool) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: "AppWrapper", Name: "aw", UID: uid, Controller: ptr.To(controller)}}
+	}
+	tests := []struct {
+		name string
+		refs []metav1.OwnerReference
+		want bool
+	}{
+		{name: "controlled by the AppWrapper", refs: ref("workload.codeflare.dev/v1beta2", "u1", true), want: true},
+		{name: "another AppWrapper of the same name", refs: ref("workload.codeflare.dev/v1beta2", "u2", true)},
+		{name: "an owner, not the controller", refs: ref("workload.codeflare.dev/v1beta2", "u1", false)},
+		{name: "an AppWrapper kind of another group", refs: ref("example.com/v1", "u1", true)},
+		{name: "no owner"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &metav1.ObjectMeta{OwnerReferences: tc.refs}
+			if got := OwnedBy(obj, aw); got != tc.want {
+				t.Errorf("ownedBy = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,152 @@
+package decision
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+)
+
+// Ref is the component that decides for an AppWrapper.
+type Ref struct {
+	// Index of the component in spec.components.
+	Index int
+	// Kind of the component.
+	Kind schema.GroupKind
+	// Version is the template's API version.
+	Version string
+	// Name of the live object, in the AppWrapper's namespace; empty while the
+	// template uses generateName and the AppWrapper controller has not yet
+	// recorded the name it created.
+	Name string
+	// Annotated is true when the rule names no kind and the component is
+	// the one annotated wrapup.dev/trigger.
+	Annotated bool
+}
+
+// GroupVersionKind is the template's.
+func (r Ref) GroupVersionKind() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: r.Kind.Group, Version: r.Version, Kind: r.Kind.Kind}
+}
+
+// componentMeta is the part of a component template that finding the
+// trigger needs.
+type componentMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name         string `json:"name"`
+		GenerateName string `json:"generateName"`
+	} `json:"metadata"`
+}
+
+// NoTrigger says why an AppWrapper has no trigger under a rule.
+type NoTrigger struct {
+	// Reason is the Event reason: NoTrigger or AmbiguousTrigger.
+	Reason string
+	// Message says why, for people.
+	Message string
+	// Quiet is true when the rule simply does not apply (it names no kind,
+	// and no component is annotated): nothing is worth an Event.
+	Quiet bool
+}
+
+func (e *NoTrigger) Error() string { return e.Message }
+
+// Truthy says whether an annotation value opts in: "true" in any case, and
+// the other usual spellings of yes.
+func Truthy(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "yes", "1", "on":
+		return true
+	}
+	return false
+}
+
+// FindTrigger finds the one component of aw that rule's trigger names (or,
+// with no trigger kind, the one annotated as the trigger).
+func FindTrigger(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) (Ref, *NoTrigger) {
+	t := rule.Spec.Trigger
+	var found []Ref
+	var bad []string
+	annotated := 0
+	for i := range aw.Spec.Components {
+		c := &aw.Spec.Components[i]
+		if t.Kind == "" {
+			if !Truthy(c.Annotations[wrapupv1alpha1.TriggerAnnotation]) {
+				continue
+			}
+			annotated++
+		}
+		var m componentMeta
+		if err := json.Unmarshal(c.Template.Raw, &m); err != nil || m.Kind == "" || m.APIVersion == "" {
+			bad = append(bad, fmt.Sprintf("component %d has no apiVersion/kind", i))
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(m.APIVersion)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("component %d has a bad apiVersion %q", i, m.APIVersion))
+			continue
+		}
+		gk := schema.GroupKind{Group: gv.Group, Kind: m.Kind}
+		if t.Kind != "" && (gk.Group != t.APIGroup || gk.Kind != t.Kind || (t.Name != "" && m.Metadata.Name != t.Name)) {
+			continue
+		}
+		name := m.Metadata.Name
+		if name == "" && i < len(aw.Status.ComponentStatus) {
+			name = aw.Status.ComponentStatus[i].Name
+		}
+		found = append(found, Ref{Index: i, Kind: gk, Version: gv.Version, Name: name, Annotated: t.Kind == ""})
+	}
+	want := fmt.Sprintf("a component annotated %s: \"true\"", wrapupv1alpha1.TriggerAnnotation)
+	if t.Kind != "" {
+		want = fmt.Sprintf("a %s component", schema.GroupKind{Group: t.APIGroup, Kind: t.Kind})
+		if t.Name != "" {
+			want += fmt.Sprintf(" named %q", t.Name)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		msg := fmt.Sprintf("rule %s wants %s as the trigger, and the AppWrapper has none", rule.Name, want)
+		if len(bad) > 0 {
+			msg += " (" + strings.Join(bad, "; ") + ")"
+		}
+		return Ref{}, &NoTrigger{Reason: wrapupv1alpha1.ReasonNoTrigger, Message: msg, Quiet: t.Kind == "" && annotated == 0}
+	default:
+		idx := make([]string, len(found))
+		for i, f := range found {
+			idx[i] = fmt.Sprint(f.Index)
+		}
+		return Ref{}, &NoTrigger{Reason: wrapupv1alpha1.ReasonAmbiguousTrigger, Message: fmt.Sprintf(
+			"rule %s wants %s as the trigger, and the AppWrapper has %d (components %s): name one with trigger.name or annotate one",
+			rule.Name, want, len(found), strings.Join(idx, ", "))}
+	}
+}
+
+// OwnedBy says whether aw controls obj: only then is obj a component of aw
+// rather than a same-named object someone else made.
+func OwnedBy(obj metav1.Object, aw *awv1beta2.AppWrapper) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == aw.UID && ref.Kind == "AppWrapper" &&
+		schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).Group == awv1beta2.GroupVersion.Group
+}
+
+// Truncate cuts s to at most n bytes, on a character boundary, marking the cut.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

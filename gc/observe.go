@@ -1,0 +1,284 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
+)
+
+// A view is where observations come from: the controller's caches, the API
+// server (the final check before a delete), or the reader of a tool. Each
+// gathers the same things; decision.Decide then decides the same way on
+// whatever any of them saw.
+type view interface {
+	// appWrapper reads the AppWrapper; nil when it does not exist.
+	appWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error)
+	rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error)
+	// namespace reads a Namespace; nil when it does not exist.
+	namespace(ctx context.Context, name string) (*corev1.Namespace, error)
+	// kind says how far triggers of gk can be read.
+	kind(gk schema.GroupKind) decision.Kind
+	// trigger reads the live trigger ref of aw, keeping at least fields.
+	trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error)
+	// appWrapperVariable is the appWrapper variable for a rule that reads
+	// fields of it.
+	appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, fields celpolicies.Fields) (map[string]any, error)
+}
+
+// gather builds the input of a decision on key from v. aw, when set, is
+// the AppWrapper as v would read it (the answer to a write just made).
+func gather(ctx context.Context, v view, policies *celpolicies.Cache, key types.NamespacedName, aw *awv1beta2.AppWrapper, in decision.Input) (decision.Input, error) {
+	if aw == nil {
+		var err error
+		if aw, err = v.appWrapper(ctx, key); err != nil {
+			return in, err
+		}
+		if aw == nil {
+			return in, nil
+		}
+	}
+	in.AppWrapper = aw
+	rules, err := v.rules(ctx)
+	if err != nil {
+		return in, err
+	}
+	in.Rules = make([]decision.Rule, len(rules))
+	in.Kinds = map[schema.GroupKind]decision.Kind{}
+	for i := range rules {
+		p, err := policies.Get(&rules[i])
+		in.Rules[i] = decision.Rule{Rule: &rules[i], Policy: p, Err: err}
+		if gk := decision.RuleKind(&rules[i]); gk.Kind != "" {
+			if _, ok := in.Kinds[gk]; !ok {
+				in.Kinds[gk] = v.kind(gk)
+			}
+		}
+	}
+	if len(rules) == 0 {
+		return in, nil
+	}
+	// Every rule selects by namespace too: without the Namespace's labels,
+	// a rule that excludes it could not be told from one that selects it.
+	ns, err := v.namespace(ctx, aw.Namespace)
+	if err != nil {
+		return in, err
+	}
+	if ns == nil {
+		return in, fmt.Errorf("reading namespace %s: not found", aw.Namespace)
+	}
+	in.Namespace = ns
+
+	plan := decision.Plan(in)
+	if plan.ReadTrigger {
+		in.Trigger, err = v.trigger(ctx, aw, plan.Ref, plan.Rule.Policy.ObjectFields(plan.Ref.Kind))
+		if apimeta.IsNoMatchError(err) {
+			// The API server does not serve the kind: as the controller's
+			// watches would say.
+			in.Kinds[plan.Ref.Kind] = decision.Kind{State: decision.KindNotServed, Message: err.Error()}
+			in.Trigger = decision.Trigger{}
+			return in, nil
+		}
+		if err != nil {
+			return in, err
+		}
+		if plan.Ref.Annotated {
+			in.Kinds[plan.Ref.Kind] = v.kind(plan.Ref.Kind)
+		}
+	}
+	if plan.ReadAppWrapper {
+		if in.AppWrapperVariable, err = v.appWrapperVariable(ctx, aw, plan.Rule.Policy.AppWrapperFields()); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
+// readerView reads everything from one client.Reader: the API server for
+// the final check, or a tool's client. Its triggers are read at version,
+// or, when version gives none, at the template's version.
+type readerView struct {
+	r client.Reader
+	// kinds, when set, says how far each kind can be read (the
+	// controller's watches); otherwise every kind counts as watched, and a
+	// kind the API server does not serve shows as its trigger's read error.
+	kinds func(schema.GroupKind) decision.Kind
+	// version, when set, gives the version to read a kind at.
+	version func(schema.GroupKind) (string, bool)
+	// labelled makes an object without the AppWrapper label absent, as it
+	// is to the controller's label-filtered watches.
+	labelled bool
+}
+
+func (v *readerView) appWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error) {
+	aw := &awv1beta2.AppWrapper{}
+	if err := v.r.Get(ctx, key, aw); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading appwrapper %s: %w", key, err)
+	}
+	return aw, nil
+}
+
+func (v *readerView) rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
+	var list wrapupv1alpha1.CompletionRuleList
+	if err := v.r.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing rules: %w", err)
+	}
+	return list.Items, nil
+}
+
+func (v *readerView) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	return readNamespace(ctx, v.r, name)
+}
+
+func readNamespace(ctx context.Context, r client.Reader, name string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	return ns, nil
+}
+
+func (v *readerView) kind(gk schema.GroupKind) decision.Kind {
+	if v.kinds == nil {
+		return decision.Kind{State: decision.KindWatched}
+	}
+	return v.kinds(gk)
+}
+
+func (v *readerView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, _ celpolicies.Fields) (decision.Trigger, error) {
+	t := decision.Trigger{Ref: ref}
+	gvk := ref.GroupVersionKind()
+	if v.version != nil {
+		if version, ok := v.version(ref.Kind); ok {
+			gvk.Version = version
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := v.r.Get(ctx, types.NamespacedName{Namespace: aw.Namespace, Name: ref.Name}, u); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			t.State = decision.TriggerAbsent
+			return t, nil
+		case apimeta.IsNoMatchError(err):
+			return t, fmt.Errorf("reading trigger: %s is not served by the API server (is its CRD installed?): %w", gvk, err)
+		}
+		return t, fmt.Errorf("reading trigger %s %s: %w", ref.Kind.Kind, ref.Name, err)
+	}
+	if _, ok := u.GetLabels()[awv1beta2.AppWrapperLabel]; v.labelled && !ok {
+		// The controller's watches list only labelled objects: to it, this
+		// one does not exist.
+		t.State = decision.TriggerAbsent
+		t.Note = fmt.Sprintf("%s %s lacks the label %s, so wrapup's watch does not see it", ref.Kind.Kind, ref.Name, awv1beta2.AppWrapperLabel)
+		return t, nil
+	}
+	stripMetadata(u)
+	t.State, t.Object = decision.TriggerPresent, u
+	return t, nil
+}
+
+func (v *readerView) appWrapperVariable(_ context.Context, aw *awv1beta2.AppWrapper, _ celpolicies.Fields) (map[string]any, error) {
+	return appWrapperMap(aw)
+}
+
+// appWrapperMap is the appWrapper variable: the AppWrapper as unstructured
+// content, with its apiVersion and kind.
+func appWrapperMap(aw *awv1beta2.AppWrapper) (map[string]any, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(aw)
+	if err != nil {
+		return nil, fmt.Errorf("converting appwrapper: %w", err)
+	}
+	m["apiVersion"], m["kind"] = awv1beta2.GroupVersion.String(), "AppWrapper"
+	return m, nil
+}
+
+// cacheView reads from the controller's caches: the manager's for
+// AppWrappers, rules and Namespaces, the trigger watches for triggers. A
+// rule that reads more of a trigger or of the AppWrapper than the caches
+// keep is given what the API server has.
+type cacheView struct {
+	r *AppWrapperReconciler
+	// key is the AppWrapper decided on: the owner of the watch of its
+	// annotated trigger's kind.
+	key types.NamespacedName
+}
+
+func (v *cacheView) appWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error) {
+	return (&readerView{r: v.r.Cache}).appWrapper(ctx, key)
+}
+
+func (v *cacheView) rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
+	return (&readerView{r: v.r.Cache}).rules(ctx)
+}
+
+func (v *cacheView) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	return readNamespace(ctx, v.r.Cache, name)
+}
+
+func (v *cacheView) kind(gk schema.GroupKind) decision.Kind { return v.r.Triggers.Kind(gk) }
+
+func (v *cacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error) {
+	t := decision.Trigger{Ref: ref}
+	if ref.Annotated {
+		// The rule does not name the kind: this AppWrapper's annotated
+		// component does, so the AppWrapper holds the watch on it.
+		var nf *KindNotFoundError
+		if err := v.r.Triggers.Ensure(watchOwner(v.key), ref.Kind, fields); err != nil && !errors.As(err, &nf) {
+			return t, err
+		}
+		if k := v.r.Triggers.Kind(ref.Kind); k.State == decision.KindNotServed || k.State == decision.KindNotWatchable {
+			return t, nil
+		}
+	}
+	obj, synced, err := v.r.Triggers.Get(ref.Kind, aw.Namespace, ref.Name, fields)
+	switch {
+	case err == nil && !synced:
+		// Its first list is under way: it tells this AppWrapper when done.
+		v.r.Triggers.Wait(ref.Kind, v.key)
+		t.State = decision.TriggerPending
+		return t, nil
+	case errors.Is(err, ErrFieldsNotKept):
+		// A rule was changed to read more, and its informer has not been
+		// started again yet: read this one from the API server.
+		return v.r.liveView().trigger(ctx, aw, ref, fields)
+	case err != nil:
+		return t, err
+	case obj == nil:
+		t.State = decision.TriggerAbsent
+	default:
+		t.State, t.Object = decision.TriggerPresent, obj
+	}
+	return t, nil
+}
+
+// appWrapperVariable: wrapup's cache (CacheOptions) keeps of the spec and
+// status only what wrapup reads; a rule that reads either is given the
+// AppWrapper read from the API server.
+func (v *cacheView) appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, fields celpolicies.Fields) (map[string]any, error) {
+	if fields.Has("spec") || fields.Has("status") {
+		live := &awv1beta2.AppWrapper{}
+		if err := v.r.APIReader.Get(ctx, client.ObjectKeyFromObject(aw), live); err != nil {
+			return nil, fmt.Errorf("reading the AppWrapper for a rule that reads its spec or status: %w", err)
+		}
+		aw = live
+	}
+	return appWrapperMap(aw)
+}
