@@ -90,6 +90,8 @@ type AppWrapperReconciler struct {
 	Workers int
 
 	memory memory
+	// observe, when set, sees every decision (tests).
+	observe func(stage string, in decision.Input, d decision.Decision)
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -161,10 +163,12 @@ func (r *AppWrapperReconciler) listAppWrappers(ctx context.Context, opts ...clie
 func watchOwner(key types.NamespacedName) string { return "appwrapper/" + key.String() }
 
 // liveView reads from the API server, triggers at the version the watches
-// read them.
+// read them; an AppWrapper handed to it may be the cache's, which keeps
+// only part of the spec and status.
 func (r *AppWrapperReconciler) liveView() *readerView {
 	return &readerView{
 		r:     r.APIReader,
+		slim:  true,
 		kinds: r.Triggers.Kind,
 		version: func(gk schema.GroupKind) (string, bool) {
 			gvr, ok := r.Triggers.Resource(gk)
@@ -197,11 +201,17 @@ func (r *AppWrapperReconciler) input(mem awMemory) decision.Input {
 	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, FailureGracePeriod: r.FailureGracePeriod}
 }
 
-// act carries out a decision made on the caches.
+// act carries out a decision made on the caches. Every write and every
+// delete is decided again first, on what the API server says (act on the
+// fresh decision, not the cached one): the rules, the Namespace and the
+// trigger are read from it; the AppWrapper is the cached one, and the
+// resourceVersion precondition of the write or the delete makes sure that
+// it is the API server's too.
 func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d decision.Decision, mem awMemory) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	aw := in.AppWrapper
 	key := client.ObjectKeyFromObject(aw)
+	r.observed("cached", in, d)
 	if d.Verdict == decision.VerdictBeingDeleted {
 		r.forget(key)
 		return ctrl.Result{}, nil
@@ -216,11 +226,9 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		ctx = logf.IntoContext(ctx, log)
 	}
 	r.warn(aw, d, &mem)
-	if d.Trigger != nil && d.Evaluation != nil && d.Evaluation.Error != "" {
+	if d.Evaluation != nil && d.Evaluation.Error != "" {
 		evaluationErrorsTotal.WithLabelValues(d.Winner).Inc()
 	}
-	result := ctrl.Result{RequeueAfter: d.Requeue}
-
 	if mem.unsure != nil && d.Recorded != nil {
 		// A record write whose answer was lost: it landed if the
 		// AppWrapper carries it now (else it was replaced).
@@ -230,14 +238,23 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		mem.unsure = nil
 		r.memory.put(key, mem)
 	}
-	fresh := aw
+	if d.Write == nil && !d.Clear && d.Verdict != decision.VerdictDelete {
+		return ctrl.Result{RequeueAfter: d.Requeue}, nil
+	}
+
+	fin, err := gather(ctx, r.liveView(), r.Policies, key, aw, r.input(mem))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	fd := decision.Decide(ctx, fin)
+	r.observed("fresh", fin, fd)
 	switch {
-	case d.Write != nil:
-		patched, err := r.writeRecord(ctx, aw, d.Write)
+	case fd.Write != nil:
+		patched, err := r.writeRecord(ctx, aw, fd.Write)
 		if err != nil {
 			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
 				// The write may have landed: count it when it is seen.
-				mem.unsure = d.Write
+				mem.unsure = fd.Write
 				r.memory.put(key, mem)
 			}
 			return r.writeFailed(ctx, err, "recording outcome")
@@ -246,29 +263,61 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		// unknown fate is on it.
 		mem.unsure = nil
 		r.memory.put(key, mem)
-		fresh = patched
-		r.emit(aw, d.Events, decision.EventAfterWrite)
-		log.Info("Recorded outcome", "outcome", d.Write.Outcome, "message", d.Write.Message)
-		r.count(ctx, d.Write)
+		r.emit(aw, fd.Events, decision.EventAfterWrite)
+		log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
+		r.count(ctx, fd.Write)
 		switch {
-		case d.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
-			actionsTotal.WithLabelValues(d.Winner, "StatusOnly").Inc()
-		case d.DryRun:
-			actionsTotal.WithLabelValues(d.Winner, wrapupv1alpha1.ReasonWouldDelete).Inc()
+		case fd.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
+			actionsTotal.WithLabelValues(fd.Winner, "StatusOnly").Inc()
+		case fd.DryRun:
+			actionsTotal.WithLabelValues(fd.Winner, wrapupv1alpha1.ReasonWouldDelete).Inc()
 		}
-	case d.Clear:
+		fin.AppWrapper = patched
+	case fd.Clear:
 		patched, err := r.writeRecord(ctx, aw, nil)
 		if err != nil {
 			return r.writeFailed(ctx, err, "clearing outcome")
 		}
-		fresh = patched
-		r.emit(aw, d.Events, decision.EventAfterWrite)
-		log.Info("Cleared outcome", "was", d.Recorded.Outcome)
+		r.emit(aw, fd.Events, decision.EventAfterWrite)
+		log.Info("Cleared outcome", "was", fd.Recorded.Outcome)
+		fin.AppWrapper = patched
+	case fd.Verdict != decision.VerdictDelete:
+		if d.Write != nil || d.Clear || d.Verdict == decision.VerdictDelete {
+			log.V(2).Info("A decision on a fresh read does not act; looking again", "cached", d.Verdict, "fresh", fd.Verdict, "reason", fd.Reason)
+		}
+		return ctrl.Result{RequeueAfter: requeueSoon(fd.Requeue)}, nil
 	}
-	if d.Verdict != decision.VerdictDelete {
-		return result, nil
+	if fd.Verdict != decision.VerdictDelete {
+		return ctrl.Result{RequeueAfter: fd.Requeue}, nil
 	}
-	return r.deleteAfterCheck(ctx, d, aw, fresh, fresh != aw)
+	if fin.AppWrapper != aw {
+		// After the write: decide on the AppWrapper as the API server
+		// answered it (the rest is as fresh as it was a moment ago).
+		first := fd
+		fd = decision.Decide(ctx, fin)
+		r.observed("written", fin, fd)
+		if !decision.SameDeletion(first, fd) {
+			return ctrl.Result{Requeue: true}, nil
+		}
+	}
+	return r.delete(ctx, fin, fd)
+}
+
+// requeueSoon is when to look again after the caches and the API server
+// disagreed: soon, for the caches to catch up, unless the fresh decision
+// wants to look even sooner.
+func requeueSoon(d time.Duration) time.Duration {
+	if d > 0 && d < time.Second {
+		return d
+	}
+	return time.Second
+}
+
+// observed is called with every decision, for tests.
+func (r *AppWrapperReconciler) observed(stage string, in decision.Input, d decision.Decision) {
+	if r.observe != nil {
+		r.observe(stage, in, d)
+	}
 }
 
 // writeFailed turns a failed write into the reconcile's result: a
@@ -301,43 +350,21 @@ func (r *AppWrapperReconciler) writeRecord(ctx context.Context, aw *awv1beta2.Ap
 	return patched, nil
 }
 
-// deleteAfterCheck is the final sanity check before a deletion: it gathers
-// again from the API server (the AppWrapper, unless fresh says that aw is
-// the API server's answer to a write just made; the rules, the Namespace
-// and the trigger), decides again, and deletes only if that decision is
-// still to delete with the same outcome: the action, dryRun and the TTL
-// come from what it read then. The delete has UID and resourceVersion
-// preconditions and Background propagation (so the AppWrapper controller's
-// finalizer tears the components down and Kueue releases the quota only
-// after the pods are gone).
-func (r *AppWrapperReconciler) deleteAfterCheck(ctx context.Context, first decision.Decision, cached, aw *awv1beta2.AppWrapper, fresh bool) (ctrl.Result, error) {
+// delete deletes the AppWrapper that the fresh decision d on in says to
+// delete, with UID and resourceVersion preconditions (so that it is the
+// AppWrapper decided on, unchanged) and Background propagation (so that
+// the AppWrapper controller's finalizer tears the components down and Kueue
+// releases the quota only after the pods are gone).
+func (r *AppWrapperReconciler) delete(ctx context.Context, in decision.Input, d decision.Decision) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
-	key := client.ObjectKeyFromObject(cached)
-	mem := r.memory.get(key)
-	var known *awv1beta2.AppWrapper
-	if fresh {
-		known = aw
-	}
-	in, err := gather(ctx, r.liveView(), r.Policies, key, known, r.input(mem))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if in.AppWrapper == nil || in.AppWrapper.UID != cached.UID {
-		return ctrl.Result{}, nil
-	}
-	d := decision.Decide(ctx, in)
-	if !decision.SameDeletion(first, d) {
-		log.Info("A decision on a fresh read does not delete; not deleting", "was", first.Verdict, "now", d.Verdict, "reason", d.Reason)
-		return ctrl.Result{Requeue: true}, nil
-	}
-	aw = in.AppWrapper
+	aw := in.AppWrapper
 	uid, rv := aw.UID, aw.ResourceVersion
-	err = r.Writer.Delete(ctx, aw, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err := r.Writer.Delete(ctx, aw, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	switch {
 	case apierrors.IsNotFound(err):
 		return ctrl.Result{}, nil
 	case apierrors.IsConflict(err):
-		// It changed since the fresh read: look again.
+		// It changed since it was read: look again.
 		log.V(2).Info("AppWrapper changed before its deletion; looking again")
 		return ctrl.Result{Requeue: true}, nil
 	case err != nil:
@@ -349,7 +376,7 @@ func (r *AppWrapperReconciler) deleteAfterCheck(ctx context.Context, first decis
 	}
 	log.Info("Deleted finished AppWrapper", "outcome", d.Outcome)
 	r.emit(aw, d.Events, decision.EventAfterDelete)
-	r.forget(key)
+	r.forget(client.ObjectKeyFromObject(aw))
 	return ctrl.Result{}, nil
 }
 

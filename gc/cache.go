@@ -16,8 +16,8 @@ import (
 // component keeps its annotations and, of its template, only the
 // apiVersion, kind and metadata.name that name the trigger (a component
 // template, a Deployment's or a Job's pod template, is most of an
-// AppWrapper's size); the status keeps its phase, the Unhealthy condition
-// and the components' names.
+// AppWrapper's size); the status keeps its phase, its retries, the
+// Unhealthy and DeletingResources conditions and the components' names.
 //
 // Another controller in the same manager (the AppWrapper controller
 // itself) would see AppWrappers without their templates: do not use these
@@ -34,6 +34,11 @@ func CacheOptions() cache.Options {
 		},
 	}
 }
+
+// keptConditions are the AppWrapper conditions decisions read: Unhealthy
+// (its controller is about to retry or fail it) and DeletingResources (when
+// it started holding a failed AppWrapper for debugging).
+var keptConditions = []awv1beta2.AppWrapperCondition{awv1beta2.Unhealthy, awv1beta2.DeletingResources}
 
 // templateIdentity is what wrapup reads of a component template.
 type templateIdentity struct {
@@ -53,8 +58,10 @@ func slimAppWrapper(obj any) (any, error) {
 	}
 	aw.ManagedFields = nil
 	var conds []metav1.Condition
-	if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy)); c != nil {
-		conds = []metav1.Condition{*c}
+	for _, t := range keptConditions {
+		if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(t)); c != nil {
+			conds = append(conds, *c)
+		}
 	}
 	aw.Status.Conditions = conds
 	for i := range aw.Status.ComponentStatus {

@@ -120,6 +120,10 @@ type readerView struct {
 	// labelled makes an object without the AppWrapper label absent, as it
 	// is to the controller's label-filtered watches.
 	labelled bool
+	// slim says that an AppWrapper handed to gather may lack parts of its
+	// spec and status (the controller's cache): a rule that reads them is
+	// given the AppWrapper read from r.
+	slim bool
 }
 
 func (v *readerView) appWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error) {
@@ -195,7 +199,24 @@ func (v *readerView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref 
 	return t, nil
 }
 
-func (v *readerView) appWrapperVariable(_ context.Context, aw *awv1beta2.AppWrapper, _ celpolicies.Fields) (map[string]any, error) {
+func (v *readerView) appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, fields celpolicies.Fields) (map[string]any, error) {
+	if v.slim {
+		return fullAppWrapperVariable(ctx, v.r, aw, fields)
+	}
+	return appWrapperMap(aw)
+}
+
+// fullAppWrapperVariable is the appWrapper variable of aw, which may be the
+// cache's: a rule that reads its spec or status is given the AppWrapper
+// read from r.
+func fullAppWrapperVariable(ctx context.Context, r client.Reader, aw *awv1beta2.AppWrapper, fields celpolicies.Fields) (map[string]any, error) {
+	if fields.Has("spec") || fields.Has("status") {
+		live := &awv1beta2.AppWrapper{}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(aw), live); err != nil {
+			return nil, fmt.Errorf("reading the AppWrapper for a rule that reads its spec or status: %w", err)
+		}
+		aw = live
+	}
 	return appWrapperMap(aw)
 }
 
@@ -273,12 +294,5 @@ func (v *cacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 // status only what wrapup reads; a rule that reads either is given the
 // AppWrapper read from the API server.
 func (v *cacheView) appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, fields celpolicies.Fields) (map[string]any, error) {
-	if fields.Has("spec") || fields.Has("status") {
-		live := &awv1beta2.AppWrapper{}
-		if err := v.r.APIReader.Get(ctx, client.ObjectKeyFromObject(aw), live); err != nil {
-			return nil, fmt.Errorf("reading the AppWrapper for a rule that reads its spec or status: %w", err)
-		}
-		aw = live
-	}
-	return appWrapperMap(aw)
+	return fullAppWrapperVariable(ctx, v.r.APIReader, aw, fields)
 }

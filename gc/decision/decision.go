@@ -552,7 +552,7 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 
 	switch {
 	case same && state == liveRunning:
-		d.clear(fmt.Sprintf("the trigger runs again: the recorded outcome %s no longer holds", rec.Outcome))
+		d.clear(fmt.Sprintf("the trigger is running again: the recorded outcome %s no longer holds", rec.Outcome))
 		return
 	case state == liveError:
 		d.Verdict = VerdictWaitingForTrigger

@@ -210,11 +210,11 @@ var _ = Describe("kubectl wrapup explain", func() {
 		Expect(ex.Winner).To(Equal(rule.Name))
 		Expect(ex.Trigger).To(BeNil())
 		Expect(ex.Reason).To(ContainSubstring("has 2 (components 0, 1)"))
-		Expect(ex.Reason).To(ContainSubstring("AmbiguousTrigger"))
+		Expect(ex.Events).To(ContainElement(HaveField("Reason", wrapupv1alpha1.ReasonAmbiguousTrigger)))
 		expectEvent(aw, "", "AmbiguousTrigger", "has 2 (components 0, 1)")
 	})
 
-	It("says which rule is invalid and that no rule is left", func() {
+	It("says which rule is invalid and that it blocks every rule below it", func() {
 		bad := util.MakeRule(ns.Name+"-bad").NamespaceLabels(map[string]string{nsLabel: ns.Name}).
 			TriggerKind("batch", "Job", "").Success(`object.status.succeeded + 1`).Obj()
 		createSpecRule(bad)
@@ -222,9 +222,11 @@ var _ = Describe("kubectl wrapup explain", func() {
 		aw, _ := runningAppWrapper("run6")
 
 		ex := explain(aw)
-		Expect(ex.Verdict).To(Equal(decision.VerdictNoRule), ex.String())
+		Expect(ex.Verdict).To(Equal(decision.VerdictBlocked), ex.String())
+		Expect(ex.Winner).To(Equal(bad.Name))
 		v := ruleVerdict(ex, bad.Name)
 		Expect(v.Valid).To(BeFalse())
+		Expect(v.Wins).To(BeTrue())
 		Expect(v.Ready).To(Equal("False/" + wrapupv1alpha1.ReasonInvalidExpression))
 		Expect(v.Why).To(ContainSubstring("spec.success"))
 	})

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
@@ -217,7 +219,14 @@ var _ = Describe("Trigger kinds", func() {
 			Component(util.MakeJob("bench").Obj(), nil).Obj()
 		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
 		util.JobComplete(ctx, k8sClient, client.ObjectKeyFromObject(impostor))
-		expectEvent(aw, "", "TriggerNotOwned", "not controlled by this AppWrapper")
+		// A suspended AppWrapper has no components: nothing is read for it.
+		Eventually(func(g Gomega) {
+			ex, err := gc.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ex.Verdict).To(Equal(decision.VerdictWaitingForTrigger), ex.String())
+			g.Expect(ex.Trigger).NotTo(BeNil())
+			g.Expect(ex.Trigger.Problem).To(ContainSubstring("its components do not exist"))
+		}, util.Timeout, util.Interval).Should(Succeed())
 		Consistently(func(g Gomega) {
 			got := &awv1beta2.AppWrapper{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
