@@ -47,18 +47,7 @@ func Explain(ctx context.Context, r client.Reader, policies *celpolicies.Cache, 
 	if policies == nil {
 		policies = &celpolicies.Cache{}
 	}
-	v := &readerView{r: r, labelled: true}
-	if m, ok := r.(interface{ RESTMapper() apimeta.RESTMapper }); ok && m.RESTMapper() != nil {
-		mapper := m.RESTMapper()
-		v.kinds = func(gk schema.GroupKind) decision.Kind {
-			if _, err := mapper.RESTMapping(gk); err != nil {
-				if apimeta.IsNoMatchError(err) {
-					return decision.Kind{State: decision.KindNotServed, Message: err.Error()}
-				}
-			}
-			return decision.Kind{State: decision.KindWatched}
-		}
-	}
+	v := &readerView{r: r, labelled: true, kinds: explainKinds(r)}
 	in, err := gather(ctx, v, policies, key, nil, decision.Input{Now: now})
 	if err != nil {
 		return nil, err
@@ -68,6 +57,22 @@ func Explain(ctx context.Context, r client.Reader, policies *celpolicies.Cache, 
 			apierrors.NewNotFound(awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource(), key.Name))
 	}
 	return explainInput(ctx, in), nil
+}
+
+// explainKinds says, from r's REST mapper when it has one, which trigger
+// kinds the API server serves; nil (every kind counts as served) without.
+func explainKinds(r client.Reader) func(schema.GroupKind) decision.Kind {
+	m, ok := r.(interface{ RESTMapper() apimeta.RESTMapper })
+	if !ok || m.RESTMapper() == nil {
+		return nil
+	}
+	mapper := m.RESTMapper()
+	return func(gk schema.GroupKind) decision.Kind {
+		if _, err := mapper.RESTMapping(gk); err != nil && apimeta.IsNoMatchError(err) {
+			return decision.Kind{State: decision.KindNotServed, Message: err.Error()}
+		}
+		return decision.Kind{State: decision.KindWatched}
+	}
 }
 
 // explainInput is the explanation of a decision on in.

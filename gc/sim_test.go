@@ -1,0 +1,582 @@
+package gc
+
+// A deterministic simulation of wrapup in a world of AppWrappers (the
+// AppWrapper controller's phases and retries, Kueue suspending and
+// re-admitting, triggers finishing, rules created, edited, broken and
+// deleted, namespaces relabelled, caches lagging the API server, API errors
+// and lost answers, wrapup restarting). Random histories, seeded and
+// reproducible; after every write wrapup makes, and once the world stops
+// changing, the invariants are checked against the world's truth, by an
+// oracle written apart from the decision code:
+//
+//   - never a wrong delete;
+//   - never a lost completion;
+//   - one record per trigger, no record cleared without cause, counters
+//     equal to the records;
+//   - Explain, on the same observations, gives the controller's verdict.
+//
+// go test ./gc -run TestSimulation -sim.histories=100000 runs more; a
+// failing history prints its seed and the shortest prefix of it that
+// still fails, with its trace; -sim.seed=N replays one.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+)
+
+var (
+	simHistories = flag.Int("sim.histories", 400, "how many random histories TestSimulation runs")
+	simSteps     = flag.Int("sim.steps", 150, "how many random events a history has")
+	simSeed      = flag.Int64("sim.seed", 0, "run only the history of this seed, and print its trace")
+	simFirstSeed = flag.Int64("sim.first", 1, "the seed of the first history")
+)
+
+// simWrapup is wrapup in the simulated world: its AppWrapper reconciler and
+// a work queue like controller-runtime's (one entry per AppWrapper, the
+// earliest due time wins, failures back off).
+type simWrapup struct {
+	w        *simWorld
+	r        *AppWrapperReconciler
+	triggers *simTriggers
+	clock    *clocktesting.FakeClock
+	queue    map[types.NamespacedName]time.Time
+	failures map[types.NamespacedName]int
+	restarts int
+}
+
+func (w *simWorld) startWrapup() {
+	if w.wr != nil {
+		w.wr.restarts++
+	}
+	restarts := 0
+	if w.wr != nil {
+		restarts = w.wr.restarts
+	}
+	clock := clocktesting.NewFakeClock(w.now)
+	triggers := &simTriggers{w: w, syncAt: w.now.Add(time.Duration(w.rng.Int63n(int64(3 * time.Second)))),
+		waiters: map[types.NamespacedName]bool{}, claims: map[string]schema.GroupKind{}}
+	wr := &simWrapup{w: w, triggers: triggers, clock: clock, queue: map[types.NamespacedName]time.Time{},
+		failures: map[types.NamespacedName]int{}, restarts: restarts}
+	wr.r = &AppWrapperReconciler{
+		Cache:     &simReader{w: w},
+		Writer:    &simWriter{w: w},
+		APIReader: &simReader{w: w, fresh: true},
+		Recorder:  &simRecorder{w: w},
+		Policies:  &celpolicies.Cache{},
+		Triggers:  triggers,
+		Assign:    NewAssignments(),
+		Counters:  &simCounters{w: w},
+		Clock:     clock,
+	}
+	wr.r.defaults()
+	wr.r.observe = w.checkExplain
+	w.wr = wr
+	// A new process lists everything afresh: its caches start from the
+	// API server, and every AppWrapper is reconciled.
+	w.resync(w.awCache, func() map[string]any { return anyMap(w.aws) })
+	w.resync(w.trigCache, func() map[string]any { return anyMap(w.trigs) })
+	w.resync(w.ruleCache, func() map[string]any { return anyMap(w.rules) })
+	w.resync(w.nsCache, func() map[string]any { return anyMap(w.nss) })
+	for key := range w.aws {
+		wr.enqueue(key, w.now)
+	}
+}
+
+func anyMap[K comparable, V any](m map[K]V) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[fmt.Sprint(k)] = v
+	}
+	return out
+}
+
+func (w *simWorld) resync(c *simCache, objs func() map[string]any) {
+	c.objs = map[string]client.Object{}
+	c.pending = nil
+	c.last = time.Time{}
+	for k, v := range objs() {
+		c.objs[k] = v.(client.Object).DeepCopyObject().(client.Object)
+	}
+}
+
+func (wr *simWrapup) enqueue(key types.NamespacedName, at time.Time) {
+	if cur, ok := wr.queue[key]; !ok || at.Before(cur) {
+		wr.queue[key] = at
+	}
+}
+
+// nextDue is the queue's earliest entry.
+func (wr *simWrapup) nextDue() (types.NamespacedName, time.Time, bool) {
+	var best types.NamespacedName
+	var at time.Time
+	found := false
+	for k, t := range wr.queue {
+		if !found || t.Before(at) || t.Equal(at) && k.String() < best.String() {
+			best, at, found = k, t, true
+		}
+	}
+	return best, at, found
+}
+
+func (wr *simWrapup) reconcile(key types.NamespacedName) {
+	w := wr.w
+	delete(wr.queue, key)
+	wr.clock.SetTime(w.now)
+	res, err := wr.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+	switch {
+	case err != nil || res.Requeue:
+		n := wr.failures[key]
+		wr.failures[key] = n + 1
+		backoff := 5 * time.Millisecond << min(n, 13)
+		if err != nil {
+			w.logf("wrapup reconcile %s: error %v (again in %s)", key, err, backoff)
+		}
+		wr.enqueue(key, w.now.Add(backoff))
+	default:
+		delete(wr.failures, key)
+		if res.RequeueAfter > 0 {
+			wr.enqueue(key, w.now.Add(res.RequeueAfter))
+		}
+	}
+}
+
+// --- the loop ---
+
+// runUntil advances the world to t, doing in order whatever falls due:
+// cache deliveries, the AppWrapper controller, the trigger informer's first
+// list, wrapup's queue.
+func (w *simWorld) runUntil(t time.Time) {
+	for w.violation == "" {
+		at, do := w.nextThing()
+		if do == nil || at.After(t) {
+			w.now = t
+			return
+		}
+		if at.After(w.now) {
+			w.now = at
+		}
+		do()
+	}
+}
+
+// nextThing is the earliest thing due, and what doing it means.
+func (w *simWorld) nextThing() (time.Time, func()) {
+	var at time.Time
+	var do func()
+	consider := func(t time.Time, f func()) {
+		if do == nil || t.Before(at) {
+			at, do = t, f
+		}
+	}
+	for _, c := range []*simCache{w.awCache, w.trigCache, w.ruleCache, w.nsCache} {
+		if len(c.pending) > 0 {
+			c := c
+			consider(c.pending[0].at, func() { w.applyDelivery(c) })
+		}
+	}
+	uids := make([]string, 0, len(w.models))
+	for uid := range w.models {
+		uids = append(uids, string(uid))
+	}
+	sort.Strings(uids)
+	for _, uid := range uids {
+		m := w.models[types.UID(uid)]
+		if !m.next.IsZero() {
+			consider(m.next, func() { w.awController(m) })
+		}
+	}
+	if tr := w.wr.triggers; len(tr.waiters) > 0 || !tr.synced() {
+		consider(tr.syncAt, func() { w.triggersSynced() })
+	}
+	if key, t, ok := w.wr.nextDue(); ok {
+		consider(t, func() { w.wr.reconcile(key) })
+	}
+	return at, do
+}
+
+func (w *simWorld) triggersSynced() {
+	tr := w.wr.triggers
+	keys := make([]types.NamespacedName, 0, len(tr.waiters))
+	for k := range tr.waiters {
+		keys = append(keys, k)
+	}
+	tr.waiters = map[types.NamespacedName]bool{}
+	for _, k := range keys {
+		w.wr.enqueue(k, w.now)
+	}
+	if tr.syncAt.After(w.now) {
+		w.now = tr.syncAt
+	}
+}
+
+// applyDelivery lands the first pending change of c in c, and queues what
+// wrapup's watches would queue for it.
+func (w *simWorld) applyDelivery(c *simCache) {
+	d := c.pending[0]
+	c.pending = c.pending[1:]
+	old := c.objs[d.key]
+	if d.obj == nil {
+		delete(c.objs, d.key)
+	} else {
+		obj := d.obj
+		if aw, ok := obj.(*awv1beta2.AppWrapper); ok {
+			// wrapup's own cache keeps only what it reads (CacheOptions).
+			slim, _ := slimAppWrapper(aw.DeepCopy())
+			obj = slim.(*awv1beta2.AppWrapper)
+		}
+		c.objs[d.key] = obj
+	}
+	switch c {
+	case w.awCache:
+		ns, name, _ := strings.Cut(d.key, "/")
+		w.wr.enqueue(types.NamespacedName{Namespace: ns, Name: name}, w.now)
+	case w.trigCache:
+		// The owner by label, as the watch maps it.
+		src := d.obj
+		if src == nil {
+			src = old
+		}
+		if src != nil {
+			if owner := src.GetLabels()[awv1beta2.AppWrapperLabel]; owner != "" {
+				w.wr.enqueue(types.NamespacedName{Namespace: src.GetNamespace(), Name: owner}, w.now)
+			}
+		}
+	case w.ruleCache, w.nsCache:
+		for key := range w.aws {
+			w.wr.enqueue(key, w.now)
+		}
+	}
+}
+
+// --- random events ---
+
+func (w *simWorld) pickAW(filter func(*awv1beta2.AppWrapper, *simAW) bool) (*awv1beta2.AppWrapper, *simAW) {
+	keys := make([]string, 0, len(w.aws))
+	for k := range w.aws {
+		keys = append(keys, k.String())
+	}
+	sort.Strings(keys)
+	var cands []types.NamespacedName
+	for _, k := range keys {
+		ns, name, _ := strings.Cut(k, "/")
+		key := types.NamespacedName{Namespace: ns, Name: name}
+		aw := w.aws[key]
+		if m := w.models[aw.UID]; m != nil && (filter == nil || filter(aw, m)) {
+			cands = append(cands, key)
+		}
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	aw := w.aws[cands[w.rng.Intn(len(cands))]]
+	return aw, w.models[aw.UID]
+}
+
+func (w *simWorld) randomRule(name string) simRule {
+	r := simRule{name: name, priority: int32(w.rng.Intn(5) * 10)}
+	r.kind = []string{"Job", "Job", "Pod", "", "", "EvalRun"}[w.rng.Intn(6)]
+	if w.rng.Intn(5) == 0 {
+		r.success = []string{"never", "error"}[w.rng.Intn(2)]
+	}
+	if r.kind == "EvalRun" {
+		r.success = ""
+	}
+	r.broken = w.rng.Intn(10) == 0
+	r.badSel = w.rng.Intn(20) == 0
+	r.benchOnly = w.rng.Intn(2) == 0
+	if w.rng.Intn(3) == 0 {
+		r.team = []string{"a", "b"}[w.rng.Intn(2)]
+	}
+	r.onSuccess = w.randomAction()
+	r.onFailure = w.randomAction()
+	r.dryRun = w.rng.Intn(6) == 0
+	return r
+}
+
+func (w *simWorld) randomAction() wrapupv1alpha1.ActionSpec {
+	a := wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll}
+	if w.rng.Intn(4) == 0 {
+		a.Action = wrapupv1alpha1.ActionUpdateStatus
+	}
+	switch w.rng.Intn(4) {
+	case 0:
+		a.TTLSecondsAfterFinished = ptr.To[int32](30)
+	case 1:
+		a.TTLSecondsAfterFinished = ptr.To[int32](300)
+	}
+	return a
+}
+
+func (w *simWorld) setRule(r simRule) {
+	gen, uid := int64(1), w.newUID("rule")
+	if old, ok := w.rules[r.name]; ok {
+		gen, uid = old.Generation+1, old.UID
+	}
+	w.ruleSpecs[r.name] = r
+	w.logf("admin sets rule %+v", r)
+	w.putRule(r.object(gen, uid))
+}
+
+// step makes one random thing happen in the world.
+func (w *simWorld) step() {
+	switch n := w.rng.Intn(100); {
+	case n < 12: // a user creates an AppWrapper
+		if len(w.aws) < 5 {
+			ns := []string{"ns-a", "ns-b"}[w.rng.Intn(2)]
+			key := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("aw-%d", w.rng.Intn(6))}
+			if _, ok := w.aws[key]; !ok {
+				w.newAppWrapper(key)
+			}
+		}
+	case n < 34: // a running trigger finishes
+		_, m := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool {
+			t := w.trigger(m)
+			return t != nil && trigState(t) == ""
+		})
+		if m != nil {
+			o := wrapupv1alpha1.OutcomeSucceeded
+			if w.rng.Intn(3) == 0 {
+				o = wrapupv1alpha1.OutcomeFailed
+			}
+			w.finishTrigger(trigKey(m.kind, m.key.Namespace, m.trig), o)
+		}
+	case n < 37: // a finished trigger deletes itself (its own TTL)
+		_, m := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool {
+			t := w.trigger(m)
+			return t != nil && trigState(t) != ""
+		})
+		if m != nil {
+			w.logf("trigger %s/%s deleted by its own TTL", m.key, m.trig)
+			w.deleteTrigger(trigKey(m.kind, m.key.Namespace, m.trig))
+		}
+	case n < 47: // Kueue admits a queued AppWrapper
+		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return aw.Spec.Suspend && aw.DeletionTimestamp.IsZero() })
+		if aw != nil {
+			aw = aw.DeepCopy()
+			aw.Spec.Suspend = false
+			w.logf("kueue admits %s", client.ObjectKeyFromObject(aw))
+			w.putAW(aw)
+		}
+	case n < 51: // Kueue preempts an admitted AppWrapper
+		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return !aw.Spec.Suspend && aw.DeletionTimestamp.IsZero() })
+		if aw != nil {
+			aw = aw.DeepCopy()
+			aw.Spec.Suspend = true
+			w.logf("kueue preempts %s", client.ObjectKeyFromObject(aw))
+			w.putAW(aw)
+		}
+	case n < 63: // an admin creates or edits a rule
+		name := fmt.Sprintf("r%d", w.rng.Intn(3))
+		r, ok := w.ruleSpecs[name]
+		if !ok || w.rng.Intn(3) == 0 {
+			r = w.randomRule(name)
+		} else {
+			switch w.rng.Intn(7) {
+			case 0:
+				r.dryRun = !r.dryRun
+			case 1:
+				r.broken = !r.broken
+			case 2:
+				r.priority = int32(w.rng.Intn(5) * 10)
+			case 3:
+				r.onSuccess, r.onFailure = w.randomAction(), w.randomAction()
+			case 4:
+				r.benchOnly = !r.benchOnly
+			case 5:
+				r.success = []string{"", "", "never", "error"}[w.rng.Intn(4)]
+				if r.kind == "EvalRun" {
+					r.success = ""
+				}
+			case 6:
+				r.kind = []string{"Job", "Pod", ""}[w.rng.Intn(3)]
+			}
+		}
+		w.setRule(r)
+	case n < 66: // an admin deletes a rule
+		names := sortedKeys(w.rules)
+		if len(names) > 0 {
+			name := names[w.rng.Intn(len(names))]
+			w.logf("admin deletes rule %s", name)
+			w.deleteRule(name)
+		}
+	case n < 69: // an admin relabels a namespace
+		ns := w.nss[[]string{"ns-a", "ns-b"}[w.rng.Intn(2)]].DeepCopy()
+		ns.Labels = map[string]string{}
+		if t := w.rng.Intn(3); t < 2 {
+			ns.Labels["team"] = []string{"a", "b"}[t]
+		}
+		w.logf("admin relabels namespace %s: %v", ns.Name, ns.Labels)
+		w.putNamespace(ns)
+	case n < 72: // a user deletes an AppWrapper
+		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return aw.DeletionTimestamp.IsZero() })
+		if aw != nil {
+			w.logf("user deletes %s", client.ObjectKeyFromObject(aw))
+			if len(aw.Finalizers) == 0 {
+				w.removeAW(client.ObjectKeyFromObject(aw))
+			} else {
+				aw = aw.DeepCopy()
+				aw.DeletionTimestamp = ptr.To(metav1.NewTime(w.now))
+				w.putAW(aw)
+			}
+		}
+	case n < 74: // a user toggles the opt-out
+		aw, _ := w.pickAW(nil)
+		if aw != nil {
+			aw = aw.DeepCopy()
+			if aw.Annotations == nil {
+				aw.Annotations = map[string]string{}
+			}
+			if _, ok := aw.Annotations[wrapupv1alpha1.IgnoreAnnotation]; ok {
+				delete(aw.Annotations, wrapupv1alpha1.IgnoreAnnotation)
+			} else {
+				aw.Annotations[wrapupv1alpha1.IgnoreAnnotation] = "yes"
+			}
+			w.logf("user toggles %s on %s", wrapupv1alpha1.IgnoreAnnotation, client.ObjectKeyFromObject(aw))
+			w.putAW(aw)
+		}
+	case n < 78: // wrapup restarts
+		w.logf("wrapup restarts")
+		w.startWrapup()
+	case n < 82: // the API server starts or stops failing requests
+		w.faults = []float64{0, 0, 0.05, 0.2}[w.rng.Intn(4)]
+		w.logf("API faults at %.2f", w.faults)
+	case n < 85: // the caches' lag changes
+		w.maxLag = []time.Duration{0, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second}[w.rng.Intn(4)]
+		w.logf("cache lag up to %s", w.maxLag)
+	default: // time passes
+	}
+}
+
+// dt is how far the clock moves between two events.
+func (w *simWorld) dt() time.Duration {
+	switch w.rng.Intn(10) {
+	case 0:
+		return time.Duration(w.rng.Int63n(int64(5 * time.Minute)))
+	case 1, 2:
+		return time.Duration(w.rng.Int63n(int64(time.Minute)))
+	}
+	return time.Duration(w.rng.Int63n(int64(5 * time.Second)))
+}
+
+// run plays a history of steps random events, then lets the world settle.
+func (w *simWorld) run(steps int) {
+	w.startWrapup()
+	for i := 0; i < steps && w.violation == ""; i++ {
+		w.step()
+		w.runUntil(w.now.Add(w.dt()))
+	}
+	if w.violation != "" {
+		return
+	}
+	// The world stops changing: no faults, caches catch up, every
+	// controller runs until it has nothing left to do.
+	w.logf("the world settles")
+	w.faults = 0
+	w.maxLag = 0
+	end := w.now.Add(6 * time.Hour)
+	for w.violation == "" {
+		at, do := w.nextThing()
+		if do == nil || at.After(end) {
+			break
+		}
+		w.runUntil(at)
+	}
+	if w.violation == "" {
+		w.checkSettled()
+	}
+}
+
+func TestSimulation(t *testing.T) {
+	if *simSeed != 0 {
+		w := newSimWorld(*simSeed)
+		w.run(*simSteps)
+		t.Log("\n" + strings.Join(w.trace, "\n"))
+		if w.violation != "" {
+			t.Fatalf("seed %d: %s", *simSeed, w.violation)
+		}
+		return
+	}
+	n := *simHistories
+	if testing.Short() {
+		n = min(n, 50)
+	}
+	var next atomic.Int64
+	next.Store(*simFirstSeed)
+	last := *simFirstSeed + int64(n)
+	var mu sync.Mutex
+	var failed []int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	var stats simChecks
+	stats.init()
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				seed := next.Add(1) - 1
+				if seed >= last {
+					return
+				}
+				w := newSimWorld(seed)
+				w.run(*simSteps)
+				mu.Lock()
+				stats.add(&w.checks)
+				if w.violation != "" {
+					failed = append(failed, seed)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d histories of %d steps in %s: %s", n, *simSteps, time.Since(start).Round(time.Millisecond), stats.summary())
+	if len(failed) == 0 {
+		return
+	}
+	sort.Slice(failed, func(i, j int) bool { return failed[i] < failed[j] })
+	seed := failed[0]
+	steps := shortestFailing(seed, *simSteps)
+	w := newSimWorld(seed)
+	w.run(steps)
+	t.Fatalf("%d of %d histories failed (seeds %v). The first, seed %d, fails after %d steps: %s\n"+
+		"replay: go test ./gc -run TestSimulation -sim.seed=%d -sim.steps=%d -v\n%s",
+		len(failed), n, failed[:min(len(failed), 10)], seed, steps, w.violation, seed, steps, strings.Join(w.trace, "\n"))
+}
+
+// shortestFailing is the fewest steps of the history of seed that still
+// fail (a history's first k steps are the same whatever its length).
+func shortestFailing(seed int64, steps int) int {
+	lo, hi := 0, steps // hi fails
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		w := newSimWorld(seed)
+		w.run(mid)
+		if w.violation != "" {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}

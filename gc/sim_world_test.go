@@ -1,0 +1,927 @@
+package gc
+
+// The world of the decision simulation (sim_test.go): an API server that
+// holds AppWrappers, their trigger objects, rules and Namespaces; a model of
+// the AppWrapper controller v1.2 and of Kueue; caches that lag the API
+// server; and a clock. wrapup's AppWrapperReconciler runs against it through
+// the interfaces it has in production: a cache reader, an API reader, a
+// writer, a trigger cache and an event recorder.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
+)
+
+var (
+	simJobGK     = schema.GroupKind{Group: "batch", Kind: "Job"}
+	simPodGK     = schema.GroupKind{Kind: "Pod"}
+	simEvalRunGK = schema.GroupKind{Group: "example.wrapup.dev", Kind: "EvalRun"} // never served
+	simStart     = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// simRule is what the world knows of a rule, from which its object is made.
+type simRule struct {
+	name      string
+	priority  int32
+	kind      string // "Job", "Pod", "EvalRun" (not served) or "" (the annotated component)
+	success   string // "" built-in, "never" (success: false), "error" (a runtime error)
+	broken    bool   // does not compile
+	badSel    bool   // an appWrapperSelector that does not parse
+	benchOnly bool   // appWrapperSelector role=bench
+	team      string // namespaceSelector team=..., "" for none
+	onSuccess wrapupv1alpha1.ActionSpec
+	onFailure wrapupv1alpha1.ActionSpec
+	dryRun    bool
+}
+
+func (r simRule) object(gen int64, uid types.UID) *wrapupv1alpha1.CompletionRule {
+	o := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: r.name, UID: uid, Generation: gen}}
+	s := &o.Spec
+	s.Priority = r.priority
+	switch r.kind {
+	case "Job":
+		s.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}
+	case "Pod":
+		s.Trigger = wrapupv1alpha1.TriggerSpec{Kind: "Pod"}
+	case "EvalRun":
+		s.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: simEvalRunGK.Group, Kind: "EvalRun"}
+		s.Success = "object.status.phase == 'Done'"
+	}
+	switch r.success {
+	case "never":
+		s.Success = "false"
+	case "error":
+		s.Success = "object.status.noSuchField == 1"
+	}
+	if r.broken {
+		s.Success = "object.status.("
+	}
+	if r.benchOnly {
+		s.AppWrapperSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"role": "bench"}}
+	}
+	if r.badSel {
+		s.AppWrapperSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "role", Operator: "Bogus"}}}
+	}
+	if r.team != "" {
+		s.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": r.team}}
+	}
+	s.OnSuccess, s.OnFailure, s.DryRun = r.onSuccess, r.onFailure, r.dryRun
+	return o
+}
+
+// simAW is what the AppWrapper controller model keeps of one AppWrapper.
+type simAW struct {
+	key  types.NamespacedName
+	uid  types.UID
+	kind string // "Job" or "Pod": the trigger component's kind
+	// alone: no inference component, so the AppWrapper controller marks it
+	// Succeeded once its trigger succeeded.
+	alone     bool
+	annotated bool
+	trig      string // the trigger component's name
+	// next is when the AppWrapper controller looks at it again; zero: on a change.
+	next time.Time
+	// holdStart is when it started holding the failed AppWrapper.
+	holdStart time.Time
+}
+
+// simTruth is what happened to a trigger object, by UID.
+type simTruth struct {
+	aw      types.UID
+	outcome wrapupv1alpha1.Outcome // "" while running
+}
+
+// simDelivery is a change on its way to a cache.
+type simDelivery struct {
+	at  time.Time
+	seq int
+	key string
+	obj client.Object // nil: deleted
+}
+
+// simCache is a cache of one resource type that lags the API server: each
+// change arrives in order, after a random delay, as a watch delivers it.
+type simCache struct {
+	objs    map[string]client.Object
+	pending []simDelivery
+	last    time.Time
+}
+
+func newSimCache() *simCache { return &simCache{objs: map[string]client.Object{}} }
+
+// simWorld is the simulated cluster.
+type simWorld struct {
+	rng  *rand.Rand
+	now  time.Time
+	rv   int64
+	seq  int
+	uids int
+
+	aws   map[types.NamespacedName]*awv1beta2.AppWrapper
+	trigs map[string]*unstructured.Unstructured // kind/namespace/name
+	rules map[string]*wrapupv1alpha1.CompletionRule
+	nss   map[string]*corev1.Namespace
+
+	ruleSpecs map[string]simRule
+	models    map[types.UID]*simAW
+	truth     map[types.UID]*simTruth
+
+	awCache, trigCache, ruleCache, nsCache *simCache
+
+	wr *simWrapup
+
+	// faults is the probability that an API call fails.
+	faults float64
+	// maxLag bounds the delay of the caches.
+	maxLag time.Duration
+
+	trace     []string
+	violation string
+	checks    simChecks
+}
+
+func newSimWorld(seed int64) *simWorld {
+	w := &simWorld{
+		rng: rand.New(rand.NewSource(seed)), now: simStart,
+		aws: map[types.NamespacedName]*awv1beta2.AppWrapper{}, trigs: map[string]*unstructured.Unstructured{},
+		rules: map[string]*wrapupv1alpha1.CompletionRule{}, nss: map[string]*corev1.Namespace{},
+		ruleSpecs: map[string]simRule{}, models: map[types.UID]*simAW{}, truth: map[types.UID]*simTruth{},
+		awCache: newSimCache(), trigCache: newSimCache(), ruleCache: newSimCache(), nsCache: newSimCache(),
+		maxLag: 2 * time.Second,
+	}
+	w.checks.init()
+	for _, ns := range []struct{ name, team string }{{"ns-a", "a"}, {"ns-b", "b"}} {
+		w.putNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name, Labels: map[string]string{"team": ns.team}}})
+	}
+	return w
+}
+
+func (w *simWorld) logf(format string, args ...any) {
+	w.trace = append(w.trace, fmt.Sprintf("%8.1fs ", w.now.Sub(simStart).Seconds())+fmt.Sprintf(format, args...))
+}
+
+func (w *simWorld) fail(format string, args ...any) {
+	if w.violation == "" {
+		w.violation = fmt.Sprintf(format, args...)
+		w.logf("VIOLATION: %s", w.violation)
+	}
+}
+
+func (w *simWorld) newUID(prefix string) types.UID {
+	w.uids++
+	return types.UID(fmt.Sprintf("%s-%d", prefix, w.uids))
+}
+
+func (w *simWorld) nextRV() string {
+	w.rv++
+	return strconv.FormatInt(w.rv, 10)
+}
+
+// lag is how late a change reaches a cache.
+func (w *simWorld) lag() time.Duration {
+	if w.maxLag == 0 {
+		return 0
+	}
+	d := time.Duration(w.rng.Int63n(int64(w.maxLag)))
+	if w.rng.Intn(20) == 0 {
+		d *= 10 // now and then, a watch far behind
+	}
+	return d
+}
+
+// deliver sends a change of obj (nil: deleted) to cache c.
+func (w *simWorld) deliver(c *simCache, key string, obj client.Object) {
+	at := w.now.Add(w.lag())
+	if at.Before(c.last) {
+		at = c.last // a watch delivers in order
+	}
+	c.last = at
+	w.seq++
+	var cp client.Object
+	if obj != nil {
+		cp = obj.DeepCopyObject().(client.Object)
+	}
+	c.pending = append(c.pending, simDelivery{at: at, seq: w.seq, key: key, obj: cp})
+}
+
+// --- writes to the API server, by the world's actors ---
+
+func (w *simWorld) putNamespace(ns *corev1.Namespace) {
+	ns.ResourceVersion = w.nextRV()
+	w.nss[ns.Name] = ns
+	w.deliver(w.nsCache, ns.Name, ns)
+}
+
+func (w *simWorld) putRule(r *wrapupv1alpha1.CompletionRule) {
+	r.ResourceVersion = w.nextRV()
+	w.rules[r.Name] = r
+	w.deliver(w.ruleCache, r.Name, r)
+}
+
+func (w *simWorld) deleteRule(name string) {
+	delete(w.rules, name)
+	delete(w.ruleSpecs, name)
+	w.rv++
+	w.deliver(w.ruleCache, name, nil)
+}
+
+// putAW stores aw and wakes the AppWrapper controller (it reconciles on
+// every change of the AppWrapper, wrapup's own patches included).
+func (w *simWorld) putAW(aw *awv1beta2.AppWrapper) {
+	aw.ResourceVersion = w.nextRV()
+	key := client.ObjectKeyFromObject(aw)
+	w.aws[key] = aw
+	w.deliver(w.awCache, key.String(), aw)
+	if m := w.models[aw.UID]; m != nil {
+		w.wake(m, w.latency())
+	}
+}
+
+func (w *simWorld) removeAW(key types.NamespacedName) {
+	delete(w.aws, key)
+	w.rv++
+	w.deliver(w.awCache, key.String(), nil)
+}
+
+func trigKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
+
+func (w *simWorld) putTrigger(u *unstructured.Unstructured) {
+	u.SetResourceVersion(w.nextRV())
+	k := trigKey(u.GetKind(), u.GetNamespace(), u.GetName())
+	w.trigs[k] = u
+	w.deliver(w.trigCache, k, u)
+}
+
+func (w *simWorld) deleteTrigger(k string) {
+	if _, ok := w.trigs[k]; !ok {
+		return
+	}
+	delete(w.trigs, k)
+	w.rv++
+	w.deliver(w.trigCache, k, nil)
+}
+
+// trigger is the live trigger object of the AppWrapper model m.
+func (w *simWorld) trigger(m *simAW) *unstructured.Unstructured {
+	return w.trigs[trigKey(m.kind, m.key.Namespace, m.trig)]
+}
+
+// --- the AppWrapper controller, as a model ---
+
+// latency is the AppWrapper controller's own delay to react.
+func (w *simWorld) latency() time.Duration {
+	d := 100*time.Millisecond + time.Duration(w.rng.Int63n(int64(2*time.Second)))
+	if w.rng.Intn(25) == 0 {
+		d += time.Duration(w.rng.Int63n(int64(20 * time.Second))) // a busy controller
+	}
+	return d
+}
+
+func (w *simWorld) wake(m *simAW, after time.Duration) {
+	t := w.now.Add(after)
+	if m.next.IsZero() || t.Before(m.next) {
+		m.next = t
+	}
+}
+
+func setCond(aw *awv1beta2.AppWrapper, t awv1beta2.AppWrapperCondition, status metav1.ConditionStatus, reason string, now time.Time) {
+	c := metav1.Condition{Type: string(t), Status: status, Reason: reason, LastTransitionTime: metav1.NewTime(now)}
+	apimeta.SetStatusCondition(&aw.Status.Conditions, c)
+}
+
+func simRetryLimit(aw *awv1beta2.AppWrapper) int32 {
+	if v, ok := aw.Annotations[awv1beta2.RetryLimitAnnotation]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return int32(n)
+		}
+	}
+	return 3
+}
+
+func simDuration(aw *awv1beta2.AppWrapper, key string, def time.Duration) time.Duration {
+	if v, ok := aw.Annotations[key]; ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
+
+// trigState is the state of a trigger object: Running, Succeeded or Failed.
+func trigState(u *unstructured.Unstructured) wrapupv1alpha1.Outcome {
+	if u == nil {
+		return ""
+	}
+	if u.GetKind() == "Pod" {
+		p, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		switch p {
+		case "Succeeded":
+			return wrapupv1alpha1.OutcomeSucceeded
+		case "Failed":
+			return wrapupv1alpha1.OutcomeFailed
+		}
+		return ""
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["status"] != "True" {
+			continue
+		}
+		switch m["type"] {
+		case "Complete":
+			return wrapupv1alpha1.OutcomeSucceeded
+		case "Failed":
+			return wrapupv1alpha1.OutcomeFailed
+		}
+	}
+	return ""
+}
+
+// awController is one reconcile of the AppWrapper controller model (v1.2's
+// phases, retries, grace periods and deletion hold), for the AppWrapper of m.
+func (w *simWorld) awController(m *simAW) {
+	m.next = time.Time{}
+	aw0, ok := w.aws[m.key]
+	if !ok || aw0.UID != m.uid {
+		delete(w.models, m.uid)
+		return
+	}
+	aw := aw0.DeepCopy()
+	t := w.trigger(m)
+	transition := func(p awv1beta2.AppWrapperPhase) {
+		w.logf("appwrapper controller: %s %s -> %s", m.key.Name, aw.Status.Phase, p)
+		aw.Status.Phase = p
+		w.putAW(aw)
+	}
+	deleteComponents := func() {
+		if t != nil {
+			w.logf("appwrapper controller: deletes %s %s", m.kind, m.trig)
+			w.deleteTrigger(trigKey(m.kind, m.key.Namespace, m.trig))
+		}
+	}
+	resetOrFail := func() {
+		if aw.Status.Retries < simRetryLimit(aw) {
+			aw.Status.Retries++
+			transition(awv1beta2.AppWrapperResetting)
+		} else {
+			transition(awv1beta2.AppWrapperFailed)
+		}
+	}
+	if !aw.DeletionTimestamp.IsZero() {
+		deleteComponents()
+		w.logf("appwrapper controller: finalizes %s", m.key.Name)
+		w.removeAW(m.key)
+		delete(w.models, m.uid)
+		return
+	}
+	switch aw.Status.Phase {
+	case awv1beta2.AppWrapperEmpty:
+		transition(awv1beta2.AppWrapperSuspended)
+	case awv1beta2.AppWrapperSuspended:
+		if aw.Spec.Suspend {
+			return
+		}
+		aw.Finalizers = []string{"workload.codeflare.dev/finalizer"}
+		setCond(aw, awv1beta2.Unhealthy, metav1.ConditionFalse, "Resuming", w.now)
+		transition(awv1beta2.AppWrapperResuming)
+	case awv1beta2.AppWrapperResuming:
+		if aw.Spec.Suspend {
+			transition(awv1beta2.AppWrapperSuspending)
+			return
+		}
+		w.createTrigger(m, aw)
+		transition(awv1beta2.AppWrapperRunning)
+		w.wake(m, decision.AppWrapperRecheckPeriod)
+	case awv1beta2.AppWrapperRunning:
+		if aw.Spec.Suspend {
+			transition(awv1beta2.AppWrapperSuspending)
+			return
+		}
+		state := trigState(t)
+		switch {
+		case t == nil:
+			setCond(aw, awv1beta2.Unhealthy, metav1.ConditionTrue, "MissingComponent", w.now)
+			transition(awv1beta2.AppWrapperFailed)
+		case state == wrapupv1alpha1.OutcomeFailed && m.kind == "Job":
+			// A failed Job is a failed component: no grace.
+			setCond(aw, awv1beta2.Unhealthy, metav1.ConditionTrue, "FailedComponent", w.now)
+			resetOrFail()
+		case state == wrapupv1alpha1.OutcomeFailed:
+			// Failed pods: the failure grace, from when it saw them.
+			if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy)); c == nil || c.Status != metav1.ConditionTrue {
+				setCond(aw, awv1beta2.Unhealthy, metav1.ConditionTrue, "FoundFailedPods", w.now)
+				w.putAW(aw)
+			}
+			c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy))
+			deadline := c.LastTransitionTime.Add(simDuration(aw, awv1beta2.FailureGracePeriodDurationAnnotation, decision.AppWrapperFailureGracePeriod))
+			if w.now.Before(deadline) {
+				m.next = deadline
+				return
+			}
+			resetOrFail()
+		case state == wrapupv1alpha1.OutcomeSucceeded && m.alone:
+			transition(awv1beta2.AppWrapperSucceeded)
+		default:
+			if apimeta.IsStatusConditionTrue(aw.Status.Conditions, string(awv1beta2.Unhealthy)) {
+				setCond(aw, awv1beta2.Unhealthy, metav1.ConditionFalse, "FoundNoFailedPods", w.now)
+				w.putAW(aw)
+			}
+			w.wake(m, decision.AppWrapperRecheckPeriod)
+		}
+	case awv1beta2.AppWrapperSuspending:
+		deleteComponents()
+		setCond(aw, awv1beta2.Unhealthy, metav1.ConditionFalse, "Suspended", w.now)
+		transition(awv1beta2.AppWrapperSuspended)
+	case awv1beta2.AppWrapperResetting:
+		if aw.Spec.Suspend {
+			transition(awv1beta2.AppWrapperSuspending)
+			return
+		}
+		deleteComponents()
+		c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy))
+		deadline := w.now
+		if c != nil {
+			deadline = c.LastTransitionTime.Add(90 * time.Second) // retryPausePeriod
+		}
+		if w.now.Before(deadline) {
+			m.next = deadline
+			return
+		}
+		transition(awv1beta2.AppWrapperResuming)
+	case awv1beta2.AppWrapperFailed:
+		hold := simDuration(aw, awv1beta2.DeletionOnFailureGracePeriodAnnotation, 0)
+		if hold > 0 && !aw.Spec.Suspend {
+			if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.DeletingResources)); c == nil {
+				setCond(aw, awv1beta2.DeletingResources, metav1.ConditionFalse, "DeletionPaused", w.now)
+				m.holdStart = w.now
+				w.putAW(aw)
+			}
+			if end := m.holdStart.Add(hold); w.now.Before(end) {
+				m.next = end
+				return
+			}
+		}
+		deleteComponents()
+	case awv1beta2.AppWrapperSucceeded:
+		// Its components stay for successTTL (days).
+	}
+}
+
+// createTrigger creates the trigger component of aw, running, with a new UID.
+func (w *simWorld) createTrigger(m *simAW, aw *awv1beta2.AppWrapper) {
+	if w.trigger(m) != nil {
+		return
+	}
+	apiVersion := "batch/v1"
+	status := map[string]any{"active": int64(1)}
+	if m.kind == "Pod" {
+		apiVersion = "v1"
+		status = map[string]any{"phase": "Running"}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": m.kind, "status": status}}
+	u.SetName(m.trig)
+	u.SetNamespace(m.key.Namespace)
+	u.SetUID(w.newUID("trig"))
+	u.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: m.key.Name})
+	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper",
+		Name: m.key.Name, UID: aw.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}})
+	w.truth[u.GetUID()] = &simTruth{aw: aw.UID}
+	w.logf("appwrapper controller: creates %s %s (%s) of %s", m.kind, m.trig, u.GetUID(), m.key.Name)
+	w.putTrigger(u)
+}
+
+// finishTrigger makes a running trigger succeed or fail, as its controller would.
+func (w *simWorld) finishTrigger(k string, outcome wrapupv1alpha1.Outcome) {
+	u := w.trigs[k].DeepCopy()
+	if u.GetKind() == "Pod" {
+		_ = unstructured.SetNestedField(u.Object, string(outcome), "status", "phase")
+	} else {
+		first, last := "SuccessCriteriaMet", "Complete"
+		if outcome == wrapupv1alpha1.OutcomeFailed {
+			first, last = "FailureTarget", "Failed"
+		}
+		_ = unstructured.SetNestedSlice(u.Object, []any{
+			map[string]any{"type": first, "status": "True"}, map[string]any{"type": last, "status": "True"},
+		}, "status", "conditions")
+		_ = unstructured.SetNestedField(u.Object, int64(0), "status", "active")
+	}
+	w.truth[u.GetUID()].outcome = outcome
+	w.logf("trigger %s (%s) %s", k, u.GetUID(), outcome)
+	w.putTrigger(u)
+}
+
+// newAppWrapper creates an AppWrapper with a random shape.
+func (w *simWorld) newAppWrapper(key types.NamespacedName) {
+	m := &simAW{key: key, uid: w.newUID("aw"), kind: "Job", alone: w.rng.Intn(4) == 0, annotated: w.rng.Intn(10) < 7}
+	if w.rng.Intn(3) == 0 {
+		m.kind = "Pod"
+	}
+	m.trig = key.Name + "-trigger"
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, UID: m.uid, Labels: map[string]string{}, Annotations: map[string]string{}}}
+	if w.rng.Intn(10) < 7 {
+		aw.Labels["role"] = "bench"
+	}
+	if !m.alone {
+		aw.Spec.Components = append(aw.Spec.Components, simComponent("apps/v1", "Deployment", key.Name+"-inference", nil))
+	}
+	var ann map[string]string
+	if m.annotated {
+		ann = map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
+	}
+	apiVersion := "batch/v1"
+	if m.kind == "Pod" {
+		apiVersion = "v1"
+	}
+	aw.Spec.Components = append(aw.Spec.Components, simComponent(apiVersion, m.kind, m.trig, ann))
+	switch w.rng.Intn(4) {
+	case 0:
+		aw.Annotations[awv1beta2.RetryLimitAnnotation] = strconv.Itoa(w.rng.Intn(2))
+	}
+	switch w.rng.Intn(5) {
+	case 0:
+		aw.Annotations[awv1beta2.FailureGracePeriodDurationAnnotation] = "10s"
+	case 1:
+		aw.Annotations[awv1beta2.FailureGracePeriodDurationAnnotation] = "3m"
+	}
+	if w.rng.Intn(5) == 0 {
+		aw.Annotations[awv1beta2.DeletionOnFailureGracePeriodAnnotation] = "2m"
+	}
+	if w.rng.Intn(15) == 0 {
+		aw.Annotations[wrapupv1alpha1.IgnoreAnnotation] = "True"
+	}
+	aw.Spec.Suspend = w.rng.Intn(2) == 0
+	aw.CreationTimestamp = metav1.NewTime(w.now)
+	w.models[m.uid] = m
+	w.logf("user creates AppWrapper %s (%s): %s trigger, alone=%v annotated=%v suspend=%v labels=%v annotations=%v",
+		key, m.uid, m.kind, m.alone, m.annotated, aw.Spec.Suspend, aw.Labels, aw.Annotations)
+	w.putAW(aw)
+}
+
+func simComponent(apiVersion, kind, name string, annotations map[string]string) awv1beta2.AppWrapperComponent {
+	raw, _ := json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}})
+	return awv1beta2.AppWrapperComponent{Annotations: annotations, Template: runtime.RawExtension{Raw: raw}}
+}
+
+// --- what wrapup sees: readers, writer, trigger cache, recorder ---
+
+// simReader reads the API server (fresh) or the caches, as client.Reader.
+type simReader struct {
+	w     *simWorld
+	fresh bool
+	// noFaults: a reader that never fails (Explain's, in the checks).
+	noFaults bool
+}
+
+var _ client.Reader = (*simReader)(nil)
+
+func (r *simReader) fault(what string) error {
+	if r.fresh && !r.noFaults && r.w.faults > 0 && r.w.rng.Float64() < r.w.faults {
+		r.w.logf("fault: %s fails", what)
+		return apierrors.NewServiceUnavailable("simulated outage")
+	}
+	return nil
+}
+
+func (r *simReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if err := r.fault("GET " + key.String()); err != nil {
+		return err
+	}
+	var src client.Object
+	gr := schema.GroupResource{}
+	switch o := obj.(type) {
+	case *awv1beta2.AppWrapper:
+		gr = awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource()
+		if r.fresh {
+			if aw, ok := r.w.aws[key]; ok {
+				src = aw
+			}
+		} else if c, ok := r.w.awCache.objs[key.String()]; ok {
+			src = c
+		}
+		if src != nil {
+			src.(*awv1beta2.AppWrapper).DeepCopyInto(o)
+			return nil
+		}
+	case *corev1.Namespace:
+		gr = schema.GroupResource{Resource: "namespaces"}
+		if r.fresh {
+			if ns, ok := r.w.nss[key.Name]; ok {
+				src = ns
+			}
+		} else if c, ok := r.w.nsCache.objs[key.Name]; ok {
+			src = c
+		}
+		if src != nil {
+			src.(*corev1.Namespace).DeepCopyInto(o)
+			return nil
+		}
+	case *unstructured.Unstructured:
+		kind := o.GetKind()
+		gr = schema.GroupResource{Resource: strings.ToLower(kind) + "s"}
+		if kind == simEvalRunGK.Kind {
+			return &apimeta.NoKindMatchError{GroupKind: simEvalRunGK}
+		}
+		var u *unstructured.Unstructured
+		if r.fresh {
+			u = r.w.trigs[trigKey(kind, key.Namespace, key.Name)]
+		} else if c, ok := r.w.trigCache.objs[trigKey(kind, key.Namespace, key.Name)]; ok {
+			u = c.(*unstructured.Unstructured)
+		}
+		if u != nil {
+			u.DeepCopyInto(o)
+			return nil
+		}
+	default:
+		return fmt.Errorf("simReader: no %T", obj)
+	}
+	return apierrors.NewNotFound(gr, key.Name)
+}
+
+func (r *simReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := r.fault("LIST"); err != nil {
+		return err
+	}
+	switch l := list.(type) {
+	case *wrapupv1alpha1.CompletionRuleList:
+		l.Items = nil
+		if r.fresh {
+			for _, name := range sortedKeys(r.w.rules) {
+				l.Items = append(l.Items, *r.w.rules[name].DeepCopy())
+			}
+		} else {
+			for _, name := range sortedKeys(r.w.ruleCache.objs) {
+				l.Items = append(l.Items, *r.w.ruleCache.objs[name].(*wrapupv1alpha1.CompletionRule).DeepCopy())
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("simReader: no list %T", list)
+}
+
+// RESTMapper lets Explain tell served kinds (Job, Pod) from others.
+func (r *simReader) RESTMapper() apimeta.RESTMapper {
+	m := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{{Group: "batch", Version: "v1"}, {Version: "v1"}})
+	m.Add(schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, apimeta.RESTScopeNamespace)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, apimeta.RESTScopeNamespace)
+	return m
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// simWriter patches and deletes AppWrappers on the API server, as wrapup's
+// client does, with faults; every write it lets through is checked.
+type simWriter struct{ w *simWorld }
+
+var _ client.Writer = (*simWriter)(nil)
+
+func (s *simWriter) Create(context.Context, client.Object, ...client.CreateOption) error {
+	return fmt.Errorf("wrapup creates nothing")
+}
+func (s *simWriter) Update(context.Context, client.Object, ...client.UpdateOption) error {
+	return fmt.Errorf("wrapup updates nothing")
+}
+func (s *simWriter) DeleteAllOf(context.Context, client.Object, ...client.DeleteAllOfOption) error {
+	return fmt.Errorf("wrapup deletes nothing in bulk")
+}
+func (s *simWriter) Apply(context.Context, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+	return fmt.Errorf("wrapup applies nothing")
+}
+
+// fault says how a write fails: "" (it does not), "refused" (not applied)
+// or "lost" (applied, but the answer is lost).
+func (s *simWriter) fault() string {
+	w := s.w
+	if w.faults == 0 || w.rng.Float64() >= w.faults {
+		return ""
+	}
+	if w.rng.Intn(2) == 0 {
+		return "refused"
+	}
+	return "lost"
+}
+
+func (s *simWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
+	w := s.w
+	in, ok := obj.(*awv1beta2.AppWrapper)
+	if !ok {
+		return fmt.Errorf("wrapup patches only AppWrappers, not %T", obj)
+	}
+	key := client.ObjectKeyFromObject(in)
+	f := s.fault()
+	if f == "refused" {
+		w.logf("fault: PATCH %s refused", key)
+		return apierrors.NewServiceUnavailable("simulated outage")
+	}
+	cur, ok := w.aws[key]
+	if !ok {
+		return apierrors.NewNotFound(awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource(), key.Name)
+	}
+	data, err := patch.Data(obj)
+	if err != nil {
+		return err
+	}
+	var p struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(data, &p)
+	if p.Metadata.ResourceVersion == "" {
+		w.fail("wrapup patched %s without a resourceVersion precondition: %s", key, data)
+	} else if p.Metadata.ResourceVersion != cur.ResourceVersion {
+		w.logf("wrapup PATCH %s: conflict (resourceVersion %s, now %s)", key, p.Metadata.ResourceVersion, cur.ResourceVersion)
+		return apierrors.NewConflict(awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource(), key.Name, fmt.Errorf("the object has been modified"))
+	}
+	orig, _ := json.Marshal(cur)
+	merged, err := jsonpatch.MergePatch(orig, data)
+	if err != nil {
+		return err
+	}
+	next := &awv1beta2.AppWrapper{}
+	if err := json.Unmarshal(merged, next); err != nil {
+		return err
+	}
+	before := decision.ReadRecord(cur)
+	w.checkRecordWrite(cur, next)
+	w.putAW(next)
+	w.logf("wrapup PATCH %s: record %s -> %s", key, describeRecord(before), describeRecord(decision.ReadRecord(next)))
+	if f == "lost" {
+		w.logf("fault: the answer to PATCH %s is lost", key)
+		w.checks.lostRecordWrites++
+		return apierrors.NewTimeoutError("simulated lost answer", 1)
+	}
+	next.DeepCopyInto(in)
+	return nil
+}
+
+func describeRecord(r *decision.Record) string {
+	if r == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s(%s by %s at %s)", r.Outcome, r.TriggerUID, r.Rule, r.FinishedAt.Sub(simStart))
+}
+
+func (s *simWriter) Delete(_ context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	w := s.w
+	key := client.ObjectKeyFromObject(obj)
+	do := (&client.DeleteOptions{}).ApplyOptions(opts)
+	f := s.fault()
+	if f == "refused" {
+		w.logf("fault: DELETE %s refused", key)
+		return apierrors.NewServiceUnavailable("simulated outage")
+	}
+	cur, ok := w.aws[key]
+	gr := awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource()
+	if !ok {
+		return apierrors.NewNotFound(gr, key.Name)
+	}
+	pre := do.Preconditions
+	if pre == nil || pre.UID == nil || pre.ResourceVersion == nil {
+		w.fail("wrapup deleted %s without UID and resourceVersion preconditions", key)
+	}
+	if pre != nil && pre.UID != nil && *pre.UID != cur.UID || pre != nil && pre.ResourceVersion != nil && *pre.ResourceVersion != cur.ResourceVersion {
+		w.logf("wrapup DELETE %s: precondition failed", key)
+		return apierrors.NewConflict(gr, key.Name, fmt.Errorf("precondition failed"))
+	}
+	if do.PropagationPolicy == nil || *do.PropagationPolicy != metav1.DeletePropagationBackground {
+		w.fail("wrapup deleted %s without Background propagation", key)
+	}
+	if cur.DeletionTimestamp.IsZero() {
+		w.checkDelete(cur)
+		w.checks.deleted[cur.UID]++
+		if w.checks.deleted[cur.UID] > 1 {
+			w.fail("wrapup deleted %s (%s) twice", key, cur.UID)
+		}
+		w.logf("wrapup DELETE %s (%s)", key, cur.UID)
+		if len(cur.Finalizers) == 0 {
+			w.removeAW(key)
+		} else {
+			aw := cur.DeepCopy()
+			aw.DeletionTimestamp = ptr.To(metav1.NewTime(w.now))
+			w.putAW(aw)
+		}
+	}
+	if f == "lost" {
+		w.logf("fault: the answer to DELETE %s is lost", key)
+		return apierrors.NewTimeoutError("simulated lost answer", 1)
+	}
+	return nil
+}
+
+// simTriggers is the trigger cache: one informer per kind, which lists
+// (again) after every restart of wrapup.
+type simTriggers struct {
+	w       *simWorld
+	syncAt  time.Time
+	waiters map[types.NamespacedName]bool
+	claims  map[string]schema.GroupKind
+}
+
+var _ TriggerCache = (*simTriggers)(nil)
+
+func (t *simTriggers) synced() bool { return !t.w.now.Before(t.syncAt) }
+
+func (t *simTriggers) Ensure(owner string, gk schema.GroupKind, _ celpolicies.Fields) error {
+	t.claims[owner] = gk
+	if gk == simEvalRunGK {
+		return &KindNotFoundError{Kind: gk, Err: fmt.Errorf("not served")}
+	}
+	return nil
+}
+
+func (t *simTriggers) Release(owner string) { delete(t.claims, owner) }
+
+func (t *simTriggers) Get(gk schema.GroupKind, namespace, name string, _ celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
+	if gk == simEvalRunGK || !t.synced() {
+		return nil, false, nil
+	}
+	c, ok := t.w.trigCache.objs[trigKey(gk.Kind, namespace, name)]
+	if !ok {
+		return nil, true, nil
+	}
+	return c.(*unstructured.Unstructured).DeepCopy(), true, nil
+}
+
+func (t *simTriggers) Kind(gk schema.GroupKind) decision.Kind {
+	switch {
+	case gk == simEvalRunGK:
+		return decision.Kind{State: decision.KindNotServed, Message: "not served"}
+	case gk != simJobGK && gk != simPodGK:
+		return decision.Kind{State: decision.KindNotServed, Message: "not served"}
+	case !t.synced():
+		return decision.Kind{State: decision.KindPending}
+	}
+	return decision.Kind{State: decision.KindWatched}
+}
+
+func (t *simTriggers) Resource(gk schema.GroupKind) (schema.GroupVersionResource, bool) {
+	switch gk {
+	case simJobGK:
+		return schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, true
+	case simPodGK:
+		return schema.GroupVersionResource{Version: "v1", Resource: "pods"}, true
+	}
+	return schema.GroupVersionResource{}, false
+}
+
+func (t *simTriggers) Wait(_ schema.GroupKind, key types.NamespacedName) {
+	if t.synced() {
+		t.w.wr.enqueue(key, t.w.now)
+		return
+	}
+	t.waiters[key] = true
+}
+
+// simRecorder keeps the Events wrapup emits.
+type simRecorder struct{ w *simWorld }
+
+func (r *simRecorder) Eventf(regarding runtime.Object, _ runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
+	aw, _ := regarding.(*awv1beta2.AppWrapper)
+	msg := fmt.Sprintf(note, args...)
+	if len(msg) > decision.MaxMessage || len(action) > 128 {
+		r.w.fail("an Event too large for events.k8s.io: action %d bytes, note %d bytes", len(action), len(msg))
+	}
+	if aw != nil {
+		r.w.logf("event %s %s on %s/%s: %s", eventtype, reason, aw.Namespace, aw.Name, decision.Truncate(msg, 160))
+		r.w.checks.events[aw.Namespace+"/"+aw.Name+"/"+reason]++
+	}
+}
+
+// simCounters counts what wrapup adds to the rules' counters.
+type simCounters struct{ w *simWorld }
+
+func (c *simCounters) Add(_ context.Context, rule string, outcome wrapupv1alpha1.Outcome) {
+	c.w.checks.counted++
+	c.w.logf("counter %s %s +1", rule, outcome)
+}
