@@ -231,9 +231,11 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 	}
 	if mem.unsure != nil && d.Recorded != nil {
 		// A record write whose answer was lost: it landed if the
-		// AppWrapper carries it now (else it was replaced).
-		if d.Recorded.Same(mem.unsure) {
+		// AppWrapper carries it now (else it was replaced), unless what it
+		// carries is a record counted already.
+		if d.Recorded.Same(mem.unsure) && !d.Recorded.Same(mem.counted) {
 			r.count(ctx, mem.unsure)
+			mem.counted = mem.unsure
 		}
 		mem.unsure = nil
 		r.memory.put(key, mem)
@@ -252,7 +254,7 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 	case fd.Write != nil:
 		patched, err := r.writeRecord(ctx, aw, fd.Write)
 		if err != nil {
-			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+			if !rejected(err) {
 				// The write may have landed: count it when it is seen.
 				mem.unsure = fd.Write
 				r.memory.put(key, mem)
@@ -261,7 +263,7 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		}
 		// It landed on the AppWrapper as read, so no earlier write of
 		// unknown fate is on it.
-		mem.unsure = nil
+		mem.unsure, mem.counted = nil, fd.Write
 		r.memory.put(key, mem)
 		r.emit(aw, fd.Events, decision.EventAfterWrite)
 		log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
@@ -454,6 +456,8 @@ type awMemory struct {
 	// unsure is a record write whose answer was lost: counted once it is
 	// seen on the AppWrapper.
 	unsure *decision.Record
+	// counted is the record last counted.
+	counted *decision.Record
 }
 
 func (m *memory) get(key types.NamespacedName) awMemory {

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
@@ -26,6 +25,8 @@ import (
 type simChecks struct {
 	// open: a record of (AppWrapper UID, trigger UID) written and not cleared.
 	open map[[2]types.UID]bool
+	// recordedAt is when each record was written.
+	recordedAt map[[2]types.UID]time.Time
 	// deleted counts wrapup's deletions of each AppWrapper.
 	deleted map[types.UID]int
 	events  map[string]int
@@ -37,6 +38,7 @@ type simChecks struct {
 
 func (c *simChecks) init() {
 	c.open = map[[2]types.UID]bool{}
+	c.recordedAt = map[[2]types.UID]time.Time{}
 	c.deleted = map[types.UID]int{}
 	c.events = map[string]int{}
 	c.verdicts = map[decision.Verdict]int{}
@@ -95,6 +97,12 @@ func (w *simWorld) winner(aw *awv1beta2.AppWrapper) (spec simRule, found, usable
 	return simRule{}, false, false
 }
 
+// simIgnored says whether aw is opted out: the world writes "True" and "yes".
+func simIgnored(aw *awv1beta2.AppWrapper) bool {
+	v, ok := aw.Annotations[wrapupv1alpha1.IgnoreAnnotation]
+	return ok && (v == "True" || v == "yes")
+}
+
 // applies says whether rule r takes m's trigger component as its trigger.
 func applies(r simRule, m *simAW) bool {
 	if r.kind == "" {
@@ -138,7 +146,7 @@ func (w *simWorld) decides(aw *awv1beta2.AppWrapper, m *simAW, what string) (sim
 	switch {
 	case m == nil:
 		w.fail("%s %s: an AppWrapper the world does not know", what, client.ObjectKeyFromObject(aw))
-	case decision.Truthy(aw.Annotations[wrapupv1alpha1.IgnoreAnnotation]):
+	case simIgnored(aw):
 		w.fail("%s %s, which is annotated %s", what, client.ObjectKeyFromObject(aw), wrapupv1alpha1.IgnoreAnnotation)
 	case !found:
 		w.fail("%s %s, which no rule selects", what, client.ObjectKeyFromObject(aw))
@@ -184,8 +192,12 @@ func (w *simWorld) checkRecordWrite(cur, next *awv1beta2.AppWrapper) {
 		w.fail("wrapup recorded trigger %s of %s twice", after.TriggerUID, client.ObjectKeyFromObject(cur))
 	}
 	w.checks.open[key] = true
+	w.checks.recordedAt[key] = w.now
 	w.checks.written++
 	same := t != nil && t.GetUID() == after.TriggerUID
+	if after.Outcome == wrapupv1alpha1.OutcomeFailed && t != nil && evaluate(r, t) == string(wrapupv1alpha1.OutcomeSucceeded) {
+		w.fail("wrapup recorded %s on %s, whose trigger succeeded", describeRecord(after), client.ObjectKeyFromObject(cur))
+	}
 	ok = false
 	switch after.Outcome {
 	case wrapupv1alpha1.OutcomeSucceeded:
@@ -268,6 +280,9 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	if w.now.Before(rec.FinishedAt.Add(ttl)) {
 		w.fail("wrapup deleted %s %s before the TTL of %s after %s", key, rec.FinishedAt.Add(ttl).Sub(w.now), ttl, describeRecord(rec))
 	}
+	if at, ok := w.checks.recordedAt[[2]types.UID{cur.UID, rec.TriggerUID}]; ok && w.now.Before(at.Add(ttl)) {
+		w.fail("wrapup deleted %s %s before the TTL of %s after it recorded %s", key, at.Add(ttl).Sub(w.now), ttl, describeRecord(rec))
+	}
 	if hold := simDuration(cur, awv1beta2.DeletionOnFailureGracePeriodAnnotation, 0); hold > 0 && rec.Outcome == wrapupv1alpha1.OutcomeFailed &&
 		phase == awv1beta2.AppWrapperFailed && !cur.Spec.Suspend {
 		c := apimeta.FindStatusCondition(cur.Status.Conditions, string(awv1beta2.DeletingResources))
@@ -300,7 +315,7 @@ func (w *simWorld) checkSettled() {
 		m := w.models[aw.UID]
 		w.checks.settled++
 		r, found, usable := w.winner(aw)
-		if m == nil || !found || !usable || !applies(r, m) || decision.Truthy(aw.Annotations[wrapupv1alpha1.IgnoreAnnotation]) {
+		if m == nil || !found || !usable || !applies(r, m) || simIgnored(aw) {
 			continue
 		}
 		t := w.trigger(m)
@@ -370,7 +385,7 @@ func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Deci
 	}
 	v := &readerView{r: &simReader{w: w, fresh: true, noFaults: true}, labelled: true}
 	v.kinds = explainKinds(v.r)
-	ein, err := gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil,
+	ein, err := gather(context.Background(), v, w.explainPolicies, client.ObjectKeyFromObject(aw), nil,
 		decision.Input{Now: in.Now, FailureSeen: in.FailureSeen, FailureGracePeriod: in.FailureGracePeriod})
 	if err != nil {
 		w.fail("explain of %s: %v", client.ObjectKeyFromObject(aw), err)

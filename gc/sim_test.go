@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -37,11 +38,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
 var (
@@ -82,7 +85,9 @@ func (w *simWorld) startWrapup() {
 		Writer:    &simWriter{w: w},
 		APIReader: &simReader{w: w, fresh: true},
 		Recorder:  &simRecorder{w: w},
-		Policies:  &celpolicies.Cache{},
+		// What a rule compiles to does not depend on the process: one
+		// cache for the world saves compiling again after each restart.
+		Policies: w.explainPolicies,
 		Triggers:  triggers,
 		Assign:    NewAssignments(),
 		Counters:  &simCounters{w: w},
@@ -294,15 +299,15 @@ func (w *simWorld) pickAW(filter func(*awv1beta2.AppWrapper, *simAW) bool) (*awv
 
 func (w *simWorld) randomRule(name string) simRule {
 	r := simRule{name: name, priority: int32(w.rng.Intn(5) * 10)}
-	r.kind = []string{"Job", "Job", "Pod", "", "", "EvalRun"}[w.rng.Intn(6)]
+	r.kind = []string{"Job", "Job", "Job", "Pod", "Pod", "", "", "", "", "EvalRun"}[w.rng.Intn(10)]
 	if w.rng.Intn(5) == 0 {
 		r.success = []string{"never", "error"}[w.rng.Intn(2)]
 	}
 	if r.kind == "EvalRun" {
 		r.success = ""
 	}
-	r.broken = w.rng.Intn(10) == 0
-	r.badSel = w.rng.Intn(20) == 0
+	r.broken = w.rng.Intn(15) == 0
+	r.badSel = w.rng.Intn(40) == 0
 	r.benchOnly = w.rng.Intn(2) == 0
 	if w.rng.Intn(3) == 0 {
 		r.team = []string{"a", "b"}[w.rng.Intn(2)]
@@ -359,6 +364,15 @@ func (w *simWorld) step() {
 				o = wrapupv1alpha1.OutcomeFailed
 			}
 			w.finishTrigger(trigKey(m.kind, m.key.Namespace, m.trig), o)
+		}
+	case n < 35: // the inference component of a running AppWrapper fails
+		aw, m := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool {
+			return !m.alone && aw.Status.Phase == awv1beta2.AppWrapperRunning
+		})
+		if aw != nil {
+			w.logf("the inference component of %s fails", m.key)
+			m.inferenceFailed = true
+			w.wake(m, decision.AppWrapperRecheckPeriod)
 		}
 	case n < 37: // a finished trigger deletes itself (its own TTL)
 		_, m := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool {
@@ -439,7 +453,7 @@ func (w *simWorld) step() {
 				w.putAW(aw)
 			}
 		}
-	case n < 74: // a user toggles the opt-out
+	case n < 73: // a user toggles the opt-out
 		aw, _ := w.pickAW(nil)
 		if aw != nil {
 			aw = aw.DeepCopy()
@@ -516,6 +530,9 @@ func TestSimulation(t *testing.T) {
 		}
 		return
 	}
+	// The histories allocate much and keep little.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	logf.SetLogger(logr.Discard())
 	n := *simHistories
 	if testing.Short() {
 		n = min(n, 50)

@@ -106,6 +106,8 @@ type simAW struct {
 	next time.Time
 	// holdStart is when it started holding the failed AppWrapper.
 	holdStart time.Time
+	// inferenceFailed: the inference component failed (until the next attempt).
+	inferenceFailed bool
 }
 
 // simTruth is what happened to a trigger object, by UID.
@@ -161,6 +163,8 @@ type simWorld struct {
 	trace     []string
 	violation string
 	checks    simChecks
+	// explainPolicies compiles rules for the Explain checks.
+	explainPolicies *celpolicies.Cache
 }
 
 func newSimWorld(seed int64) *simWorld {
@@ -170,7 +174,7 @@ func newSimWorld(seed int64) *simWorld {
 		rules: map[string]*wrapupv1alpha1.CompletionRule{}, nss: map[string]*corev1.Namespace{},
 		ruleSpecs: map[string]simRule{}, models: map[types.UID]*simAW{}, truth: map[types.UID]*simTruth{},
 		awCache: newSimCache(), trigCache: newSimCache(), ruleCache: newSimCache(), nsCache: newSimCache(),
-		maxLag: 2 * time.Second,
+		maxLag: 2 * time.Second, explainPolicies: &celpolicies.Cache{},
 	}
 	w.checks.init()
 	for _, ns := range []struct{ name, team string }{{"ns-a", "a"}, {"ns-b", "b"}} {
@@ -423,6 +427,11 @@ func (w *simWorld) awController(m *simAW) {
 		}
 		state := trigState(t)
 		switch {
+		case m.inferenceFailed:
+			// Another component failed: a failed component, no grace.
+			m.inferenceFailed = false
+			setCond(aw, awv1beta2.Unhealthy, metav1.ConditionTrue, "FailedComponent", w.now)
+			resetOrFail()
 		case t == nil:
 			setCond(aw, awv1beta2.Unhealthy, metav1.ConditionTrue, "MissingComponent", w.now)
 			transition(awv1beta2.AppWrapperFailed)
@@ -570,7 +579,7 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	if w.rng.Intn(5) == 0 {
 		aw.Annotations[awv1beta2.DeletionOnFailureGracePeriodAnnotation] = "2m"
 	}
-	if w.rng.Intn(15) == 0 {
+	if w.rng.Intn(30) == 0 {
 		aw.Annotations[wrapupv1alpha1.IgnoreAnnotation] = "True"
 	}
 	aw.Spec.Suspend = w.rng.Intn(2) == 0

@@ -593,7 +593,7 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 
 // record decides to record outcome for the trigger uid, then to act on it.
 func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, message string, uid types.UID) {
-	rec := &Record{Outcome: outcome, Rule: rule.Name, FinishedAt: in.Now.UTC().Truncate(time.Millisecond), Message: message, TriggerUID: uid}
+	rec := &Record{Outcome: outcome, Rule: rule.Name, FinishedAt: ceilMillisecond(in.Now.UTC()), Message: message, TriggerUID: uid}
 	d.Write = rec
 	d.act(in, rule, outcome, rec)
 	reason := wrapupv1alpha1.ReasonTriggerSucceeded
@@ -618,6 +618,15 @@ func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome
 	}
 	d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: reason, Action: "RecordOutcome", Message: note, When: EventAfterWrite})
 	d.Reason += "; the outcome is not recorded yet"
+}
+
+// ceilMillisecond rounds t up to the millisecond the record keeps: a TTL
+// counted from it never ends before the TTL after t.
+func ceilMillisecond(t time.Time) time.Time {
+	if c := t.Truncate(time.Millisecond); !c.Equal(t) {
+		return c.Add(time.Millisecond)
+	}
+	return t
 }
 
 // clear decides to remove the record.
