@@ -31,6 +31,12 @@ type simChecks struct {
 	deleted map[types.UID]int
 	events  map[string]int
 
+	// loopStart and loopCount count the reconciles of the current second.
+	loopStart time.Time
+	loopCount int
+	// things counts what the world did, to stop a history that never settles.
+	things int
+
 	written, cleared, counted, lostRecordWrites int
 	deletes, explained, settled, histories      int
 	verdicts                                    map[decision.Verdict]int
@@ -135,7 +141,7 @@ func (w *simWorld) willRetry(aw *awv1beta2.AppWrapper, m *simAW) bool {
 		return true
 	case awv1beta2.AppWrapperRunning:
 		t := w.trigger(m)
-		return t != nil && trigState(t) == wrapupv1alpha1.OutcomeFailed && aw.Status.Retries < simRetryLimit(aw)
+		return t != nil && m.kind != "RayJob" && trigState(t) == wrapupv1alpha1.OutcomeFailed && aw.Status.Retries < simRetryLimit(aw)
 	}
 	return false
 }

@@ -146,6 +146,15 @@ func (wr *simWrapup) nextDue() (types.NamespacedName, time.Time, bool) {
 func (wr *simWrapup) reconcile(key types.NamespacedName) {
 	w := wr.w
 	delete(wr.queue, key)
+	// A hot loop: the same AppWrapper reconciled over and over within one
+	// simulated second.
+	if w.now.Sub(w.checks.loopStart) > time.Second {
+		w.checks.loopStart, w.checks.loopCount = w.now, 0
+	}
+	if w.checks.loopCount++; w.checks.loopCount > 2000 {
+		w.fail("hot loop: %d reconciles within a second, the last of %s", w.checks.loopCount, key)
+		return
+	}
 	wr.clock.SetTime(w.now)
 	res, err := wr.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
 	switch {
@@ -172,6 +181,10 @@ func (wr *simWrapup) reconcile(key types.NamespacedName) {
 // list, wrapup's queue.
 func (w *simWorld) runUntil(t time.Time) {
 	for w.violation == "" {
+		if w.checks.things++; w.checks.things > 2_000_000 {
+			w.fail("the world does not settle: %d things done", w.checks.things)
+			return
+		}
 		at, do := w.nextThing()
 		if do == nil || at.After(t) {
 			w.now = t
@@ -299,7 +312,7 @@ func (w *simWorld) pickAW(filter func(*awv1beta2.AppWrapper, *simAW) bool) (*awv
 
 func (w *simWorld) randomRule(name string) simRule {
 	r := simRule{name: name, priority: int32(w.rng.Intn(5) * 10)}
-	r.kind = []string{"Job", "Job", "Job", "Pod", "Pod", "", "", "", "", "EvalRun"}[w.rng.Intn(10)]
+	r.kind = []string{"Job", "Job", "Job", "Pod", "Pod", "RayJob", "", "", "", "", "EvalRun"}[w.rng.Intn(11)]
 	if w.rng.Intn(5) == 0 {
 		r.success = []string{"never", "error"}[w.rng.Intn(2)]
 	}
@@ -422,7 +435,7 @@ func (w *simWorld) step() {
 					r.success = ""
 				}
 			case 6:
-				r.kind = []string{"Job", "Pod", ""}[w.rng.Intn(3)]
+				r.kind = []string{"Job", "Pod", "RayJob", ""}[w.rng.Intn(4)]
 			}
 		}
 		w.setRule(r)

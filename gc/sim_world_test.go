@@ -38,6 +38,9 @@ import (
 var (
 	simJobGK     = schema.GroupKind{Group: "batch", Kind: "Job"}
 	simPodGK     = schema.GroupKind{Kind: "Pod"}
+	// A RayJob's failure the AppWrapper controller does not see (v1.2
+	// reads no RayJob status): a failed RayJob leaves its AppWrapper Running.
+	simRayJobGK = schema.GroupKind{Group: "ray.io", Kind: "RayJob"}
 	simEvalRunGK = schema.GroupKind{Group: "example.wrapup.dev", Kind: "EvalRun"} // never served
 	simStart     = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 )
@@ -46,7 +49,7 @@ var (
 type simRule struct {
 	name      string
 	priority  int32
-	kind      string // "Job", "Pod", "EvalRun" (not served) or "" (the annotated component)
+	kind      string // "Job", "Pod", "RayJob", "EvalRun" (not served) or "" (the annotated component)
 	success   string // "" built-in, "never" (success: false), "error" (a runtime error)
 	broken    bool   // does not compile
 	badSel    bool   // an appWrapperSelector that does not parse
@@ -66,6 +69,8 @@ func (r simRule) object(gen int64, uid types.UID) *wrapupv1alpha1.CompletionRule
 		s.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}
 	case "Pod":
 		s.Trigger = wrapupv1alpha1.TriggerSpec{Kind: "Pod"}
+	case "RayJob":
+		s.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "ray.io", Kind: "RayJob"}
 	case "EvalRun":
 		s.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: simEvalRunGK.Group, Kind: "EvalRun"}
 		s.Success = "object.status.phase == 'Done'"
@@ -96,7 +101,7 @@ func (r simRule) object(gen int64, uid types.UID) *wrapupv1alpha1.CompletionRule
 type simAW struct {
 	key  types.NamespacedName
 	uid  types.UID
-	kind string // "Job" or "Pod": the trigger component's kind
+	kind string // "Job", "Pod" or "RayJob": the trigger component's kind
 	// alone: no inference component, so the AppWrapper controller marks it
 	// Succeeded once its trigger succeeded.
 	alone     bool
@@ -339,12 +344,23 @@ func trigState(u *unstructured.Unstructured) wrapupv1alpha1.Outcome {
 	if u == nil {
 		return ""
 	}
-	if u.GetKind() == "Pod" {
+	switch u.GetKind() {
+	case "Pod":
 		p, _, _ := unstructured.NestedString(u.Object, "status", "phase")
 		switch p {
 		case "Succeeded":
 			return wrapupv1alpha1.OutcomeSucceeded
 		case "Failed":
+			return wrapupv1alpha1.OutcomeFailed
+		}
+		return ""
+	case "RayJob":
+		d, _, _ := unstructured.NestedString(u.Object, "status", "jobDeploymentStatus")
+		j, _, _ := unstructured.NestedString(u.Object, "status", "jobStatus")
+		switch {
+		case d == "Complete" && j == "SUCCEEDED":
+			return wrapupv1alpha1.OutcomeSucceeded
+		case d == "Failed":
 			return wrapupv1alpha1.OutcomeFailed
 		}
 		return ""
@@ -435,6 +451,9 @@ func (w *simWorld) awController(m *simAW) {
 		case t == nil:
 			setCond(aw, awv1beta2.Unhealthy, metav1.ConditionTrue, "MissingComponent", w.now)
 			transition(awv1beta2.AppWrapperFailed)
+		case state == wrapupv1alpha1.OutcomeFailed && m.kind == "RayJob":
+			// Unseen: it stays Running.
+			w.wake(m, decision.AppWrapperRecheckPeriod)
 		case state == wrapupv1alpha1.OutcomeFailed && m.kind == "Job":
 			// A failed Job is a failed component: no grace.
 			setCond(aw, awv1beta2.Unhealthy, metav1.ConditionTrue, "FailedComponent", w.now)
@@ -507,9 +526,13 @@ func (w *simWorld) createTrigger(m *simAW, aw *awv1beta2.AppWrapper) {
 	}
 	apiVersion := "batch/v1"
 	status := map[string]any{"active": int64(1)}
-	if m.kind == "Pod" {
+	switch m.kind {
+	case "Pod":
 		apiVersion = "v1"
 		status = map[string]any{"phase": "Running"}
+	case "RayJob":
+		apiVersion = "ray.io/v1"
+		status = map[string]any{"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": m.kind, "status": status}}
 	u.SetName(m.trig)
@@ -526,9 +549,17 @@ func (w *simWorld) createTrigger(m *simAW, aw *awv1beta2.AppWrapper) {
 // finishTrigger makes a running trigger succeed or fail, as its controller would.
 func (w *simWorld) finishTrigger(k string, outcome wrapupv1alpha1.Outcome) {
 	u := w.trigs[k].DeepCopy()
-	if u.GetKind() == "Pod" {
+	switch u.GetKind() {
+	case "Pod":
 		_ = unstructured.SetNestedField(u.Object, string(outcome), "status", "phase")
-	} else {
+	case "RayJob":
+		d, j := "Complete", "SUCCEEDED"
+		if outcome == wrapupv1alpha1.OutcomeFailed {
+			d, j = "Failed", "FAILED"
+		}
+		_ = unstructured.SetNestedField(u.Object, d, "status", "jobDeploymentStatus")
+		_ = unstructured.SetNestedField(u.Object, j, "status", "jobStatus")
+	default:
 		first, last := "SuccessCriteriaMet", "Complete"
 		if outcome == wrapupv1alpha1.OutcomeFailed {
 			first, last = "FailureTarget", "Failed"
@@ -546,8 +577,11 @@ func (w *simWorld) finishTrigger(k string, outcome wrapupv1alpha1.Outcome) {
 // newAppWrapper creates an AppWrapper with a random shape.
 func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	m := &simAW{key: key, uid: w.newUID("aw"), kind: "Job", alone: w.rng.Intn(4) == 0, annotated: w.rng.Intn(10) < 7}
-	if w.rng.Intn(3) == 0 {
+	switch w.rng.Intn(4) {
+	case 0:
 		m.kind = "Pod"
+	case 1:
+		m.kind = "RayJob"
 	}
 	m.trig = key.Name + "-trigger"
 	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, UID: m.uid, Labels: map[string]string{}, Annotations: map[string]string{}}}
@@ -561,10 +595,7 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	if m.annotated {
 		ann = map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
 	}
-	apiVersion := "batch/v1"
-	if m.kind == "Pod" {
-		apiVersion = "v1"
-	}
+	apiVersion := map[string]string{"Job": "batch/v1", "Pod": "v1", "RayJob": "ray.io/v1"}[m.kind]
 	aw.Spec.Components = append(aw.Spec.Components, simComponent(apiVersion, m.kind, m.trig, ann))
 	switch w.rng.Intn(4) {
 	case 0:
@@ -693,7 +724,8 @@ func (r *simReader) List(_ context.Context, list client.ObjectList, opts ...clie
 
 // RESTMapper lets Explain tell served kinds (Job, Pod) from others.
 func (r *simReader) RESTMapper() apimeta.RESTMapper {
-	m := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{{Group: "batch", Version: "v1"}, {Version: "v1"}})
+	m := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{{Group: "batch", Version: "v1"}, {Version: "v1"}, {Group: "ray.io", Version: "v1"}})
+	m.Add(schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayJob"}, apimeta.RESTScopeNamespace)
 	m.Add(schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, apimeta.RESTScopeNamespace)
 	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, apimeta.RESTScopeNamespace)
 	return m
@@ -886,7 +918,7 @@ func (t *simTriggers) Kind(gk schema.GroupKind) decision.Kind {
 	switch {
 	case gk == simEvalRunGK:
 		return decision.Kind{State: decision.KindNotServed, Message: "not served"}
-	case gk != simJobGK && gk != simPodGK:
+	case gk != simJobGK && gk != simPodGK && gk != simRayJobGK:
 		return decision.Kind{State: decision.KindNotServed, Message: "not served"}
 	case !t.synced():
 		return decision.Kind{State: decision.KindPending}
@@ -900,6 +932,8 @@ func (t *simTriggers) Resource(gk schema.GroupKind) (schema.GroupVersionResource
 		return schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, true
 	case simPodGK:
 		return schema.GroupVersionResource{Version: "v1", Resource: "pods"}, true
+	case simRayJobGK:
+		return schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayjobs"}, true
 	}
 	return schema.GroupVersionResource{}, false
 }
