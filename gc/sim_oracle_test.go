@@ -185,7 +185,7 @@ func (w *simWorld) checkRecordWrite(cur, next *awv1beta2.AppWrapper) {
 	if after == nil {
 		w.checks.cleared++
 		switch {
-		case t != nil && t.GetUID() == before.TriggerUID && evaluate(r, t) == "Running":
+		case t != nil && t.GetUID() == before.TriggerUID && evaluate(r, t) == "Running" && cur.Status.Phase != awv1beta2.AppWrapperFailed:
 		case t != nil && t.GetUID() != before.TriggerUID && before.Outcome == wrapupv1alpha1.OutcomeFailed && cur.Status.Phase != awv1beta2.AppWrapperFailed:
 		default:
 			w.fail("wrapup cleared the record %s of %s without cause: trigger %v, rule %s says %s, phase %s",
@@ -249,7 +249,7 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	}
 	t := w.trigger(m)
 	phase := cur.Status.Phase
-	if t != nil && t.GetUID() == rec.TriggerUID {
+	if t != nil && t.GetUID() == rec.TriggerUID && phase != awv1beta2.AppWrapperFailed {
 		if e := evaluate(r, t); e != string(wrapupv1alpha1.OutcomeSucceeded) && e != string(wrapupv1alpha1.OutcomeFailed) {
 			w.fail("wrapup deleted %s while rule %s says its trigger is %s", key, r.name, e)
 		}

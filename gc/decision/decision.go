@@ -551,7 +551,9 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 	newAttempt := present && !same && rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed
 
 	switch {
-	case same && state == liveRunning:
+	case same && state == liveRunning && phase != awv1beta2.AppWrapperFailed:
+		// (A Failed AppWrapper is finished whatever its trigger says: its
+		// controller gave up and tears the components down.)
 		d.clear(fmt.Sprintf("the trigger is running again: the recorded outcome %s no longer holds", rec.Outcome))
 		return
 	case state == liveError:
