@@ -36,6 +36,8 @@ type simChecks struct {
 	loopCount int
 	// things counts what the world did, to stop a history that never settles.
 	things int
+	// polls counts reconciles per AppWrapper once the world stood still.
+	polls map[types.NamespacedName]int
 
 	written, cleared, counted, lostRecordWrites int
 	deletes, explained, settled, histories      int
@@ -103,6 +105,9 @@ func (w *simWorld) winner(aw *awv1beta2.AppWrapper) (spec simRule, found, usable
 	return simRule{}, false, false
 }
 
+// simGroups are the API groups of the trigger kinds.
+var simGroups = map[string]string{"Job": "batch", "Pod": "", "RayJob": "ray.io"}
+
 // simIgnored says whether aw is opted out: the world writes "True" and "yes".
 func simIgnored(aw *awv1beta2.AppWrapper) bool {
 	v, ok := aw.Annotations[wrapupv1alpha1.IgnoreAnnotation]
@@ -112,7 +117,7 @@ func simIgnored(aw *awv1beta2.AppWrapper) bool {
 // applies says whether rule r takes m's trigger component as its trigger.
 func applies(r simRule, m *simAW) bool {
 	if r.kind == "" {
-		return m.annotated
+		return m.annotated && !m.configMap
 	}
 	return r.kind == m.kind
 }
@@ -246,6 +251,9 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	if rec == nil {
 		w.fail("wrapup deleted %s, which carries no record", key)
 		return
+	}
+	if want := simGroups[m.kind] + "/" + m.kind + "/" + m.trig; rec.TriggerRef != want {
+		w.fail("wrapup deleted %s on a record of %q, not of its trigger %s", key, rec.TriggerRef, want)
 	}
 	t := w.trigger(m)
 	phase := cur.Status.Phase

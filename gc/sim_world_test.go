@@ -42,6 +42,8 @@ var (
 	// reads no RayJob status): a failed RayJob leaves its AppWrapper Running.
 	simRayJobGK = schema.GroupKind{Group: "ray.io", Kind: "RayJob"}
 	simEvalRunGK = schema.GroupKind{Group: "example.wrapup.dev", Kind: "EvalRun"} // never served
+	// wrapup may not list ConfigMaps.
+	simConfigMapGK = schema.GroupKind{Kind: "ConfigMap"}
 	simStart     = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 )
 
@@ -106,6 +108,9 @@ type simAW struct {
 	// Succeeded once its trigger succeeded.
 	alone     bool
 	annotated bool
+	// configMap: the annotated component is a ConfigMap, a kind wrapup may
+	// not watch (any tenant can write one).
+	configMap bool
 	trig      string // the trigger component's name
 	// next is when the AppWrapper controller looks at it again; zero: on a change.
 	next time.Time
@@ -577,6 +582,7 @@ func (w *simWorld) finishTrigger(k string, outcome wrapupv1alpha1.Outcome) {
 // newAppWrapper creates an AppWrapper with a random shape.
 func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	m := &simAW{key: key, uid: w.newUID("aw"), kind: "Job", alone: w.rng.Intn(4) == 0, annotated: w.rng.Intn(10) < 7}
+	m.configMap = m.annotated && w.rng.Intn(8) == 0
 	switch w.rng.Intn(4) {
 	case 0:
 		m.kind = "Pod"
@@ -594,6 +600,10 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	var ann map[string]string
 	if m.annotated {
 		ann = map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
+	}
+	if m.configMap {
+		aw.Spec.Components = append(aw.Spec.Components, simComponent("v1", "ConfigMap", key.Name+"-config", ann))
+		ann = nil
 	}
 	apiVersion := map[string]string{"Job": "batch/v1", "Pod": "v1", "RayJob": "ray.io/v1"}[m.kind]
 	aw.Spec.Components = append(aw.Spec.Components, simComponent(apiVersion, m.kind, m.trig, ann))
@@ -616,8 +626,8 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	aw.Spec.Suspend = w.rng.Intn(2) == 0
 	aw.CreationTimestamp = metav1.NewTime(w.now)
 	w.models[m.uid] = m
-	w.logf("user creates AppWrapper %s (%s): %s trigger, alone=%v annotated=%v suspend=%v labels=%v annotations=%v",
-		key, m.uid, m.kind, m.alone, m.annotated, aw.Spec.Suspend, aw.Labels, aw.Annotations)
+	w.logf("user creates AppWrapper %s (%s): %s trigger, alone=%v annotated=%v configMap=%v suspend=%v labels=%v annotations=%v",
+		key, m.uid, m.kind, m.alone, m.annotated, m.configMap, aw.Spec.Suspend, aw.Labels, aw.Annotations)
 	w.putAW(aw)
 }
 
@@ -904,7 +914,7 @@ func (t *simTriggers) Ensure(owner string, gk schema.GroupKind, _ celpolicies.Fi
 func (t *simTriggers) Release(owner string) { delete(t.claims, owner) }
 
 func (t *simTriggers) Get(gk schema.GroupKind, namespace, name string, _ celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
-	if gk == simEvalRunGK || !t.synced() {
+	if gk == simEvalRunGK || gk == simConfigMapGK || !t.synced() {
 		return nil, false, nil
 	}
 	c, ok := t.w.trigCache.objs[trigKey(gk.Kind, namespace, name)]
@@ -918,6 +928,8 @@ func (t *simTriggers) Kind(gk schema.GroupKind) decision.Kind {
 	switch {
 	case gk == simEvalRunGK:
 		return decision.Kind{State: decision.KindNotServed, Message: "not served"}
+	case gk == simConfigMapGK:
+		return decision.Kind{State: decision.KindNotWatchable, Message: "configmaps is forbidden"}
 	case gk != simJobGK && gk != simPodGK && gk != simRayJobGK:
 		return decision.Kind{State: decision.KindNotServed, Message: "not served"}
 	case !t.synced():

@@ -23,6 +23,11 @@ const (
 	// TriggerUIDAnnotation is the UID of the trigger object the outcome was
 	// recorded for, so that a re-created trigger is evaluated afresh.
 	TriggerUIDAnnotation = "wrapup.dev/trigger-uid"
+	// TriggerRefAnnotation names the trigger component the outcome was
+	// recorded for, as group/Kind/name ("batch/Job/benchmark", "/Pod/p"):
+	// a record is acted on only under a rule that takes the same component
+	// as the trigger.
+	TriggerRefAnnotation = "wrapup.dev/trigger-ref"
 )
 
 // Outcome is how a trigger finished.

@@ -485,10 +485,13 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, state l
 		d.FailureSeen = &FailureSeen{TriggerUID: uid, At: first}
 	}
 
-	if rec != nil {
+	if rec != nil && rec.For(d.Trigger.Ref) {
 		d.decideRecorded(in, rule, state, grace)
 		return
 	}
+	// A record of another component (recorded under a rule that took
+	// another one as the trigger) says nothing of this one: this rule
+	// decides afresh, and a new record replaces it.
 
 	switch state {
 	case liveSucceeded:
@@ -595,7 +598,8 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 
 // record decides to record outcome for the trigger uid, then to act on it.
 func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, message string, uid types.UID) {
-	rec := &Record{Outcome: outcome, Rule: rule.Name, FinishedAt: ceilMillisecond(in.Now.UTC()), Message: message, TriggerUID: uid}
+	rec := &Record{Outcome: outcome, Rule: rule.Name, FinishedAt: ceilMillisecond(in.Now.UTC()), Message: message, TriggerUID: uid,
+		TriggerRef: d.Trigger.Ref.String()}
 	d.Write = rec
 	d.act(in, rule, outcome, rec)
 	reason := wrapupv1alpha1.ReasonTriggerSucceeded

@@ -23,6 +23,15 @@ type Record struct {
 	// TriggerUID is the UID of the trigger the outcome was recorded for;
 	// empty when the AppWrapper's phase decided it with no live trigger.
 	TriggerUID types.UID
+	// TriggerRef is the trigger component, as Ref.String says; empty on
+	// records written before it was kept.
+	TriggerRef string
+}
+
+// For says whether rec was recorded for the trigger component ref (or
+// does not say which it was recorded for).
+func (rec *Record) For(ref Ref) bool {
+	return rec.TriggerRef == "" || rec.TriggerRef == ref.String()
 }
 
 // finishedAtLayout keeps milliseconds: a TTL counted from a time rounded
@@ -56,6 +65,7 @@ func ReadRecord(aw *awv1beta2.AppWrapper) *Record {
 		FinishedAt: at,
 		Message:    aw.Annotations[wrapupv1alpha1.MessageAnnotation],
 		TriggerUID: types.UID(aw.Annotations[wrapupv1alpha1.TriggerUIDAnnotation]),
+		TriggerRef: aw.Annotations[wrapupv1alpha1.TriggerRefAnnotation],
 	}
 }
 
@@ -79,16 +89,18 @@ func (rec *Record) Apply(aw *awv1beta2.AppWrapper) {
 	aw.Annotations[wrapupv1alpha1.RuleAnnotation] = rec.Rule
 	aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = rec.FinishedAt.UTC().Format(finishedAtLayout)
 	aw.Annotations[wrapupv1alpha1.MessageAnnotation] = Truncate(rec.Message, MaxMessage)
-	if rec.TriggerUID != "" {
-		aw.Annotations[wrapupv1alpha1.TriggerUIDAnnotation] = string(rec.TriggerUID)
-	} else {
-		delete(aw.Annotations, wrapupv1alpha1.TriggerUIDAnnotation)
+	for k, v := range map[string]string{wrapupv1alpha1.TriggerUIDAnnotation: string(rec.TriggerUID), wrapupv1alpha1.TriggerRefAnnotation: rec.TriggerRef} {
+		if v != "" {
+			aw.Annotations[k] = v
+		} else {
+			delete(aw.Annotations, k)
+		}
 	}
 }
 
 var recordAnnotations = []string{
 	wrapupv1alpha1.RuleAnnotation, wrapupv1alpha1.FinishedAtAnnotation,
-	wrapupv1alpha1.MessageAnnotation, wrapupv1alpha1.TriggerUIDAnnotation,
+	wrapupv1alpha1.MessageAnnotation, wrapupv1alpha1.TriggerUIDAnnotation, wrapupv1alpha1.TriggerRefAnnotation,
 }
 
 // Same says whether rec and o record the same outcome of the same trigger.
@@ -96,6 +108,6 @@ func (rec *Record) Same(o *Record) bool {
 	if rec == nil || o == nil {
 		return rec == o
 	}
-	return rec.Outcome == o.Outcome && rec.TriggerUID == o.TriggerUID && rec.Rule == o.Rule &&
+	return rec.Outcome == o.Outcome && rec.TriggerUID == o.TriggerUID && rec.TriggerRef == o.TriggerRef && rec.Rule == o.Rule &&
 		rec.FinishedAt.Equal(o.FinishedAt)
 }

@@ -30,6 +30,9 @@ type Ref struct {
 	Annotated bool
 }
 
+// String names the component as group/Kind/name, as records keep it.
+func (r Ref) String() string { return r.Kind.Group + "/" + r.Kind.Kind + "/" + r.Name }
+
 // GroupVersionKind is the template's.
 func (r Ref) GroupVersionKind() schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: r.Kind.Group, Version: r.Version, Kind: r.Kind.Kind}
