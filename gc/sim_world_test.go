@@ -308,8 +308,10 @@ func (w *simWorld) trigger(m *simAW) *unstructured.Unstructured {
 // latency is the AppWrapper controller's own delay to react.
 func (w *simWorld) latency() time.Duration {
 	d := 100*time.Millisecond + time.Duration(w.rng.Int63n(int64(2*time.Second)))
-	if w.rng.Intn(25) == 0 {
-		d += time.Duration(w.rng.Int63n(int64(20 * time.Second))) // a busy controller
+	if w.rng.Intn(8) == 0 {
+		// A busy controller (a long queue, a slow API server), up to the
+		// slack decisions allow for.
+		d += time.Duration(w.rng.Int63n(int64(decision.Slack - 3*time.Second)))
 	}
 	return d
 }
@@ -440,7 +442,7 @@ func (w *simWorld) awController(m *simAW) {
 		}
 		w.createTrigger(m, aw)
 		transition(awv1beta2.AppWrapperRunning)
-		w.wake(m, decision.AppWrapperRecheckPeriod)
+		w.wake(m, decision.AppWrapperRecheckPeriod+w.latency())
 	case awv1beta2.AppWrapperRunning:
 		if aw.Spec.Suspend {
 			transition(awv1beta2.AppWrapperSuspending)
@@ -472,7 +474,7 @@ func (w *simWorld) awController(m *simAW) {
 			c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy))
 			deadline := c.LastTransitionTime.Add(simDuration(aw, awv1beta2.FailureGracePeriodDurationAnnotation, decision.AppWrapperFailureGracePeriod))
 			if w.now.Before(deadline) {
-				m.next = deadline
+				m.next = deadline.Add(w.latency())
 				return
 			}
 			resetOrFail()
@@ -483,7 +485,7 @@ func (w *simWorld) awController(m *simAW) {
 				setCond(aw, awv1beta2.Unhealthy, metav1.ConditionFalse, "FoundNoFailedPods", w.now)
 				w.putAW(aw)
 			}
-			w.wake(m, decision.AppWrapperRecheckPeriod)
+			w.wake(m, decision.AppWrapperRecheckPeriod+w.latency())
 		}
 	case awv1beta2.AppWrapperSuspending:
 		deleteComponents()
