@@ -622,7 +622,7 @@ func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome
 	if m := Truncate(message, MaxMessage); m != "" {
 		note += ": " + m
 	}
-	d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: reason, Action: "RecordOutcome", Message: note, When: EventAfterWrite})
+	d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: reason, Action: "RecordOutcome", Message: Truncate(note, MaxMessage), When: EventAfterWrite})
 	d.Reason += "; the outcome is not recorded yet"
 }
 

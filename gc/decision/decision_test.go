@@ -1,0 +1,450 @@
+package decision
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+)
+
+// Builders for decisions: an AppWrapper "run" in namespace "ns" that wraps
+// an inference Deployment and the benchmark Job "bench", its live Job, and
+// rules.
+
+var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+const (
+	awUID   = types.UID("aw-uid")
+	jobUID  = types.UID("job-uid")
+	jobUID2 = types.UID("job-uid-2")
+)
+
+var jobRef = Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench"}
+
+type awBuilder struct{ aw *awv1beta2.AppWrapper }
+
+func appWrapper(t *testing.T) *awBuilder {
+	t.Helper()
+	aw := &awv1beta2.AppWrapper{
+		ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: awUID, ResourceVersion: "7", Labels: map[string]string{}, Annotations: map[string]string{}},
+		Spec: awv1beta2.AppWrapperSpec{Components: []awv1beta2.AppWrapperComponent{
+			component(t, "apps/v1", "Deployment", "inference", nil),
+			component(t, "batch/v1", "Job", "bench", nil),
+		}},
+		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperRunning},
+	}
+	return &awBuilder{aw: aw}
+}
+
+func (b *awBuilder) phase(p awv1beta2.AppWrapperPhase) *awBuilder { b.aw.Status.Phase = p; return b }
+
+func (b *awBuilder) annotate(k, v string) *awBuilder { b.aw.Annotations[k] = v; return b }
+
+func (b *awBuilder) condition(t awv1beta2.AppWrapperCondition, reason string, at time.Time) *awBuilder {
+	b.aw.Status.Conditions = append(b.aw.Status.Conditions, metav1.Condition{Type: string(t), Status: metav1.ConditionTrue, Reason: reason, LastTransitionTime: metav1.NewTime(at)})
+	return b
+}
+
+func (b *awBuilder) retries(n int32) *awBuilder { b.aw.Status.Retries = n; return b }
+
+// recorded writes a record as the controller writes it.
+func (b *awBuilder) recorded(o wrapupv1alpha1.Outcome, ago time.Duration, uid types.UID) *awBuilder {
+	(&Record{Outcome: o, Rule: "jobs", FinishedAt: now.Add(-ago), Message: "done", TriggerUID: uid, TriggerRef: jobRef.String()}).Apply(b.aw)
+	return b
+}
+
+func (b *awBuilder) obj() *awv1beta2.AppWrapper { return b.aw }
+
+// job is the live trigger: state "" (running), "Complete" or "Failed".
+func job(uid types.UID, state string) Trigger {
+	status := map[string]any{"active": int64(1)}
+	if state != "" {
+		first := map[string]string{"Complete": "SuccessCriteriaMet", "Failed": "FailureTarget"}[state]
+		status = map[string]any{"conditions": []any{
+			map[string]any{"type": first, "status": "True"},
+			map[string]any{"type": state, "status": "True", "message": "the Job " + state},
+		}}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job", "status": status}}
+	u.SetName("bench")
+	u.SetNamespace("ns")
+	u.SetUID(uid)
+	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "workload.codeflare.dev/v1beta2", Kind: "AppWrapper", Name: "run", UID: awUID, Controller: ptr.To(true)}})
+	return Trigger{Ref: jobRef, State: TriggerPresent, Object: u}
+}
+
+func jobRule(name string, prio int32, mods ...func(*wrapupv1alpha1.CompletionRule)) *wrapupv1alpha1.CompletionRule {
+	r := rule(name, prio, nil, nil)
+	r.UID = types.UID("uid-" + name)
+	r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}
+	for _, m := range mods {
+		m(r)
+	}
+	return r
+}
+
+func onFailure(a wrapupv1alpha1.Action, ttl int32) func(*wrapupv1alpha1.CompletionRule) {
+	return func(r *wrapupv1alpha1.CompletionRule) {
+		r.Spec.OnFailure = wrapupv1alpha1.ActionSpec{Action: a, TTLSecondsAfterFinished: ptr.To(ttl)}
+	}
+}
+
+func onSuccess(a wrapupv1alpha1.Action, ttl int32) func(*wrapupv1alpha1.CompletionRule) {
+	return func(r *wrapupv1alpha1.CompletionRule) {
+		r.Spec.OnSuccess = wrapupv1alpha1.ActionSpec{Action: a, TTLSecondsAfterFinished: ptr.To(ttl)}
+	}
+}
+
+func input(t *testing.T, aw *awv1beta2.AppWrapper, trig Trigger, rules ...*wrapupv1alpha1.CompletionRule) Input {
+	t.Helper()
+	in := Input{Now: now, AppWrapper: aw, Trigger: trig,
+		Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}},
+		Kinds:     map[schema.GroupKind]Kind{jobRef.Kind: {State: KindWatched}}}
+	for _, r := range rules {
+		in.Rules = append(in.Rules, compiled(t, r))
+	}
+	return in
+}
+
+// TestDecide holds a case for each way the decision went wrong before it
+// was one function; each failed on the code of the time.
+func TestDecide(t *testing.T) {
+	broken := func(t *testing.T, name string, prio int32) Rule {
+		r := jobRule(name, prio)
+		r.Spec.OnFailure = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionUpdateStatus}
+		return Rule{Rule: r, Err: errBroken}
+	}
+	annotatedTriggers := func() *wrapupv1alpha1.CompletionRule {
+		r := rule("annotated-triggers", -1000, nil, nil)
+		r.UID = "uid-annotated"
+		return r
+	}
+	tests := []struct {
+		name string
+		in   func(t *testing.T) Input
+		// want is the verdict; outcome, write and clear what comes with it.
+		want    Verdict
+		outcome wrapupv1alpha1.Outcome
+		write   bool
+		clear   bool
+		after   time.Duration
+		requeue time.Duration
+		reason  string
+		events  []string
+	}{
+		{
+			// 1. A typo in a high-priority rule that keeps failed runs
+			// handed them to the shipped rule, which deleted them.
+			name: "a matching rule that does not compile blocks the rules below it",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).obj()
+				aw.Spec.Components[1].Annotations = map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
+				in := input(t, aw, job(jobUID, "Failed"), annotatedTriggers())
+				in.Rules = append(in.Rules, broken(t, "keep-failed", 100))
+				return in
+			},
+			want: VerdictBlocked, reason: "keep-failed (priority 100) selects the AppWrapper and is not usable", events: []string{wrapupv1alpha1.ReasonBlockedByRule},
+		},
+		{
+			name: "a matching rule whose kind is not served blocks the rules below it",
+			in: func(t *testing.T) Input {
+				in := input(t, appWrapper(t).obj(), job(jobUID, "Complete"), jobRule("jobs", 0))
+				r := rule("evals", 10, nil, nil)
+				r.UID = "uid-evals"
+				r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "EvalRun"}
+				r.Spec.Success = "true"
+				in.Rules = append(in.Rules, compiled(t, r))
+				in.Kinds[schema.GroupKind{Group: "example.com", Kind: "EvalRun"}] = Kind{State: KindNotServed}
+				return in
+			},
+			want: VerdictBlocked, reason: "is not served", events: []string{wrapupv1alpha1.ReasonBlockedByRule},
+		},
+		{
+			// 2. A restarted controller took the failure as not final and
+			// cleared the record, to write it again later.
+			name: "a recorded failure of the same trigger is final after a restart",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeFailed, 10*time.Second, jobUID).obj()
+				return input(t, aw, job(jobUID, "Failed"), jobRule("jobs", 0, onFailure(wrapupv1alpha1.ActionDeleteAll, 300)))
+			},
+			want: VerdictDeleteAfterTTL, outcome: wrapupv1alpha1.OutcomeFailed, after: 290 * time.Second, requeue: 290 * time.Second,
+		},
+		{
+			// 3. An evaluation error cleared the record.
+			name: "an evaluation error leaves the record as it is",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Minute, jobUID).obj()
+				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = "object.status.noSuchField == 1" }))
+			},
+			want: VerdictWaitingForTrigger, reason: "stays", events: []string{wrapupv1alpha1.ReasonEvaluationError},
+		},
+		{
+			name: "the same trigger running again clears the record",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Minute, jobUID).obj()
+				return input(t, aw, job(jobUID, ""), jobRule("jobs", 0))
+			},
+			want: VerdictClearOutcome, clear: true, events: []string{wrapupv1alpha1.ReasonOutcomeCleared},
+		},
+		{
+			name: "a new attempt after a recorded failure clears it",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeFailed, time.Minute, jobUID).obj()
+				return input(t, aw, job(jobUID2, ""), jobRule("jobs", 0))
+			},
+			want: VerdictClearOutcome, clear: true, reason: "replaced the one whose failure was recorded", events: []string{wrapupv1alpha1.ReasonOutcomeCleared},
+		},
+		{
+			name: "a recorded failure is held while the AppWrapper controller resets",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).phase(awv1beta2.AppWrapperResetting).recorded(wrapupv1alpha1.OutcomeFailed, time.Minute, jobUID).obj()
+				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0))
+			},
+			want: VerdictWaitingForRetries, reason: "keeps the record",
+		},
+		{
+			// 7. The AppWrapper controller marked it Failed after its
+			// trigger succeeded; wrapup recorded Failed.
+			name: "a Failed AppWrapper whose trigger succeeded succeeded",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).condition(awv1beta2.Unhealthy, "FailedComponent", now).obj()
+				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0))
+			},
+			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded, write: true,
+		},
+		{
+			name: "a Failed AppWrapper whose trigger is gone failed",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).obj()
+				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0))
+			},
+			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeFailed, write: true,
+		},
+		{
+			name: "a Failed AppWrapper held for debugging is not deleted before its hold ends",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).annotate(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
+					condition(awv1beta2.DeletingResources, "DeletionPaused", now.Add(-4*time.Minute)).
+					recorded(wrapupv1alpha1.OutcomeFailed, 5*time.Minute, jobUID).obj()
+				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0))
+			},
+			want: VerdictDeleteAfterTTL, outcome: wrapupv1alpha1.OutcomeFailed, after: 6 * time.Minute, requeue: 6 * time.Minute, reason: "hold",
+		},
+		{
+			name: "a Failed AppWrapper whose hold has not started waits for it",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).annotate(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
+					recorded(wrapupv1alpha1.OutcomeFailed, time.Hour, jobUID).obj()
+				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0))
+			},
+			want: VerdictDeleteAfterTTL, outcome: wrapupv1alpha1.OutcomeFailed, after: 10 * time.Minute, requeue: holdStartRetry, reason: "has not started that hold yet",
+		},
+		{
+			// 8. The AppWrapper controller resets at up to failure + 60 s +
+			// 60 s + its latency: wrapup's grace was exactly that.
+			name: "a failure the AppWrapper controller reports Unhealthy, with retries left, waits for it",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).condition(awv1beta2.Unhealthy, "FoundFailedPods", now.Add(-time.Minute)).retries(1).obj()
+				in := input(t, aw, job(jobUID, "Failed"), jobRule("jobs", 0))
+				in.FailureSeen = FailureSeen{TriggerUID: jobUID, At: now.Add(-DefaultFailureGracePeriod)}
+				return in
+			},
+			want: VerdictWaitingForRetries, after: UnhealthyBackstop, requeue: UnhealthyBackstop, reason: "Unhealthy with 1 of 3 retries used",
+		},
+		{
+			name: "a failure seen 2m ago is not final yet: the grace has slack",
+			in: func(t *testing.T) Input {
+				in := input(t, appWrapper(t).obj(), job(jobUID, "Failed"), jobRule("jobs", 0))
+				in.FailureSeen = FailureSeen{TriggerUID: jobUID, At: now.Add(-2 * time.Minute)}
+				return in
+			},
+			want: VerdictWaitingForRetries, after: Slack, requeue: Slack,
+		},
+		{
+			name: "a failure past the grace, not reported Unhealthy, is final",
+			in: func(t *testing.T) Input {
+				in := input(t, appWrapper(t).obj(), job(jobUID, "Failed"), jobRule("jobs", 0))
+				in.FailureSeen = FailureSeen{TriggerUID: jobUID, At: now.Add(-DefaultFailureGracePeriod)}
+				return in
+			},
+			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeFailed, write: true,
+		},
+		{
+			// 10. Kueue preempted a finished run during its TTL; re-admitted,
+			// it ran again.
+			name: "a success recorded before a preemption is deleted at the TTL",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).phase(awv1beta2.AppWrapperSuspended).recorded(wrapupv1alpha1.OutcomeSucceeded, 10*time.Minute, jobUID).obj()
+				aw.Spec.Suspend = true
+				return input(t, aw, Trigger{}, jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300)))
+			},
+			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded,
+		},
+		{
+			name: "a success is not cleared by the trigger of a re-admission",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Minute, jobUID).obj()
+				return input(t, aw, job(jobUID2, ""), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300)))
+			},
+			want: VerdictDeleteAfterTTL, outcome: wrapupv1alpha1.OutcomeSucceeded, after: 4 * time.Minute, requeue: 4 * time.Minute,
+		},
+		{
+			// 11. The opt-out accepted only "true".
+			name: "the opt-out is as lenient as the opt-in",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).annotate(wrapupv1alpha1.IgnoreAnnotation, "True").obj()
+				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0))
+			},
+			want: VerdictIgnored,
+		},
+		{
+			// 12a. Every AppWrapper with no annotated component got a
+			// Warning NoTrigger on every reconcile.
+			name: "a rule with no kind does not apply to an AppWrapper with no annotated component, quietly",
+			in: func(t *testing.T) Input {
+				return input(t, appWrapper(t).obj(), job(jobUID, "Complete"), annotatedTriggers())
+			},
+			want: VerdictNoTrigger,
+		},
+		{
+			name: "a rule that names a kind the AppWrapper lacks says so",
+			in: func(t *testing.T) Input {
+				r := jobRule("pods", 0)
+				r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{Kind: "Pod"}
+				return input(t, appWrapper(t).obj(), Trigger{}, r)
+			},
+			want: VerdictNoTrigger, events: []string{wrapupv1alpha1.ReasonNoTrigger},
+		},
+		{
+			name: "an annotated component of a kind wrapup cannot watch waits, with a long backoff",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).obj()
+				aw.Spec.Components = append(aw.Spec.Components, component(t, "v1", "ConfigMap", "config", map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}))
+				in := input(t, aw, Trigger{}, annotatedTriggers())
+				in.Kinds[schema.GroupKind{Kind: "ConfigMap"}] = Kind{State: KindNotWatchable, Message: "configmaps is forbidden"}
+				return in
+			},
+			want: VerdictTriggerNotWatchable, requeue: NotWatchableRetry, reason: "configmaps is forbidden", events: []string{wrapupv1alpha1.ReasonTriggerKindNotWatched},
+		},
+		{
+			name: "a record of another component is not acted on",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).phase(awv1beta2.AppWrapperSuspended).obj()
+				(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "pods", FinishedAt: now.Add(-time.Hour), TriggerUID: "pod-uid", TriggerRef: "/Pod/other"}).Apply(aw)
+				return input(t, aw, Trigger{}, jobRule("jobs", 0))
+			},
+			want: VerdictWaitingForTrigger,
+		},
+		{
+			name: "a trigger whose cache has not listed waits, and looks again",
+			in: func(t *testing.T) Input {
+				return input(t, appWrapper(t).obj(), Trigger{Ref: jobRef, State: TriggerPending}, jobRule("jobs", 0))
+			},
+			want: VerdictWaitingForTrigger, requeue: PendingRetry,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(context.Background(), tc.in(t))
+			if d.Verdict != tc.want || d.Outcome != tc.outcome || (d.Write != nil) != tc.write || d.Clear != tc.clear || d.After != tc.after || d.Requeue != tc.requeue {
+				t.Errorf("got %s, outcome %q, write %v, clear %v, after %s, requeue %s; want %s, %q, %v, %v, %s, %s\nreason: %s",
+					d.Verdict, d.Outcome, d.Write != nil, d.Clear, d.After, d.Requeue, tc.want, tc.outcome, tc.write, tc.clear, tc.after, tc.requeue, d.Reason)
+			}
+			if !strings.Contains(d.Reason, tc.reason) {
+				t.Errorf("reason %q lacks %q", d.Reason, tc.reason)
+			}
+			var reasons []string
+			for _, e := range d.Events {
+				if e.When == EventNow || e.Reason == wrapupv1alpha1.ReasonOutcomeCleared {
+					reasons = append(reasons, e.Reason)
+				}
+			}
+			if strings.Join(reasons, ",") != strings.Join(tc.events, ",") {
+				t.Errorf("events %v, want %v", reasons, tc.events)
+			}
+		})
+	}
+}
+
+// A record written now never lets a TTL end early: it keeps milliseconds,
+// rounded up; one written to the second by an older wrapup counts from the
+// end of its second.
+func TestRecordTimes(t *testing.T) {
+	aw := appWrapper(t).obj()
+	at := now.Add(1234567 * time.Microsecond) // 12:00:01.234567
+	in := input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 5)))
+	in.Now = at
+	d := Decide(context.Background(), in)
+	if d.Write == nil || !d.Write.FinishedAt.Equal(now.Add(1235*time.Millisecond)) {
+		t.Fatalf("record %+v, want finished at 12:00:01.235", d.Write)
+	}
+	d.Write.Apply(aw)
+	if got := aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation]; got != "2026-12-01T12:00:01.235Z" {
+		t.Errorf("annotation %q", got)
+	}
+	if rec := ReadRecord(aw); !rec.Same(d.Write) {
+		t.Errorf("read back %+v, wrote %+v", rec, d.Write)
+	}
+	aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = "2026-12-01T12:00:01Z"
+	if rec := ReadRecord(aw); !rec.FinishedAt.Equal(now.Add(1999 * time.Millisecond)) {
+		t.Errorf("an old record to the second reads as %s, want the end of its second", rec.FinishedAt)
+	}
+}
+
+// A changed message gets a new Event: the events.k8s.io recorder folds
+// Events of the same reason and action into one series, whatever their
+// message.
+func TestWarningsOfAnotherMessageDiffer(t *testing.T) {
+	decide := func(expr string) Event {
+		aw := appWrapper(t).obj()
+		d := Decide(context.Background(), input(t, aw, job(jobUID, ""), jobRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = expr })))
+		if len(d.Events) != 1 || d.Events[0].Reason != wrapupv1alpha1.ReasonEvaluationError {
+			t.Fatalf("events %+v, want one EvaluationError", d.Events)
+		}
+		return d.Events[0]
+	}
+	a, b := decide("object.status.noSuchField == 1"), decide("object.status.otherField == 1")
+	if a.Action == b.Action || !strings.HasPrefix(a.Action, "Evaluate-") {
+		t.Errorf("actions %q and %q: want different actions for different messages", a.Action, b.Action)
+	}
+	if again := decide("object.status.noSuchField == 1"); again.Action != a.Action {
+		t.Errorf("the same message gave actions %q and %q", a.Action, again.Action)
+	}
+}
+
+// Events are bounded as events.k8s.io requires (1 KiB notes), whatever a
+// rule's message or a compile error says.
+func TestEventsAreBounded(t *testing.T) {
+	aw := appWrapper(t).obj()
+	long := jobRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Message = "[1,2,3,4,5,6,7,8,9,10].map(i, 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx').join('-')" })
+	d := Decide(context.Background(), input(t, aw, job(jobUID, "Complete"), long))
+	if len(d.Events) == 0 {
+		t.Fatal("no events")
+	}
+	for _, e := range d.Events {
+		if len(e.Message) > MaxMessage || len(e.Action) > 128 {
+			t.Errorf("event %s: note of %d bytes, action of %d", e.Reason, len(e.Message), len(e.Action))
+		}
+	}
+	in := input(t, aw, job(jobUID, "Complete"))
+	in.Rules = []Rule{{Rule: jobRule("broken", 0), Err: &longError{strings.Repeat("e", 10000)}}}
+	for _, e := range Decide(context.Background(), in).Events {
+		if len(e.Message) > MaxMessage {
+			t.Errorf("event %s: note of %d bytes", e.Reason, len(e.Message))
+		}
+	}
+}
+
+type longError struct{ s string }
+
+func (e *longError) Error() string { return e.s }
