@@ -1,0 +1,177 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
+)
+
+// Unit tests of the trigger watches against client-go's fake dynamic
+// client and fake discovery: what they do when discovery fails, when a
+// kind may not be listed, and when an informer lists.
+
+var (
+	jobsGVR = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	jobGK   = schema.GroupKind{Group: "batch", Kind: "Job"}
+)
+
+type watchesBed struct {
+	w         *Watches
+	dyn       *dynamicfake.FakeDynamicClient
+	disc      *fakediscovery.FakeDiscovery
+	mu        sync.Mutex
+	discovery error // what discovery answers; nil for the resources
+	calls     atomic.Int32
+	cancel    context.CancelFunc
+}
+
+func newWatchesBed(t *testing.T) *watchesBed {
+	t.Helper()
+	b := &watchesBed{}
+	b.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{jobsGVR: "JobList"})
+	b.disc = &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{{
+		GroupVersion: "batch/v1", APIResources: []metav1.APIResource{{Name: "jobs", Kind: "Job", Namespaced: true}},
+	}}}}
+	b.disc.PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+		b.calls.Add(1)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.discovery != nil {
+			return true, nil, b.discovery
+		}
+		return false, nil, nil
+	})
+	mapper := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{{Group: "batch", Version: "v1"}})
+	mapper.Add(schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, apimeta.RESTScopeNamespace)
+	b.w = NewWatches(b.dyn, mapper, b.disc)
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	go func() { _ = b.w.Start(ctx) }()
+	t.Cleanup(cancel)
+	return b
+}
+
+func (b *watchesBed) fail(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.discovery = err
+}
+
+// A transient discovery error (an API server restarting) says nothing of
+// whether a kind is served: the informer keeps running. Only a definite
+// "not served" stops it, and tells the rules that claim it.
+func TestWatchesRecheckStopsOnlyOnADefiniteAnswer(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	g.Expect(b.w.Ensure("rule/jobs", jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.w.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+
+	b.fail(apierrors.NewServiceUnavailable("restarting"))
+	g.Expect(b.w.Recheck("jobs.batch")).To(gomega.BeEmpty())
+	b.fail(errors.New("connection refused"))
+	g.Expect(b.w.Recheck("jobs.batch")).To(gomega.BeEmpty())
+	g.Expect(b.w.Kinds()).To(gomega.ConsistOf(jobGK), "a failed discovery request stopped the informer")
+
+	b.fail(nil)
+	b.disc.Lock()
+	b.disc.Resources = nil // the CRD is gone: its group version is not found
+	b.disc.Unlock()
+	g.Expect(b.w.Recheck("jobs.batch")).To(gomega.ConsistOf(jobGK))
+	g.Expect(b.w.Kinds()).To(gomega.BeEmpty())
+	g.Expect(b.w.Kind(jobGK).State).To(gomega.Equal(decision.KindNotServed))
+	g.Eventually(b.w.Gone()).Should(gomega.Receive(gomega.HaveField("Object.GetName()", "jobs")))
+}
+
+// A CRD event rechecks only the informers of the kinds that CRD serves: a
+// CRD of another group costs no discovery request.
+func TestWatchesRecheckIsFilteredByCRD(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	g.Expect(b.w.Ensure("rule/jobs", jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	before := b.calls.Load()
+	g.Expect(b.w.Recheck("rayjobs.ray.io")).To(gomega.BeEmpty())
+	g.Expect(b.calls.Load()).To(gomega.Equal(before))
+}
+
+// An AppWrapper that read a kind before its informer listed gets an event
+// once it has, however the list's events interleaved with its reconcile.
+func TestWatchesAnnounceTheFirstList(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	release := make(chan struct{})
+	b.dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
+	g.Expect(b.w.Ensure("rule/jobs", jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	g.Expect(b.w.Kind(jobGK).State).To(gomega.Equal(decision.KindPending))
+	_, synced, err := b.w.Get(jobGK, "ns", "bench", celpolicies.Fields{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(synced).To(gomega.BeFalse())
+	waiter := types.NamespacedName{Namespace: "ns", Name: "run"}
+	b.w.Wait(jobGK, waiter)
+	g.Consistently(b.w.Events(), 200*time.Millisecond).ShouldNot(gomega.Receive())
+	close(release)
+	g.Eventually(b.w.Events(), 5*time.Second).Should(gomega.Receive(gomega.HaveField("Object.GetName()", "run")))
+	g.Expect(b.w.Kind(jobGK).State).To(gomega.Equal(decision.KindWatched))
+}
+
+// A kind wrapup may not list is not watchable: its owners are told, and
+// the state says why, instead of a silent "not synced" forever.
+func TestWatchesForbiddenKind(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	b.dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "", errors.New("RBAC"))
+	})
+	owner := types.NamespacedName{Namespace: "ns", Name: "run"}
+	g.Expect(b.w.Ensure(watchOwner(owner), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.w.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindNotWatchable))
+	g.Expect(b.w.Kind(jobGK).Message).To(gomega.ContainSubstring("forbidden"))
+	g.Eventually(b.w.Events(), 5*time.Second).Should(gomega.Receive(gomega.HaveField("Object.GetName()", "run")))
+	g.Expect(b.w.UnwatchableClaims(func(types.NamespacedName) bool { return true })).To(gomega.ConsistOf(gomega.ContainSubstring("ns/run: Job.batch")))
+}
+
+// A slow discovery request (Ensure of a kind) holds up no reader of the
+// caches.
+func TestWatchesDiscoveryOutsideTheLock(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b.disc.PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() { close(started) })
+		<-release
+		return false, nil, nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- b.w.Ensure("rule/jobs", jobGK, celpolicies.Fields{}) }()
+	<-started
+	read := make(chan struct{})
+	go func() {
+		b.w.Kind(jobGK)
+		_, _, _ = b.w.Get(jobGK, "ns", "x", celpolicies.Fields{})
+		b.w.Release("appwrapper/ns/other")
+		close(read)
+	}()
+	g.Eventually(read, 2*time.Second).Should(gomega.BeClosed(), "readers waited for discovery")
+	close(release)
+	g.Eventually(done, 5*time.Second).Should(gomega.Receive(gomega.BeNil()))
+}
