@@ -108,29 +108,34 @@ func (f Fields) with(name string) Fields {
 // root["f"] and root[?"f"]. Any other use of root reads it whole.
 func fieldReads(e ast.Expr, root string) Fields {
 	var f Fields
-	var walk func(ast.Expr)
-	walk = func(e ast.Expr) {
+	// isRoot says whether an identifier names the variable root where a
+	// comprehension may shadow it: the root-scoped ".root" always does.
+	isRoot := func(name string, shadowed bool) bool {
+		return name == "."+root || name == root && !shadowed
+	}
+	var walk func(ast.Expr, bool)
+	walk = func(e ast.Expr, shadowed bool) {
 		if f.All || e == nil {
 			return
 		}
 		switch e.Kind() {
 		case ast.IdentKind:
-			if e.AsIdent() == root {
+			if isRoot(e.AsIdent(), shadowed) {
 				f = AllFields
 			}
 		case ast.SelectKind:
 			s := e.AsSelect()
-			if op := s.Operand(); op.Kind() == ast.IdentKind && op.AsIdent() == root {
+			if op := s.Operand(); op.Kind() == ast.IdentKind && isRoot(op.AsIdent(), shadowed) {
 				f = f.with(s.FieldName())
 				return
 			}
-			walk(s.Operand())
+			walk(s.Operand(), shadowed)
 		case ast.CallKind:
 			c := e.AsCall()
 			args := c.Args()
 			switch c.FunctionName() {
 			case operators.Index, operators.OptSelect, operators.OptIndex:
-				if len(args) == 2 && args[0].Kind() == ast.IdentKind && args[0].AsIdent() == root &&
+				if len(args) == 2 && args[0].Kind() == ast.IdentKind && isRoot(args[0].AsIdent(), shadowed) &&
 					args[1].Kind() == ast.LiteralKind {
 					if s, ok := args[1].AsLiteral().(types.String); ok {
 						f = f.with(string(s))
@@ -139,35 +144,37 @@ func fieldReads(e ast.Expr, root string) Fields {
 				}
 			}
 			if c.IsMemberFunction() {
-				walk(c.Target())
+				walk(c.Target(), shadowed)
 			}
 			for _, a := range args {
-				walk(a)
+				walk(a, shadowed)
 			}
 		case ast.ComprehensionKind:
 			c := e.AsComprehension()
-			walk(c.IterRange())
-			walk(c.AccuInit())
-			walk(c.LoopCondition())
-			walk(c.LoopStep())
-			walk(c.Result())
+			walk(c.IterRange(), shadowed)
+			walk(c.AccuInit(), shadowed)
+			// The loop's own variables shadow root inside it.
+			inner := shadowed || c.IterVar() == root || c.AccuVar() == root || c.HasIterVar2() && c.IterVar2() == root
+			walk(c.LoopCondition(), inner)
+			walk(c.LoopStep(), inner)
+			walk(c.Result(), inner)
 		case ast.ListKind:
 			for _, el := range e.AsList().Elements() {
-				walk(el)
+				walk(el, shadowed)
 			}
 		case ast.MapKind:
 			for _, en := range e.AsMap().Entries() {
 				me := en.AsMapEntry()
-				walk(me.Key())
-				walk(me.Value())
+				walk(me.Key(), shadowed)
+				walk(me.Value(), shadowed)
 			}
 		case ast.StructKind:
 			for _, fl := range e.AsStruct().Fields() {
-				walk(fl.AsStructField().Value())
+				walk(fl.AsStructField().Value(), shadowed)
 			}
 		}
 	}
-	walk(e)
+	walk(e, false)
 	return f
 }
 

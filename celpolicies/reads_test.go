@@ -29,6 +29,8 @@ func TestObjectFields(t *testing.T) {
 		{"whole object compared", v1alpha1.CompletionRuleSpec{Success: "object == {}"}, custom, AllFields},
 		{"computed key", v1alpha1.CompletionRuleSpec{Success: "object['st' + 'atus'] != null"}, custom, AllFields},
 		{"inside a macro", v1alpha1.CompletionRuleSpec{Success: "[1].all(i, object.status.n >= i)"}, custom, FieldsOf("status")},
+		{"the root-scoped name, where a comprehension shadows it", v1alpha1.CompletionRuleSpec{Success: "[1].all(object, .object.spec.n >= object)"}, custom, FieldsOf("spec")},
+		{"the root-scoped name, whole", v1alpha1.CompletionRuleSpec{Success: "[1].all(object, .object == {})"}, custom, AllFields},
 		{"through variables", v1alpha1.CompletionRuleSpec{
 			Variables: []v1alpha1.Variable{{Name: "w", Expression: "object.spec.workers"}},
 			Success:   "variables.w > 0 && object.status.done",
