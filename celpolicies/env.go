@@ -46,6 +46,11 @@ const (
 	// same as the API server's for a validation rule (about 0.1 s).
 	PerCallCostLimit = celconfig.PerCallLimit
 
+	// StaticCostLimit bounds the estimated worst-case cost of an
+	// expression, where the trigger kind's schema bounds its inputs: the
+	// API server's limit for a CRD validation rule.
+	StaticCostLimit = 10_000_000 // apiextensions validation.StaticEstimatedCostLimit
+
 	// EvaluationCostBudget bounds the summed cost of every expression and
 	// variable evaluated for one trigger, as the API server's runtime budget
 	// bounds the rules of one object. The size of each variable's string or

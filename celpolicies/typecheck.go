@@ -2,12 +2,15 @@ package celpolicies
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	"k8s.io/apimachinery/pkg/util/version"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/cel/library"
 	"k8s.io/apiserver/pkg/cel/openapi"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -49,6 +52,7 @@ func TypeCheck(ruleSpec *v1alpha1.CompletionRuleSpec, objectSchema *spec.Schema,
 	env := celEnv(envSet)
 
 	var warnings []v1alpha1.ExpressionWarning
+	estimator := &library.CostEstimator{SizeEstimator: &schemaSizes{root: objectType}}
 	check := func(field, expr string) *cel.Type {
 		if expr == "" || len(expr) > MaxExpressionLength {
 			return nil
@@ -57,6 +61,17 @@ func TypeCheck(ruleSpec *v1alpha1.CompletionRuleSpec, objectSchema *spec.Schema,
 		if iss.Err() != nil {
 			warnings = append(warnings, v1alpha1.ExpressionWarning{FieldRef: field, Warning: issuesMessage(iss)})
 			return nil
+		}
+		// As CRD validation does: the worst case over every object the
+		// schema allows (lists bounded by maxItems, or by what fits in a
+		// request), against the limit of one evaluation.
+		// (An estimate of MaxUint64 means that some size is unknown: an
+		// optional chain, a map of any size; it says nothing.)
+		if est, err := env.EstimateCost(ast, estimator); err == nil && est.Max > StaticCostLimit && est.Max != math.MaxUint64 {
+			warnings = append(warnings, v1alpha1.ExpressionWarning{FieldRef: field, Warning: fmt.Sprintf(
+				"estimated worst-case cost %d exceeds %d, the API server's limit for a validation rule, for a trigger as large as the %s schema allows: "+
+					"on a large trigger it fails with a cost error (taken as not finished); bound the lists it walks (nested comprehensions, mostly)",
+				est.Max, StaticCostLimit, kind)})
 		}
 		return ast.OutputType()
 	}
@@ -71,4 +86,39 @@ func TypeCheck(ruleSpec *v1alpha1.CompletionRuleSpec, objectSchema *spec.Schema,
 	check(fieldFailure, ruleSpec.Failure)
 	check(fieldMessage, ruleSpec.Message)
 	return warnings
+}
+
+// schemaSizes gives the cost estimator the sizes the trigger kind's schema
+// allows for what a path under object reaches (as the API server's CRD
+// validation estimates them); nil, unknown, for anything else.
+type schemaSizes struct{ root *apiservercel.DeclType }
+
+func (s *schemaSizes) EstimateSize(element checker.AstNode) *checker.SizeEstimate {
+	path := element.Path()
+	if len(path) == 0 || path[0] != ObjectVarName {
+		return nil
+	}
+	node := s.root
+	for _, name := range path[1:] {
+		switch name {
+		case "@items", "@values":
+			node = node.ElemType
+		case "@keys":
+			node = node.KeyType
+		default:
+			f, ok := node.Fields[name]
+			if !ok {
+				return nil
+			}
+			node = f.Type
+		}
+		if node == nil {
+			return nil
+		}
+	}
+	return &checker.SizeEstimate{Min: 0, Max: uint64(node.MaxElements)}
+}
+
+func (s *schemaSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
 }

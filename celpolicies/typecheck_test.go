@@ -92,3 +92,19 @@ func TestTypeCheckWithoutSchema(t *testing.T) {
 		t.Errorf("TypeCheck without a schema = %v, want nothing", got)
 	}
 }
+
+// A nested comprehension over a list the schema does not bound costs more
+// than one evaluation may, for large enough triggers: the type check says
+// so when the rule is compiled, as CRD validation would, instead of the
+// rule failing only at run time. A single walk of the list is fine.
+func TestTypeCheckEstimatesCost(t *testing.T) {
+	single := "has(object.status.conditions) && object.status.conditions.exists(c, c.type == 'Complete')"
+	nested := "has(object.status.conditions) && object.status.conditions.all(a, object.status.conditions.exists(b, b.type == a.type))"
+	if w := TypeCheck(&v1alpha1.CompletionRuleSpec{Success: single}, jobLikeSchema(), "Job"); len(w) != 0 {
+		t.Errorf("one walk of the conditions: warnings %+v", w)
+	}
+	w := TypeCheck(&v1alpha1.CompletionRuleSpec{Success: nested}, jobLikeSchema(), "Job")
+	if len(w) != 1 || w[0].FieldRef != "spec.success" || !strings.Contains(w[0].Warning, "estimated worst-case cost") {
+		t.Errorf("nested walks: warnings %+v, want one on the cost", w)
+	}
+}

@@ -229,7 +229,7 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, fmt.Sprintf("expressions compiled; watching %s triggers", gk)
 			rule.Status.TypeChecking = r.typeCheck(ctx, rule, gk)
 			if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
-				cond.Message += fmt.Sprintf("; %d expression(s) do not type-check against the %s schema (see status.typeChecking)", len(tc.ExpressionWarnings), gk)
+				cond.Message += fmt.Sprintf("; %d expression(s) have warnings against the %s schema: types or cost (see status.typeChecking)", len(tc.ExpressionWarnings), gk)
 			}
 		}
 	default:

@@ -190,7 +190,9 @@ type CompletionRuleStatus struct {
 	// typeChecking holds the results of checking the rule's expressions
 	// against the trigger kind's schema, as the API server publishes it.
 	// A warning is likely a typo (object.status.succeded) that makes an
-	// expression fail at run time; the rule still runs.
+	// expression fail at run time, or an expression whose worst-case cost,
+	// for a trigger as large as the schema allows, exceeds the API server's
+	// limit for a validation rule; the rule still runs.
 	// +optional
 	TypeChecking *TypeChecking `json:"typeChecking,omitempty"`
 }
