@@ -72,6 +72,13 @@ test: generate manifests ## Run every unit and integration test against the loca
 test-unit: ## Run the unit tests only (no control plane).
 	go test $(GO_TEST_FLAGS) ./api/... ./celpolicies/... ./gc/... ./cmd/... ./test/install/...
 
+# The size of `make sim`.
+HISTORIES ?= 100000
+
+.PHONY: sim
+sim: ## Run the decision simulation for HISTORIES random histories (default 100000); no control plane.
+	go test -count=1 -timeout 12h ./gc -run TestSimulation -v -args -sim.histories=$(HISTORIES)
+
 .PHONY: test-integration
 test-integration: ## Run the integration and end-to-end suites against the local control plane.
 	$(call with-controlplane,go test $(GO_TEST_FLAGS) ./test/integration/... ./test/e2e/...)

@@ -48,7 +48,7 @@ import (
 )
 
 var (
-	simHistories = flag.Int("sim.histories", 400, "how many random histories TestSimulation runs")
+	simHistories = flag.Int("sim.histories", 2000, "how many random histories TestSimulation runs")
 	simSteps     = flag.Int("sim.steps", 150, "how many random events a history has")
 	simSeed      = flag.Int64("sim.seed", 0, "run only the history of this seed, and print its trace")
 	simFirstSeed = flag.Int64("sim.first", 1, "the seed of the first history")
