@@ -107,7 +107,6 @@ func (a *Assignments) Count(rule string) int32 {
 	return a.counts[rule]
 }
 
-
 // RuleReconciler compiles rules, writes their Ready condition and
 // matchedAppWrappers, and tells the watches which trigger kinds rules need.
 type RuleReconciler struct {

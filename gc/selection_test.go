@@ -121,4 +121,3 @@ func TestKeepFields(t *testing.T) {
 		}
 	}
 }
-

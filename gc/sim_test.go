@@ -32,16 +32,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
-	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc/decision"
@@ -88,10 +88,10 @@ func (w *simWorld) startWrapup() {
 		// What a rule compiles to does not depend on the process: one
 		// cache for the world saves compiling again after each restart.
 		Policies: w.explainPolicies,
-		Triggers:  triggers,
-		Assign:    NewAssignments(),
-		Counters:  &simCounters{w: w},
-		Clock:     clock,
+		Triggers: triggers,
+		Assign:   NewAssignments(),
+		Counters: &simCounters{w: w},
+		Clock:    clock,
 	}
 	wr.r.defaults()
 	wr.r.observe = w.checkExplain
@@ -413,7 +413,9 @@ func (w *simWorld) step() {
 			w.putAW(aw)
 		}
 	case n < 51: // Kueue preempts an admitted AppWrapper
-		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return !aw.Spec.Suspend && aw.DeletionTimestamp.IsZero() })
+		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool {
+			return !aw.Spec.Suspend && aw.DeletionTimestamp.IsZero()
+		})
 		if aw != nil {
 			aw = aw.DeepCopy()
 			aw.Spec.Suspend = true

@@ -36,15 +36,15 @@ import (
 )
 
 var (
-	simJobGK     = schema.GroupKind{Group: "batch", Kind: "Job"}
-	simPodGK     = schema.GroupKind{Kind: "Pod"}
+	simJobGK = schema.GroupKind{Group: "batch", Kind: "Job"}
+	simPodGK = schema.GroupKind{Kind: "Pod"}
 	// A RayJob's failure the AppWrapper controller does not see (v1.2
 	// reads no RayJob status): a failed RayJob leaves its AppWrapper Running.
-	simRayJobGK = schema.GroupKind{Group: "ray.io", Kind: "RayJob"}
+	simRayJobGK  = schema.GroupKind{Group: "ray.io", Kind: "RayJob"}
 	simEvalRunGK = schema.GroupKind{Group: "example.wrapup.dev", Kind: "EvalRun"} // never served
 	// wrapup may not list ConfigMaps.
 	simConfigMapGK = schema.GroupKind{Kind: "ConfigMap"}
-	simStart     = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	simStart       = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 )
 
 // simRule is what the world knows of a rule, from which its object is made.

@@ -532,7 +532,9 @@ func (w *Watches) served(gvr schema.GroupVersionResource) error {
 
 type notServedError struct{ gvr schema.GroupVersionResource }
 
-func (e *notServedError) Error() string { return fmt.Sprintf("the API server does not serve %s", e.gvr) }
+func (e *notServedError) Error() string {
+	return fmt.Sprintf("the API server does not serve %s", e.gvr)
+}
 
 // definitelyGone says whether an answer of served means that the resource
 // is not served: a group version not found, or one that lacks it. Any other

@@ -426,7 +426,9 @@ func TestWarningsOfAnotherMessageDiffer(t *testing.T) {
 // rule's message or a compile error says.
 func TestEventsAreBounded(t *testing.T) {
 	aw := appWrapper(t).obj()
-	long := jobRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Message = "[1,2,3,4,5,6,7,8,9,10].map(i, 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx').join('-')" })
+	long := jobRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) {
+		r.Spec.Message = "[1,2,3,4,5,6,7,8,9,10].map(i, 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx').join('-')"
+	})
 	d := Decide(context.Background(), input(t, aw, job(jobUID, "Complete"), long))
 	if len(d.Events) == 0 {
 		t.Fatal("no events")
