@@ -72,7 +72,7 @@ func slimAppWrapper(obj any) (any, error) {
 		c.DeclaredPodSets, c.PodSetInfos = nil, nil
 		var id templateIdentity
 		if err := json.Unmarshal(c.Template.Raw, &id); err != nil {
-			// Not an object: findTrigger reports it as a component with no
+			// Not an object: decision.FindTrigger reports it as a component with no
 			// apiVersion/kind, as it would the whole template.
 			c.Template.Raw, c.Template.Object = nil, nil
 			continue

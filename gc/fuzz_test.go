@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
 // FuzzFindTrigger feeds arbitrary AppWrapper specs (components with missing
@@ -44,19 +45,19 @@ func FuzzFindTrigger(f *testing.F) {
 		rule := &wrapupv1alpha1.CompletionRule{}
 		rule.Name = "fuzz"
 		rule.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: group, Kind: kind, Name: name}
-		ref, err := findTrigger(aw, rule)
+		ref, nt := decision.FindTrigger(aw, rule)
 		// wrapup's cache keeps only the identity of each template: the
 		// same trigger, or the same error, is found in what it keeps.
 		slim, serr := slimAppWrapper(aw.DeepCopy())
 		if serr != nil {
 			t.Fatalf("slimAppWrapper: %v", serr)
 		}
-		if ref2, err2 := findTrigger(slim.(*awv1beta2.AppWrapper), rule); ref2 != ref || fmt.Sprint(err2) != fmt.Sprint(err) {
-			t.Fatalf("in the cached AppWrapper: %+v, %v; in the whole one: %+v, %v", ref2, err2, ref, err)
+		if ref2, nt2 := decision.FindTrigger(slim.(*awv1beta2.AppWrapper), rule); ref2 != ref || fmt.Sprint(nt2) != fmt.Sprint(nt) {
+			t.Fatalf("in the cached AppWrapper: %+v, %v; in the whole one: %+v, %v", ref2, nt2, ref, nt)
 		}
-		if err != nil {
-			if _, ok := err.(*noTriggerError); !ok {
-				t.Fatalf("findTrigger returned an untyped error: %v", err)
+		if nt != nil {
+			if nt.Reason == "" || nt.Message == "" {
+				t.Fatalf("FindTrigger gave no reason or message: %+v", nt)
 			}
 			return
 		}
@@ -66,7 +67,7 @@ func FuzzFindTrigger(f *testing.F) {
 		if kind != "" && (ref.Kind.Kind != kind || ref.Kind.Group != group) {
 			t.Fatalf("found %v, rule asks for %s/%s", ref.Kind, group, kind)
 		}
-		if kind == "" && aw.Spec.Components[ref.Index].Annotations[wrapupv1alpha1.TriggerAnnotation] == "" {
+		if kind == "" && !decision.Truthy(aw.Spec.Components[ref.Index].Annotations[wrapupv1alpha1.TriggerAnnotation]) {
 			t.Fatalf("found component %d, which is not annotated", ref.Index)
 		}
 	})

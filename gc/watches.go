@@ -440,17 +440,8 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 		keys = append(keys, k)
 	}
 	delete(w.waiters, gk)
-	var rules []string
-	for owner, c := range w.owners {
-		if c.kind != gk {
-			continue
-		}
-		if name, ok := strings.CutPrefix(owner, "rule/"); ok {
-			rules = append(rules, name)
-		} else if key, ok := appWrapperOwner(owner); ok {
-			keys = append(keys, key)
-		}
-	}
+	rules, owners := w.ownersLocked(gk)
+	keys = append(keys, owners...)
 	w.mu.Unlock()
 	w.send(ctx, keys, rules)
 }
