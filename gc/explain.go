@@ -42,12 +42,15 @@ type Explanation struct {
 // another); and the controller reads the trigger at the version its REST
 // mapper prefers, which for a CRD serving several versions may not be the
 // template's. When r has a REST mapper (a client.Client does), a trigger
-// kind it does not map counts as not served. policies may be nil.
+// kind it does not map counts as not served, and a cluster-scoped one as
+// not watchable; and what a rule's Ready condition says of its kind (not
+// served, or not watchable: wrapup may not list it) stands, as the
+// controller's watches said it. policies may be nil.
 func Explain(ctx context.Context, r client.Reader, policies *celpolicies.Cache, key types.NamespacedName, now time.Time) (*Explanation, error) {
 	if policies == nil {
 		policies = &celpolicies.Cache{}
 	}
-	v := &readerView{r: r, labelled: true, kinds: explainKinds(r)}
+	v := &readerView{r: r, labelled: true, kinds: explainKinds(r), ruleStatus: true}
 	in, err := gather(ctx, v, policies, key, nil, decision.Input{Now: now})
 	if err != nil {
 		return nil, err
@@ -68,8 +71,12 @@ func explainKinds(r client.Reader) func(schema.GroupKind) decision.Kind {
 	}
 	mapper := m.RESTMapper()
 	return func(gk schema.GroupKind) decision.Kind {
-		if _, err := mapper.RESTMapping(gk); err != nil && apimeta.IsNoMatchError(err) {
+		m, err := mapper.RESTMapping(gk)
+		switch {
+		case err != nil && apimeta.IsNoMatchError(err):
 			return decision.Kind{State: decision.KindNotServed, Message: err.Error()}
+		case err == nil && m.Scope.Name() != apimeta.RESTScopeNameNamespace:
+			return decision.Kind{State: decision.KindNotWatchable, Message: fmt.Sprintf("trigger kind %s is cluster-scoped", gk)}
 		}
 		return decision.Kind{State: decision.KindWatched}
 	}

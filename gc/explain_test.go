@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
@@ -111,6 +112,7 @@ func withRecord(o wrapupv1alpha1.Outcome, rule string, ago time.Duration, trigge
 		withAnnotation(wrapupv1alpha1.FinishedAtAnnotation, exNow.Add(-ago).Format("2006-01-02T15:04:05.000Z07:00"))(aw)
 		withAnnotation(wrapupv1alpha1.MessageAnnotation, "recorded message")(aw)
 		withAnnotation(wrapupv1alpha1.TriggerUIDAnnotation, string(triggerUID))(aw)
+		withAnnotation(wrapupv1alpha1.TriggerRefAnnotation, "batch/Job/"+exJob)(aw)
 	}
 }
 
@@ -624,5 +626,49 @@ func TestDescribeAction(t *testing.T) {
 				t.Errorf("DescribeAction = %q, want it to contain %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A rule names a kind that is served but that wrapup may not list (no
+// ClusterRole grants it): the controller's watches say it is not
+// watchable, so the rule blocks. Explain, reading as a user who may read
+// it, takes that from the rule's Ready condition and says the same.
+func TestExplainKindTheControllerCannotWatch(t *testing.T) {
+	m := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{batchv1.SchemeGroupVersion, awv1beta2.GroupVersion, corev1.SchemeGroupVersion})
+	m.Add(batchv1.SchemeGroupVersion.WithKind("Job"), apimeta.RESTScopeNamespace)
+	m.Add(awv1beta2.GroupVersion.WithKind("AppWrapper"), apimeta.RESTScopeNamespace)
+	m.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), apimeta.RESTScopeNamespace)
+	aw := exAppWrapper(t, withComponents(
+		awv1beta2.AppWrapperComponent{Template: template(t, "apps/v1", "Deployment", "sweep-inference")},
+		awv1beta2.AppWrapperComponent{Template: template(t, "v1", "ConfigMap", "sweep-done")}))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sweep-done", Namespace: exNS,
+		Labels: map[string]string{awv1beta2.AppWrapperLabel: exAW},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: exAW, UID: exAWUID, Controller: ptr.To(true)}}},
+		Data: map[string]string{"done": "true"}}
+	r := exRule("configmaps", 10, func(r *wrapupv1alpha1.CompletionRule) {
+		r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{Kind: "ConfigMap"}
+		r.Spec.Success = "object.data.done == 'true'"
+		r.Status.Conditions = []metav1.Condition{{Type: wrapupv1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: r.Generation,
+			Reason: wrapupv1alpha1.ReasonTriggerKindNotWatchable, Message: `configmaps is forbidden`, LastTransitionTime: metav1.NewTime(exNow)}}
+	})
+	c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithRESTMapper(m).WithObjects(aw, cm, exNamespace(), r).Build()
+	ex, err := Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The controller: the same reads, with its watches' view of the kind.
+	v := &readerView{r: c, labelled: true, kinds: func(gk schema.GroupKind) decision.Kind {
+		if gk.Kind == "ConfigMap" {
+			return decision.Kind{State: decision.KindNotWatchable, Message: "configmaps is forbidden"}
+		}
+		return decision.Kind{State: decision.KindWatched}
+	}}
+	in, err := gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decision.Decide(context.Background(), in)
+	if ex.Verdict != decision.VerdictBlocked || d.Verdict != decision.VerdictBlocked {
+		t.Errorf("explain says %s, the controller decides %s; want both Blocked\n%s", ex.Verdict, d.Verdict, ex.Reason)
 	}
 }

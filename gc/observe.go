@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,6 +33,8 @@ type view interface {
 	namespace(ctx context.Context, name string) (*corev1.Namespace, error)
 	// kind says how far triggers of gk can be read.
 	kind(gk schema.GroupKind) decision.Kind
+	// ruleKind says it for the kind gk that rule names.
+	ruleKind(rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) decision.Kind
 	// trigger reads the live trigger ref of aw, keeping at least fields.
 	trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error)
 	// appWrapperVariable is the appWrapper variable for a rule that reads
@@ -62,8 +65,8 @@ func gather(ctx context.Context, v view, policies *celpolicies.Cache, key types.
 		p, err := policies.Get(&rules[i])
 		in.Rules[i] = decision.Rule{Rule: &rules[i], Policy: p, Err: err}
 		if gk := decision.RuleKind(&rules[i]); gk.Kind != "" {
-			if _, ok := in.Kinds[gk]; !ok {
-				in.Kinds[gk] = v.kind(gk)
+			if k, ok := in.Kinds[gk]; !ok || k.State == decision.KindWatched {
+				in.Kinds[gk] = v.ruleKind(&rules[i], gk)
 			}
 		}
 	}
@@ -120,6 +123,10 @@ type readerView struct {
 	// labelled makes an object without the AppWrapper label absent, as it
 	// is to the controller's label-filtered watches.
 	labelled bool
+	// ruleStatus takes what a rule's Ready condition says of its kind (not
+	// served, not watchable by the controller) over kinds: for a reader
+	// outside the controller, which cannot see the controller's watches.
+	ruleStatus bool
 	// slim says that an AppWrapper handed to gather may lack parts of its
 	// spec and status (the controller's cache): a rule that reads them is
 	// given the AppWrapper read from r.
@@ -165,6 +172,21 @@ func (v *readerView) kind(gk schema.GroupKind) decision.Kind {
 		return decision.Kind{State: decision.KindWatched}
 	}
 	return v.kinds(gk)
+}
+
+func (v *readerView) ruleKind(rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) decision.Kind {
+	if v.ruleStatus {
+		if c := apimeta.FindStatusCondition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady); c != nil &&
+			c.ObservedGeneration == rule.Generation && c.Status == metav1.ConditionFalse {
+			switch c.Reason {
+			case wrapupv1alpha1.ReasonTriggerKindNotFound:
+				return decision.Kind{State: decision.KindNotServed, Message: c.Message}
+			case wrapupv1alpha1.ReasonTriggerKindNotWatchable:
+				return decision.Kind{State: decision.KindNotWatchable, Message: c.Message}
+			}
+		}
+	}
+	return v.kind(gk)
 }
 
 func (v *readerView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, _ celpolicies.Fields) (decision.Trigger, error) {
@@ -255,6 +277,10 @@ func (v *cacheView) namespace(ctx context.Context, name string) (*corev1.Namespa
 }
 
 func (v *cacheView) kind(gk schema.GroupKind) decision.Kind { return v.r.Triggers.Kind(gk) }
+
+func (v *cacheView) ruleKind(_ *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) decision.Kind {
+	return v.kind(gk)
+}
 
 func (v *cacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error) {
 	t := decision.Trigger{Ref: ref}

@@ -485,13 +485,12 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, state l
 		d.FailureSeen = &FailureSeen{TriggerUID: uid, At: first}
 	}
 
-	if rec != nil && rec.For(d.Trigger.Ref) {
+	if rec != nil && rec.For(d.Trigger.Ref, aw, uid) {
 		d.decideRecorded(in, rule, state, grace)
 		return
 	}
-	// A record of another component (recorded under a rule that took
-	// another one as the trigger) says nothing of this one: this rule
-	// decides afresh, and a new record replaces it.
+	// A record that is not of this trigger (Record.For) says nothing of
+	// it: this rule decides afresh, and a new record replaces it.
 
 	switch state {
 	case liveSucceeded:
@@ -598,7 +597,7 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 
 // record decides to record outcome for the trigger uid, then to act on it.
 func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, message string, uid types.UID) {
-	rec := &Record{Outcome: outcome, Rule: rule.Name, FinishedAt: ceilMillisecond(in.Now.UTC()), Message: message, TriggerUID: uid,
+	rec := &Record{Outcome: outcome, Rule: rule.Name, FinishedAt: in.Now.UTC(), Message: message, TriggerUID: uid,
 		TriggerRef: d.Trigger.Ref.String()}
 	d.Write = rec
 	d.act(in, rule, outcome, rec)
@@ -624,15 +623,6 @@ func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome
 	}
 	d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: reason, Action: "RecordOutcome", Message: Truncate(note, MaxMessage), When: EventAfterWrite})
 	d.Reason += "; the outcome is not recorded yet"
-}
-
-// ceilMillisecond rounds t up to the millisecond the record keeps: a TTL
-// counted from it never ends before the TTL after t.
-func ceilMillisecond(t time.Time) time.Time {
-	if c := t.Truncate(time.Millisecond); !c.Equal(t) {
-		return c.Add(time.Millisecond)
-	}
-	return t
 }
 
 // clear decides to remove the record.
@@ -665,10 +655,11 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wr
 	}
 	notBefore := rec.FinishedAt.Add(ttl)
 	why := fmt.Sprintf("rule %s deletes the AppWrapper %s after it finished (ttlSecondsAfterFinished)", rule.Name, ttl)
-	if hold := deletionHold(aw); outcome == wrapupv1alpha1.OutcomeFailed && hold > 0 {
+	if hold := deletionHold(aw); hold > 0 && (outcome == wrapupv1alpha1.OutcomeFailed || aw.Status.Phase == awv1beta2.AppWrapperFailed) {
 		// The user asked the AppWrapper controller to keep a failed
-		// AppWrapper for debugging: never delete it before that ends.
-		if t := rec.FinishedAt.Add(hold); t.After(notBefore) {
+		// AppWrapper for debugging: never delete it before that ends,
+		// whatever the trigger said (another component may have failed).
+		if t := rec.FinishedAt.Add(hold); outcome == wrapupv1alpha1.OutcomeFailed && t.After(notBefore) {
 			notBefore = t
 		}
 		if aw.Status.Phase == awv1beta2.AppWrapperFailed && !aw.Spec.Suspend {

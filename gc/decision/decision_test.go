@@ -29,7 +29,7 @@ const (
 	jobUID2 = types.UID("job-uid-2")
 )
 
-var jobRef = Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench"}
+var jobRef = Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench", Template: "bench"}
 
 type awBuilder struct{ aw *awv1beta2.AppWrapper }
 
@@ -376,24 +376,31 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// A record written now never lets a TTL end early: it keeps milliseconds,
-// rounded up; one written to the second by an older wrapup counts from the
-// end of its second.
+// A record keeps the time exactly, so a TTL counted from it never ends
+// early; one written to the second by an older wrapup counts from the end
+// of its second.
 func TestRecordTimes(t *testing.T) {
 	aw := appWrapper(t).obj()
 	at := now.Add(1234567 * time.Microsecond) // 12:00:01.234567
 	in := input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 5)))
 	in.Now = at
 	d := Decide(context.Background(), in)
-	if d.Write == nil || !d.Write.FinishedAt.Equal(now.Add(1235*time.Millisecond)) {
-		t.Fatalf("record %+v, want finished at 12:00:01.235", d.Write)
+	if d.Write == nil || !d.Write.FinishedAt.Equal(at) {
+		t.Fatalf("record %+v, want finished at %s", d.Write, at)
 	}
 	d.Write.Apply(aw)
-	if got := aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation]; got != "2026-12-01T12:00:01.235Z" {
+	if got := aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation]; got != "2026-12-01T12:00:01.234567000Z" {
 		t.Errorf("annotation %q", got)
 	}
 	if rec := ReadRecord(aw); !rec.Same(d.Write) {
 		t.Errorf("read back %+v, wrote %+v", rec, d.Write)
+	}
+	(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, FinishedAt: now}).Apply(aw)
+	if got := aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation]; got != "2026-12-01T12:00:00.000000000Z" {
+		t.Errorf("a time on the second is written %q, with its fraction", got)
+	}
+	if rec := ReadRecord(aw); !rec.FinishedAt.Equal(now) {
+		t.Errorf("read back as %s", rec.FinishedAt)
 	}
 	aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = "2026-12-01T12:00:01Z"
 	if rec := ReadRecord(aw); !rec.FinishedAt.Equal(now.Add(1999 * time.Millisecond)) {
@@ -450,3 +457,128 @@ func TestEventsAreBounded(t *testing.T) {
 type longError struct{ s string }
 
 func (e *longError) Error() string { return e.s }
+
+// Records that are not of the trigger decided on say nothing of it, and
+// are never acted on; the AppWrapper's own deletion hold holds whatever
+// the trigger said.
+func TestForeignRecordsAndTheHold(t *testing.T) {
+	rerun := job(jobUID2, "")
+	tests := []struct {
+		name string
+		in   func(t *testing.T) Input
+		want Verdict
+	}{
+		{
+			name: "a Failed AppWrapper held for debugging, whose trigger succeeded, waits for its hold to start",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).annotate(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "1h").
+					condition(awv1beta2.Unhealthy, "FailedComponent", now.Add(-time.Minute)).obj()
+				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0))
+			},
+			want: VerdictDeleteAfterTTL,
+		},
+		{
+			name: "a success recorded before the AppWrapper failed waits for the end of its hold",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).annotate(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "1h").
+					condition(awv1beta2.DeletingResources, "DeletionPaused", now.Add(-time.Minute)).
+					recorded(wrapupv1alpha1.OutcomeSucceeded, 10*time.Minute, jobUID).obj()
+				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300)))
+			},
+			want: VerdictDeleteAfterTTL,
+		},
+		{
+			name: "a record copied onto an AppWrapper created again from its manifest, never run",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).phase(awv1beta2.AppWrapperSuspended).recorded(wrapupv1alpha1.OutcomeSucceeded, 2*time.Hour, "old-job-uid").obj()
+				aw.Spec.Suspend, aw.UID, aw.CreationTimestamp = true, "new-aw-uid", metav1.NewTime(now.Add(-5*time.Second))
+				return input(t, aw, Trigger{}, jobRule("jobs", 0))
+			},
+			want: VerdictWaitingForTrigger,
+		},
+		{
+			name: "a record copied onto an AppWrapper created again, its own trigger running",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, 2*time.Hour, "old-job-uid").obj()
+				aw.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+				return input(t, aw, job(jobUID2, ""), jobRule("jobs", 0))
+			},
+			want: VerdictWaitingForTrigger,
+		},
+		{
+			name: "a record of an older wrapup (no component named) for another trigger than the live one",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).obj()
+				(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "deployments", FinishedAt: now.Add(-time.Hour), TriggerUID: "deploy-uid"}).Apply(aw)
+				return input(t, aw, job(jobUID, ""), jobRule("jobs", 0))
+			},
+			want: VerdictWaitingForTrigger,
+		},
+		{
+			name: "a record of an older wrapup for the live trigger holds",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).obj()
+				(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: now.Add(-time.Hour), TriggerUID: jobUID}).Apply(aw)
+				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0))
+			},
+			want: VerdictDelete,
+		},
+		{
+			name: "a record naming no trigger on a Running AppWrapper whose trigger runs is not wrapup's",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).obj()
+				(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "x", FinishedAt: now.Add(-time.Hour)}).Apply(aw)
+				return input(t, aw, job(jobUID, ""), jobRule("jobs", 0))
+			},
+			want: VerdictWaitingForTrigger,
+		},
+		{
+			name: "a generateName trigger's success holds through a re-admission that creates another",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).obj()
+				aw.Spec.Components[1] = component(t, "batch/v1", "Job", "", nil) // generateName: gen-
+				aw.Status.ComponentStatus = []awv1beta2.AppWrapperComponentStatus{{Name: "inference"}, {Name: "gen-xyz"}}
+				(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: now.Add(-time.Minute), TriggerUID: jobUID, TriggerRef: "batch/Job/gen-*"}).Apply(aw)
+				rerun.Object.SetName("gen-xyz")
+				rerun.Ref = Ref{Index: 1, Kind: jobRef.Kind, Version: "v1", Name: "gen-xyz", Template: "gen-*"}
+				return input(t, aw, rerun, jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300)))
+			},
+			want: VerdictDeleteAfterTTL,
+		},
+		{
+			name: "a failure seen while Kueue suspends the AppWrapper is not final",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).obj()
+				aw.Spec.Suspend = true
+				in := input(t, aw, job(jobUID, "Failed"), jobRule("jobs", 0))
+				in.FailureSeen = FailureSeen{TriggerUID: jobUID, At: now.Add(-time.Hour)}
+				return in
+			},
+			want: VerdictWaitingForRetries,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(context.Background(), tc.in(t))
+			if d.Verdict != tc.want {
+				t.Errorf("verdict %s, want %s: %s", d.Verdict, tc.want, d.Reason)
+			}
+		})
+	}
+}
+
+// With a TTL of 0 the record and the deletion come in one reconcile: the
+// decision on the AppWrapper as the record write answered it still deletes.
+func TestRecordThenDeleteAtOnce(t *testing.T) {
+	aw := appWrapper(t).obj()
+	in := input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0))
+	in.Now = now.Add(123456 * time.Nanosecond)
+	first := Decide(context.Background(), in)
+	if first.Verdict != VerdictDelete || first.Write == nil {
+		t.Fatalf("%s after %s (write %v), want Delete with a record", first.Verdict, first.After, first.Write != nil)
+	}
+	first.Write.Apply(in.AppWrapper)
+	if again := Decide(context.Background(), in); !SameDeletion(first, again) {
+		t.Errorf("on the written AppWrapper: %s after %s", again.Verdict, again.After)
+	}
+}

@@ -85,6 +85,10 @@ func failureFinality(aw *awv1beta2.AppWrapper, firstSeen, now time.Time, default
 	case awv1beta2.AppWrapperFailed, awv1beta2.AppWrapperSucceeded:
 		return true, 0, ""
 	case awv1beta2.AppWrapperRunning:
+		if aw.Spec.Suspend {
+			// Kueue suspends it: its controller is about to take it down.
+			return false, 0, "Kueue suspends the AppWrapper: its controller takes the components down; a re-created trigger is evaluated afresh"
+		}
 		grace := defaultGrace
 		if d, ok := annotationDuration(aw, awv1beta2.FailureGracePeriodDurationAnnotation); ok {
 			grace = d + AppWrapperRecheckPeriod + Slack

@@ -28,15 +28,36 @@ type Record struct {
 	TriggerRef string
 }
 
-// For says whether rec was recorded for the trigger component ref (or
-// does not say which it was recorded for).
-func (rec *Record) For(ref Ref) bool {
-	return rec.TriggerRef == "" || rec.TriggerRef == ref.String()
+// For says whether rec was recorded for the trigger component ref of aw,
+// whose live trigger, when read, has the UID live ("" when none). A record
+// that is not is someone else's, and says nothing of this trigger:
+//   - one that names another component (written under a rule that took
+//     another one as the trigger);
+//   - one older than the AppWrapper (copied onto an AppWrapper created again
+//     from a saved manifest, or restored from a backup);
+//   - one that names no trigger while a trigger lives and the AppWrapper's
+//     phase did not decide (wrapup writes no such record);
+//   - one written before records named their component, for another
+//     trigger than the live one (it may have been another component's).
+func (rec *Record) For(ref Ref, aw *awv1beta2.AppWrapper, live types.UID) bool {
+	switch {
+	case rec.TriggerRef != "" && rec.TriggerRef != ref.String():
+		return false
+	case rec.FinishedAt.Before(aw.CreationTimestamp.Time):
+		return false
+	case rec.TriggerUID == "" && live != "" &&
+		aw.Status.Phase != awv1beta2.AppWrapperFailed && aw.Status.Phase != awv1beta2.AppWrapperSucceeded:
+		return false
+	case rec.TriggerRef == "" && live != "" && live != rec.TriggerUID:
+		return false
+	}
+	return true
 }
 
-// finishedAtLayout keeps milliseconds: a TTL counted from a time rounded
-// down to the second would end up to a second early.
-const finishedAtLayout = "2006-01-02T15:04:05.000Z07:00"
+// finishedAtLayout keeps the time exactly, to the nanosecond, always with
+// its fraction (a time without one was written by an older wrapup, to the
+// second): a TTL counted from a time rounded down would end early.
+const finishedAtLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
 // MaxMessage bounds the message annotation (and the messages of Events).
 const MaxMessage = 1024

@@ -140,7 +140,7 @@ func TestFindTrigger(t *testing.T) {
 			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
 				return []awv1beta2.AppWrapperComponent{component(t, "apps/v1", "Deployment", "inf", nil), component(t, "batch/v1", "Job", "bench", nil)}
 			},
-			want: Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench"},
+			want: Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench", Template: "bench"},
 		},
 		{
 			name: "two Jobs are ambiguous",
@@ -156,7 +156,7 @@ func TestFindTrigger(t *testing.T) {
 			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
 				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "warmup", nil), component(t, "batch/v1", "Job", "bench", nil)}
 			},
-			want: Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench"},
+			want: Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench", Template: "bench"},
 		},
 		{
 			name: "no Job",
@@ -180,7 +180,7 @@ func TestFindTrigger(t *testing.T) {
 			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
 				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "a", nil), component(t, "kubeflow.org/v1", "PyTorchJob", "train", trig)}
 			},
-			want: Ref{Index: 1, Kind: schema.GroupKind{Group: "kubeflow.org", Kind: "PyTorchJob"}, Version: "v1", Name: "train", Annotated: true},
+			want: Ref{Index: 1, Kind: schema.GroupKind{Group: "kubeflow.org", Kind: "PyTorchJob"}, Version: "v1", Name: "train", Template: "train", Annotated: true},
 		},
 		{
 			name: "no annotated component: the rule does not apply, quietly",
@@ -197,7 +197,7 @@ func TestFindTrigger(t *testing.T) {
 			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
 				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "a", map[string]string{wrapupv1alpha1.TriggerAnnotation: "True"})}
 			},
-			want: Ref{Index: 0, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "a", Annotated: true},
+			want: Ref{Index: 0, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "a", Template: "a", Annotated: true},
 		},
 		{
 			name: "an annotated component with no kind is reported",
@@ -214,7 +214,7 @@ func TestFindTrigger(t *testing.T) {
 				return []awv1beta2.AppWrapperComponent{component(t, "v1", "Pod", "", nil)}
 			},
 			statusName: "gen-x7k2p",
-			want:       Ref{Index: 0, Kind: schema.GroupKind{Kind: "Pod"}, Version: "v1", Name: "gen-x7k2p"},
+			want:       Ref{Index: 0, Kind: schema.GroupKind{Kind: "Pod"}, Version: "v1", Name: "gen-x7k2p", Template: "gen-*"},
 		},
 		{
 			name: "generateName before the AppWrapper controller created it",
@@ -222,7 +222,7 @@ func TestFindTrigger(t *testing.T) {
 			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
 				return []awv1beta2.AppWrapperComponent{component(t, "v1", "Pod", "", nil)}
 			},
-			want: Ref{Index: 0, Kind: schema.GroupKind{Kind: "Pod"}, Version: "v1"},
+			want: Ref{Index: 0, Kind: schema.GroupKind{Kind: "Pod"}, Version: "v1", Template: "gen-*"},
 		},
 		{
 			name: "a template that is not JSON is skipped",

@@ -25,13 +25,18 @@ type Ref struct {
 	// template uses generateName and the AppWrapper controller has not yet
 	// recorded the name it created.
 	Name string
+	// Template is the template's name, or its generateName followed by "*":
+	// the component's identity, the same whatever object its controller
+	// creates for it.
+	Template string
 	// Annotated is true when the rule names no kind and the component is
 	// the one annotated wrapup.dev/trigger.
 	Annotated bool
 }
 
-// String names the component as group/Kind/name, as records keep it.
-func (r Ref) String() string { return r.Kind.Group + "/" + r.Kind.Kind + "/" + r.Name }
+// String names the component as group/Kind/template name, as records keep
+// it ("batch/Job/benchmark", "/Pod/worker-*" for generateName: worker-).
+func (r Ref) String() string { return r.Kind.Group + "/" + r.Kind.Kind + "/" + r.Template }
 
 // GroupVersionKind is the template's.
 func (r Ref) GroupVersionKind() schema.GroupVersionKind {
@@ -101,11 +106,14 @@ func FindTrigger(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) 
 		if t.Kind != "" && (gk.Group != t.APIGroup || gk.Kind != t.Kind || (t.Name != "" && m.Metadata.Name != t.Name)) {
 			continue
 		}
-		name := m.Metadata.Name
-		if name == "" && i < len(aw.Status.ComponentStatus) {
-			name = aw.Status.ComponentStatus[i].Name
+		name, tmpl := m.Metadata.Name, m.Metadata.Name
+		if name == "" {
+			tmpl = m.Metadata.GenerateName + "*"
+			if i < len(aw.Status.ComponentStatus) {
+				name = aw.Status.ComponentStatus[i].Name
+			}
 		}
-		found = append(found, Ref{Index: i, Kind: gk, Version: gv.Version, Name: name, Annotated: t.Kind == ""})
+		found = append(found, Ref{Index: i, Kind: gk, Version: gv.Version, Name: name, Template: tmpl, Annotated: t.Kind == ""})
 	}
 	want := fmt.Sprintf("a component annotated %s: \"true\"", wrapupv1alpha1.TriggerAnnotation)
 	if t.Kind != "" {
