@@ -642,7 +642,7 @@ func TestExplainKindTheControllerCannotWatch(t *testing.T) {
 		awv1beta2.AppWrapperComponent{Template: template(t, "apps/v1", "Deployment", "sweep-inference")},
 		awv1beta2.AppWrapperComponent{Template: template(t, "v1", "ConfigMap", "sweep-done")}))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sweep-done", Namespace: exNS,
-		Labels: map[string]string{awv1beta2.AppWrapperLabel: exAW},
+		Labels:          map[string]string{awv1beta2.AppWrapperLabel: exAW},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: exAW, UID: exAWUID, Controller: ptr.To(true)}}},
 		Data: map[string]string{"done": "true"}}
 	r := exRule("configmaps", 10, func(r *wrapupv1alpha1.CompletionRule) {
