@@ -105,6 +105,16 @@ func (w *simWorld) winner(aw *awv1beta2.AppWrapper) (spec simRule, found, usable
 	return simRule{}, false, false
 }
 
+// foreign says whether rec, on aw, was written for another AppWrapper (a
+// copy in a saved manifest it was created again from).
+func (w *simWorld) foreign(aw *awv1beta2.AppWrapper, rec *decision.Record) bool {
+	if rec.TriggerUID == "" {
+		return rec.FinishedAt.Before(aw.CreationTimestamp.Time)
+	}
+	tr := w.truth[rec.TriggerUID]
+	return tr == nil || tr.aw != aw.UID
+}
+
 // simGroups are the API groups of the trigger kinds.
 var simGroups = map[string]string{"Job": "batch", "Pod": "", "RayJob": "ray.io"}
 
@@ -252,7 +262,7 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 		w.fail("wrapup deleted %s, which carries no record", key)
 		return
 	}
-	if want := simGroups[m.kind] + "/" + m.kind + "/" + m.trig; rec.TriggerRef != want {
+	if want := simGroups[m.kind] + "/" + m.kind + "/" + m.template(); rec.TriggerRef != want {
 		w.fail("wrapup deleted %s on a record of %q, not of its trigger %s", key, rec.TriggerRef, want)
 	}
 	t := w.trigger(m)
@@ -297,7 +307,7 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	if at, ok := w.checks.recordedAt[[2]types.UID{cur.UID, rec.TriggerUID}]; ok && w.now.Before(at.Add(ttl)) {
 		w.fail("wrapup deleted %s %s before the TTL of %s after it recorded %s", key, at.Add(ttl).Sub(w.now), ttl, describeRecord(rec))
 	}
-	if hold := simDuration(cur, awv1beta2.DeletionOnFailureGracePeriodAnnotation, 0); hold > 0 && rec.Outcome == wrapupv1alpha1.OutcomeFailed &&
+	if hold := simDuration(cur, awv1beta2.DeletionOnFailureGracePeriodAnnotation, 0); hold > 0 &&
 		phase == awv1beta2.AppWrapperFailed && !cur.Spec.Suspend {
 		c := apimeta.FindStatusCondition(cur.Status.Conditions, string(awv1beta2.DeletingResources))
 		if c == nil || w.now.Before(c.LastTransitionTime.Add(hold)) {
@@ -334,6 +344,9 @@ func (w *simWorld) checkSettled() {
 		}
 		t := w.trigger(m)
 		rec := decision.ReadRecord(aw)
+		if rec != nil && w.foreign(aw, rec) {
+			rec = nil // copied from an earlier AppWrapper: it says nothing of this one
+		}
 		var outcome wrapupv1alpha1.Outcome
 		switch {
 		case t != nil && evaluate(r, t) == "Error":

@@ -464,7 +464,7 @@ func (w *simWorld) step() {
 		}
 		w.logf("admin relabels namespace %s: %v", ns.Name, ns.Labels)
 		w.putNamespace(ns)
-	case n < 72: // a user deletes an AppWrapper
+	case n < 71: // a user deletes an AppWrapper
 		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return aw.DeletionTimestamp.IsZero() })
 		if aw != nil {
 			w.logf("user deletes %s", client.ObjectKeyFromObject(aw))
@@ -474,6 +474,24 @@ func (w *simWorld) step() {
 				aw = aw.DeepCopy()
 				aw.DeletionTimestamp = ptr.To(metav1.NewTime(w.now))
 				w.putAW(aw)
+			}
+		}
+	case n < 72: // a user saves an AppWrapper's manifest, or creates it again from it
+		if w.rng.Intn(2) == 0 {
+			aw, m := w.pickAW(nil)
+			if aw != nil {
+				w.saved[m.key] = simSaved{aw: aw.DeepCopy(), m: *m}
+				w.logf("user saves the manifest of %s, record %s", m.key, describeRecord(decision.ReadRecord(aw)))
+			}
+		} else {
+			for _, k := range sortedKeys(anyMap(w.saved)) {
+				ns, name, _ := strings.Cut(k, "/")
+				key := types.NamespacedName{Namespace: ns, Name: name}
+				if _, ok := w.aws[key]; !ok {
+					w.recreate(w.saved[key])
+					delete(w.saved, key)
+					break
+				}
 			}
 		}
 	case n < 73: // a user toggles the opt-out

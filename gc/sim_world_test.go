@@ -118,6 +118,40 @@ type simAW struct {
 	holdStart time.Time
 	// inferenceFailed: the inference component failed (until the next attempt).
 	inferenceFailed bool
+	// generated: the trigger's template has a generateName, and each
+	// attempt's object its own name (trig is the current one).
+	generated bool
+	attempts  int
+}
+
+// template is the identity of the trigger component's template.
+func (m *simAW) template() string {
+	if m.generated {
+		return m.key.Name + "-trigger-*"
+	}
+	return m.key.Name + "-trigger"
+}
+
+// simSaved is a saved manifest of an AppWrapper.
+type simSaved struct {
+	aw *awv1beta2.AppWrapper
+	m  simAW
+}
+
+// recreate creates the AppWrapper of a saved manifest again: metadata
+// (wrapup's record with it, if it had one) and spec, a new UID, no status.
+func (w *simWorld) recreate(s simSaved) {
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: s.aw.Name, Namespace: s.aw.Namespace,
+		Labels: s.aw.Labels, Annotations: s.aw.Annotations, CreationTimestamp: metav1.NewTime(w.now.Truncate(time.Second))}, Spec: s.aw.Spec}
+	m := s.m
+	m.uid, m.next, m.holdStart, m.inferenceFailed, m.attempts = w.newUID("aw"), time.Time{}, time.Time{}, false, 0
+	if m.generated {
+		m.trig = ""
+	}
+	aw.UID = m.uid
+	w.models[m.uid] = &m
+	w.logf("user creates AppWrapper %s (%s) again from its saved manifest, record %s", m.key, m.uid, describeRecord(decision.ReadRecord(aw)))
+	w.putAW(aw)
 }
 
 // simTruth is what happened to a trigger object, by UID.
@@ -159,6 +193,9 @@ type simWorld struct {
 
 	ruleSpecs map[string]simRule
 	models    map[types.UID]*simAW
+	// saved are manifests users kept of AppWrappers (kubectl get -o yaml),
+	// with the model of what they wrap, to create them again.
+	saved map[types.NamespacedName]simSaved
 	truth     map[types.UID]*simTruth
 
 	awCache, trigCache, ruleCache, nsCache *simCache
@@ -183,6 +220,7 @@ func newSimWorld(seed int64) *simWorld {
 		aws: map[types.NamespacedName]*awv1beta2.AppWrapper{}, trigs: map[string]*unstructured.Unstructured{},
 		rules: map[string]*wrapupv1alpha1.CompletionRule{}, nss: map[string]*corev1.Namespace{},
 		ruleSpecs: map[string]simRule{}, models: map[types.UID]*simAW{}, truth: map[types.UID]*simTruth{},
+		saved: map[types.NamespacedName]simSaved{},
 		awCache: newSimCache(), trigCache: newSimCache(), ruleCache: newSimCache(), nsCache: newSimCache(),
 		maxLag: 2 * time.Second, explainPolicies: &celpolicies.Cache{},
 	}
@@ -300,6 +338,9 @@ func (w *simWorld) deleteTrigger(k string) {
 
 // trigger is the live trigger object of the AppWrapper model m.
 func (w *simWorld) trigger(m *simAW) *unstructured.Unstructured {
+	if m.trig == "" {
+		return nil
+	}
 	return w.trigs[trigKey(m.kind, m.key.Namespace, m.trig)]
 }
 
@@ -528,8 +569,16 @@ func (w *simWorld) awController(m *simAW) {
 
 // createTrigger creates the trigger component of aw, running, with a new UID.
 func (w *simWorld) createTrigger(m *simAW, aw *awv1beta2.AppWrapper) {
-	if w.trigger(m) != nil {
+	if m.trig != "" && w.trigger(m) != nil {
 		return
+	}
+	if m.generated {
+		// A new object, a new name, which the AppWrapper controller writes
+		// in the component's status.
+		m.attempts++
+		m.trig = fmt.Sprintf("%s-trigger-%d", m.key.Name, m.attempts)
+		aw.Status.ComponentStatus = make([]awv1beta2.AppWrapperComponentStatus, len(aw.Spec.Components))
+		aw.Status.ComponentStatus[len(aw.Spec.Components)-1].Name = m.trig
 	}
 	apiVersion := "batch/v1"
 	status := map[string]any{"active": int64(1)}
@@ -592,6 +641,10 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 		m.kind = "RayJob"
 	}
 	m.trig = key.Name + "-trigger"
+	m.generated = w.rng.Intn(4) == 0
+	if m.generated {
+		m.trig = "" // named at each attempt
+	}
 	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, UID: m.uid, Labels: map[string]string{}, Annotations: map[string]string{}}}
 	if w.rng.Intn(10) < 7 {
 		aw.Labels["role"] = "bench"
@@ -608,7 +661,11 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 		ann = nil
 	}
 	apiVersion := map[string]string{"Job": "batch/v1", "Pod": "v1", "RayJob": "ray.io/v1"}[m.kind]
-	aw.Spec.Components = append(aw.Spec.Components, simComponent(apiVersion, m.kind, m.trig, ann))
+	if m.generated {
+		aw.Spec.Components = append(aw.Spec.Components, simGeneratedComponent(apiVersion, m.kind, key.Name+"-trigger-", ann))
+	} else {
+		aw.Spec.Components = append(aw.Spec.Components, simComponent(apiVersion, m.kind, m.trig, ann))
+	}
 	switch w.rng.Intn(4) {
 	case 0:
 		aw.Annotations[awv1beta2.RetryLimitAnnotation] = strconv.Itoa(w.rng.Intn(2))
@@ -626,11 +683,16 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 		aw.Annotations[wrapupv1alpha1.IgnoreAnnotation] = "True"
 	}
 	aw.Spec.Suspend = w.rng.Intn(2) == 0
-	aw.CreationTimestamp = metav1.NewTime(w.now)
+	aw.CreationTimestamp = metav1.NewTime(w.now.Truncate(time.Second))
 	w.models[m.uid] = m
 	w.logf("user creates AppWrapper %s (%s): %s trigger, alone=%v annotated=%v configMap=%v suspend=%v labels=%v annotations=%v",
 		key, m.uid, m.kind, m.alone, m.annotated, m.configMap, aw.Spec.Suspend, aw.Labels, aw.Annotations)
 	w.putAW(aw)
+}
+
+func simGeneratedComponent(apiVersion, kind, generateName string, annotations map[string]string) awv1beta2.AppWrapperComponent {
+	raw, _ := json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"generateName": generateName}})
+	return awv1beta2.AppWrapperComponent{Annotations: annotations, Template: runtime.RawExtension{Raw: raw}}
 }
 
 func simComponent(apiVersion, kind, name string, annotations map[string]string) awv1beta2.AppWrapperComponent {
