@@ -38,7 +38,7 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader, so that only one replica acts.")
 	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
 	flag.DurationVar(&failureGracePeriod, "failure-grace-period", gc.DefaultFailureGracePeriod,
-		"How long a Running AppWrapper whose trigger failed is given to start a retry before the failure is final.")
+		"How long a Running AppWrapper whose trigger failed, and which its controller does not report Unhealthy, is given to start a retry before the failure is final: the AppWrapper controller's failureGracePeriod, plus its 1m recheck period, plus slack for its latency.")
 	flag.IntVar(&workers, "workers", gc.DefaultWorkers, "How many AppWrappers are reconciled at once.")
 	flag.BoolVar(&enableWebhook, "enable-webhook", false,
 		"Serve the validating webhook that rejects rules whose CEL does not compile (needs config/webhook and a serving certificate).")
