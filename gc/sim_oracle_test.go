@@ -321,6 +321,10 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 // DeleteAll rule is gone, and an UpdateStatus (or dry-run) one carries its
 // record.
 func (w *simWorld) checkSettled() {
+	// What the controller remembers is bounded by the AppWrappers there are.
+	if n := w.wr.r.memory.Len(); n > len(w.aws) {
+		w.fail("the controller remembers %d AppWrappers, %d exist", n, len(w.aws))
+	}
 	if w.checks.counted > w.checks.written || w.checks.written-w.checks.counted > w.checks.lostRecordWrites {
 		w.fail("%d records written, %d counted (%d write answers lost)", w.checks.written, w.checks.counted, w.checks.lostRecordWrites)
 	}
