@@ -196,7 +196,7 @@ type simWorld struct {
 	// saved are manifests users kept of AppWrappers (kubectl get -o yaml),
 	// with the model of what they wrap, to create them again.
 	saved map[types.NamespacedName]simSaved
-	truth     map[types.UID]*simTruth
+	truth map[types.UID]*simTruth
 
 	awCache, trigCache, ruleCache, nsCache *simCache
 
@@ -220,7 +220,7 @@ func newSimWorld(seed int64) *simWorld {
 		aws: map[types.NamespacedName]*awv1beta2.AppWrapper{}, trigs: map[string]*unstructured.Unstructured{},
 		rules: map[string]*wrapupv1alpha1.CompletionRule{}, nss: map[string]*corev1.Namespace{},
 		ruleSpecs: map[string]simRule{}, models: map[types.UID]*simAW{}, truth: map[types.UID]*simTruth{},
-		saved: map[types.NamespacedName]simSaved{},
+		saved:   map[types.NamespacedName]simSaved{},
 		awCache: newSimCache(), trigCache: newSimCache(), ruleCache: newSimCache(), nsCache: newSimCache(),
 		maxLag: 2 * time.Second, explainPolicies: &celpolicies.Cache{},
 	}
