@@ -244,15 +244,23 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		return ctrl.Result{RequeueAfter: d.Requeue}, nil
 	}
 
-	fin, err := gather(ctx, r.liveView(), r.Policies, key, aw, r.input(mem))
-	if err != nil {
+	// For a write, the cached AppWrapper will do: the write's
+	// resourceVersion makes sure it is current. A deletion alone is decided
+	// on the AppWrapper read from the API server too, which shows a
+	// deletion already made (the cache may not yet).
+	known := aw
+	if d.Write == nil && !d.Clear {
+		known = nil
+	}
+	fin, fd, err := r.decideFresh(ctx, key, known, mem)
+	if err != nil || fin.AppWrapper == nil {
 		return ctrl.Result{}, err
 	}
-	fd := decision.Decide(ctx, fin)
-	r.observed("fresh", fin, fd)
+	base := fin.AppWrapper
+	wrote := false
 	switch {
 	case fd.Write != nil:
-		patched, err := r.writeRecord(ctx, aw, fd.Write)
+		patched, err := r.writeRecord(ctx, base, fd.Write)
 		if err != nil {
 			if !rejected(err) {
 				// The write may have landed: count it when it is seen.
@@ -274,15 +282,15 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		case fd.DryRun:
 			actionsTotal.WithLabelValues(fd.Winner, wrapupv1alpha1.ReasonWouldDelete).Inc()
 		}
-		fin.AppWrapper = patched
+		fin.AppWrapper, wrote = patched, true
 	case fd.Clear:
-		patched, err := r.writeRecord(ctx, aw, nil)
+		patched, err := r.writeRecord(ctx, base, nil)
 		if err != nil {
 			return r.writeFailed(ctx, err, "clearing outcome")
 		}
 		r.emit(aw, fd.Events, decision.EventAfterWrite)
 		log.Info("Cleared outcome", "was", fd.Recorded.Outcome)
-		fin.AppWrapper = patched
+		fin.AppWrapper, wrote = patched, true
 	case fd.Verdict != decision.VerdictDelete:
 		if d.Write != nil || d.Clear || d.Verdict == decision.VerdictDelete {
 			log.V(2).Info("A decision on a fresh read does not act; looking again", "cached", d.Verdict, "fresh", fd.Verdict, "reason", fd.Reason)
@@ -292,17 +300,36 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 	if fd.Verdict != decision.VerdictDelete {
 		return ctrl.Result{RequeueAfter: fd.Requeue}, nil
 	}
-	if fin.AppWrapper != aw {
+	first := fd
+	switch {
+	case wrote:
 		// After the write: decide on the AppWrapper as the API server
 		// answered it (the rest is as fresh as it was a moment ago).
-		first := fd
 		fd = decision.Decide(ctx, fin)
 		r.observed("written", fin, fd)
-		if !decision.SameDeletion(first, fd) {
-			return ctrl.Result{Requeue: true}, nil
+	case known != nil:
+		// Decided on the cached AppWrapper for a write it then did not
+		// make: read the AppWrapper too, as for any deletion.
+		if fin, fd, err = r.decideFresh(ctx, key, nil, mem); err != nil || fin.AppWrapper == nil {
+			return ctrl.Result{}, err
 		}
 	}
+	if !decision.SameDeletion(first, fd) {
+		return ctrl.Result{Requeue: true}, nil
+	}
 	return r.delete(ctx, fin, fd)
+}
+
+// decideFresh gathers from the API server (the AppWrapper too, unless
+// known is it as good as read) and decides.
+func (r *AppWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, known *awv1beta2.AppWrapper, mem awMemory) (decision.Input, decision.Decision, error) {
+	in, err := gather(ctx, r.liveView(), r.Policies, key, known, r.input(mem))
+	if err != nil || in.AppWrapper == nil {
+		return in, decision.Decision{}, err
+	}
+	d := decision.Decide(ctx, in)
+	r.observed("fresh", in, d)
+	return in, d, nil
 }
 
 // requeueSoon is when to look again after the caches and the API server

@@ -29,7 +29,9 @@ type simChecks struct {
 	recordedAt map[[2]types.UID]time.Time
 	// deleted counts wrapup's deletions of each AppWrapper.
 	deleted map[types.UID]int
-	events  map[string]int
+	// deletedKeys: the AppWrapper of each name whose deletion wrapup made.
+	deletedKeys map[types.NamespacedName]types.UID
+	events      map[string]int
 
 	// loopStart and loopCount count the reconciles of the current second.
 	loopStart time.Time
@@ -48,6 +50,7 @@ func (c *simChecks) init() {
 	c.open = map[[2]types.UID]bool{}
 	c.recordedAt = map[[2]types.UID]time.Time{}
 	c.deleted = map[types.UID]int{}
+	c.deletedKeys = map[types.NamespacedName]types.UID{}
 	c.events = map[string]int{}
 	c.verdicts = map[decision.Verdict]int{}
 }

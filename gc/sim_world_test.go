@@ -918,6 +918,9 @@ func (s *simWriter) Delete(_ context.Context, obj client.Object, opts ...client.
 	}
 	cur, ok := w.aws[key]
 	gr := awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource()
+	if uid, done := w.checks.deletedKeys[key]; done && (!ok || cur.UID == uid) {
+		w.fail("wrapup asked again to delete %s (%s), whose deletion it had made", key, uid)
+	}
 	if !ok {
 		return apierrors.NewNotFound(gr, key.Name)
 	}
@@ -935,6 +938,7 @@ func (s *simWriter) Delete(_ context.Context, obj client.Object, opts ...client.
 	if cur.DeletionTimestamp.IsZero() {
 		w.checkDelete(cur)
 		w.checks.deleted[cur.UID]++
+		w.checks.deletedKeys[key] = cur.UID
 		if w.checks.deleted[cur.UID] > 1 {
 			w.fail("wrapup deleted %s (%s) twice", key, cur.UID)
 		}
