@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
@@ -144,7 +146,26 @@ var _ = Describe("Multi-tenancy", func() {
 			g.Expect(tenant.Update(ctx, got)).To(Succeed())
 		}, util.Timeout, util.Interval).Should(Succeed())
 
-		By("wrapup re-evaluating the live trigger, clearing the record and deleting nothing")
+		By("wrapup taking the record for what it is, not its own (older than the AppWrapper), and deleting nothing")
+		Eventually(func(g Gomega) {
+			ex, err := gc.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ex.Verdict).To(Equal(decision.VerdictWaitingForTrigger), ex.String())
+		}, util.Timeout, util.Interval).Should(Succeed())
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		Expect(countEvents(aw, wrapupv1alpha1.ReasonDeleted)).To(BeZero())
+
+		By("the same record, dated after the AppWrapper was made, naming its running trigger: cleared")
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			got.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+			g.Expect(tenant.Update(ctx, got)).To(Succeed())
+		}, util.Timeout, util.Interval).Should(Succeed())
 		expectEvent(aw, "", "OutcomeCleared", "running again")
 		Consistently(func(g Gomega) {
 			got := &awv1beta2.AppWrapper{}
