@@ -3,6 +3,7 @@ package gc
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -162,6 +163,38 @@ func (r *AppWrapperReconciler) listAppWrappers(ctx context.Context, opts ...clie
 
 func watchOwner(key types.NamespacedName) string { return "appwrapper/" + key.String() }
 
+// claimOwner is the owner of the watch of kind gk for the AppWrapper key
+// (aw): watchOwner for the kind of its first annotated component, and one
+// owner per other kind, for AppWrappers whose annotated triggers are of
+// several kinds.
+func claimOwner(key types.NamespacedName, aw *awv1beta2.AppWrapper, gk schema.GroupKind) string {
+	if kinds := decision.AnnotatedKinds(aw); len(kinds) == 0 || kinds[0] == gk {
+		return watchOwner(key)
+	}
+	return watchOwner(key) + "/" + gk.String()
+}
+
+// keepClaims keeps the watches of the kinds claims, and drops the others
+// the AppWrapper key held.
+func (r *AppWrapperReconciler) keepClaims(key types.NamespacedName, claims []schema.GroupKind, mem *awMemory) {
+	if len(claims) == 0 {
+		r.Triggers.Release(watchOwner(key))
+	}
+	var extra []schema.GroupKind
+	if len(claims) > 1 {
+		extra = claims[1:]
+	}
+	for _, gk := range mem.claims {
+		if !slices.Contains(extra, gk) {
+			r.Triggers.Release(watchOwner(key) + "/" + gk.String())
+		}
+	}
+	if len(mem.claims) > 0 || len(extra) > 0 {
+		mem.claims = extra
+		r.memory.put(key, *mem)
+	}
+}
+
 // liveView reads from the API server, triggers at the version the watches
 // read them; an AppWrapper handed to it may be the cache's, which keeps
 // only part of the spec and status.
@@ -217,10 +250,8 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		return ctrl.Result{}, nil
 	}
 	r.Assign.Set(key, d.Assigned)
-	if d.Claim == nil {
-		r.Triggers.Release(watchOwner(key))
-	}
 	mem = r.memory.update(key, aw.UID, d, mem)
+	r.keepClaims(key, d.Claims, &mem)
 	if d.Winner != "" {
 		log = log.WithValues("rule", d.Winner)
 		ctx = logf.IntoContext(ctx, log)
@@ -228,6 +259,11 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 	r.warn(aw, d, &mem)
 	if d.Evaluation != nil && d.Evaluation.Error != "" {
 		evaluationErrorsTotal.WithLabelValues(d.Winner).Inc()
+	}
+	for _, c := range d.Candidates {
+		if c.Evaluation != nil && c.Evaluation.Error != "" {
+			evaluationErrorsTotal.WithLabelValues(d.Winner).Inc()
+		}
 	}
 	if mem.unsure != nil && d.Recorded != nil {
 		// A record write whose answer was lost: it landed if the
@@ -461,6 +497,9 @@ func contains(list []string, s string) bool {
 
 func (r *AppWrapperReconciler) forget(key types.NamespacedName) {
 	r.Triggers.Release(watchOwner(key))
+	for _, gk := range r.memory.get(key).claims {
+		r.Triggers.Release(watchOwner(key) + "/" + gk.String())
+	}
 	r.Assign.Set(key, "")
 	r.memory.drop(key)
 }
@@ -485,6 +524,9 @@ type awMemory struct {
 	unsure *decision.Record
 	// counted is the record last counted.
 	counted *decision.Record
+	// claims are the kinds of its annotated triggers watched for it
+	// besides the first.
+	claims []schema.GroupKind
 }
 
 func (m *memory) get(key types.NamespacedName) awMemory {
@@ -505,7 +547,9 @@ func (m *memory) put(key types.NamespacedName, e awMemory) {
 // update keeps what d says to remember of the AppWrapper uid.
 func (m *memory) update(key types.NamespacedName, uid types.UID, d decision.Decision, e awMemory) awMemory {
 	if e.uid != uid {
-		e = awMemory{uid: uid}
+		// Watches are claimed by name: an AppWrapper created again under
+		// the same name takes its claims over.
+		e = awMemory{uid: uid, claims: e.claims}
 	}
 	e.failure = decision.FailureSeen{}
 	if d.FailureSeen != nil {

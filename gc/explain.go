@@ -146,6 +146,33 @@ func (ex *Explanation) String() string {
 		}
 	}
 
+	if len(ex.Candidates) > 0 {
+		fmt.Fprintf(&b, "Triggers:   %d candidates, policy %s (* decided the outcome)\n", len(ex.Candidates), ex.Policy)
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		for _, c := range ex.Candidates {
+			mark := " "
+			if c.Decided {
+				mark = "*"
+			}
+			name := c.Name
+			if name == "" {
+				name = "(name not generated yet)"
+			}
+			gvk := c.GroupVersionKind()
+			detail := c.Problem
+			if e := c.Evaluation; e != nil {
+				switch {
+				case e.Error != "":
+					detail = "not finished: " + e.Error
+				case e.Message != "":
+					detail = e.Message
+				}
+			}
+			fmt.Fprintf(tw, "  %s %s %s %s\tcomponent %d\t%s\t%s\n", mark, gvk.GroupVersion(), gvk.Kind, name, c.Index, c.State, decision.Truncate(detail, 200))
+		}
+		_ = tw.Flush()
+	}
+
 	if e := ex.Evaluation; e != nil {
 		switch {
 		case e.FromAppWrapperPhase:

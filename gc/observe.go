@@ -85,20 +85,20 @@ func gather(ctx context.Context, v view, policies *celpolicies.Cache, key types.
 	in.Namespace = ns
 
 	plan := decision.Plan(in)
-	if plan.ReadTrigger {
-		in.Trigger, err = v.trigger(ctx, aw, plan.Ref, plan.Rule.Policy.ObjectFields(plan.Ref.Kind))
+	for _, ref := range plan.Refs {
+		t, err := v.trigger(ctx, aw, ref, plan.Rule.Policy.ObjectFields(ref.Kind))
 		if apimeta.IsNoMatchError(err) {
 			// The API server does not serve the kind: as the controller's
 			// watches would say.
-			in.Kinds[plan.Ref.Kind] = decision.Kind{State: decision.KindNotServed, Message: err.Error()}
-			in.Trigger = decision.Trigger{}
-			return in, nil
+			in.Kinds[ref.Kind] = decision.Kind{State: decision.KindNotServed, Message: err.Error()}
+			continue
 		}
 		if err != nil {
 			return in, err
 		}
-		if plan.Ref.Annotated {
-			in.Kinds[plan.Ref.Kind] = v.kind(plan.Ref.Kind)
+		in.Triggers = append(in.Triggers, t)
+		if ref.Annotated {
+			in.Kinds[ref.Kind] = v.kind(ref.Kind)
 		}
 	}
 	if plan.ReadAppWrapper {
@@ -288,7 +288,7 @@ func (v *cacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 		// The rule does not name the kind: this AppWrapper's annotated
 		// component does, so the AppWrapper holds the watch on it.
 		var nf *KindNotFoundError
-		if err := v.r.Triggers.Ensure(watchOwner(v.key), ref.Kind, fields); err != nil && !errors.As(err, &nf) {
+		if err := v.r.Triggers.Ensure(claimOwner(v.key, aw, ref.Kind), ref.Kind, fields); err != nil && !errors.As(err, &nf) {
 			return t, err
 		}
 		if k := v.r.Triggers.Kind(ref.Kind); k.State == decision.KindNotServed || k.State == decision.KindNotWatchable {

@@ -471,6 +471,8 @@ func appWrapperOwner(owner string) (types.NamespacedName, bool) {
 		return types.NamespacedName{}, false
 	}
 	ns, name, ok := strings.Cut(rest, "/")
+	// An AppWrapper's owner of a second kind ends in "/Kind.group".
+	name, _, _ = strings.Cut(name, "/")
 	return types.NamespacedName{Namespace: ns, Name: name}, ok
 }
 

@@ -19,6 +19,28 @@ const (
 	ActionUpdateStatus Action = "UpdateStatus"
 )
 
+// TriggerPolicy says how the candidates of a rule's trigger decide for
+// their AppWrapper.
+// +kubebuilder:validation:Enum=One;All;Any
+type TriggerPolicy string
+
+const (
+	// TriggerPolicyOne: exactly one component is the trigger; several
+	// candidates are ambiguous, and nothing happens until the rule names
+	// one (trigger.name) or one is annotated.
+	TriggerPolicyOne TriggerPolicy = "One"
+	// TriggerPolicyAll: the AppWrapper succeeded once every candidate has
+	// succeeded, and failed as soon as one candidate's failure is final.
+	TriggerPolicyAll TriggerPolicy = "All"
+	// TriggerPolicyAny: the AppWrapper succeeded as soon as one candidate
+	// has succeeded, and failed once every candidate's failure is final.
+	TriggerPolicyAny TriggerPolicy = "Any"
+)
+
+// MaxTriggers bounds the candidates of one AppWrapper under a rule whose
+// policy is All or Any: an AppWrapper with more is not decided on.
+const MaxTriggers = 64
+
 // TriggerSpec names the component of an AppWrapper whose completion finishes
 // the whole AppWrapper.
 // +kubebuilder:validation:XValidation:rule="!has(self.name) || has(self.kind)",message="trigger.name needs trigger.kind"
@@ -45,6 +67,19 @@ type TriggerSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name,omitempty"`
+
+	// policy says how the candidates decide: the components that match
+	// apiGroup, kind and name, or, without a kind, the components annotated
+	// wrapup.dev/trigger: "true". One (the default): exactly one candidate
+	// is the trigger, and several are ambiguous. All: the AppWrapper
+	// succeeded once every candidate succeeded, and failed as soon as one
+	// candidate's failure is final. Any: it succeeded as soon as one
+	// candidate succeeded, and failed once every candidate's failure is
+	// final. The expressions are evaluated on each candidate; an AppWrapper
+	// with more than 64 candidates is not decided on.
+	// +optional
+	// +kubebuilder:default=One
+	Policy TriggerPolicy `json:"policy,omitempty"`
 }
 
 // Variable is a named CEL expression that the success, failure and message

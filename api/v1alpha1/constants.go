@@ -28,6 +28,10 @@ const (
 	// a record is acted on only under a rule that takes the same component
 	// as the trigger.
 	TriggerRefAnnotation = "wrapup.dev/trigger-ref"
+	// TriggersAnnotation lists, under a rule whose trigger policy is All or
+	// Any and with several candidates, the candidates whose states decided
+	// the outcome, as component index and UID: "1=<uid>,3=<uid>".
+	TriggersAnnotation = "wrapup.dev/triggers"
 )
 
 // Outcome is how a trigger finished.
@@ -92,6 +96,9 @@ const (
 	ReasonNoTrigger = "NoTrigger"
 	// ReasonAmbiguousTrigger (Warning): several components match the rule's trigger.
 	ReasonAmbiguousTrigger = "AmbiguousTrigger"
+	// ReasonTooManyTriggers (Warning): more components than MaxTriggers match
+	// a rule whose trigger policy is All or Any.
+	ReasonTooManyTriggers = "TooManyTriggers"
 	// ReasonTriggerNotOwned (Warning): the live object of the trigger's name
 	// is not controlled by the AppWrapper: it is not taken as the trigger.
 	ReasonTriggerNotOwned = "TriggerNotOwned"

@@ -42,8 +42,8 @@ type Input struct {
 	// Kinds are the states of the trigger kinds the rules name and of the
 	// AppWrapper's annotated component; a kind not in it counts as Pending.
 	Kinds map[schema.GroupKind]Kind
-	// Trigger is the live trigger that Plan named, as it was read.
-	Trigger Trigger
+	// Triggers are the live triggers that Plan named, as they were read.
+	Triggers []Trigger
 	// FailureSeen is when the controller first saw the trigger failed,
 	// from its memory; zero when it never did (or restarted since).
 	FailureSeen FailureSeen
@@ -187,12 +187,32 @@ type Decision struct {
 	// FailureSeen is what the controller remembers of the trigger's
 	// failure after this decision; nil to forget.
 	FailureSeen *FailureSeen
-	// Claim is the kind the AppWrapper itself needs watched (its annotated
-	// trigger's, under a rule that names no kind); nil for none.
-	Claim *schema.GroupKind
+	// Claims are the kinds the AppWrapper itself needs watched (its
+	// annotated triggers', under a rule that names no kind), in the order
+	// of its components; none for none.
+	Claims []schema.GroupKind
+	// Candidates are, under a rule whose policy is All or Any and with
+	// several candidates, every candidate and what was read and evaluated
+	// of it; Trigger and Evaluation are then nil.
+	Candidates []Candidate
+	// Policy is the winning rule's trigger policy when it has several
+	// candidates; "" otherwise.
+	Policy wrapupv1alpha1.TriggerPolicy
 
 	// notOwned: the live object of the trigger's name is someone else's.
 	notOwned bool
+}
+
+// Candidate is one candidate of a rule whose trigger policy is All or Any.
+type Candidate struct {
+	TriggerInfo
+	// Evaluation is the rule's result on it; nil when not evaluated.
+	Evaluation *Evaluation
+	// State says, in one word, where it stands: Running, Succeeded,
+	// Failed, Error (its evaluation failed), Absent or Unknown (not read).
+	State string
+	// Decided is true for the candidates whose states decided the outcome.
+	Decided bool
 }
 
 // WillRecord says whether the decision writes a record.
@@ -280,9 +300,9 @@ const (
 type Needs struct {
 	// Rule is the winning rule, when it can act.
 	Rule *Rule
-	// Ref is the trigger to read when ReadTrigger is set.
-	Ref         Ref
-	ReadTrigger bool
+	// Refs are the triggers to read (those with a name; the AppWrapper's
+	// components exist).
+	Refs []Ref
 	// ReadAppWrapper says that the rule reads the appWrapper variable.
 	ReadAppWrapper bool
 }
@@ -297,12 +317,29 @@ func Plan(in Input) Needs {
 	if sel.winner == nil || sel.blocked != "" {
 		return Needs{}
 	}
-	ref, nt := FindTrigger(aw, sel.winner.Rule)
+	refs, nt := FindTriggers(aw, sel.winner.Rule)
 	if nt != nil {
 		return Needs{}
 	}
-	return Needs{Rule: sel.winner, Ref: ref, ReadTrigger: ref.Name != "" && deployed(aw),
-		ReadAppWrapper: !sel.winner.Policy.AppWrapperFields().Empty()}
+	n := Needs{Rule: sel.winner, ReadAppWrapper: !sel.winner.Policy.AppWrapperFields().Empty()}
+	if deployed(aw) {
+		for _, ref := range refs {
+			if ref.Name != "" {
+				n.Refs = append(n.Refs, ref)
+			}
+		}
+	}
+	return n
+}
+
+// read is the read of ref among in's triggers; TriggerUnread when none.
+func (in *Input) read(ref Ref) Trigger {
+	for _, t := range in.Triggers {
+		if t.Ref == ref {
+			return t
+		}
+	}
+	return Trigger{}
 }
 
 func beingDeleted(aw *awv1beta2.AppWrapper) bool {
@@ -373,7 +410,7 @@ func Decide(ctx context.Context, in Input) Decision {
 	}
 	policy := sel.winner.Policy
 
-	ref, nt := FindTrigger(aw, rule)
+	refs, nt := FindTriggers(aw, rule)
 	if nt != nil {
 		d.Verdict, d.Reason = VerdictNoTrigger, nt.Message
 		if nt.Quiet {
@@ -385,10 +422,15 @@ func Decide(ctx context.Context, in Input) Decision {
 		}
 		return d
 	}
+	if len(refs) > 1 {
+		d.decideMany(ctx, in, sel.winner, refs)
+		return d
+	}
+	ref := refs[0]
 	d.Trigger = &TriggerInfo{Ref: ref}
 	if ref.Annotated && deployed(aw) {
 		gk := ref.Kind
-		d.Claim = &gk
+		d.Claims = []schema.GroupKind{gk}
 		if k, ok := in.Kinds[gk]; ok && !k.usable() {
 			d.Verdict = VerdictTriggerNotWatchable
 			d.Reason = fmt.Sprintf("the annotated trigger's kind %s is not served by the API server (is its CRD installed?)", gk)
@@ -409,50 +451,79 @@ func Decide(ctx context.Context, in Input) Decision {
 
 // observe evaluates the live trigger, when there is one.
 func (d *Decision) observe(ctx context.Context, in Input, policy *celpolicies.Policy, ref Ref) (liveState, celpolicies.Result) {
+	c := observeCandidate(ctx, in, policy, ref)
+	d.Trigger.UID, d.Trigger.Problem = c.info.UID, c.info.Problem
+	d.Evaluation = c.eval
+	if c.notOwned {
+		d.warn(wrapupv1alpha1.ReasonTriggerNotOwned, "ReadTrigger", c.info.Problem, false)
+		d.notOwned = true
+	}
+	return c.state, c.res
+}
+
+// observed is what was read and evaluated of one trigger.
+type observed struct {
+	info     TriggerInfo
+	eval     *Evaluation
+	state    liveState
+	res      celpolicies.Result
+	notOwned bool
+}
+
+// observeCandidate evaluates the live trigger ref, when there is one.
+func observeCandidate(ctx context.Context, in Input, policy *celpolicies.Policy, ref Ref) observed {
 	aw := in.AppWrapper
-	t := in.Trigger
+	t := in.read(ref)
+	c := observed{info: TriggerInfo{Ref: ref}}
 	switch {
 	case !deployed(aw):
-		d.Trigger.Problem = fmt.Sprintf("the AppWrapper is %s: its components do not exist", phaseOrNone(aw.Status.Phase))
-		return liveAbsent, celpolicies.Result{}
+		c.info.Problem = fmt.Sprintf("the AppWrapper is %s: its components do not exist", phaseOrNone(aw.Status.Phase))
+		c.state = liveAbsent
+		return c
 	case ref.Name == "":
-		d.Trigger.Problem = "the AppWrapper controller has not created the trigger yet (its template uses generateName)"
-		return liveAbsent, celpolicies.Result{}
+		c.info.Problem = "the AppWrapper controller has not created the trigger yet (its template uses generateName)"
+		c.state = liveAbsent
+		return c
 	case t.Ref != ref || t.State == TriggerUnread:
-		d.Trigger.Problem = "the trigger was not read"
-		return liveUnknown, celpolicies.Result{}
+		c.info.Problem = "the trigger was not read"
+		c.state = liveUnknown
+		return c
 	case t.State == TriggerPending:
-		d.Trigger.Problem = fmt.Sprintf("the cache of %s has not listed yet", ref.Kind)
-		return liveUnknown, celpolicies.Result{}
+		c.info.Problem = fmt.Sprintf("the cache of %s has not listed yet", ref.Kind)
+		c.state = liveUnknown
+		return c
 	case t.State == TriggerAbsent || t.State == TriggerNotDeployed || t.Object == nil:
-		d.Trigger.Problem = fmt.Sprintf("%s %s does not exist (not created yet, or deleted)", ref.Kind.Kind, ref.Name)
+		c.info.Problem = fmt.Sprintf("%s %s does not exist (not created yet, or deleted)", ref.Kind.Kind, ref.Name)
 		if t.Note != "" {
-			d.Trigger.Problem = t.Note
+			c.info.Problem = t.Note
 		}
-		return liveAbsent, celpolicies.Result{}
+		c.state = liveAbsent
+		return c
 	}
 	obj := t.Object
 	if !OwnedBy(obj, aw) {
-		d.Trigger.Problem = fmt.Sprintf("%s %s is not controlled by this AppWrapper: it is not taken as the trigger", ref.Kind.Kind, ref.Name)
-		d.warn(wrapupv1alpha1.ReasonTriggerNotOwned, "ReadTrigger", d.Trigger.Problem, false)
-		d.notOwned = true
-		return liveAbsent, celpolicies.Result{}
+		c.info.Problem = fmt.Sprintf("%s %s is not controlled by this AppWrapper: it is not taken as the trigger", ref.Kind.Kind, ref.Name)
+		c.notOwned = true
+		c.state = liveAbsent
+		return c
 	}
-	d.Trigger.UID = obj.GetUID()
+	c.info.UID = obj.GetUID()
 	res, err := policy.Evaluate(ctx, ref.Kind, obj.Object, in.AppWrapperVariable)
-	d.Evaluation = &Evaluation{Outcome: res.Outcome, Message: res.Message, Cost: res.Cost,
+	c.res = res
+	c.eval = &Evaluation{Outcome: res.Outcome, Message: res.Message, Cost: res.Cost,
 		BuiltinSuccess: res.BuiltinSuccess, BuiltinFailure: res.BuiltinFailure}
-	if err != nil {
-		d.Evaluation.Error = err.Error()
-		return liveError, res
+	switch {
+	case err != nil:
+		c.eval.Error = err.Error()
+		c.state = liveError
+	case res.Outcome == celpolicies.OutcomeSucceeded:
+		c.state = liveSucceeded
+	case res.Outcome == celpolicies.OutcomeFailed:
+		c.state = liveFailed
+	default:
+		c.state = liveRunning
 	}
-	switch res.Outcome {
-	case celpolicies.OutcomeSucceeded:
-		return liveSucceeded, res
-	case celpolicies.OutcomeFailed:
-		return liveFailed, res
-	}
-	return liveRunning, res
+	return c
 }
 
 // decide is the heart: from the live state, the record and the
@@ -597,8 +668,13 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 
 // record decides to record outcome for the trigger uid, then to act on it.
 func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, message string, uid types.UID) {
-	rec := &Record{Outcome: outcome, Rule: rule.Name, FinishedAt: in.Now.UTC(), Message: message, TriggerUID: uid,
-		TriggerRef: d.Trigger.Ref.String()}
+	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, FinishedAt: in.Now.UTC(), Message: message, TriggerUID: uid,
+		TriggerRef: d.Trigger.Ref.String()})
+}
+
+// recordRec decides to write rec, then to act on it.
+func (d *Decision) recordRec(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Record) {
+	outcome, message := rec.Outcome, rec.Message
 	d.Write = rec
 	d.act(in, rule, outcome, rec)
 	reason := wrapupv1alpha1.ReasonTriggerSucceeded

@@ -107,7 +107,7 @@ func onSuccess(a wrapupv1alpha1.Action, ttl int32) func(*wrapupv1alpha1.Completi
 
 func input(t *testing.T, aw *awv1beta2.AppWrapper, trig Trigger, rules ...*wrapupv1alpha1.CompletionRule) Input {
 	t.Helper()
-	in := Input{Now: now, AppWrapper: aw, Trigger: trig,
+	in := Input{Now: now, AppWrapper: aw, Triggers: []Trigger{trig},
 		Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}},
 		Kinds:     map[schema.GroupKind]Kind{jobRef.Kind: {State: KindWatched}}}
 	for _, r := range rules {

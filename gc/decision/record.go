@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,8 +25,53 @@ type Record struct {
 	// empty when the AppWrapper's phase decided it with no live trigger.
 	TriggerUID types.UID
 	// TriggerRef is the trigger component, as Ref.String says; empty on
-	// records written before it was kept.
+	// records written before it was kept. With several candidates, the
+	// first of Triggers.
 	TriggerRef string
+	// Triggers are, under a rule whose policy is All or Any and with
+	// several candidates, the candidates whose states decided the outcome:
+	// every one for All's success and Any's failure, the one that decided
+	// for All's failure and Any's success. Empty for a single trigger.
+	Triggers []RecordedTrigger
+}
+
+// RecordedTrigger is a candidate whose state decided an outcome: its
+// component index and the UID of its live object ("" when the
+// AppWrapper's phase decided without one).
+type RecordedTrigger struct {
+	Index int
+	UID   types.UID
+}
+
+// formatTriggers is the value of the triggers annotation: "1=<uid>,3=<uid>".
+func formatTriggers(ts []RecordedTrigger) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = strconv.Itoa(t.Index) + "=" + string(t.UID)
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseTriggers reads the triggers annotation; ok is false when it does
+// not parse (the record is then as good as none).
+func parseTriggers(v string) ([]RecordedTrigger, bool) {
+	if v == "" {
+		return nil, true
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) > wrapupv1alpha1.MaxTriggers {
+		return nil, false
+	}
+	out := make([]RecordedTrigger, len(parts))
+	for i, p := range parts {
+		idx, uid, ok := strings.Cut(p, "=")
+		n, err := strconv.Atoi(idx)
+		if !ok || err != nil || n < 0 {
+			return nil, false
+		}
+		out[i] = RecordedTrigger{Index: n, UID: types.UID(uid)}
+	}
+	return out, true
 }
 
 // For says whether rec was recorded for the trigger component ref of aw,
@@ -49,6 +95,41 @@ func (rec *Record) For(ref Ref, aw *awv1beta2.AppWrapper, live types.UID) bool {
 		aw.Status.Phase != awv1beta2.AppWrapperFailed && aw.Status.Phase != awv1beta2.AppWrapperSucceeded:
 		return false
 	case rec.TriggerRef == "" && live != "" && live != rec.TriggerUID:
+		return false
+	case len(rec.Triggers) > 0:
+		// Several candidates decided it: not the record of a single one.
+		return false
+	}
+	return true
+}
+
+// forMany says whether rec was recorded for the candidates refs of aw,
+// whose live objects have the UIDs live (by component index; "" or absent
+// when not read): as For says for one trigger, for each candidate that
+// decided.
+func (rec *Record) forMany(refs []Ref, aw *awv1beta2.AppWrapper, live map[int]types.UID) bool {
+	if len(rec.Triggers) == 0 || rec.FinishedAt.Before(aw.CreationTimestamp.Time) {
+		return false
+	}
+	byIndex := make(map[int]Ref, len(refs))
+	for _, r := range refs {
+		byIndex[r.Index] = r
+	}
+	first, ok := byIndex[rec.Triggers[0].Index]
+	if !ok || rec.TriggerRef != first.String() {
+		return false
+	}
+	anyUID, anyLive := false, false
+	for _, t := range rec.Triggers {
+		if _, ok := byIndex[t.Index]; !ok {
+			return false
+		}
+		anyUID = anyUID || t.UID != ""
+	}
+	for _, uid := range live {
+		anyLive = anyLive || uid != ""
+	}
+	if !anyUID && anyLive && aw.Status.Phase != awv1beta2.AppWrapperFailed && aw.Status.Phase != awv1beta2.AppWrapperSucceeded {
 		return false
 	}
 	return true
@@ -80,7 +161,12 @@ func ReadRecord(aw *awv1beta2.AppWrapper) *Record {
 		// after it. Taking the end of that second never shortens a TTL.
 		at = at.Add(time.Second - time.Millisecond)
 	}
+	triggers, ok := parseTriggers(aw.Annotations[wrapupv1alpha1.TriggersAnnotation])
+	if !ok {
+		return nil
+	}
 	return &Record{
+		Triggers:   triggers,
 		Outcome:    o,
 		Rule:       aw.Annotations[wrapupv1alpha1.RuleAnnotation],
 		FinishedAt: at,
@@ -110,7 +196,8 @@ func (rec *Record) Apply(aw *awv1beta2.AppWrapper) {
 	aw.Annotations[wrapupv1alpha1.RuleAnnotation] = rec.Rule
 	aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = rec.FinishedAt.UTC().Format(finishedAtLayout)
 	aw.Annotations[wrapupv1alpha1.MessageAnnotation] = Truncate(rec.Message, MaxMessage)
-	for k, v := range map[string]string{wrapupv1alpha1.TriggerUIDAnnotation: string(rec.TriggerUID), wrapupv1alpha1.TriggerRefAnnotation: rec.TriggerRef} {
+	for k, v := range map[string]string{wrapupv1alpha1.TriggerUIDAnnotation: string(rec.TriggerUID), wrapupv1alpha1.TriggerRefAnnotation: rec.TriggerRef,
+		wrapupv1alpha1.TriggersAnnotation: formatTriggers(rec.Triggers)} {
 		if v != "" {
 			aw.Annotations[k] = v
 		} else {
@@ -122,6 +209,7 @@ func (rec *Record) Apply(aw *awv1beta2.AppWrapper) {
 var recordAnnotations = []string{
 	wrapupv1alpha1.RuleAnnotation, wrapupv1alpha1.FinishedAtAnnotation,
 	wrapupv1alpha1.MessageAnnotation, wrapupv1alpha1.TriggerUIDAnnotation, wrapupv1alpha1.TriggerRefAnnotation,
+	wrapupv1alpha1.TriggersAnnotation,
 }
 
 // Same says whether rec and o record the same outcome of the same trigger.
@@ -130,5 +218,5 @@ func (rec *Record) Same(o *Record) bool {
 		return rec == o
 	}
 	return rec.Outcome == o.Outcome && rec.TriggerUID == o.TriggerUID && rec.TriggerRef == o.TriggerRef && rec.Rule == o.Rule &&
-		rec.FinishedAt.Equal(o.FinishedAt)
+		rec.FinishedAt.Equal(o.FinishedAt) && formatTriggers(rec.Triggers) == formatTriggers(o.Triggers)
 }

@@ -78,8 +78,99 @@ func Truthy(v string) bool {
 }
 
 // FindTrigger finds the one component of aw that rule's trigger names (or,
-// with no trigger kind, the one annotated as the trigger).
+// with no trigger kind, the one annotated as the trigger), whatever the
+// rule's policy: several candidates are ambiguous here.
 func FindTrigger(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) (Ref, *NoTrigger) {
+	found, nt := candidates(aw, rule)
+	switch {
+	case nt != nil:
+		return Ref{}, nt
+	case len(found) > 1:
+		return Ref{}, ambiguous(rule, found)
+	}
+	return found[0], nil
+}
+
+// FindTriggers finds the candidates of rule's trigger in aw: the components
+// that its trigger names (or, with no trigger kind, the ones annotated as
+// the trigger). Under the policy One there is exactly one; under All and
+// Any, one to MaxTriggers.
+func FindTriggers(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) ([]Ref, *NoTrigger) {
+	found, nt := candidates(aw, rule)
+	switch {
+	case nt != nil:
+		return nil, nt
+	case len(found) > 1 && Policy(rule) == wrapupv1alpha1.TriggerPolicyOne:
+		return nil, ambiguous(rule, found)
+	case len(found) > wrapupv1alpha1.MaxTriggers:
+		return nil, &NoTrigger{Reason: wrapupv1alpha1.ReasonTooManyTriggers, Message: fmt.Sprintf(
+			"rule %s wants %s as the triggers (policy %s), and the AppWrapper has %d: more than the %d wrapup decides on; nothing is recorded or deleted",
+			rule.Name, wanted(rule), Policy(rule), len(found), wrapupv1alpha1.MaxTriggers)}
+	}
+	return found, nil
+}
+
+// Policy is rule's trigger policy, One when unset.
+func Policy(rule *wrapupv1alpha1.CompletionRule) wrapupv1alpha1.TriggerPolicy {
+	if p := rule.Spec.Trigger.Policy; p != "" {
+		return p
+	}
+	return wrapupv1alpha1.TriggerPolicyOne
+}
+
+// AnnotatedKinds lists the kinds of aw's components annotated as the
+// trigger, each once, in the order of the components.
+func AnnotatedKinds(aw *awv1beta2.AppWrapper) []schema.GroupKind {
+	var out []schema.GroupKind
+	for i := range aw.Spec.Components {
+		c := &aw.Spec.Components[i]
+		if !Truthy(c.Annotations[wrapupv1alpha1.TriggerAnnotation]) {
+			continue
+		}
+		var m componentMeta
+		if err := json.Unmarshal(c.Template.Raw, &m); err != nil || m.Kind == "" || m.APIVersion == "" {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(m.APIVersion)
+		if err != nil {
+			continue
+		}
+		gk := schema.GroupKind{Group: gv.Group, Kind: m.Kind}
+		seen := false
+		for _, k := range out {
+			seen = seen || k == gk
+		}
+		if !seen {
+			out = append(out, gk)
+		}
+	}
+	return out
+}
+
+func wanted(rule *wrapupv1alpha1.CompletionRule) string {
+	t := rule.Spec.Trigger
+	want := fmt.Sprintf("a component annotated %s: \"true\"", wrapupv1alpha1.TriggerAnnotation)
+	if t.Kind != "" {
+		want = fmt.Sprintf("a %s component", schema.GroupKind{Group: t.APIGroup, Kind: t.Kind})
+		if t.Name != "" {
+			want += fmt.Sprintf(" named %q", t.Name)
+		}
+	}
+	return want
+}
+
+func ambiguous(rule *wrapupv1alpha1.CompletionRule, found []Ref) *NoTrigger {
+	idx := make([]string, len(found))
+	for i, f := range found {
+		idx[i] = fmt.Sprint(f.Index)
+	}
+	return &NoTrigger{Reason: wrapupv1alpha1.ReasonAmbiguousTrigger, Message: fmt.Sprintf(
+		"rule %s wants %s as the trigger, and the AppWrapper has %d (components %s): name one with trigger.name or annotate one, or set trigger.policy to All or Any",
+		rule.Name, wanted(rule), len(found), strings.Join(idx, ", "))}
+}
+
+// candidates lists the components of aw that rule's trigger names.
+func candidates(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) ([]Ref, *NoTrigger) {
 	t := rule.Spec.Trigger
 	var found []Ref
 	var bad []string
@@ -115,31 +206,14 @@ func FindTrigger(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) 
 		}
 		found = append(found, Ref{Index: i, Kind: gk, Version: gv.Version, Name: name, Template: tmpl, Annotated: t.Kind == ""})
 	}
-	want := fmt.Sprintf("a component annotated %s: \"true\"", wrapupv1alpha1.TriggerAnnotation)
-	if t.Kind != "" {
-		want = fmt.Sprintf("a %s component", schema.GroupKind{Group: t.APIGroup, Kind: t.Kind})
-		if t.Name != "" {
-			want += fmt.Sprintf(" named %q", t.Name)
-		}
-	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		msg := fmt.Sprintf("rule %s wants %s as the trigger, and the AppWrapper has none", rule.Name, want)
+	if len(found) == 0 {
+		msg := fmt.Sprintf("rule %s wants %s as the trigger, and the AppWrapper has none", rule.Name, wanted(rule))
 		if len(bad) > 0 {
 			msg += " (" + strings.Join(bad, "; ") + ")"
 		}
-		return Ref{}, &NoTrigger{Reason: wrapupv1alpha1.ReasonNoTrigger, Message: msg, Quiet: t.Kind == "" && annotated == 0}
-	default:
-		idx := make([]string, len(found))
-		for i, f := range found {
-			idx[i] = fmt.Sprint(f.Index)
-		}
-		return Ref{}, &NoTrigger{Reason: wrapupv1alpha1.ReasonAmbiguousTrigger, Message: fmt.Sprintf(
-			"rule %s wants %s as the trigger, and the AppWrapper has %d (components %s): name one with trigger.name or annotate one",
-			rule.Name, want, len(found), strings.Join(idx, ", "))}
+		return nil, &NoTrigger{Reason: wrapupv1alpha1.ReasonNoTrigger, Message: msg, Quiet: t.Kind == "" && annotated == 0}
 	}
+	return found, nil
 }
 
 // OwnedBy says whether aw controls obj: only then is obj a component of aw

@@ -1,0 +1,351 @@
+package decision
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+)
+
+// A rule whose trigger policy is All or Any decides over several
+// candidates. Each is read and evaluated as a single trigger is; the policy
+// combines their states into one outcome, and the record keeps which
+// candidates decided it (Record.Triggers), so that what holds for a single
+// trigger holds for each of them: the record is final for the candidates
+// that decided it, only one of them seen running again clears it, and
+// after a failure a new attempt (one of them re-created) is evaluated
+// afresh.
+
+// settled is what a policy makes of its candidates' states.
+type settled struct {
+	// outcome is "" while the candidates have not decided.
+	outcome wrapupv1alpha1.Outcome
+	// deciders index the candidates whose states decide it.
+	deciders []int
+	// failure: the outcome is Failed by the candidates' states, final only
+	// once the AppWrapper controller will not retry.
+	failure bool
+}
+
+// settle combines the candidates' states under policy: All succeeds once
+// every candidate succeeded and fails as soon as one failed; Any succeeds
+// as soon as one succeeded and fails once every one failed. A candidate
+// not read, absent, running, or whose evaluation failed, has not finished.
+func settle(policy wrapupv1alpha1.TriggerPolicy, cs []observed) settled {
+	var succeeded, failed []int
+	for i, c := range cs {
+		switch c.state {
+		case liveSucceeded:
+			succeeded = append(succeeded, i)
+		case liveFailed:
+			failed = append(failed, i)
+		}
+	}
+	switch policy {
+	case wrapupv1alpha1.TriggerPolicyAny:
+		if len(succeeded) > 0 {
+			return settled{outcome: wrapupv1alpha1.OutcomeSucceeded, deciders: succeeded[:1]}
+		}
+		if len(failed) == len(cs) {
+			return settled{outcome: wrapupv1alpha1.OutcomeFailed, deciders: failed, failure: true}
+		}
+	default: // All
+		if len(failed) > 0 {
+			return settled{outcome: wrapupv1alpha1.OutcomeFailed, deciders: failed[:1], failure: true}
+		}
+		if len(succeeded) == len(cs) {
+			return settled{outcome: wrapupv1alpha1.OutcomeSucceeded, deciders: succeeded}
+		}
+	}
+	return settled{}
+}
+
+// failureKey is what the controller remembers a failure of the candidates
+// by: the UIDs of those that failed, sorted.
+func failureKey(cs []observed, deciders []int) types.UID {
+	uids := make([]string, len(deciders))
+	for k, i := range deciders {
+		uids[k] = string(cs[i].info.UID)
+	}
+	sort.Strings(uids)
+	return types.UID(strings.Join(uids, ","))
+}
+
+func (c *observed) stateWord() string {
+	switch c.state {
+	case liveRunning:
+		return "Running"
+	case liveSucceeded:
+		return "Succeeded"
+	case liveFailed:
+		return "Failed"
+	case liveError:
+		return "Error"
+	case liveAbsent:
+		return "Absent"
+	}
+	return "Unknown"
+}
+
+func (c *observed) name() string {
+	if c.info.Name != "" {
+		return c.info.Kind.Kind + " " + c.info.Name
+	}
+	return c.info.Kind.Kind + " " + c.info.Template
+}
+
+// decideMany decides for an AppWrapper whose winning rule has several
+// candidates (policy All or Any).
+func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref) {
+	aw := in.AppWrapper
+	rule := w.Rule
+	policy := Policy(rule)
+	d.Policy = policy
+	now := in.Now
+	grace := in.FailureGracePeriod
+	if grace <= 0 {
+		grace = DefaultFailureGracePeriod
+	}
+
+	if deployed(aw) {
+		for _, ref := range refs {
+			if ref.Annotated && !containsKind(d.Claims, ref.Kind) {
+				d.Claims = append(d.Claims, ref.Kind)
+			}
+		}
+		for _, gk := range d.Claims {
+			if k, ok := in.Kinds[gk]; ok && !k.usable() {
+				d.Verdict = VerdictTriggerNotWatchable
+				d.Reason = fmt.Sprintf("the annotated triggers' kind %s is not served by the API server (is its CRD installed?)", gk)
+				if k.State == KindNotWatchable {
+					d.Reason = fmt.Sprintf("wrapup cannot watch the annotated triggers' kind %s: %s", gk, k.Message)
+				}
+				for _, ref := range refs {
+					c := Candidate{TriggerInfo: TriggerInfo{Ref: ref}, State: "Unknown"}
+					if ref.Kind == gk {
+						c.Problem = d.Reason
+					}
+					d.Candidates = append(d.Candidates, c)
+				}
+				d.Requeue = NotWatchableRetry
+				d.warn(wrapupv1alpha1.ReasonTriggerKindNotWatched, "WatchTrigger", d.Reason, false)
+				return
+			}
+		}
+	}
+
+	cs := make([]observed, len(refs))
+	live := map[int]types.UID{}
+	unknown, errs, notOwned := 0, 0, 0
+	for i, ref := range refs {
+		cs[i] = observeCandidate(ctx, in, w.Policy, ref)
+		c := &cs[i]
+		live[ref.Index] = c.info.UID
+		switch {
+		case c.notOwned:
+			notOwned++
+			d.warn(wrapupv1alpha1.ReasonTriggerNotOwned, "ReadTrigger", c.info.Problem, false)
+		case c.state == liveError:
+			errs++
+			d.warn(wrapupv1alpha1.ReasonEvaluationError, "Evaluate",
+				fmt.Sprintf("rule %s on %s: %s (taken as not finished)", rule.Name, c.name(), c.eval.Error), true)
+		case c.state == liveUnknown:
+			unknown++
+		}
+	}
+	d.Candidates = make([]Candidate, len(cs))
+	for i := range cs {
+		d.Candidates[i] = Candidate{TriggerInfo: cs[i].info, Evaluation: cs[i].eval, State: cs[i].stateWord()}
+	}
+
+	// What the controller remembers of a failure follows the candidates
+	// that failed.
+	v := settle(policy, cs)
+	switch {
+	case v.failure:
+		key := failureKey(cs, v.deciders)
+		first := now
+		if in.FailureSeen.TriggerUID == key && !in.FailureSeen.At.IsZero() && in.FailureSeen.At.Before(first) {
+			first = in.FailureSeen.At
+		}
+		d.FailureSeen = &FailureSeen{TriggerUID: key, At: first}
+	case unknown == 0 && errs == 0:
+		d.FailureSeen = nil
+	}
+
+	if rec := d.Recorded; rec != nil && rec.forMany(refs, aw, live) {
+		d.decideManyRecorded(in, rule, policy, cs, grace)
+		return
+	}
+	// A record that is not of these candidates says nothing of them: this
+	// rule decides afresh, and a new record replaces it.
+
+	phase := aw.Status.Phase
+	switch {
+	case v.outcome == wrapupv1alpha1.OutcomeSucceeded:
+		d.recordMany(in, rule, v.outcome, cs, v.deciders, "")
+		return
+	case v.failure:
+		final, wait, why := failureFinality(aw, d.FailureSeen.At, now, grace)
+		if !final {
+			d.Verdict, d.After, d.Requeue = VerdictWaitingForRetries, wait, wait
+			d.Reason = fmt.Sprintf("%s failed and %s", joinNames(cs, v.deciders), why)
+			return
+		}
+		d.recordMany(in, rule, v.outcome, cs, v.deciders, "")
+		return
+	case unknown > 0:
+		d.Verdict, d.Requeue = VerdictWaitingForTrigger, PendingRetry
+		d.Reason = fmt.Sprintf("%d of %d triggers were not read (their cache has not listed yet); wrapup looks again when it has", unknown, len(cs))
+		return
+	case phase == awv1beta2.AppWrapperFailed && errs == 0:
+		// The AppWrapper controller gave up and tears the components down.
+		msg := failedPhaseMessage(aw)
+		d.recordMany(in, rule, wrapupv1alpha1.OutcomeFailed, cs, allOf(cs), msg)
+		return
+	case phase == awv1beta2.AppWrapperSucceeded && errs == 0 && notOwned == 0 && noneUnfinished(cs):
+		// Every pod succeeded, as the AppWrapper controller saw it, and the
+		// triggers that are not there any more (their own TTL) succeeded.
+		d.recordMany(in, rule, wrapupv1alpha1.OutcomeSucceeded, cs, allOf(cs), "the AppWrapper controller marked the AppWrapper Succeeded")
+		return
+	}
+	d.Verdict = VerdictWaitingForTrigger
+	var running []string
+	for i := range cs {
+		if cs[i].state != liveSucceeded {
+			running = append(running, cs[i].name())
+		}
+	}
+	d.Reason = fmt.Sprintf("policy %s: %d of %d triggers have not finished (%s); wrapup evaluates again when one changes",
+		policy, len(running), len(cs), Truncate(strings.Join(running, ", "), MaxMessage/2))
+	if errs > 0 {
+		d.Reason += fmt.Sprintf("; %d evaluation(s) failed, which counts as not finished (Warning Event EvaluationError)", errs)
+	}
+}
+
+// decideManyRecorded decides for an AppWrapper whose record names the
+// candidates that decided it, as decideRecorded does for one trigger.
+func (d *Decision) decideManyRecorded(in Input, rule *wrapupv1alpha1.CompletionRule, policy wrapupv1alpha1.TriggerPolicy, cs []observed, grace time.Duration) {
+	aw := in.AppWrapper
+	rec := d.Recorded
+	phase := aw.Status.Phase
+	at := map[int]int{}
+	for i := range cs {
+		at[cs[i].info.Index] = i
+	}
+	var again *observed
+	evalErr, replaced := false, false
+	for _, t := range rec.Triggers {
+		i := at[t.Index]
+		c := &cs[i]
+		d.Candidates[i].Decided = true
+		present := c.state == liveRunning || c.state == liveSucceeded || c.state == liveFailed || c.state == liveError
+		if present && t.UID != "" && c.info.UID == t.UID && c.state == liveRunning && phase != awv1beta2.AppWrapperFailed && again == nil {
+			again = c
+		}
+		evalErr = evalErr || c.state == liveError
+		replaced = replaced || present && c.info.UID != t.UID
+	}
+	switch {
+	case again != nil:
+		d.clear(fmt.Sprintf("the trigger %s is running again: the recorded outcome %s no longer holds", again.name(), rec.Outcome))
+		return
+	case evalErr:
+		d.Verdict = VerdictWaitingForTrigger
+		d.Reason = fmt.Sprintf("the evaluation of a trigger that decided failed, which counts as not finished (Warning Event EvaluationError): the recorded outcome %s stays, and nothing is deleted until it evaluates again", rec.Outcome)
+		return
+	case replaced && rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed:
+		// The AppWrapper controller made a new attempt after the recorded
+		// failure: the candidates are evaluated afresh.
+		for i := range d.Candidates {
+			d.Candidates[i].Decided = false
+		}
+		v := settle(policy, cs)
+		switch {
+		case v.outcome == wrapupv1alpha1.OutcomeSucceeded:
+			d.recordMany(in, rule, v.outcome, cs, v.deciders, "")
+			return
+		case v.failure:
+			if final, _, _ := failureFinality(aw, d.FailureSeen.At, in.Now, grace); final {
+				d.recordMany(in, rule, v.outcome, cs, v.deciders, "")
+				return
+			}
+		}
+		d.clear("a new attempt replaced triggers whose failure was recorded: the recorded outcome Failed no longer holds")
+		return
+	}
+	if rec.Outcome == wrapupv1alpha1.OutcomeFailed {
+		first := rec.FinishedAt
+		if d.FailureSeen != nil && d.FailureSeen.At.Before(first) {
+			first = d.FailureSeen.At
+		}
+		if retrying(aw, first, in.Now, grace) {
+			d.Verdict = VerdictWaitingForRetries
+			d.Reason = fmt.Sprintf("the AppWrapper is %s after the recorded failure: the AppWrapper controller is making a new attempt; wrapup keeps the record and deletes nothing until it ends", phaseOrNone(phase))
+			return
+		}
+	}
+	d.act(in, rule, rec.Outcome, rec)
+}
+
+// recordMany decides to record outcome for the candidates deciders of cs,
+// with message, or, when message is "", their messages joined.
+func (d *Decision) recordMany(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, cs []observed, deciders []int, message string) {
+	ts := make([]RecordedTrigger, len(deciders))
+	var msgs []string
+	for k, i := range deciders {
+		ts[k] = RecordedTrigger{Index: cs[i].info.Index, UID: cs[i].info.UID}
+		d.Candidates[i].Decided = true
+		if cs[i].eval != nil && cs[i].eval.Message != "" {
+			msgs = append(msgs, cs[i].name()+": "+cs[i].eval.Message)
+		}
+	}
+	if message == "" {
+		message = Truncate(strings.Join(msgs, "; "), MaxMessage)
+	}
+	first := cs[deciders[0]].info
+	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, FinishedAt: in.Now.UTC(), Message: message,
+		TriggerUID: first.UID, TriggerRef: first.Ref.String(), Triggers: ts})
+}
+
+func allOf(cs []observed) []int {
+	out := make([]int, len(cs))
+	for i := range cs {
+		out[i] = i
+	}
+	return out
+}
+
+// noneUnfinished says that every candidate succeeded or is not there.
+func noneUnfinished(cs []observed) bool {
+	for i := range cs {
+		if cs[i].state != liveSucceeded && cs[i].state != liveAbsent {
+			return false
+		}
+	}
+	return true
+}
+
+func joinNames(cs []observed, idx []int) string {
+	names := make([]string, len(idx))
+	for k, i := range idx {
+		names[k] = cs[i].name()
+	}
+	return Truncate(strings.Join(names, ", "), MaxMessage/2)
+}
+
+func containsKind(list []schema.GroupKind, gk schema.GroupKind) bool {
+	for _, k := range list {
+		if k == gk {
+			return true
+		}
+	}
+	return false
+}
