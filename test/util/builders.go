@@ -220,3 +220,9 @@ func (w *RuleWrapper) DryRun() *RuleWrapper {
 
 // Obj returns the built rule.
 func (w *RuleWrapper) Obj() *wrapupv1alpha1.CompletionRule { return &w.CompletionRule }
+
+// Policy sets the trigger policy (One, All, Any).
+func (w *RuleWrapper) Policy(p wrapupv1alpha1.TriggerPolicy) *RuleWrapper {
+	w.Spec.Trigger.Policy = p
+	return w
+}
