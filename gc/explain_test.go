@@ -672,3 +672,51 @@ func TestExplainKindTheControllerCannotWatch(t *testing.T) {
 		t.Errorf("explain says %s, the controller decides %s; want both Blocked\n%s", ex.Verdict, d.Verdict, ex.Reason)
 	}
 }
+
+// TestExplainSeveralTriggers: explain reads every candidate, lists each
+// with its state, and says which one is still running.
+func TestExplainSeveralTriggers(t *testing.T) {
+	aw := exAppWrapper(t, withComponents(
+		awv1beta2.AppWrapperComponent{Template: template(t, "apps/v1", "Deployment", "sweep-inference")},
+		awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "sweep-a")},
+		awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "sweep-b")}))
+	r := exRule("sweeps", 10, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger.Policy = wrapupv1alpha1.TriggerPolicyAll })
+	c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithRESTMapper(explainMapper()).
+		WithObjects(aw, exNamespace(), r, exLiveJob("sweep-a", "a-uid", jobDone), exLiveJob("sweep-b", "b-uid", jobRunning)).Build()
+	ex, err := Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Verdict != decision.VerdictWaitingForTrigger || !strings.Contains(ex.Reason, "Job sweep-b") {
+		t.Errorf("verdict %s (%s), want waiting for sweep-b", ex.Verdict, ex.Reason)
+	}
+	out := ex.String()
+	for _, want := range []string{"Triggers:   2 candidates, policy All", "batch/v1 Job sweep-a", "Succeeded", "batch/v1 Job sweep-b", "Running"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain does not say %q:\n%s", want, out)
+		}
+	}
+	if len(ex.Candidates) != 2 || ex.Candidates[0].UID != "a-uid" || ex.Candidates[1].State != "Running" {
+		t.Errorf("candidates = %+v", ex.Candidates)
+	}
+
+	// Once the second succeeds: both decided, marked.
+	b := &batchv1.Job{}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: exNS, Name: "sweep-b"}, b); err != nil {
+		t.Fatal(err)
+	}
+	b.Status = jobDone
+	if err := c.Status().Update(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	ex, err = Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Verdict != decision.VerdictDelete || ex.Write == nil || len(ex.Write.Triggers) != 2 {
+		t.Errorf("verdict %s (%s), want Delete recording both", ex.Verdict, ex.Reason)
+	}
+	if n := strings.Count(ex.String(), "  * batch/v1 Job"); n != 2 {
+		t.Errorf("%d candidates marked as deciding, want 2:\n%s", n, ex.String())
+	}
+}
