@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
 )
@@ -174,4 +176,23 @@ func TestWatchesDiscoveryOutsideTheLock(t *testing.T) {
 	g.Eventually(read, 2*time.Second).Should(gomega.BeClosed(), "readers waited for discovery")
 	close(release)
 	g.Eventually(done, 5*time.Second).Should(gomega.Receive(gomega.BeNil()))
+}
+
+// TestClaimOwnersOfSeveralKinds: an AppWrapper whose annotated triggers
+// are of two kinds owns a watch on each, and each owner names it.
+func TestClaimOwnersOfSeveralKinds(t *testing.T) {
+	ann := map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
+	aw := exAppWrapper(t, withComponents(
+		awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "load"), Annotations: ann},
+		awv1beta2.AppWrapperComponent{Template: template(t, "v1", "Pod", "checker"), Annotations: ann}))
+	key := types.NamespacedName{Namespace: exNS, Name: exAW}
+	job, pod := claimOwner(key, aw, schema.GroupKind{Group: "batch", Kind: "Job"}), claimOwner(key, aw, schema.GroupKind{Kind: "Pod"})
+	if job != watchOwner(key) || pod == job {
+		t.Fatalf("owners %q and %q, want the AppWrapper's own for the first kind and another for the second", job, pod)
+	}
+	for _, o := range []string{job, pod} {
+		if got, ok := appWrapperOwner(o); !ok || got != key {
+			t.Errorf("owner %q names %v, want %v", o, got, key)
+		}
+	}
 }
