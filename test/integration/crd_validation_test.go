@@ -82,7 +82,18 @@ var _ = Describe("CompletionRule validation by the API server", func() {
 			util.MakeRule("v-kind").TriggerKind("batch", "job", "").Obj(), "spec.trigger.kind"),
 		Entry("an API group that is not a DNS name",
 			util.MakeRule("v-apigroup").TriggerKind("Batch_Group", "Job", "").Success("true").Obj(), "spec.trigger.apiGroup"),
+		Entry("a trigger policy that is not One, All or Any",
+			util.MakeRule("v-policy").TriggerKind("batch", "Job", "").Policy("Most").Obj(), "spec.trigger.policy"),
 	)
+
+	It("defaults the trigger policy to One, and takes All and Any", func() {
+		r := util.MakeRule("v-policy-default").TriggerKind("batch", "Job", "").Obj()
+		Expect(create(r)).To(Succeed())
+		Expect(r.Spec.Trigger.Policy).To(Equal(wrapupv1alpha1.TriggerPolicyOne))
+		for _, p := range []wrapupv1alpha1.TriggerPolicy{wrapupv1alpha1.TriggerPolicyAll, wrapupv1alpha1.TriggerPolicyAny} {
+			Expect(create(util.MakeRule("v-policy-"+strings.ToLower(string(p))).Policy(p).Obj())).To(Succeed())
+		}
+	})
 
 	It("accepts every rule in config/samples and config/rules", func() {
 		files, err := filepath.Glob(filepath.Join(framework.RepoRoot(), "config", "samples", "*.yaml"))
