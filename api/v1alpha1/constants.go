@@ -30,7 +30,8 @@ const (
 	TriggerRefAnnotation = "wrapup.dev/trigger-ref"
 	// TriggersAnnotation lists, under a rule whose trigger policy is All or
 	// Any and with several candidates, the candidates whose states decided
-	// the outcome, as component index and UID: "1=<uid>,3=<uid>".
+	// the outcome: the policy, then component index and UID of each,
+	// "All:1=<uid>,3=<uid>".
 	TriggersAnnotation = "wrapup.dev/triggers"
 )
 

@@ -168,6 +168,15 @@ func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref
 	// What the controller remembers of a failure follows the candidates
 	// that failed.
 	v := settle(policy, cs)
+	if v.failure && policy == wrapupv1alpha1.TriggerPolicyAll {
+		// The failed candidate whose failure the controller remembers
+		// decides: its grace runs from when it was first seen.
+		for i := range cs {
+			if cs[i].state == liveFailed && cs[i].info.UID != "" && cs[i].info.UID == in.FailureSeen.TriggerUID {
+				v.deciders = []int{i}
+			}
+		}
+	}
 	switch {
 	case v.failure:
 		key := failureKey(cs, v.deciders)
@@ -180,7 +189,7 @@ func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref
 		d.FailureSeen = nil
 	}
 
-	if rec := d.Recorded; rec != nil && rec.forMany(refs, aw, live) {
+	if rec := d.Recorded; rec != nil && rec.forMany(policy, refs, aw, live) {
 		d.decideManyRecorded(in, rule, policy, cs, grace)
 		return
 	}
@@ -312,7 +321,7 @@ func (d *Decision) recordMany(in Input, rule *wrapupv1alpha1.CompletionRule, out
 	}
 	first := cs[deciders[0]].info
 	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, FinishedAt: in.Now.UTC(), Message: message,
-		TriggerUID: first.UID, TriggerRef: first.Ref.String(), Triggers: ts})
+		TriggerUID: first.UID, TriggerRef: first.Ref.String(), Triggers: ts, Policy: Policy(rule)})
 }
 
 func allOf(cs []observed) []int {

@@ -57,8 +57,17 @@ func hjob(i, attempt int, state string) Trigger {
 func (b *awBuilder) recordedMany(o wrapupv1alpha1.Outcome, ago time.Duration, deciders ...RecordedTrigger) *awBuilder {
 	first := harnessRef(deciders[0].Index - 1)
 	(&Record{Outcome: o, Rule: "harness", FinishedAt: now.Add(-ago), Message: "done", TriggerUID: deciders[0].UID,
-		TriggerRef: first.String(), Triggers: deciders}).Apply(b.aw)
+		TriggerRef: first.String(), Triggers: deciders, Policy: policyOf(o, deciders)}).Apply(b.aw)
 	return b
+}
+
+// policyOf is the policy that records deciders for o, in these tables:
+// All records every candidate for a success and one for a failure.
+func policyOf(o wrapupv1alpha1.Outcome, deciders []RecordedTrigger) wrapupv1alpha1.TriggerPolicy {
+	if (o == wrapupv1alpha1.OutcomeSucceeded) == (len(deciders) > 1) {
+		return wrapupv1alpha1.TriggerPolicyAll
+	}
+	return wrapupv1alpha1.TriggerPolicyAny
 }
 
 func decider(i, attempt int) RecordedTrigger {
@@ -176,6 +185,14 @@ func TestDecideMany(t *testing.T) {
 			policy: anyOf, triggers: []Trigger{hjob(0, 0, ""), hjob(1, 0, "Complete"), hjob(2, 0, "")},
 			verdict: VerdictDelete},
 
+		{name: "All: of two failures, the one the controller remembers decides, from when it saw it", aw: harnessAW(t, 3).obj(), policy: all,
+			triggers:    []Trigger{hjob(0, 0, "Failed"), hjob(1, 0, "Failed"), hjob(2, 0, "")},
+			failureSeen: FailureSeen{TriggerUID: hUID(1, 0), At: now.Add(-long)},
+			verdict:     VerdictDelete, write: wrapupv1alpha1.OutcomeFailed, deciders: []int{2}},
+		{name: "a record decided under another policy: the rule decides afresh (Any: not every candidate failed)",
+			aw:     harnessAW(t, 3).recordedMany(wrapupv1alpha1.OutcomeFailed, time.Minute, decider(1, 0)).obj(),
+			policy: anyOf, triggers: []Trigger{hjob(0, 0, ""), hjob(1, 0, "Failed"), hjob(2, 0, "")},
+			verdict: VerdictWaitingForTrigger},
 		{name: "One: several candidates are ambiguous", aw: harnessAW(t, 3).obj(), policy: wrapupv1alpha1.TriggerPolicyOne,
 			triggers: []Trigger{hjob(0, 0, "Complete"), hjob(1, 0, "Complete"), hjob(2, 0, "Complete")},
 			verdict:  VerdictNoTrigger, warning: wrapupv1alpha1.ReasonAmbiguousTrigger, reason: "set trigger.policy to All or Any"},
@@ -251,9 +268,10 @@ func TestRecordOfSeveralTriggers(t *testing.T) {
 	for i := range wrapupv1alpha1.MaxTriggers {
 		ts = append(ts, RecordedTrigger{Index: i + 1, UID: types.UID(fmt.Sprintf("%08d-0000-0000-0000-000000000000", i))})
 	}
-	rec := &Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "harness", FinishedAt: now, TriggerUID: ts[0].UID, TriggerRef: harnessRef(0).String(), Triggers: ts}
+	rec := &Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "harness", FinishedAt: now, TriggerUID: ts[0].UID, TriggerRef: harnessRef(0).String(),
+		Triggers: ts, Policy: wrapupv1alpha1.TriggerPolicyAll}
 	rec.Apply(aw)
-	if n := len(aw.Annotations[wrapupv1alpha1.TriggersAnnotation]); n > 64*40 {
+	if n := len(aw.Annotations[wrapupv1alpha1.TriggersAnnotation]); n > 4+64*40 {
 		t.Errorf("the triggers annotation of %d candidates is %d bytes", len(ts), n)
 	}
 	back := ReadRecord(aw)
@@ -271,9 +289,11 @@ func TestRecordOfSeveralTriggers(t *testing.T) {
 	}
 	aw.Labels[wrapupv1alpha1.OutcomeLabel] = "Succeeded"
 	aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = now.Format(time.RFC3339Nano)
-	aw.Annotations[wrapupv1alpha1.TriggersAnnotation] = "one=uid"
-	if ReadRecord(aw) != nil {
-		t.Error("a triggers annotation that does not parse is read as a record")
+	for _, bad := range []string{"All:one=uid", "1=uid", "Most:1=uid"} {
+		aw.Annotations[wrapupv1alpha1.TriggersAnnotation] = bad
+		if ReadRecord(aw) != nil {
+			t.Errorf("the triggers annotation %q is read as a record", bad)
+		}
 	}
 }
 

@@ -33,6 +33,10 @@ type Record struct {
 	// every one for All's success and Any's failure, the one that decided
 	// for All's failure and Any's success. Empty for a single trigger.
 	Triggers []RecordedTrigger
+	// Policy is the rule's trigger policy that decided, with Triggers: a
+	// rule whose policy changed since decides afresh, as a rule that takes
+	// another component does.
+	Policy wrapupv1alpha1.TriggerPolicy
 }
 
 // RecordedTrigger is a candidate whose state decided an outcome: its
@@ -43,35 +47,43 @@ type RecordedTrigger struct {
 	UID   types.UID
 }
 
-// formatTriggers is the value of the triggers annotation: "1=<uid>,3=<uid>".
-func formatTriggers(ts []RecordedTrigger) string {
+// formatTriggers is the value of the triggers annotation:
+// "All:1=<uid>,3=<uid>"; "" for none.
+func formatTriggers(p wrapupv1alpha1.TriggerPolicy, ts []RecordedTrigger) string {
+	if len(ts) == 0 {
+		return ""
+	}
 	parts := make([]string, len(ts))
 	for i, t := range ts {
 		parts[i] = strconv.Itoa(t.Index) + "=" + string(t.UID)
 	}
-	return strings.Join(parts, ",")
+	return string(p) + ":" + strings.Join(parts, ",")
 }
 
 // parseTriggers reads the triggers annotation; ok is false when it does
 // not parse (the record is then as good as none).
-func parseTriggers(v string) ([]RecordedTrigger, bool) {
+func parseTriggers(v string) (wrapupv1alpha1.TriggerPolicy, []RecordedTrigger, bool) {
 	if v == "" {
-		return nil, true
+		return "", nil, true
+	}
+	p, v, ok := strings.Cut(v, ":")
+	if !ok || (p != string(wrapupv1alpha1.TriggerPolicyAll) && p != string(wrapupv1alpha1.TriggerPolicyAny)) {
+		return "", nil, false
 	}
 	parts := strings.Split(v, ",")
 	if len(parts) > wrapupv1alpha1.MaxTriggers {
-		return nil, false
+		return "", nil, false
 	}
 	out := make([]RecordedTrigger, len(parts))
 	for i, p := range parts {
 		idx, uid, ok := strings.Cut(p, "=")
 		n, err := strconv.Atoi(idx)
 		if !ok || err != nil || n < 0 {
-			return nil, false
+			return "", nil, false
 		}
 		out[i] = RecordedTrigger{Index: n, UID: types.UID(uid)}
 	}
-	return out, true
+	return wrapupv1alpha1.TriggerPolicy(p), out, true
 }
 
 // For says whether rec was recorded for the trigger component ref of aw,
@@ -107,8 +119,8 @@ func (rec *Record) For(ref Ref, aw *awv1beta2.AppWrapper, live types.UID) bool {
 // whose live objects have the UIDs live (by component index; "" or absent
 // when not read): as For says for one trigger, for each candidate that
 // decided.
-func (rec *Record) forMany(refs []Ref, aw *awv1beta2.AppWrapper, live map[int]types.UID) bool {
-	if len(rec.Triggers) == 0 || rec.FinishedAt.Before(aw.CreationTimestamp.Time) {
+func (rec *Record) forMany(policy wrapupv1alpha1.TriggerPolicy, refs []Ref, aw *awv1beta2.AppWrapper, live map[int]types.UID) bool {
+	if len(rec.Triggers) == 0 || rec.Policy != policy || rec.FinishedAt.Before(aw.CreationTimestamp.Time) {
 		return false
 	}
 	byIndex := make(map[int]Ref, len(refs))
@@ -161,12 +173,13 @@ func ReadRecord(aw *awv1beta2.AppWrapper) *Record {
 		// after it. Taking the end of that second never shortens a TTL.
 		at = at.Add(time.Second - time.Millisecond)
 	}
-	triggers, ok := parseTriggers(aw.Annotations[wrapupv1alpha1.TriggersAnnotation])
+	policy, triggers, ok := parseTriggers(aw.Annotations[wrapupv1alpha1.TriggersAnnotation])
 	if !ok {
 		return nil
 	}
 	return &Record{
 		Triggers:   triggers,
+		Policy:     policy,
 		Outcome:    o,
 		Rule:       aw.Annotations[wrapupv1alpha1.RuleAnnotation],
 		FinishedAt: at,
@@ -197,7 +210,7 @@ func (rec *Record) Apply(aw *awv1beta2.AppWrapper) {
 	aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = rec.FinishedAt.UTC().Format(finishedAtLayout)
 	aw.Annotations[wrapupv1alpha1.MessageAnnotation] = Truncate(rec.Message, MaxMessage)
 	for k, v := range map[string]string{wrapupv1alpha1.TriggerUIDAnnotation: string(rec.TriggerUID), wrapupv1alpha1.TriggerRefAnnotation: rec.TriggerRef,
-		wrapupv1alpha1.TriggersAnnotation: formatTriggers(rec.Triggers)} {
+		wrapupv1alpha1.TriggersAnnotation: formatTriggers(rec.Policy, rec.Triggers)} {
 		if v != "" {
 			aw.Annotations[k] = v
 		} else {
@@ -218,5 +231,5 @@ func (rec *Record) Same(o *Record) bool {
 		return rec == o
 	}
 	return rec.Outcome == o.Outcome && rec.TriggerUID == o.TriggerUID && rec.TriggerRef == o.TriggerRef && rec.Rule == o.Rule &&
-		rec.FinishedAt.Equal(o.FinishedAt) && formatTriggers(rec.Triggers) == formatTriggers(o.Triggers)
+		rec.FinishedAt.Equal(o.FinishedAt) && formatTriggers(rec.Policy, rec.Triggers) == formatTriggers(o.Policy, o.Triggers)
 }
