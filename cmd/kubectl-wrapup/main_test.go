@@ -137,7 +137,7 @@ func TestRun(t *testing.T) {
 			name:     "eval: a folder of rules needs --name",
 			args:     []string{"eval", "-f", samples, "--trigger", td("job-complete.yaml")},
 			wantCode: exitFail,
-			wantErr:  []string{"3 CompletionRules found (benchmarks, eval-suite, training-record-only): choose one with --name"},
+			wantErr:  []string{"4 CompletionRules found (benchmarks, eval-suite, parallel-harness, training-record-only): choose one with --name"},
 		},
 		{
 			name:     "eval: --name picks a rule, flags in any order",
