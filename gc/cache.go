@@ -39,15 +39,21 @@ func CacheOptions() cache.Options {
 }
 
 // slimCompletionRecord keeps of a CompletionRecord what its retention and
-// the check that it is written read: not the triggers, the message or the
-// AppWrapper's labels.
+// the check that it is written read: of the triggers only the UIDs of those
+// that decided; not the message or the AppWrapper's labels.
 func slimCompletionRecord(obj any) (any, error) {
 	cr, ok := obj.(*wrapupv1alpha1.CompletionRecord)
 	if !ok {
 		return obj, nil
 	}
 	cr.ManagedFields = nil
-	cr.Triggers, cr.Message, cr.AppWrapper.Labels = nil, "", nil
+	var decided []wrapupv1alpha1.RecordedTrigger
+	for _, t := range cr.Triggers {
+		if t.Decided {
+			decided = append(decided, wrapupv1alpha1.RecordedTrigger{UID: t.UID, Decided: true})
+		}
+	}
+	cr.Triggers, cr.Message, cr.AppWrapper.Labels = decided, "", nil
 	return cr, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -148,9 +147,22 @@ func triggerStatus(t *wrapupv1alpha1.RecordedTrigger, obj *unstructured.Unstruct
 	}
 }
 
-// sameRun says whether the stored record a is of the run that b records.
+// sameRun says whether the stored record a is of the run that b records:
+// the same AppWrapper, outcome, rule and deciding triggers, finished in the
+// same second (what the API server keeps of a time).
 func sameRun(a, b *wrapupv1alpha1.CompletionRecord) bool {
-	return a.AppWrapper.UID == b.AppWrapper.UID && a.Outcome == b.Outcome && a.Rule == b.Rule && a.FinishedAt.Equal(&b.FinishedAt)
+	return a.AppWrapper.UID == b.AppWrapper.UID && a.Outcome == b.Outcome && a.Rule == b.Rule &&
+		a.FinishedAt.Unix() == b.FinishedAt.Unix() && decidedUIDs(a) == decidedUIDs(b)
+}
+
+func decidedUIDs(cr *wrapupv1alpha1.CompletionRecord) string {
+	var s string
+	for _, t := range cr.Triggers {
+		if t.Decided {
+			s += string(t.UID) + ","
+		}
+	}
+	return s
 }
 
 // writeHistory makes sure that the CompletionRecord of the outcome rec,
@@ -158,24 +170,10 @@ func sameRun(a, b *wrapupv1alpha1.CompletionRecord) bool {
 // earlier outcome of the same AppWrapper (a failure a retry cleared). It
 // returns whether it wrote (false: the same record was there already, or
 // the rule keeps none).
-func (r *AppWrapperReconciler) writeHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record) (bool, error) {
-	var rule *wrapupv1alpha1.CompletionRule
-	for _, ru := range in.Rules {
-		if ru.Rule.Name == rec.Rule {
-			rule = ru.Rule
-		}
-	}
-	if rule == nil {
-		return false, nil
-	}
-	ret, keep := History(rule)
-	if !keep {
-		return false, nil
-	}
-	cr := completionRecord(in, d, rec, ret)
+func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) (bool, error) {
 	err := r.Writer.Create(ctx, cr)
 	if err == nil {
-		historyWrittenTotal.WithLabelValues(rec.Rule).Inc()
+		historyWrittenTotal.WithLabelValues(cr.Rule).Inc()
 		return true, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -197,7 +195,7 @@ func (r *AppWrapperReconciler) writeHistory(ctx context.Context, in decision.Inp
 	if err := r.Writer.Update(ctx, cr); err != nil {
 		return false, fmt.Errorf("replacing CompletionRecord %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
-	historyWrittenTotal.WithLabelValues(rec.Rule).Inc()
+	historyWrittenTotal.WithLabelValues(cr.Rule).Inc()
 	return true, nil
 }
 
@@ -211,14 +209,30 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 	}
 	aw := in.AppWrapper
 	key := client.ObjectKeyFromObject(aw)
-	cached := &wrapupv1alpha1.CompletionRecord{}
-	if err := r.Cache.Get(ctx, types.NamespacedName{Namespace: aw.Namespace, Name: RecordName(aw.Name, string(aw.UID))}, cached); err == nil &&
-		cached.AppWrapper.UID == aw.UID && cached.Outcome == rec.Outcome && cached.Rule == rec.Rule && cached.FinishedAt.Equal(&metav1.Time{Time: rec.FinishedAt}) {
+	done := func() bool {
 		mem.history = rec
 		r.memory.put(key, *mem)
 		return true
 	}
-	if _, err := r.writeHistory(ctx, in, d, rec); err != nil {
+	var rule *wrapupv1alpha1.CompletionRule
+	for _, ru := range in.Rules {
+		if ru.Rule.Name == rec.Rule {
+			rule = ru.Rule
+		}
+	}
+	if rule == nil {
+		return done()
+	}
+	ret, keep := History(rule)
+	if !keep {
+		return done()
+	}
+	cr := completionRecord(in, d, rec, ret)
+	cached := &wrapupv1alpha1.CompletionRecord{}
+	if err := r.Cache.Get(ctx, client.ObjectKeyFromObject(cr), cached); err == nil && sameRun(cached, cr) {
+		return done()
+	}
+	if _, err := r.writeHistory(ctx, cr); err != nil {
 		historyWriteFailuresTotal.WithLabelValues(rec.Rule).Inc()
 		late := !in.Now.Before(rec.FinishedAt.Add(HistoryWriteDeadline))
 		msg := fmt.Sprintf("the run's CompletionRecord could not be written: %v", err)
@@ -229,12 +243,9 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		}
 		r.Recorder.Eventf(aw, nil, "Warning", wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord", "%s", decision.Truncate(msg, decision.MaxMessage))
 		if late {
-			mem.history = rec
-			r.memory.put(key, *mem)
+			return done()
 		}
-		return late
+		return false
 	}
-	mem.history = rec
-	r.memory.put(key, *mem)
-	return true
+	return done()
 }
