@@ -91,7 +91,7 @@ var _ = Describe("CompletionRule validation by the API server", func() {
 		Expect(create(r)).To(Succeed())
 		Expect(r.Spec.Trigger.Policy).To(Equal(wrapupv1alpha1.TriggerPolicyOne))
 		for _, p := range []wrapupv1alpha1.TriggerPolicy{wrapupv1alpha1.TriggerPolicyAll, wrapupv1alpha1.TriggerPolicyAny} {
-			Expect(create(util.MakeRule("v-policy-"+strings.ToLower(string(p))).Policy(p).Obj())).To(Succeed())
+			Expect(create(util.MakeRule("v-policy-" + strings.ToLower(string(p))).Policy(p).Obj())).To(Succeed())
 		}
 	})
 
