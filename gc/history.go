@@ -78,6 +78,8 @@ func completionRecord(in decision.Input, d decision.Decision, rec *decision.Reco
 		ttl := time.Duration(ptr.Deref(d.Action.TTLSecondsAfterFinished, 0)) * time.Second
 		cr.Action.DeleteAfter = ptr.To(metav1.NewTime(rec.FinishedAt.Add(ttl)))
 	}
+	// The AppWrapper's labels (at most 32) are the record's too, so that
+	// users find their runs with their own selectors.
 	keys := make([]string, 0, len(aw.Labels))
 	for k := range aw.Labels {
 		if k != wrapupv1alpha1.OutcomeLabel {
@@ -93,7 +95,11 @@ func completionRecord(in decision.Input, d decision.Decision, rec *decision.Reco
 			cr.AppWrapper.Labels = map[string]string{}
 		}
 		cr.AppWrapper.Labels[k] = aw.Labels[k]
+		if _, ours := cr.Labels[k]; !ours {
+			cr.Labels[k] = aw.Labels[k]
+		}
 	}
+	cr.Labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
 
 	add := func(info decision.TriggerInfo, state string, decided bool) {
 		if len(cr.Triggers) == wrapupv1alpha1.MaxRecordedTriggers {
