@@ -9,11 +9,13 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,7 +45,10 @@ type simChecks struct {
 
 	written, cleared, counted, lostRecordWrites int
 	deletes, explained, settled, histories      int
-	verdicts                                    map[decision.Verdict]int
+	// ...of records naming several candidates, and of settled AppWrappers
+	// with several.
+	manyWritten, manyCleared, manyDeletes, settledMany, manyDecisions int
+	verdicts                                                          map[decision.Verdict]int
 }
 
 func (c *simChecks) init() {
@@ -63,6 +68,11 @@ func (c *simChecks) add(o *simChecks) {
 	c.explained += o.explained
 	c.settled += o.settled
 	c.lostRecordWrites += o.lostRecordWrites
+	c.manyWritten += o.manyWritten
+	c.manyCleared += o.manyCleared
+	c.manyDeletes += o.manyDeletes
+	c.settledMany += o.settledMany
+	c.manyDecisions += o.manyDecisions
 	c.histories++
 	for v, n := range o.verdicts {
 		c.verdicts[v] += n
@@ -75,8 +85,9 @@ func (c *simChecks) summary() string {
 		vs = append(vs, string(v))
 	}
 	sort.Strings(vs)
-	out := fmt.Sprintf("%d records written, %d cleared, %d deletions, %d lost answers to record writes, %d explain checks, %d settled AppWrappers checked; verdicts:",
-		c.written, c.cleared, c.deletes, c.lostRecordWrites, c.explained, c.settled)
+	out := fmt.Sprintf("%d records written, %d cleared, %d deletions, %d lost answers to record writes, %d explain checks, %d settled AppWrappers checked; "+
+		"of several candidates: %d decisions, %d records written, %d cleared, %d deletions, %d settled AppWrappers; verdicts:",
+		c.written, c.cleared, c.deletes, c.lostRecordWrites, c.explained, c.settled, c.manyDecisions, c.manyWritten, c.manyCleared, c.manyDeletes, c.settledMany)
 	for _, v := range vs {
 		out += fmt.Sprintf(" %s %d", v, c.verdicts[decision.Verdict(v)])
 	}
@@ -111,11 +122,26 @@ func (w *simWorld) winner(aw *awv1beta2.AppWrapper) (spec simRule, found, usable
 // foreign says whether rec, on aw, was written for another AppWrapper (a
 // copy in a saved manifest it was created again from).
 func (w *simWorld) foreign(aw *awv1beta2.AppWrapper, rec *decision.Record) bool {
-	if rec.TriggerUID == "" {
-		return rec.FinishedAt.Before(aw.CreationTimestamp.Time)
+	uids := []types.UID{rec.TriggerUID}
+	if len(rec.Triggers) > 0 {
+		uids = nil
+		for _, t := range rec.Triggers {
+			if t.UID != "" {
+				uids = append(uids, t.UID)
+			}
+		}
 	}
-	tr := w.truth[rec.TriggerUID]
-	return tr == nil || tr.aw != aw.UID
+	named := false
+	for _, uid := range uids {
+		if uid == "" {
+			continue
+		}
+		named = true
+		if tr := w.truth[uid]; tr == nil || tr.aw != aw.UID {
+			return true
+		}
+	}
+	return !named && rec.FinishedAt.Before(aw.CreationTimestamp.Time)
 }
 
 // simGroups are the API groups of the trigger kinds.
@@ -127,12 +153,111 @@ func simIgnored(aw *awv1beta2.AppWrapper) bool {
 	return ok && (v == "True" || v == "yes")
 }
 
-// applies says whether rule r takes m's trigger component as its trigger.
-func applies(r simRule, m *simAW) bool {
-	if r.kind == "" {
-		return m.annotated && !m.configMap
+// candidates are the trigger components of m that rule r takes as its
+// candidates: those of its kind, or, when it names none, the annotated
+// ones. None when it takes none of them, when it takes a ConfigMap (which
+// wrapup may not watch), or when it takes several and its policy is One.
+func candidates(r simRule, m *simAW) []*simTrig {
+	if r.kind == "" && m.configMap {
+		return nil
 	}
-	return r.kind == m.kind
+	var out []*simTrig
+	for i := range m.trigs {
+		t := &m.trigs[i]
+		if r.kind == "" && t.annotated || r.kind != "" && r.kind == t.kind {
+			out = append(out, t)
+		}
+	}
+	if len(out) > 1 && !r.many() {
+		return nil // ambiguous
+	}
+	return out
+}
+
+// applies says whether rule r takes m's trigger components as its trigger
+// (or its candidates).
+func applies(r simRule, m *simAW) bool { return len(candidates(r, m)) > 0 }
+
+// simCand is a candidate as the world knows it: its component, its live
+// object (nil when there is none of this AppWrapper's), and what the rule
+// says of it: Absent, Running, Succeeded, Failed or Error.
+type simCand struct {
+	t    *simTrig
+	obj  *unstructured.Unstructured
+	eval string
+	// recorded is, for a candidate that a record names, the UID it names.
+	recorded types.UID
+}
+
+func (c *simCand) uid() types.UID {
+	if c.obj == nil {
+		return ""
+	}
+	return c.obj.GetUID()
+}
+
+// cands are rule r's candidates in aw (of the model m), as they are now.
+func (w *simWorld) cands(aw *awv1beta2.AppWrapper, r simRule, m *simAW) []simCand {
+	ts := candidates(r, m)
+	out := make([]simCand, len(ts))
+	for i, t := range ts {
+		c := simCand{t: t, eval: "Absent"}
+		if o := w.live(m, t); o != nil {
+			if tr := w.truth[o.GetUID()]; tr != nil && tr.aw == aw.UID {
+				c.obj, c.eval = o, evaluate(r, o)
+			}
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// deciders are the candidates of cs (of a rule of policy policy) that rec
+// names, with the UIDs it names; ok is false when rec is not a record of
+// these candidates: a record of a single trigger names its component and no
+// candidates; one of several candidates (a rule All or Any with several)
+// names candidates only, each once, the first of them as its trigger, and
+// the policy that decided, the rule's.
+func deciders(rec *decision.Record, policy string, cs []simCand) ([]simCand, bool) {
+	if len(cs) == 1 {
+		if len(rec.Triggers) > 0 || rec.TriggerRef != cs[0].t.ref() {
+			return nil, false
+		}
+		c := cs[0]
+		c.recorded = rec.TriggerUID
+		return []simCand{c}, true
+	}
+	if len(rec.Triggers) == 0 || string(rec.Policy) != policy {
+		return nil, false
+	}
+	var out []simCand
+	seen := map[int]bool{}
+	for _, rt := range rec.Triggers {
+		found := false
+		for _, c := range cs {
+			if c.t.index == rt.Index && !seen[rt.Index] {
+				c.recorded = rt.UID
+				out = append(out, c)
+				seen[rt.Index], found = true, true
+			}
+		}
+		if !found {
+			return nil, false
+		}
+	}
+	if rec.TriggerRef != out[0].t.ref() || rec.TriggerUID != out[0].recorded {
+		return nil, false
+	}
+	return out, true
+}
+
+// recKey names what a record was written for: its trigger component and
+// the UID of its object, or the candidates it names.
+func recKey(rec *decision.Record) types.UID {
+	if len(rec.Triggers) > 0 {
+		return types.UID(rec.TriggerRef + " " + simTriggersOf(rec))
+	}
+	return types.UID(rec.TriggerRef + " " + string(rec.TriggerUID))
 }
 
 // evaluate is what rule r says of trigger t: Running, Succeeded, Failed or
@@ -152,20 +277,25 @@ func evaluate(r simRule, t *unstructured.Unstructured) string {
 }
 
 // willRetry says whether the AppWrapper controller is retrying aw, or is
-// about to: its failed trigger is reset while retries are left.
-func (w *simWorld) willRetry(aw *awv1beta2.AppWrapper, m *simAW) bool {
+// about to: one of the failed triggers ds (those a failure is recorded
+// or about to be recorded for) is reset while retries are left.
+func (w *simWorld) willRetry(aw *awv1beta2.AppWrapper, ds []simCand) bool {
 	switch aw.Status.Phase {
 	case awv1beta2.AppWrapperResetting, awv1beta2.AppWrapperResuming:
 		return true
 	case awv1beta2.AppWrapperRunning:
-		t := w.trigger(m)
-		return t != nil && m.kind != "RayJob" && trigState(t) == wrapupv1alpha1.OutcomeFailed && aw.Status.Retries < simRetryLimit(aw)
+		for _, d := range ds {
+			if t := d.obj; t != nil && t.GetKind() != "RayJob" && trigState(t) == wrapupv1alpha1.OutcomeFailed && aw.Status.Retries < simRetryLimit(aw) {
+				return true
+			}
+		}
 	}
 	return false
 }
 
-// decides checks that the rule deciding for aw now can act on it.
-func (w *simWorld) decides(aw *awv1beta2.AppWrapper, m *simAW, what string) (simRule, bool) {
+// decides checks that the rule deciding for aw now can act on it, and
+// returns it with its candidates.
+func (w *simWorld) decides(aw *awv1beta2.AppWrapper, m *simAW, what string) (simRule, []simCand, bool) {
 	r, found, usable := w.winner(aw)
 	switch {
 	case m == nil:
@@ -177,11 +307,29 @@ func (w *simWorld) decides(aw *awv1beta2.AppWrapper, m *simAW, what string) (sim
 	case !usable:
 		w.fail("%s %s, whose deciding rule %s cannot act (%+v)", what, client.ObjectKeyFromObject(aw), r.name, r)
 	case !applies(r, m):
-		w.fail("%s %s, whose deciding rule %s does not take its %s component (annotated %v) as the trigger", what, client.ObjectKeyFromObject(aw), r.name, m.kind, m.annotated)
+		w.fail("%s %s, whose deciding rule %s (kind %q, policy %q) does not take its components %s as the trigger", what, client.ObjectKeyFromObject(aw), r.name, r.kind, r.policy, m.describe())
 	default:
-		return r, true
+		return r, w.cands(aw, r, m), true
 	}
-	return r, false
+	return r, nil, false
+}
+
+// describeCands says what the candidates are, for messages.
+func describeCands(cs []simCand) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprintf("%d=%s:%s", c.t.index, c.uid(), c.eval)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// counts counts the candidates of cs in each state.
+func counts(cs []simCand) map[string]int {
+	n := map[string]int{}
+	for _, c := range cs {
+		n[c.eval]++
+	}
+	return n
 }
 
 // checkRecordWrite checks a patch of wrapup's that turns cur into next.
@@ -192,48 +340,122 @@ func (w *simWorld) checkRecordWrite(cur, next *awv1beta2.AppWrapper) {
 		return
 	}
 	m := w.models[cur.UID]
-	r, ok := w.decides(cur, m, "wrapup changed the record of")
+	r, cs, ok := w.decides(cur, m, "wrapup changed the record of")
 	if !ok {
 		return
 	}
-	t := w.trigger(m)
+	key := client.ObjectKeyFromObject(cur)
+	phase := cur.Status.Phase
 	if before != nil {
-		delete(w.checks.open, [2]types.UID{cur.UID, before.TriggerUID})
+		delete(w.checks.open, [2]types.UID{cur.UID, recKey(before)})
 	}
 	if after == nil {
 		w.checks.cleared++
-		switch {
-		case t != nil && t.GetUID() == before.TriggerUID && evaluate(r, t) == "Running" && cur.Status.Phase != awv1beta2.AppWrapperFailed:
-		case t != nil && t.GetUID() != before.TriggerUID && before.Outcome == wrapupv1alpha1.OutcomeFailed && cur.Status.Phase != awv1beta2.AppWrapperFailed:
-		default:
-			w.fail("wrapup cleared the record %s of %s without cause: trigger %v, rule %s says %s, phase %s",
-				describeRecord(before), client.ObjectKeyFromObject(cur), uidOf(t), r.name, evalOf(r, t), cur.Status.Phase)
+		ds, own := deciders(before, r.policy, cs)
+		if !own {
+			w.fail("wrapup cleared the record %s of %s, which is not a record of its candidates %s under rule %s (policy %q)",
+				describeRecord(before), key, describeCands(cs), r.name, r.policy)
+			return
+		}
+		if len(before.Triggers) > 0 {
+			w.checks.manyCleared++
+		}
+		cause := false
+		for _, d := range ds {
+			// The trigger that decided runs again, or (after a failure) a new
+			// attempt replaced it.
+			cause = cause || phase != awv1beta2.AppWrapperFailed && (d.recorded != "" && d.uid() == d.recorded && d.eval == "Running" ||
+				before.Outcome == wrapupv1alpha1.OutcomeFailed && d.obj != nil && d.uid() != d.recorded)
+		}
+		if !cause {
+			w.fail("wrapup cleared the record %s of %s without cause: candidates %s, rule %s, phase %s",
+				describeRecord(before), key, describeCands(cs), r.name, phase)
 		}
 		return
 	}
-	key := [2]types.UID{cur.UID, after.TriggerUID}
-	if w.checks.open[key] {
-		w.fail("wrapup recorded trigger %s of %s twice", after.TriggerUID, client.ObjectKeyFromObject(cur))
+	if before != nil && !w.foreign(cur, before) && recKey(before) == recKey(after) {
+		w.fail("wrapup recorded %s on %s again, over %s, with no clear between", describeRecord(after), key, describeRecord(before))
 	}
-	w.checks.open[key] = true
-	w.checks.recordedAt[key] = w.now
+	open := [2]types.UID{cur.UID, recKey(after)}
+	if w.checks.open[open] {
+		w.fail("wrapup recorded trigger %s of %s twice", recKey(after), key)
+	}
+	w.checks.open[open] = true
+	w.checks.recordedAt[open] = w.now
 	w.checks.written++
+	ds, own := deciders(after, r.policy, cs)
+	if !own {
+		w.fail("wrapup recorded %s on %s, which is not a record of its candidates %s under rule %s (policy %q)",
+			describeRecord(after), key, describeCands(cs), r.name, r.policy)
+		return
+	}
+	for _, d := range ds {
+		if d.recorded != d.uid() {
+			w.fail("wrapup recorded %s on %s, naming %s for component %d, whose object is %q", describeRecord(after), key, d.recorded, d.t.index, d.uid())
+			return
+		}
+	}
+	if len(cs) > 1 {
+		w.checks.manyWritten++
+		w.checkManyRecord(cur, r, cs, ds, after)
+		return
+	}
+	t, e := cs[0].obj, cs[0].eval
 	same := t != nil && t.GetUID() == after.TriggerUID
-	if after.Outcome == wrapupv1alpha1.OutcomeFailed && t != nil && evaluate(r, t) == string(wrapupv1alpha1.OutcomeSucceeded) {
-		w.fail("wrapup recorded %s on %s, whose trigger succeeded", describeRecord(after), client.ObjectKeyFromObject(cur))
+	if after.Outcome == wrapupv1alpha1.OutcomeFailed && e == string(wrapupv1alpha1.OutcomeSucceeded) {
+		w.fail("wrapup recorded %s on %s, whose trigger succeeded", describeRecord(after), key)
 	}
 	ok = false
 	switch after.Outcome {
 	case wrapupv1alpha1.OutcomeSucceeded:
-		ok = same && evaluate(r, t) == string(wrapupv1alpha1.OutcomeSucceeded) ||
-			after.TriggerUID == "" && t == nil && cur.Status.Phase == awv1beta2.AppWrapperSucceeded
+		ok = same && e == string(wrapupv1alpha1.OutcomeSucceeded) ||
+			after.TriggerUID == "" && t == nil && phase == awv1beta2.AppWrapperSucceeded
 	case wrapupv1alpha1.OutcomeFailed:
-		ok = cur.Status.Phase == awv1beta2.AppWrapperFailed ||
-			same && evaluate(r, t) == string(wrapupv1alpha1.OutcomeFailed) && !w.willRetry(cur, m)
+		ok = phase == awv1beta2.AppWrapperFailed ||
+			same && e == string(wrapupv1alpha1.OutcomeFailed) && !w.willRetry(cur, ds)
 	}
 	if !ok {
 		w.fail("wrapup recorded %s on %s: trigger %v, rule %s says %s, phase %s, retries %d",
-			describeRecord(after), client.ObjectKeyFromObject(cur), uidOf(t), r.name, evalOf(r, t), cur.Status.Phase, cur.Status.Retries)
+			describeRecord(after), key, uidOf(t), r.name, e, phase, cur.Status.Retries)
+	}
+}
+
+// checkManyRecord checks a record written for the several candidates cs
+// of rule r (policy All or Any), naming ds as the candidates that decided:
+//   - All succeeded once every candidate succeeded (the record names them
+//     all), and failed once one candidate's failure is final (it names that
+//     one);
+//   - Any succeeded once one candidate succeeded (it names that one), and
+//     failed once every candidate's failure is final (it names them all);
+//   - a Failed AppWrapper failed, unless its candidates succeeded as the
+//     policy wants, and a Succeeded one succeeded when no candidate is
+//     unfinished; the record then names every candidate; a candidate whose
+//     evaluation errs is unfinished, and decides neither.
+func (w *simWorld) checkManyRecord(cur *awv1beta2.AppWrapper, r simRule, cs, ds []simCand, rec *decision.Record) {
+	phase := cur.Status.Phase
+	n := counts(cs)
+	every := len(ds) == len(cs)
+	dn := counts(ds)
+	succeeded := r.policy == "All" && n["Succeeded"] == len(cs) || r.policy == "Any" && n["Succeeded"] > 0
+	ok := false
+	switch rec.Outcome {
+	case wrapupv1alpha1.OutcomeSucceeded:
+		ok = r.policy == "All" && every && n["Succeeded"] == len(cs) ||
+			r.policy == "Any" && len(ds) == 1 && dn["Succeeded"] == 1 ||
+			phase == awv1beta2.AppWrapperSucceeded && every && n["Succeeded"]+n["Absent"] == len(cs)
+	case wrapupv1alpha1.OutcomeFailed:
+		if succeeded {
+			w.fail("wrapup recorded %s on %s, whose candidates %s succeeded under policy %s", describeRecord(rec), client.ObjectKeyFromObject(cur), describeCands(cs), r.policy)
+			return
+		}
+		final := !w.willRetry(cur, ds)
+		ok = final && r.policy == "All" && len(ds) == 1 && dn["Failed"] == 1 ||
+			final && r.policy == "Any" && every && n["Failed"] == len(cs) ||
+			phase == awv1beta2.AppWrapperFailed && every && n["Error"] == 0
+	}
+	if !ok {
+		w.fail("wrapup recorded %s on %s: rule %s, policy %s, candidates %s, phase %s, retries %d",
+			describeRecord(rec), client.ObjectKeyFromObject(cur), r.name, r.policy, describeCands(cs), phase, cur.Status.Retries)
 	}
 }
 
@@ -244,19 +466,12 @@ func uidOf(t *unstructured.Unstructured) string {
 	return string(t.GetUID())
 }
 
-func evalOf(r simRule, t *unstructured.Unstructured) string {
-	if t == nil {
-		return "nothing"
-	}
-	return evaluate(r, t)
-}
-
 // checkDelete checks a deletion of wrapup's of cur, before it lands.
 func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	w.checks.deletes++
 	key := client.ObjectKeyFromObject(cur)
 	m := w.models[cur.UID]
-	r, ok := w.decides(cur, m, "wrapup deleted")
+	r, cs, ok := w.decides(cur, m, "wrapup deleted")
 	if !ok {
 		return
 	}
@@ -265,32 +480,43 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 		w.fail("wrapup deleted %s, which carries no record", key)
 		return
 	}
-	if want := simGroups[m.kind] + "/" + m.kind + "/" + m.template(); rec.TriggerRef != want {
-		w.fail("wrapup deleted %s on a record of %q, not of its trigger %s", key, rec.TriggerRef, want)
+	ds, own := deciders(rec, r.policy, cs)
+	if !own {
+		w.fail("wrapup deleted %s on the record %s (ref %q), which is not a record of its candidates %s under rule %s (policy %q)",
+			key, describeRecord(rec), rec.TriggerRef, describeCands(cs), r.name, r.policy)
+		return
 	}
-	t := w.trigger(m)
+	if len(rec.Triggers) > 0 {
+		w.checks.manyDeletes++
+	}
 	phase := cur.Status.Phase
-	if t != nil && t.GetUID() == rec.TriggerUID && phase != awv1beta2.AppWrapperFailed {
-		if e := evaluate(r, t); e != string(wrapupv1alpha1.OutcomeSucceeded) && e != string(wrapupv1alpha1.OutcomeFailed) {
-			w.fail("wrapup deleted %s while rule %s says its trigger is %s", key, r.name, e)
+	for _, d := range ds {
+		switch {
+		case d.eval == "Error":
+			w.fail("wrapup deleted %s while rule %s's evaluation of its trigger %d (%s) errs", key, r.name, d.t.index, d.uid())
+		case d.obj != nil && d.uid() == d.recorded && phase != awv1beta2.AppWrapperFailed &&
+			d.eval != string(wrapupv1alpha1.OutcomeSucceeded) && d.eval != string(wrapupv1alpha1.OutcomeFailed):
+			w.fail("wrapup deleted %s while rule %s says its trigger %d (%s) is %s", key, r.name, d.t.index, d.uid(), d.eval)
 		}
-	}
-	// The record tells the truth.
-	if rec.TriggerUID != "" {
-		tr := w.truth[rec.TriggerUID]
-		if tr == nil || tr.aw != cur.UID || tr.outcome != rec.Outcome && !(rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase == awv1beta2.AppWrapperFailed) {
-			w.fail("wrapup deleted %s on the record %s, which the trigger's history (%+v) does not bear out", key, describeRecord(rec), tr)
+		// The record tells the truth.
+		if d.recorded != "" {
+			tr := w.truth[d.recorded]
+			if tr == nil || tr.aw != cur.UID || tr.outcome != rec.Outcome && !(rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase == awv1beta2.AppWrapperFailed) {
+				w.fail("wrapup deleted %s on the record %s, which the history of trigger %s (%+v) does not bear out", key, describeRecord(rec), d.recorded, tr)
+			}
+		} else if rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed ||
+			rec.Outcome == wrapupv1alpha1.OutcomeSucceeded && phase != awv1beta2.AppWrapperSucceeded {
+			w.fail("wrapup deleted %s on the record %s, with no trigger %d, in phase %s", key, describeRecord(rec), d.t.index, phase)
 		}
-	} else if rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed ||
-		rec.Outcome == wrapupv1alpha1.OutcomeSucceeded && phase != awv1beta2.AppWrapperSucceeded {
-		w.fail("wrapup deleted %s on the record %s, with no trigger, in phase %s", key, describeRecord(rec), phase)
 	}
 	if rec.Outcome == wrapupv1alpha1.OutcomeFailed {
-		switch {
-		case w.willRetry(cur, m):
+		if w.willRetry(cur, ds) {
 			w.fail("wrapup deleted the failed %s while the AppWrapper controller retries it (phase %s, retries %d of %d)", key, phase, cur.Status.Retries, simRetryLimit(cur))
-		case t != nil && t.GetUID() != rec.TriggerUID && phase != awv1beta2.AppWrapperFailed:
-			w.fail("wrapup deleted %s on a failure of trigger %s while a new attempt (%s) runs", key, rec.TriggerUID, t.GetUID())
+		}
+		for _, d := range ds {
+			if d.obj != nil && d.uid() != d.recorded && phase != awv1beta2.AppWrapperFailed {
+				w.fail("wrapup deleted %s on a failure of trigger %d (%s) while a new attempt (%s) runs", key, d.t.index, d.recorded, d.uid())
+			}
 		}
 	}
 	a := r.onSuccess
@@ -307,7 +533,7 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	if w.now.Before(rec.FinishedAt.Add(ttl)) {
 		w.fail("wrapup deleted %s %s before the TTL of %s after %s", key, rec.FinishedAt.Add(ttl).Sub(w.now), ttl, describeRecord(rec))
 	}
-	if at, ok := w.checks.recordedAt[[2]types.UID{cur.UID, rec.TriggerUID}]; ok && w.now.Before(at.Add(ttl)) {
+	if at, ok := w.checks.recordedAt[[2]types.UID{cur.UID, recKey(rec)}]; ok && w.now.Before(at.Add(ttl)) {
 		w.fail("wrapup deleted %s %s before the TTL of %s after it recorded %s", key, at.Add(ttl).Sub(w.now), ttl, describeRecord(rec))
 	}
 	if hold := simDuration(cur, awv1beta2.DeletionOnFailureGracePeriodAnnotation, 0); hold > 0 &&
@@ -319,14 +545,66 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	}
 }
 
+// settledOutcome is how the candidates cs of rule r finished, in a world
+// that stands still (a failure is final by now), when nothing is recorded
+// for them: under All, Failed once one failed, Succeeded once every one
+// succeeded; under Any, Succeeded once one succeeded, Failed once every one
+// failed (one candidate: as it finished); else Failed when the AppWrapper
+// controller failed the AppWrapper, Succeeded when it marked it Succeeded
+// and no candidate is unfinished. A candidate whose evaluation errs is
+// unfinished.
+func settledOutcome(r simRule, cs []simCand, phase awv1beta2.AppWrapperPhase) wrapupv1alpha1.Outcome {
+	n := counts(cs)
+	policy := r.policy
+	if len(cs) == 1 {
+		policy = "All" // the same as Any, for one
+	}
+	switch {
+	case policy == "All" && n["Failed"] > 0, policy == "Any" && n["Failed"] == len(cs):
+		return wrapupv1alpha1.OutcomeFailed
+	case policy == "All" && n["Succeeded"] == len(cs), policy == "Any" && n["Succeeded"] > 0:
+		return wrapupv1alpha1.OutcomeSucceeded
+	case n["Error"] > 0:
+	case phase == awv1beta2.AppWrapperFailed:
+		return wrapupv1alpha1.OutcomeFailed
+	case phase == awv1beta2.AppWrapperSucceeded && n["Succeeded"]+n["Absent"] == len(cs):
+		return wrapupv1alpha1.OutcomeSucceeded
+	}
+	return ""
+}
+
 // checkSettled checks, once the world stopped changing, that no
-// completion was lost: an AppWrapper whose trigger finished under a
-// DeleteAll rule is gone, and an UpdateStatus (or dry-run) one carries its
-// record.
+// completion was lost: an AppWrapper whose trigger (or candidates, as the
+// rule's policy says) finished under a DeleteAll rule is gone, and an
+// UpdateStatus (or dry-run) one carries its record.
 func (w *simWorld) checkSettled() {
 	// What the controller remembers is bounded by the AppWrappers there are.
 	if n := w.wr.r.memory.Len(); n > len(w.aws) {
 		w.fail("the controller remembers %d AppWrappers, %d exist", n, len(w.aws))
+	}
+	// So are the watches it holds for them: of AppWrappers that exist, on
+	// kinds of their annotated components.
+	owners := sortedKeys(w.wr.triggers.claims)
+	for _, owner := range owners {
+		key, ok := appWrapperOwner(owner)
+		if !ok {
+			continue // a rule's
+		}
+		gk := w.wr.triggers.claims[owner]
+		aw := w.aws[key]
+		if aw == nil || w.models[aw.UID] == nil {
+			w.fail("the controller watches %s for %s (%s), which does not exist", gk, key, owner)
+			break
+		}
+		m := w.models[aw.UID]
+		annotated := m.configMap && gk == simConfigMapGK
+		for _, t := range m.trigs {
+			annotated = annotated || t.annotated && gk == schema.GroupKind{Group: simGroups[t.kind], Kind: t.kind}
+		}
+		if !annotated {
+			w.fail("the controller watches %s for %s (%s), which annotates no component of that kind (%s)", gk, key, owner, m.describe())
+			break
+		}
 	}
 	if w.checks.counted > w.checks.written || w.checks.written-w.checks.counted > w.checks.lostRecordWrites {
 		w.fail("%d records written, %d counted (%d write answers lost)", w.checks.written, w.checks.counted, w.checks.lostRecordWrites)
@@ -349,28 +627,35 @@ func (w *simWorld) checkSettled() {
 		if m == nil || !found || !usable || !applies(r, m) || simIgnored(aw) {
 			continue
 		}
-		t := w.trigger(m)
+		cs := w.cands(aw, r, m)
+		if len(cs) > 1 {
+			w.checks.settledMany++
+		}
 		rec := decision.ReadRecord(aw)
-		if rec != nil && w.foreign(aw, rec) {
-			rec = nil // copied from an earlier AppWrapper: it says nothing of this one
+		var ds []simCand
+		if rec != nil {
+			var own bool
+			if ds, own = deciders(rec, r.policy, cs); !own || w.foreign(aw, rec) {
+				// Copied from an earlier AppWrapper, or written for other
+				// candidates: it says nothing of these.
+				rec = nil
+			}
+		}
+		errs, replaced := false, false
+		for _, d := range ds {
+			errs = errs || d.eval == "Error"
+			replaced = replaced || d.obj != nil && d.uid() != d.recorded
 		}
 		var outcome wrapupv1alpha1.Outcome
 		switch {
-		case t != nil && evaluate(r, t) == "Error":
+		case rec != nil && errs:
 			// A runtime error is "not finished", whatever was recorded.
 		case rec != nil && rec.Outcome == wrapupv1alpha1.OutcomeSucceeded:
 			outcome = rec.Outcome
-		case rec != nil && (t == nil || t.GetUID() == rec.TriggerUID):
+		case rec != nil && !replaced:
 			outcome = rec.Outcome
-		case t != nil && evaluate(r, t) == "Error":
-		case t != nil && evaluate(r, t) == string(wrapupv1alpha1.OutcomeSucceeded):
-			outcome = wrapupv1alpha1.OutcomeSucceeded
-		case t != nil && evaluate(r, t) == string(wrapupv1alpha1.OutcomeFailed):
-			outcome = wrapupv1alpha1.OutcomeFailed
-		case aw.Status.Phase == awv1beta2.AppWrapperFailed:
-			outcome = wrapupv1alpha1.OutcomeFailed
-		case t == nil && aw.Status.Phase == awv1beta2.AppWrapperSucceeded:
-			outcome = wrapupv1alpha1.OutcomeSucceeded
+		default:
+			outcome = settledOutcome(r, cs, aw.Status.Phase)
 		}
 		if outcome == "" {
 			continue
@@ -380,8 +665,8 @@ func (w *simWorld) checkSettled() {
 			a = r.onFailure
 		}
 		if a.Action != wrapupv1alpha1.ActionUpdateStatus && !r.dryRun {
-			w.fail("lost completion: %s (phase %s, trigger %v %s, record %s) finished %s under rule %s (%+v) and was not deleted",
-				k, aw.Status.Phase, uidOf(t), evalOf(r, t), describeRecord(rec), outcome, r.name, r)
+			w.fail("lost completion: %s (phase %s, candidates %s, record %s) finished %s under rule %s (%+v) and was not deleted",
+				k, aw.Status.Phase, describeCands(cs), describeRecord(rec), outcome, r.name, r)
 			return
 		}
 		if rec == nil || rec.Outcome != outcome {
@@ -399,6 +684,9 @@ func (w *simWorld) checkSettled() {
 // a cached one when every cache has caught up).
 func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Decision) {
 	w.checks.verdicts[d.Verdict]++
+	if len(d.Candidates) > 0 {
+		w.checks.manyDecisions++
+	}
 	aw := in.AppWrapper
 	if aw == nil {
 		return

@@ -4,16 +4,21 @@ package gc
 // AppWrapper controller's phases and retries, Kueue suspending and
 // re-admitting, triggers finishing, rules created, edited, broken and
 // deleted, namespaces relabelled, caches lagging the API server, API errors
-// and lost answers, wrapup restarting). Random histories, seeded and
-// reproducible; after every write wrapup makes, and once the world stops
-// changing, the invariants are checked against the world's truth, by an
-// oracle written apart from the decision code:
+// and lost answers, wrapup restarting). An AppWrapper has one trigger
+// component or several (of one kind, or annotated ones of several kinds),
+// each finishing on its own, and rules take them under the trigger policy
+// One, All or Any. Random histories, seeded and reproducible; after every
+// write wrapup makes, and once the world stops changing, the invariants are
+// checked against the world's truth, by an oracle written apart from the
+// decision code:
 //
 //   - never a wrong delete;
 //   - never a lost completion;
-//   - one record per trigger, no record cleared without cause, counters
-//     equal to the records;
-//   - Explain, on the same observations, gives the controller's verdict.
+//   - one record per trigger (or set of candidates that decided), no
+//     record cleared without cause, counters equal to the records;
+//   - Explain, on the same observations, gives the controller's verdict;
+//   - no polling, and what the controller remembers (and watches) is
+//     bounded by the AppWrappers there are.
 //
 // go test ./gc -run TestSimulation -sim.histories=100000 runs more; a
 // failing history prints its seed and the shortest prefix of it that
@@ -320,7 +325,7 @@ func (w *simWorld) pickAW(filter func(*awv1beta2.AppWrapper, *simAW) bool) (*awv
 
 func (w *simWorld) randomRule(name string) simRule {
 	r := simRule{name: name, priority: int32(w.rng.Intn(5) * 10)}
-	r.kind = []string{"Job", "Job", "Job", "Pod", "Pod", "RayJob", "", "", "", "", "EvalRun"}[w.rng.Intn(11)]
+	r.kind = []string{"Job", "Job", "Job", "Pod", "Pod", "RayJob", "RayJob", "", "", "", "", "", "", "EvalRun"}[w.rng.Intn(14)]
 	if w.rng.Intn(5) == 0 {
 		r.success = []string{"never", "error"}[w.rng.Intn(2)]
 	}
@@ -336,7 +341,13 @@ func (w *simWorld) randomRule(name string) simRule {
 	r.onSuccess = w.randomAction()
 	r.onFailure = w.randomAction()
 	r.dryRun = w.rng.Intn(6) == 0
+	r.policy = w.randomPolicy()
 	return r
+}
+
+// randomPolicy is a trigger policy: unset, One, All or Any.
+func (w *simWorld) randomPolicy() string {
+	return []string{"", "One", "All", "All", "Any", "Any"}[w.rng.Intn(6)]
 }
 
 func (w *simWorld) randomAction() wrapupv1alpha1.ActionSpec {
@@ -375,16 +386,15 @@ func (w *simWorld) step() {
 			}
 		}
 	case n < 34: // a running trigger finishes
-		_, m := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool {
-			t := w.trigger(m)
-			return t != nil && trigState(t) == ""
-		})
+		_, m := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return len(w.trigsWhere(m, false)) > 0 })
 		if m != nil {
+			running := w.trigsWhere(m, false)
+			t := running[w.rng.Intn(len(running))]
 			o := wrapupv1alpha1.OutcomeSucceeded
 			if w.rng.Intn(3) == 0 {
 				o = wrapupv1alpha1.OutcomeFailed
 			}
-			w.finishTrigger(trigKey(m.kind, m.key.Namespace, m.trig), o)
+			w.finishTrigger(trigKey(t.kind, m.key.Namespace, t.name), o)
 		}
 	case n < 35: // the inference component of a running AppWrapper fails
 		aw, m := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool {
@@ -396,13 +406,12 @@ func (w *simWorld) step() {
 			w.wake(m, decision.AppWrapperRecheckPeriod)
 		}
 	case n < 37: // a finished trigger deletes itself (its own TTL)
-		_, m := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool {
-			t := w.trigger(m)
-			return t != nil && trigState(t) != ""
-		})
+		_, m := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return len(w.trigsWhere(m, true)) > 0 })
 		if m != nil {
-			w.logf("trigger %s/%s deleted by its own TTL", m.key, m.trig)
-			w.deleteTrigger(trigKey(m.kind, m.key.Namespace, m.trig))
+			finished := w.trigsWhere(m, true)
+			t := finished[w.rng.Intn(len(finished))]
+			w.logf("trigger %s/%s deleted by its own TTL", m.key, t.name)
+			w.deleteTrigger(trigKey(t.kind, m.key.Namespace, t.name))
 		}
 	case n < 47: // Kueue admits a queued AppWrapper
 		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return aw.Spec.Suspend && aw.DeletionTimestamp.IsZero() })
@@ -428,7 +437,7 @@ func (w *simWorld) step() {
 		if !ok || w.rng.Intn(3) == 0 {
 			r = w.randomRule(name)
 		} else {
-			switch w.rng.Intn(7) {
+			switch w.rng.Intn(8) {
 			case 0:
 				r.dryRun = !r.dryRun
 			case 1:
@@ -446,6 +455,8 @@ func (w *simWorld) step() {
 				}
 			case 6:
 				r.kind = []string{"Job", "Pod", "RayJob", ""}[w.rng.Intn(4)]
+			case 7:
+				r.policy = w.randomPolicy()
 			}
 		}
 		w.setRule(r)
@@ -480,7 +491,7 @@ func (w *simWorld) step() {
 		if w.rng.Intn(2) == 0 {
 			aw, m := w.pickAW(nil)
 			if aw != nil {
-				w.saved[m.key] = simSaved{aw: aw.DeepCopy(), m: *m}
+				w.saved[m.key] = simSaved{aw: aw.DeepCopy(), m: m.clone()}
 				w.logf("user saves the manifest of %s, record %s", m.key, describeRecord(decision.ReadRecord(aw)))
 			}
 		} else {
@@ -518,6 +529,14 @@ func (w *simWorld) step() {
 	case n < 85: // the caches' lag changes
 		w.maxLag = []time.Duration{0, 500 * time.Millisecond, 2 * time.Second, 10 * time.Second}[w.rng.Intn(4)]
 		w.logf("cache lag up to %s", w.maxLag)
+	case n < 87: // a node fails: the running triggers of an AppWrapper fail together
+		_, m := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return len(w.trigsWhere(m, false)) > 1 })
+		if m != nil {
+			w.logf("a node of %s fails", m.key)
+			for _, t := range w.trigsWhere(m, false) {
+				w.finishTrigger(trigKey(t.kind, m.key.Namespace, t.name), wrapupv1alpha1.OutcomeFailed)
+			}
+		}
 	default: // time passes
 	}
 }

@@ -60,7 +60,12 @@ type simRule struct {
 	onSuccess wrapupv1alpha1.ActionSpec
 	onFailure wrapupv1alpha1.ActionSpec
 	dryRun    bool
+	// policy is trigger.policy: "" (unset, One), "One", "All" or "Any".
+	policy string
 }
+
+// many says whether the rule's policy lets several candidates decide.
+func (r simRule) many() bool { return r.policy == "All" || r.policy == "Any" }
 
 func (r simRule) object(gen int64, uid types.UID) *wrapupv1alpha1.CompletionRule {
 	o := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: r.name, UID: uid, Generation: gen}}
@@ -96,40 +101,79 @@ func (r simRule) object(gen int64, uid types.UID) *wrapupv1alpha1.CompletionRule
 		s.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": r.team}}
 	}
 	s.OnSuccess, s.OnFailure, s.DryRun = r.onSuccess, r.onFailure, r.dryRun
+	s.Trigger.Policy = wrapupv1alpha1.TriggerPolicy(r.policy)
 	return o
 }
 
+// simTrig is one trigger component of an AppWrapper model: a component
+// that a rule may take as its trigger (or as one of its candidates).
+type simTrig struct {
+	index int    // its index in spec.components
+	kind  string // "Job", "Pod" or "RayJob"
+	// base is the template's name, or its generateName without the final "-".
+	base string
+	// generated: the template has a generateName, and each attempt's
+	// object its own name.
+	generated bool
+	annotated bool   // annotated wrapup.dev/trigger: "true"
+	name      string // the current object's name; "" before a generated one is created
+}
+
+// template is the identity of the component's template.
+func (t *simTrig) template() string {
+	if t.generated {
+		return t.base + "-*"
+	}
+	return t.base
+}
+
+// ref is the component as a record names it.
+func (t *simTrig) ref() string { return simGroups[t.kind] + "/" + t.kind + "/" + t.template() }
+
 // simAW is what the AppWrapper controller model keeps of one AppWrapper.
 type simAW struct {
-	key  types.NamespacedName
-	uid  types.UID
-	kind string // "Job", "Pod" or "RayJob": the trigger component's kind
+	key types.NamespacedName
+	uid types.UID
+	// trigs are its trigger components (Jobs, Pods, RayJobs), in the order
+	// of spec.components: one, or several (of one kind, or annotated ones
+	// of several kinds).
+	trigs []simTrig
 	// alone: no inference component, so the AppWrapper controller marks it
-	// Succeeded once its trigger succeeded.
-	alone     bool
-	annotated bool
+	// Succeeded once its triggers succeeded.
+	alone bool
 	// configMap: the annotated component is a ConfigMap, a kind wrapup may
-	// not watch (any tenant can write one).
+	// not watch (any tenant can write one); its one trigger is not annotated.
 	configMap bool
-	trig      string // the trigger component's name
 	// next is when the AppWrapper controller looks at it again; zero: on a change.
 	next time.Time
 	// holdStart is when it started holding the failed AppWrapper.
 	holdStart time.Time
 	// inferenceFailed: the inference component failed (until the next attempt).
 	inferenceFailed bool
-	// generated: the trigger's template has a generateName, and each
-	// attempt's object its own name (trig is the current one).
-	generated bool
-	attempts  int
+	// attempts counts the attempts that named generated objects.
+	attempts int
 }
 
-// template is the identity of the trigger component's template.
-func (m *simAW) template() string {
-	if m.generated {
-		return m.key.Name + "-trigger-*"
+// clone is a copy of m that shares nothing with it.
+func (m *simAW) clone() simAW {
+	c := *m
+	c.trigs = append([]simTrig(nil), m.trigs...)
+	return c
+}
+
+// describe says what m wraps, for traces and messages.
+func (m *simAW) describe() string {
+	parts := make([]string, len(m.trigs))
+	for i, t := range m.trigs {
+		parts[i] = fmt.Sprintf("%d:%s", t.index, t.kind)
+		if t.annotated {
+			parts[i] += "(annotated)"
+		}
+		if t.generated {
+			parts[i] += "(generated)"
+		}
 	}
-	return m.key.Name + "-trigger"
+	return strings.Join(parts, ",")
 }
 
 // simSaved is a saved manifest of an AppWrapper.
@@ -143,10 +187,12 @@ type simSaved struct {
 func (w *simWorld) recreate(s simSaved) {
 	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: s.aw.Name, Namespace: s.aw.Namespace,
 		Labels: s.aw.Labels, Annotations: s.aw.Annotations, CreationTimestamp: metav1.NewTime(w.now.Truncate(time.Second))}, Spec: s.aw.Spec}
-	m := s.m
+	m := s.m.clone()
 	m.uid, m.next, m.holdStart, m.inferenceFailed, m.attempts = w.newUID("aw"), time.Time{}, time.Time{}, false, 0
-	if m.generated {
-		m.trig = ""
+	for i := range m.trigs {
+		if m.trigs[i].generated {
+			m.trigs[i].name = ""
+		}
 	}
 	aw.UID = m.uid
 	w.models[m.uid] = &m
@@ -336,12 +382,25 @@ func (w *simWorld) deleteTrigger(k string) {
 	w.deliver(w.trigCache, k, nil)
 }
 
-// trigger is the live trigger object of the AppWrapper model m.
-func (w *simWorld) trigger(m *simAW) *unstructured.Unstructured {
-	if m.trig == "" {
+// live is the live object of the trigger component t of the AppWrapper
+// model m; nil when there is none.
+func (w *simWorld) live(m *simAW, t *simTrig) *unstructured.Unstructured {
+	if t.name == "" {
 		return nil
 	}
-	return w.trigs[trigKey(m.kind, m.key.Namespace, m.trig)]
+	return w.trigs[trigKey(t.kind, m.key.Namespace, t.name)]
+}
+
+// trigsWhere lists the trigger components of m whose live object is there,
+// and finished (Succeeded or Failed) or not, as finished says.
+func (w *simWorld) trigsWhere(m *simAW, finished bool) []*simTrig {
+	var out []*simTrig
+	for i := range m.trigs {
+		if t := w.live(m, &m.trigs[i]); t != nil && (trigState(t) != "") == finished {
+			out = append(out, &m.trigs[i])
+		}
+	}
+	return out
 }
 
 // --- the AppWrapper controller, as a model ---
@@ -439,16 +498,17 @@ func (w *simWorld) awController(m *simAW) {
 		return
 	}
 	aw := aw0.DeepCopy()
-	t := w.trigger(m)
 	transition := func(p awv1beta2.AppWrapperPhase) {
 		w.logf("appwrapper controller: %s %s -> %s", m.key.Name, aw.Status.Phase, p)
 		aw.Status.Phase = p
 		w.putAW(aw)
 	}
 	deleteComponents := func() {
-		if t != nil {
-			w.logf("appwrapper controller: deletes %s %s", m.kind, m.trig)
-			w.deleteTrigger(trigKey(m.kind, m.key.Namespace, m.trig))
+		for i := range m.trigs {
+			if tr := &m.trigs[i]; w.live(m, tr) != nil {
+				w.logf("appwrapper controller: deletes %s %s", tr.kind, tr.name)
+				w.deleteTrigger(trigKey(tr.kind, m.key.Namespace, tr.name))
+			}
 		}
 	}
 	resetOrFail := func() {
@@ -481,7 +541,7 @@ func (w *simWorld) awController(m *simAW) {
 			transition(awv1beta2.AppWrapperSuspending)
 			return
 		}
-		w.createTrigger(m, aw)
+		w.createTriggers(m, aw)
 		transition(awv1beta2.AppWrapperRunning)
 		w.wake(m, decision.AppWrapperRecheckPeriod+w.latency())
 	case awv1beta2.AppWrapperRunning:
@@ -489,24 +549,38 @@ func (w *simWorld) awController(m *simAW) {
 			transition(awv1beta2.AppWrapperSuspending)
 			return
 		}
-		state := trigState(t)
+		// What it sees of the trigger components (every one of them: it
+		// knows no trigger, only components).
+		missing, failedJob, failedPods, failedUnseen, succeeded := false, false, false, false, true
+		for i := range m.trigs {
+			t := w.live(m, &m.trigs[i])
+			state := trigState(t)
+			switch {
+			case t == nil:
+				missing = true
+			case state == wrapupv1alpha1.OutcomeFailed && t.GetKind() == "RayJob":
+				failedUnseen = true
+			case state == wrapupv1alpha1.OutcomeFailed && t.GetKind() == "Job":
+				failedJob = true
+			case state == wrapupv1alpha1.OutcomeFailed:
+				failedPods = true
+			}
+			succeeded = succeeded && t != nil && state == wrapupv1alpha1.OutcomeSucceeded
+		}
 		switch {
 		case m.inferenceFailed:
 			// Another component failed: a failed component, no grace.
 			m.inferenceFailed = false
 			setCond(aw, awv1beta2.Unhealthy, metav1.ConditionTrue, "FailedComponent", w.now)
 			resetOrFail()
-		case t == nil:
+		case missing:
 			setCond(aw, awv1beta2.Unhealthy, metav1.ConditionTrue, "MissingComponent", w.now)
 			transition(awv1beta2.AppWrapperFailed)
-		case state == wrapupv1alpha1.OutcomeFailed && m.kind == "RayJob":
-			// Unseen: it stays Running.
-			w.wake(m, decision.AppWrapperRecheckPeriod)
-		case state == wrapupv1alpha1.OutcomeFailed && m.kind == "Job":
+		case failedJob:
 			// A failed Job is a failed component: no grace.
 			setCond(aw, awv1beta2.Unhealthy, metav1.ConditionTrue, "FailedComponent", w.now)
 			resetOrFail()
-		case state == wrapupv1alpha1.OutcomeFailed:
+		case failedPods:
 			// Failed pods: the failure grace, from when it saw them.
 			if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy)); c == nil || c.Status != metav1.ConditionTrue {
 				setCond(aw, awv1beta2.Unhealthy, metav1.ConditionTrue, "FoundFailedPods", w.now)
@@ -519,7 +593,10 @@ func (w *simWorld) awController(m *simAW) {
 				return
 			}
 			resetOrFail()
-		case state == wrapupv1alpha1.OutcomeSucceeded && m.alone:
+		case failedUnseen:
+			// A failed RayJob, unseen: it stays Running.
+			w.wake(m, decision.AppWrapperRecheckPeriod)
+		case succeeded && m.alone:
 			transition(awv1beta2.AppWrapperSucceeded)
 		default:
 			if apimeta.IsStatusConditionTrue(aw.Status.Conditions, string(awv1beta2.Unhealthy)) {
@@ -567,22 +644,37 @@ func (w *simWorld) awController(m *simAW) {
 	}
 }
 
-// createTrigger creates the trigger component of aw, running, with a new UID.
-func (w *simWorld) createTrigger(m *simAW, aw *awv1beta2.AppWrapper) {
-	if m.trig != "" && w.trigger(m) != nil {
-		return
+// createTriggers creates the trigger components of aw that do not exist,
+// running, each with a new UID.
+func (w *simWorld) createTriggers(m *simAW, aw *awv1beta2.AppWrapper) {
+	named := false
+	for i := range m.trigs {
+		tr := &m.trigs[i]
+		if tr.name != "" && w.live(m, tr) != nil {
+			continue
+		}
+		if tr.generated {
+			// A new object, a new name, which the AppWrapper controller
+			// writes in the component's status.
+			if !named {
+				m.attempts++
+				named = true
+				if len(aw.Status.ComponentStatus) != len(aw.Spec.Components) {
+					aw.Status.ComponentStatus = make([]awv1beta2.AppWrapperComponentStatus, len(aw.Spec.Components))
+				}
+			}
+			tr.name = fmt.Sprintf("%s-%d", tr.base, m.attempts)
+			aw.Status.ComponentStatus[tr.index].Name = tr.name
+		}
+		w.createTrigger(m, aw, tr)
 	}
-	if m.generated {
-		// A new object, a new name, which the AppWrapper controller writes
-		// in the component's status.
-		m.attempts++
-		m.trig = fmt.Sprintf("%s-trigger-%d", m.key.Name, m.attempts)
-		aw.Status.ComponentStatus = make([]awv1beta2.AppWrapperComponentStatus, len(aw.Spec.Components))
-		aw.Status.ComponentStatus[len(aw.Spec.Components)-1].Name = m.trig
-	}
+}
+
+// createTrigger creates the trigger component tr of aw, running, with a new UID.
+func (w *simWorld) createTrigger(m *simAW, aw *awv1beta2.AppWrapper, tr *simTrig) {
 	apiVersion := "batch/v1"
 	status := map[string]any{"active": int64(1)}
-	switch m.kind {
+	switch tr.kind {
 	case "Pod":
 		apiVersion = "v1"
 		status = map[string]any{"phase": "Running"}
@@ -590,15 +682,15 @@ func (w *simWorld) createTrigger(m *simAW, aw *awv1beta2.AppWrapper) {
 		apiVersion = "ray.io/v1"
 		status = map[string]any{"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": m.kind, "status": status}}
-	u.SetName(m.trig)
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": tr.kind, "status": status}}
+	u.SetName(tr.name)
 	u.SetNamespace(m.key.Namespace)
 	u.SetUID(w.newUID("trig"))
 	u.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: m.key.Name})
 	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper",
 		Name: m.key.Name, UID: aw.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}})
 	w.truth[u.GetUID()] = &simTruth{aw: aw.UID}
-	w.logf("appwrapper controller: creates %s %s (%s) of %s", m.kind, m.trig, u.GetUID(), m.key.Name)
+	w.logf("appwrapper controller: creates %s %s (%s) of %s", tr.kind, tr.name, u.GetUID(), m.key.Name)
 	w.putTrigger(u)
 }
 
@@ -630,20 +722,46 @@ func (w *simWorld) finishTrigger(k string, outcome wrapupv1alpha1.Outcome) {
 	w.putTrigger(u)
 }
 
-// newAppWrapper creates an AppWrapper with a random shape.
+// newAppWrapper creates an AppWrapper with a random shape: one trigger
+// component (a Job, a Pod or a RayJob), or several: 2 to 4 of one kind,
+// some of them annotated, or an annotated Job and an annotated Pod (and
+// perhaps an annotated RayJob), in a random order.
 func (w *simWorld) newAppWrapper(key types.NamespacedName) {
-	m := &simAW{key: key, uid: w.newUID("aw"), kind: "Job", alone: w.rng.Intn(4) == 0, annotated: w.rng.Intn(10) < 7}
-	m.configMap = m.annotated && w.rng.Intn(8) == 0
-	switch w.rng.Intn(4) {
-	case 0:
-		m.kind = "Pod"
-	case 1:
-		m.kind = "RayJob"
-	}
-	m.trig = key.Name + "-trigger"
-	m.generated = w.rng.Intn(4) == 0
-	if m.generated {
-		m.trig = "" // named at each attempt
+	m := &simAW{key: key, uid: w.newUID("aw"), alone: w.rng.Intn(4) == 0}
+	generated := func() bool { return w.rng.Intn(4) == 0 }
+	switch shape := w.rng.Intn(20); {
+	case shape < 11:
+		t := simTrig{kind: "Job", base: key.Name + "-trigger", annotated: w.rng.Intn(10) < 7}
+		m.configMap = t.annotated && w.rng.Intn(8) == 0
+		switch w.rng.Intn(4) {
+		case 0:
+			t.kind = "Pod"
+		case 1:
+			t.kind = "RayJob"
+		}
+		t.generated = generated()
+		if m.configMap {
+			t.annotated = false // the ConfigMap is
+		}
+		m.trigs = []simTrig{t}
+	case shape < 16:
+		kind := []string{"Job", "Pod", "RayJob"}[w.rng.Intn(3)]
+		n := 2 + w.rng.Intn(3)
+		annotate := w.rng.Intn(6) // 0 to 3: every one; 4: some; 5: none
+		for i := range n {
+			a := annotate < 4 || annotate == 4 && w.rng.Intn(2) == 0
+			m.trigs = append(m.trigs, simTrig{kind: kind, base: fmt.Sprintf("%s-%s%d", key.Name, strings.ToLower(kind), i),
+				annotated: a, generated: generated()})
+		}
+	default:
+		kinds := []string{"Job", "Pod"}
+		if w.rng.Intn(2) == 0 {
+			kinds = append(kinds, "RayJob")
+		}
+		w.rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
+		for _, kind := range kinds {
+			m.trigs = append(m.trigs, simTrig{kind: kind, base: key.Name + "-" + strings.ToLower(kind), annotated: true, generated: generated()})
+		}
 	}
 	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, UID: m.uid, Labels: map[string]string{}, Annotations: map[string]string{}}}
 	if w.rng.Intn(10) < 7 {
@@ -652,19 +770,24 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	if !m.alone {
 		aw.Spec.Components = append(aw.Spec.Components, simComponent("apps/v1", "Deployment", key.Name+"-inference", nil))
 	}
-	var ann map[string]string
-	if m.annotated {
-		ann = map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
-	}
+	annotated := map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
 	if m.configMap {
-		aw.Spec.Components = append(aw.Spec.Components, simComponent("v1", "ConfigMap", key.Name+"-config", ann))
-		ann = nil
+		aw.Spec.Components = append(aw.Spec.Components, simComponent("v1", "ConfigMap", key.Name+"-config", annotated))
 	}
-	apiVersion := map[string]string{"Job": "batch/v1", "Pod": "v1", "RayJob": "ray.io/v1"}[m.kind]
-	if m.generated {
-		aw.Spec.Components = append(aw.Spec.Components, simGeneratedComponent(apiVersion, m.kind, key.Name+"-trigger-", ann))
-	} else {
-		aw.Spec.Components = append(aw.Spec.Components, simComponent(apiVersion, m.kind, m.trig, ann))
+	for i := range m.trigs {
+		t := &m.trigs[i]
+		var ann map[string]string
+		if t.annotated {
+			ann = annotated
+		}
+		t.index = len(aw.Spec.Components)
+		apiVersion := map[string]string{"Job": "batch/v1", "Pod": "v1", "RayJob": "ray.io/v1"}[t.kind]
+		if t.generated {
+			aw.Spec.Components = append(aw.Spec.Components, simGeneratedComponent(apiVersion, t.kind, t.base+"-", ann))
+		} else {
+			t.name = t.base
+			aw.Spec.Components = append(aw.Spec.Components, simComponent(apiVersion, t.kind, t.name, ann))
+		}
 	}
 	switch w.rng.Intn(4) {
 	case 0:
@@ -685,8 +808,8 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	aw.Spec.Suspend = w.rng.Intn(2) == 0
 	aw.CreationTimestamp = metav1.NewTime(w.now.Truncate(time.Second))
 	w.models[m.uid] = m
-	w.logf("user creates AppWrapper %s (%s): %s trigger, alone=%v annotated=%v configMap=%v suspend=%v labels=%v annotations=%v",
-		key, m.uid, m.kind, m.alone, m.annotated, m.configMap, aw.Spec.Suspend, aw.Labels, aw.Annotations)
+	w.logf("user creates AppWrapper %s (%s): triggers %s, alone=%v configMap=%v suspend=%v labels=%v annotations=%v",
+		key, m.uid, m.describe(), m.alone, m.configMap, aw.Spec.Suspend, aw.Labels, aw.Annotations)
 	w.putAW(aw)
 }
 
@@ -904,7 +1027,20 @@ func describeRecord(r *decision.Record) string {
 	if r == nil {
 		return "none"
 	}
+	if len(r.Triggers) > 0 {
+		return fmt.Sprintf("%s(%s by %s at %s)", r.Outcome, simTriggersOf(r), r.Rule, r.FinishedAt.Sub(simStart))
+	}
 	return fmt.Sprintf("%s(%s by %s at %s)", r.Outcome, r.TriggerUID, r.Rule, r.FinishedAt.Sub(simStart))
+}
+
+// simTriggersOf is the policy and the candidates a record names, as
+// policy:index=uid,...
+func simTriggersOf(r *decision.Record) string {
+	parts := make([]string, len(r.Triggers))
+	for i, t := range r.Triggers {
+		parts[i] = fmt.Sprintf("%d=%s", t.Index, t.UID)
+	}
+	return string(r.Policy) + ":" + strings.Join(parts, ",")
 }
 
 func (s *simWriter) Delete(_ context.Context, obj client.Object, opts ...client.DeleteOption) error {
