@@ -276,6 +276,11 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		mem.unsure = nil
 		r.memory.put(key, mem)
 	}
+	if d.Write == nil && !d.Clear && d.Outcome != "" && !r.ensureHistory(ctx, in, d, d.Recorded, &mem) {
+		// The run's CompletionRecord is not written yet: nothing is
+		// deleted before it is, or before its deadline.
+		return ctrl.Result{RequeueAfter: historyRetry}, nil
+	}
 	if d.Write == nil && !d.Clear && d.Verdict != decision.VerdictDelete {
 		return ctrl.Result{RequeueAfter: d.Requeue}, nil
 	}
@@ -312,6 +317,10 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		r.emit(aw, fd.Events, decision.EventAfterWrite)
 		log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
 		r.count(ctx, fd.Write)
+		if !r.ensureHistory(ctx, decision.Input{Now: fin.Now, AppWrapper: patched, Rules: fin.Rules, Triggers: fin.Triggers}, fd, fd.Write, &mem) &&
+			fd.Verdict == decision.VerdictDelete {
+			return ctrl.Result{RequeueAfter: historyRetry}, nil
+		}
 		switch {
 		case fd.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
 			actionsTotal.WithLabelValues(fd.Winner, "StatusOnly").Inc()
@@ -527,6 +536,8 @@ type awMemory struct {
 	// claims are the kinds of its annotated triggers watched for it
 	// besides the first.
 	claims []schema.GroupKind
+	// history is the record whose CompletionRecord is written.
+	history *decision.Record
 }
 
 func (m *memory) get(key types.NamespacedName) awMemory {

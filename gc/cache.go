@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
 // CacheOptions are the manager cache options for a manager that runs
@@ -30,9 +32,29 @@ func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&awv1beta2.AppWrapper{}: {Transform: slimAppWrapper},
+			&awv1beta2.AppWrapper{}:            {Transform: slimAppWrapper},
+			&wrapupv1alpha1.CompletionRecord{}: {Transform: slimCompletionRecord},
 		},
 	}
+}
+
+// slimCompletionRecord keeps of a CompletionRecord what its retention and
+// the check that it is written read: of the triggers only the UIDs of those
+// that decided; not the message or the AppWrapper's labels.
+func slimCompletionRecord(obj any) (any, error) {
+	cr, ok := obj.(*wrapupv1alpha1.CompletionRecord)
+	if !ok {
+		return obj, nil
+	}
+	cr.ManagedFields = nil
+	var decided []wrapupv1alpha1.RecordedTrigger
+	for _, t := range cr.Triggers {
+		if t.Decided {
+			decided = append(decided, wrapupv1alpha1.RecordedTrigger{UID: t.UID, Decided: true})
+		}
+	}
+	cr.Triggers, cr.Message, cr.AppWrapper.Labels = decided, "", nil
+	return cr, nil
 }
 
 // keptConditions are the AppWrapper conditions decisions read: Unhealthy

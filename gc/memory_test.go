@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
@@ -139,5 +141,57 @@ func BenchmarkCachedTriggerRead(b *testing.B) {
 		if _, err := t.object(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCachedCompletionRecord reports the heap the CompletionRecord
+// cache keeps per record (B/record): as written for a finished benchmark
+// run (a Job trigger with its conditions, a message, the AppWrapper's
+// labels), decoded whole, and as CacheOptions keeps it.
+func BenchmarkCachedCompletionRecord(b *testing.B) {
+	cr := &wrapupv1alpha1.CompletionRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "run-0-0a1b2c3d", UID: "0b4e6a2e-0000-4000-8000-000000000000", ResourceVersion: "123456",
+			Labels: map[string]string{"llm-d.ai/role": "benchmark", "llm-d.ai/run-id": "r-17", wrapupv1alpha1.OutcomeLabel: "Succeeded",
+				wrapupv1alpha1.RecordAppWrapperLabel: "run-0", wrapupv1alpha1.RecordRuleLabel: "benchmarks"}},
+		AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: "run-0", UID: "6f1c9a7e-0000-4000-8000-000000000000",
+			Labels: map[string]string{"llm-d.ai/role": "benchmark", "llm-d.ai/run-id": "r-17"}},
+		Rule: "benchmarks", Outcome: wrapupv1alpha1.OutcomeSucceeded, Message: "benchmark run-0-bench: 1 succeeded, 0 failed",
+		FinishedAt: metav1.Now(),
+		Action:     wrapupv1alpha1.RecordedAction{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](0), DeleteAfter: ptr.To(metav1.Now())},
+		Triggers: []wrapupv1alpha1.RecordedTrigger{{APIVersion: "batch/v1", Kind: "Job", Name: "run-0-bench", UID: "9d2f0b1e-0000-4000-8000-000000000000",
+			State: "Succeeded", Decided: true, Conditions: []wrapupv1alpha1.RecordedCondition{
+				{Type: "SuccessCriteriaMet", Status: "True", Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods"},
+				{Type: "Complete", Status: "True", Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods"}}}},
+		Retention: wrapupv1alpha1.RecordRetention{TTLSecondsAfterFinished: wrapupv1alpha1.DefaultHistoryTTLSeconds, LimitPerNamespace: wrapupv1alpha1.DefaultHistoryLimit},
+	}
+	data, err := json.Marshal(cr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		transform toolscache.TransformFunc
+	}{
+		{"decoded", func(o any) (any, error) { return o, nil }},
+		{"slim", slimCompletionRecord},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var per float64
+			for b.Loop() {
+				per = retained(1000, func(i int) any {
+					c := &wrapupv1alpha1.CompletionRecord{}
+					if err := json.Unmarshal(data, c); err != nil {
+						b.Fatal(err)
+					}
+					c.Name = fmt.Sprintf("run-%d-0a1b2c3d", i)
+					out, err := tc.transform(c)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return out
+				})
+			}
+			b.ReportMetric(per, "B/record")
+		})
 	}
 }

@@ -17,6 +17,21 @@ var (
 		Help: "Actions taken on finished AppWrappers, by rule and action (Deleted, WouldDelete, StatusOnly).",
 	}, []string{"rule", "action"})
 
+	historyWrittenTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wrapup_history_records_written_total",
+		Help: "CompletionRecords written (created, or replaced after a retry), by rule.",
+	}, []string{"rule"})
+
+	historyWriteFailuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wrapup_history_write_failures_total",
+		Help: "Failed attempts to write a CompletionRecord, by rule; past its deadline the AppWrapper is deleted anyway.",
+	}, []string{"rule"})
+
+	historyExpiredTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "wrapup_history_records_expired_total",
+		Help: "CompletionRecords deleted by their retention, by rule and reason (TTL, Limit).",
+	}, []string{"rule", "reason"})
+
 	evaluationErrorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "wrapup_evaluation_errors_total",
 		Help: "CEL evaluations that failed at run time (treated as not finished), by rule.",
@@ -41,5 +56,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(outcomesTotal, actionsTotal, evaluationErrorsTotal, evaluationSeconds, triggerToActionSeconds, informersGauge)
+	metrics.Registry.MustRegister(outcomesTotal, actionsTotal, historyWrittenTotal, historyWriteFailuresTotal, historyExpiredTotal, evaluationErrorsTotal, evaluationSeconds, triggerToActionSeconds, informersGauge)
 }

@@ -78,5 +78,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr, watches.Events()); err != nil {
 		return fmt.Errorf("setting up the appwrapper controller: %w", err)
 	}
+	if err := (&HistoryReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the history controller: %w", err)
+	}
 	return nil
 }

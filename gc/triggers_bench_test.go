@@ -52,18 +52,21 @@ func (nopCounter) Add(context.Context, string, wrapupv1alpha1.Outcome) {}
 
 // BenchmarkCompletion is the cost of one completion, from the reconcile
 // that finds the triggers finished to the deletion: with one trigger
-// (policy One) and with 8 harness Jobs (policy All). It reports the API
+// (policy One) and with 8 harness Jobs (policy All), with the run's
+// CompletionRecord written and without. It reports the API
 // reads and writes and the trigger evaluations per completion beside the
 // time and allocations. The API server is controller-runtime's fake
 // client: the counts are the real reconciler's, the time is the decision's
 // and the client's, not a network's.
 func BenchmarkCompletion(b *testing.B) {
 	for _, n := range []int{1, 8} {
-		b.Run(fmt.Sprintf("triggers=%d", n), func(b *testing.B) { benchCompletion(b, n) })
+		for _, history := range []bool{true, false} {
+			b.Run(fmt.Sprintf("triggers=%d/history=%v", n, history), func(b *testing.B) { benchCompletion(b, n, history) })
+		}
 	}
 }
 
-func benchCompletion(b *testing.B, n int) {
+func benchCompletion(b *testing.B, n int, history bool) {
 	scheme := apiruntime.NewScheme()
 	for _, add := range []func(*apiruntime.Scheme) error{corev1.AddToScheme, awv1beta2.AddToScheme, wrapupv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -75,7 +78,8 @@ func benchCompletion(b *testing.B, n int) {
 		policy = wrapupv1alpha1.TriggerPolicyAll
 	}
 	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "harness"},
-		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job", Policy: policy}}}
+		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job", Policy: policy},
+			History: wrapupv1alpha1.HistorySpec{Disabled: !history}}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}
 	var reads, writes atomic.Int64
 	counting := interceptor.Funcs{
@@ -86,6 +90,10 @@ func benchCompletion(b *testing.B, n int) {
 		List: func(ctx context.Context, c ctrl.WithWatch, list ctrl.ObjectList, opts ...ctrl.ListOption) error {
 			reads.Add(1)
 			return c.List(ctx, list, opts...)
+		},
+		Create: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, opts ...ctrl.CreateOption) error {
+			writes.Add(1)
+			return c.Create(ctx, obj, opts...)
 		},
 		Patch: func(ctx context.Context, c ctrl.WithWatch, obj ctrl.Object, patch ctrl.Patch, opts ...ctrl.PatchOption) error {
 			writes.Add(1)

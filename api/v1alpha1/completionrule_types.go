@@ -192,6 +192,12 @@ type CompletionRuleSpec struct {
 	// deletes anything: for trying a new rule on a live cluster.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
+
+	// history says how long the CompletionRecords of the runs this rule
+	// finishes are kept in their namespaces, after the AppWrappers are gone.
+	// Default: 7 days, at most 100 per namespace.
+	// +optional
+	History HistorySpec `json:"history,omitempty"`
 }
 
 // CompletionRuleStatus is what wrapup observed of a rule.

@@ -33,6 +33,12 @@ const (
 	// the outcome: the policy, then component index and UID of each,
 	// "All:1=<uid>,3=<uid>".
 	TriggersAnnotation = "wrapup.dev/triggers"
+	// RecordAppWrapperLabel on a CompletionRecord is the name of its
+	// AppWrapper (when it fits in a label value).
+	RecordAppWrapperLabel = "wrapup.dev/appwrapper"
+	// RecordRuleLabel on a CompletionRecord is the name of its rule (when
+	// it fits in a label value).
+	RecordRuleLabel = "wrapup.dev/rule"
 )
 
 // Outcome is how a trigger finished.
@@ -100,6 +106,10 @@ const (
 	// ReasonTooManyTriggers (Warning): more components than MaxTriggers match
 	// a rule whose trigger policy is All or Any.
 	ReasonTooManyTriggers = "TooManyTriggers"
+	// ReasonRecordNotWritten (Warning): wrapup could not write the run's
+	// CompletionRecord; it deletes the AppWrapper anyway once its deadline
+	// for that write has passed.
+	ReasonRecordNotWritten = "RecordNotWritten"
 	// ReasonTriggerNotOwned (Warning): the live object of the trigger's name
 	// is not controlled by the AppWrapper: it is not taken as the trigger.
 	ReasonTriggerNotOwned = "TriggerNotOwned"

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -43,11 +45,67 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitFail
 	}
 	ex, err := gc.Explain(ctx, c, nil, types.NamespacedName{Namespace: ns, Name: pos[0]}, time.Now())
+	if apierrors.IsNotFound(err) {
+		// Gone: its CompletionRecord says how its run ended.
+		records, lerr := gc.Records(ctx, c, ns, pos[0], nil)
+		if lerr == nil && len(records) > 0 {
+			fmt.Fprint(stdout, gc.DescribeRecord(&records[0]))
+			if len(records) > 1 {
+				fmt.Fprintf(stdout, "            %d earlier run(s) of an AppWrapper of this name: kubectl wrapup history -n %s\n", len(records)-1, ns)
+			}
+			return exitOK
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return exitFail
 	}
 	fmt.Fprint(stdout, ex.String())
+	return exitOK
+}
+
+func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("history", "kubectl wrapup history [-n NAMESPACE | -A] [-l SELECTOR] [--appwrapper NAME] [--kubeconfig FILE] [--context NAME]", stderr)
+	var namespace, kubeconfig, kubecontext, selector, appWrapper string
+	var all bool
+	fs.StringVar(&namespace, "n", "", "Namespace of the runs (shorthand for --namespace; default: the context's namespace).")
+	fs.StringVar(&namespace, "namespace", "", "Namespace of the runs (default: the context's namespace).")
+	fs.BoolVar(&all, "A", false, "Runs of every namespace (shorthand for --all-namespaces).")
+	fs.BoolVar(&all, "all-namespaces", false, "Runs of every namespace.")
+	fs.StringVar(&selector, "l", "", "Label selector over the records' labels: the AppWrappers' own, and wrapup.dev/outcome, wrapup.dev/rule, wrapup.dev/appwrapper (shorthand for --selector).")
+	fs.StringVar(&selector, "selector", "", "Label selector over the records' labels.")
+	fs.StringVar(&appWrapper, "appwrapper", "", "Only the runs of the AppWrapper of this name.")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
+	fs.StringVar(&kubecontext, "context", "", "The kubeconfig context to use.")
+	pos, err := parseInterspersed(fs, args)
+	switch {
+	case err != nil:
+		return usageError(fs, stderr, err)
+	case len(pos) != 0:
+		return usageError(fs, stderr, parseError{"history takes only flags, got: " + strings.Join(pos, " ")})
+	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return usageError(fs, stderr, parseError{"bad selector: " + err.Error()})
+	}
+	c, ns, err := newClient(kubeconfig, kubecontext, namespace)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitFail
+	}
+	if all {
+		ns = ""
+	}
+	records, err := gc.Records(ctx, c, ns, appWrapper, sel)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitFail
+	}
+	if len(records) == 0 {
+		fmt.Fprintln(stderr, "No finished runs recorded.")
+		return exitOK
+	}
+	fmt.Fprint(stdout, gc.HistoryTable(records, all, time.Now()))
 	return exitOK
 }
 

@@ -42,7 +42,13 @@ Usage:
   kubectl wrapup explain APPWRAPPER [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]
       Say what wrapup does with a live AppWrapper, and why: which rules
       match and which wins, the trigger, its evaluation, the recorded
-      outcome, and what happens next and when. Read-only.
+      outcome, and what happens next and when. Read-only. For an AppWrapper
+      that is gone, its CompletionRecord: how its run ended.
+
+  kubectl wrapup history [-n NAMESPACE | -A] [-l SELECTOR] [--appwrapper NAME]
+      List the finished runs wrapup recorded (CompletionRecords), the newest
+      first: the AppWrapper, the outcome, the rule, the action, when, and
+      the message. Same as kubectl get completionrecords, newest first.
 
 Exit status: 0 on success; 1 when a rule does not compile, an evaluation
 fails, lint finds an error or the cluster cannot be read; 2 on a usage error.
@@ -65,6 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runLint(args[1:], stdout, stderr)
 	case "explain":
 		return runExplain(ctx, args[1:], stdout, stderr)
+	case "history":
+		return runHistory(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -55,6 +55,7 @@ var (
 	flagWaves        = flag.Int("bench.waves", 10, "waves the completions are written in")
 	flagPerNamespace = flag.Int("bench.per-namespace", 100, "objects of each kind per namespace")
 	flagWriters      = flag.Int("bench.writers", 8, "the benchmark's concurrent writers (creating objects, writing status)")
+	flagHistory      = flag.Bool("bench.history", true, "the rule writes a CompletionRecord per run")
 	flagIdle         = flag.Duration("bench.idle", 3*time.Second,
 		"how long wrapup is watched, idle with every AppWrapper tracked, for requests it makes on its own")
 	flagOut = flag.String("bench.out", os.Getenv("WRAPUP_BENCH_OUT"),
@@ -601,7 +602,7 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 
 	It("finishes AppWrappers as fast as the baselines, and says what it costs", func() {
 		res := &Results{
-			N: n, Baseline: nb, Waves: waves, PerNamespace: *flagPerNamespace, Writers: writers, Idle: *flagIdle, WrapupWorkers: gc.DefaultWorkers,
+			N: n, Baseline: nb, Waves: waves, PerNamespace: *flagPerNamespace, Writers: writers, Idle: *flagIdle, WrapupWorkers: gc.DefaultWorkers, History: *flagHistory,
 			When: time.Now(), Machine: ReadMachine(), Versions: versions(benchCfg),
 		}
 		By(fmt.Sprintf("creating %d AppWrappers for wrapup, %d Job-only AppWrappers and %d plain Jobs", n, nb, nb))
@@ -611,6 +612,7 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 			TriggerKind("batch", "Job", "").
 			OnSuccess(wrapupv1alpha1.ActionDeleteAll, 0).
 			Obj()
+		rule.Spec.History.Disabled = !*flagHistory
 		Expect(c.Create(ctx, rule)).To(Succeed())
 		w := buildWorkload(n, nb, *flagPerNamespace)
 		Expect(parallel(writers, w.namespaces, func(name string) error {

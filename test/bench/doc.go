@@ -10,6 +10,6 @@
 // checks only that every measurement was taken; `make bench N=1000` is the
 // full run, which writes test/bench/results/results-N.md and .csv. Flags
 // (after -args): -bench.n (or WRAPUP_BENCH_N), -bench.baseline,
-// -bench.waves, -bench.per-namespace, -bench.writers, -bench.idle,
+// -bench.waves, -bench.per-namespace, -bench.writers, -bench.idle, -bench.history,
 // -bench.out, -bench.cpuprofile, -bench.heapprofile.
 package bench

@@ -22,8 +22,9 @@ import (
 const ControllerUser = "system:serviceaccount:" + ControllerNamespace + ":" + ControllerServiceAccount
 
 // auditPolicy logs, at Metadata level (who, what, which object, the
-// response code; no bodies), only the writes to AppWrappers: the audit log
-// is then a complete and small record of every deletion. Deletions are
+// response code; no bodies), only the writes to AppWrappers and
+// CompletionRecords: the audit log is then a complete and small record of
+// every deletion and of every run's record. Deletions are
 // logged when received too, so that a deletion the server accepted but
 // never answered would show.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
@@ -40,6 +41,12 @@ rules:
   resources:
   - group: workload.codeflare.dev
     resources: ["appwrappers"]
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete"]
+  omitStages: ["RequestReceived"]
+  resources:
+  - group: wrapup.dev
+    resources: ["completionrecords"]
 - level: None
 `
 
@@ -160,11 +167,18 @@ func (r AuditedRequest) String() string {
 // to AppWrappers). An empty user means any user.
 func (f *Framework) AuditedAppWrapperRequests(verb, user, namespace string) []AuditedRequest {
 	ginkgo.GinkgoHelper()
+	return f.AuditedRequests("appwrappers", verb, user, namespace)
+}
+
+// AuditedRequests is AuditedAppWrapperRequests for resource (appwrappers,
+// completionrecords).
+func (f *Framework) AuditedRequests(resource, verb, user, namespace string) []AuditedRequest {
+	ginkgo.GinkgoHelper()
 	events := f.auditEvents()
 	byID := map[types.UID]int{}
 	var all []AuditedRequest
 	for _, e := range events {
-		if e.Verb != verb || e.ObjectRef == nil || e.ObjectRef.Resource != "appwrappers" || e.ObjectRef.Subresource != "" ||
+		if e.Verb != verb || e.ObjectRef == nil || e.ObjectRef.Resource != resource || e.ObjectRef.Subresource != "" ||
 			e.ObjectRef.Namespace != namespace {
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -148,6 +149,7 @@ func TestDefaultInstall(t *testing.T) {
 		{cluster, "", "namespaces", "get list watch"},
 		{cluster, "events.k8s.io", "events", "create patch"},
 		{cluster, "batch", "jobs", "get list watch"},
+		{cluster, "wrapup.dev", "completionrecords", "get list watch create update delete"},
 		{cluster, "apiextensions.k8s.io", "customresourcedefinitions", "get list watch"},
 		{local, "coordination.k8s.io", "leases", "get create update"},
 	}
@@ -167,6 +169,8 @@ func TestDefaultInstall(t *testing.T) {
 		{"workload.codeflare.dev", "appwrappers", "create update"},
 		{"kueue.x-k8s.io", "workloads", "get update patch delete"},
 		{"", "secrets", "get list"},
+		{"wrapup.dev", "completionrecords/status", "update patch"},
+		{"wrapup.dev", "completionrecords", "patch deletecollection"},
 	}
 	for _, n := range never {
 		for _, verb := range splitWords(n.verbs) {
@@ -175,6 +179,39 @@ func TestDefaultInstall(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The CompletionRecords of a namespace are readable by whoever may view it
+// (aggregated into view, edit and admin), and writable by no one but wrapup.
+func TestRecordsReadableByNamespaceUsers(t *testing.T) {
+	objs := render(t)
+	for _, u := range objs {
+		if u.GetKind() != "ClusterRole" || u.GetName() != "wrapup-completionrecord-viewer" {
+			continue
+		}
+		labels := u.GetLabels()
+		for _, l := range []string{"view", "edit", "admin"} {
+			if labels["rbac.authorization.k8s.io/aggregate-to-"+l] != "true" {
+				t.Errorf("the records viewer role is not aggregated to %s", l)
+			}
+		}
+		var cr rbacv1.ClusterRole
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &cr); err != nil {
+			t.Fatal(err)
+		}
+		for _, verb := range []string{"get", "list", "watch"} {
+			if !allows(cr.Rules, "wrapup.dev", "completionrecords", verb) {
+				t.Errorf("namespace users may not %s records", verb)
+			}
+		}
+		for _, verb := range []string{"create", "update", "patch", "delete"} {
+			if allows(cr.Rules, "wrapup.dev", "completionrecords", verb) {
+				t.Errorf("namespace users may %s records", verb)
+			}
+		}
+		return
+	}
+	t.Error("the install has no wrapup-completionrecord-viewer ClusterRole")
 }
 
 func splitWords(s string) []string {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
@@ -58,6 +59,8 @@ func expectActedOnceEach(namespace string, finished, untouched []*awv1beta2.AppW
 	deletes := fwk.AuditedAppWrapperRequests("delete", "", namespace)
 	patches := fwk.AuditedAppWrapperRequests("patch", framework.ControllerUser, namespace)
 	updates := fwk.AuditedAppWrapperRequests("update", framework.ControllerUser, namespace)
+	records := fwk.AuditedRequests("completionrecords", "create", framework.ControllerUser, namespace)
+	recordUpdates := fwk.AuditedRequests("completionrecords", "update", framework.ControllerUser, namespace)
 	for _, r := range append(append(append([]framework.AuditedRequest{}, deletes...), patches...), updates...) {
 		line := r.String()
 		if note != nil {
@@ -86,6 +89,9 @@ func expectActedOnceEach(namespace string, finished, untouched []*awv1beta2.AppW
 			}
 		}
 		Expect(succeeded(patches, aw.Name)).To(HaveLen(1), "wrapup's successful patches of %s (the outcome record)", aw.Name)
+		name := gc.RecordName(aw.Name, string(aw.UID))
+		Expect(succeeded(records, name)).To(HaveLen(1), "wrapup's successful creates of the CompletionRecord of %s", aw.Name)
+		Expect(succeeded(recordUpdates, name)).To(BeEmpty(), "wrapup's updates of the CompletionRecord of %s", aw.Name)
 	}
 	for _, aw := range untouched {
 		for _, r := range append(append([]framework.AuditedRequest{}, deletes...), patches...) {

@@ -119,6 +119,24 @@ var _ = Describe("Multi-tenancy", func() {
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: victimNS.Name, Name: "bench"}, &batchv1.Job{})).To(Succeed())
 		}, util.ConsistentDuration, util.Interval).Should(Succeed())
 		Expect(countEvents(victim, "TriggerSucceeded")).To(BeZero())
+
+		By("the tenant reading the record of its own run, through the built-in view role, and no other namespace's")
+		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "tenant-view", Namespace: tenantNS.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}},
+		})).To(Succeed())
+		record := types.NamespacedName{Namespace: tenantNS.Name, Name: gc.RecordName(own.Name, string(own.UID))}
+		Eventually(func() error { return tenant.Get(ctx, record, &wrapupv1alpha1.CompletionRecord{}) }, util.Timeout, util.Interval).Should(Succeed())
+		var list wrapupv1alpha1.CompletionRecordList
+		Expect(apierrors.IsForbidden(tenant.List(ctx, &list, client.InNamespace(victimNS.Name)))).To(BeTrue())
+		Expect(apierrors.IsForbidden(tenant.List(ctx, &list))).To(BeTrue(), "records of every namespace")
+		forged := &wrapupv1alpha1.CompletionRecord{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: tenantNS.Name},
+			AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: "victim"}, Rule: rule.Name, Outcome: wrapupv1alpha1.OutcomeSucceeded,
+			FinishedAt: metav1.Now(), Action: wrapupv1alpha1.RecordedAction{Action: wrapupv1alpha1.ActionDeleteAll}}
+		Expect(apierrors.IsForbidden(tenant.Create(ctx, forged))).To(BeTrue(), "only wrapup writes records")
+		Expect(k8sClient.List(ctx, &list, client.InNamespace(victimNS.Name))).To(Succeed())
+		Expect(list.Items).To(BeEmpty(), "wrapup wrote a record into the victim's namespace")
 	})
 
 	It("cannot fake an outcome to have a running AppWrapper deleted", func() {

@@ -1,0 +1,190 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// HistorySpec says how long wrapup keeps the CompletionRecords of the runs
+// a rule finished.
+type HistorySpec struct {
+	// disabled writes no CompletionRecords for this rule's runs.
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
+
+	// ttlSecondsAfterFinished is how long a CompletionRecord is kept after
+	// its run finished; 0 writes none. Default: 604800 (7 days, the
+	// AppWrapper controller's ceiling for keeping a succeeded AppWrapper).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31536000
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
+	// limitPerNamespace is how many CompletionRecords of this rule's runs
+	// each namespace keeps at most: past it, the oldest go first.
+	// Default: 100.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	LimitPerNamespace *int32 `json:"limitPerNamespace,omitempty"`
+}
+
+// History defaults.
+const (
+	DefaultHistoryTTLSeconds = 7 * 24 * 3600
+	DefaultHistoryLimit      = 100
+)
+
+// Bounds of a CompletionRecord.
+const (
+	// MaxRecordedLabels is how many of the AppWrapper's labels a record keeps.
+	MaxRecordedLabels = 32
+	// MaxRecordedTriggers is how many triggers a record lists.
+	MaxRecordedTriggers = 16
+	// MaxRecordedConditions is how many conditions of a trigger it keeps.
+	MaxRecordedConditions = 8
+)
+
+// RecordedAppWrapper is the AppWrapper a CompletionRecord is of.
+type RecordedAppWrapper struct {
+	// name of the AppWrapper.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// uid of the AppWrapper.
+	// +kubebuilder:validation:MaxLength=64
+	UID types.UID `json:"uid"`
+	// labels are the AppWrapper's labels (at most 32), to find runs by
+	// their own labels (an llm-d run id, say).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Labels map[string]string `json:"labels,omitempty"`
+	// queueName is the Kueue LocalQueue the AppWrapper came through
+	// (its kueue.x-k8s.io/queue-name label), if any.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	QueueName string `json:"queueName,omitempty"`
+}
+
+// RecordedAction is what wrapup did with the finished AppWrapper.
+type RecordedAction struct {
+	// action is DeleteAll or UpdateStatus.
+	Action Action `json:"action"`
+	// ttlSecondsAfterFinished is the delay of a DeleteAll.
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+	// dryRun is true when the rule was in dry-run mode: nothing was deleted.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+	// deleteAfter is when a DeleteAll deletes the AppWrapper at the earliest
+	// (the trigger finished, plus the TTL).
+	// +optional
+	DeleteAfter *metav1.Time `json:"deleteAfter,omitempty"`
+}
+
+// RecordedCondition is one condition of a trigger, as wrapup evaluated it.
+type RecordedCondition struct {
+	// +kubebuilder:validation:MaxLength=316
+	Type string `json:"type"`
+	// +kubebuilder:validation:MaxLength=16
+	Status string `json:"status"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// RecordedTrigger is a trigger as wrapup evaluated it.
+type RecordedTrigger struct {
+	// +kubebuilder:validation:MaxLength=316
+	APIVersion string `json:"apiVersion"`
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	UID types.UID `json:"uid,omitempty"`
+	// state is Running, Succeeded, Failed, Error or Absent.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	State string `json:"state,omitempty"`
+	// decided is true for the triggers whose states decided the outcome.
+	// +optional
+	Decided bool `json:"decided,omitempty"`
+	// phase is the trigger's status.phase, if it has one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Phase string `json:"phase,omitempty"`
+	// conditions are the trigger's last status.conditions (at most 8).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []RecordedCondition `json:"conditions,omitempty"`
+}
+
+// RecordRetention is how long a record is kept, as its rule said when it
+// was written.
+type RecordRetention struct {
+	// ttlSecondsAfterFinished: the record is deleted this long after the
+	// run finished.
+	TTLSecondsAfterFinished int32 `json:"ttlSecondsAfterFinished"`
+	// limitPerNamespace: past this many records of the rule in the
+	// namespace, the oldest go first.
+	LimitPerNamespace int32 `json:"limitPerNamespace"`
+}
+
+// CompletionRecord is the record of one finished AppWrapper run, written by
+// wrapup in the AppWrapper's namespace when it records the outcome (before
+// any deletion), and kept after the AppWrapper is gone, so that its users
+// can see how their run ended.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=crec;crecs,categories=wrapup
+// +kubebuilder:printcolumn:name="AppWrapper",type=string,JSONPath=`.appWrapper.name`
+// +kubebuilder:printcolumn:name="Outcome",type=string,JSONPath=`.outcome`
+// +kubebuilder:printcolumn:name="Rule",type=string,JSONPath=`.rule`
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.action.action`,priority=1
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.message`,priority=1
+// +kubebuilder:printcolumn:name="Finished",type=date,JSONPath=`.finishedAt`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type CompletionRecord struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// appWrapper is the AppWrapper the run was.
+	AppWrapper RecordedAppWrapper `json:"appWrapper"`
+	// rule is the CompletionRule that decided.
+	// +kubebuilder:validation:MaxLength=253
+	Rule string `json:"rule"`
+	// outcome is Succeeded or Failed.
+	// +kubebuilder:validation:Enum=Succeeded;Failed
+	Outcome Outcome `json:"outcome"`
+	// message is the rule's message for the outcome (at most 1024 bytes).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// finishedAt is when wrapup saw the trigger finished.
+	FinishedAt metav1.Time `json:"finishedAt"`
+	// action is what wrapup did, or does, with the AppWrapper.
+	Action RecordedAction `json:"action"`
+	// triggers are the triggers as wrapup evaluated them (at most 16).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Triggers []RecordedTrigger `json:"triggers,omitempty"`
+	// retention says how long the record is kept.
+	Retention RecordRetention `json:"retention"`
+}
+
+// CompletionRecordList is a list of CompletionRecords.
+// +kubebuilder:object:root=true
+type CompletionRecordList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CompletionRecord `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&CompletionRecord{}, &CompletionRecordList{})
+}

@@ -1,0 +1,257 @@
+package gc
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc/decision"
+)
+
+// HistoryWriteDeadline is how long after a run finished wrapup keeps
+// trying to write its CompletionRecord before it deletes the AppWrapper
+// anyway: a record must never hold GPUs hostage.
+const HistoryWriteDeadline = 2 * time.Minute
+
+// historyRetry is how soon a failed CompletionRecord write is tried again.
+const historyRetry = 5 * time.Second
+
+// History is how long rule keeps the records of its runs; keep is false
+// when it writes none.
+func History(rule *wrapupv1alpha1.CompletionRule) (ret wrapupv1alpha1.RecordRetention, keep bool) {
+	h := rule.Spec.History
+	ret = wrapupv1alpha1.RecordRetention{TTLSecondsAfterFinished: wrapupv1alpha1.DefaultHistoryTTLSeconds, LimitPerNamespace: wrapupv1alpha1.DefaultHistoryLimit}
+	if h.TTLSecondsAfterFinished != nil {
+		ret.TTLSecondsAfterFinished = *h.TTLSecondsAfterFinished
+	}
+	if h.LimitPerNamespace != nil {
+		ret.LimitPerNamespace = *h.LimitPerNamespace
+	}
+	return ret, !h.Disabled && ret.TTLSecondsAfterFinished > 0
+}
+
+// RecordName is the name of the CompletionRecord of the AppWrapper name
+// with uid: the name and a hash of the UID, so that a retry, a restart or
+// a second replica writes the same one, and an AppWrapper created again
+// under the same name gets another.
+func RecordName(name string, uid string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(uid))
+	suffix := fmt.Sprintf("-%08x", h.Sum32())
+	if max := validation.DNS1123SubdomainMaxLength - len(suffix); len(name) > max {
+		name = name[:max]
+	}
+	return name + suffix
+}
+
+// completionRecord is the CompletionRecord of the outcome rec of aw, decided
+// by d on the observations in.
+func completionRecord(in decision.Input, d decision.Decision, rec *decision.Record, ret wrapupv1alpha1.RecordRetention) *wrapupv1alpha1.CompletionRecord {
+	aw := in.AppWrapper
+	cr := &wrapupv1alpha1.CompletionRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: aw.Namespace, Name: RecordName(aw.Name, string(aw.UID)), Labels: map[string]string{}},
+		AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: aw.Name, UID: aw.UID, QueueName: aw.Labels["kueue.x-k8s.io/queue-name"]},
+		Rule:       rec.Rule,
+		Outcome:    rec.Outcome,
+		Message:    decision.Truncate(rec.Message, decision.MaxMessage),
+		FinishedAt: metav1.NewTime(rec.FinishedAt),
+		Action:     wrapupv1alpha1.RecordedAction{Action: d.Action.Action, TTLSecondsAfterFinished: d.Action.TTLSecondsAfterFinished, DryRun: d.DryRun},
+		Retention:  ret,
+	}
+	if len(validation.IsValidLabelValue(aw.Name)) == 0 {
+		cr.Labels[wrapupv1alpha1.RecordAppWrapperLabel] = aw.Name
+	}
+	if len(validation.IsValidLabelValue(rec.Rule)) == 0 {
+		cr.Labels[wrapupv1alpha1.RecordRuleLabel] = rec.Rule
+	}
+	if d.Action.Action == wrapupv1alpha1.ActionDeleteAll && !d.DryRun {
+		ttl := time.Duration(ptr.Deref(d.Action.TTLSecondsAfterFinished, 0)) * time.Second
+		cr.Action.DeleteAfter = ptr.To(metav1.NewTime(rec.FinishedAt.Add(ttl)))
+	}
+	// The AppWrapper's labels (at most 32) are the record's too, so that
+	// users find their runs with their own selectors.
+	keys := make([]string, 0, len(aw.Labels))
+	for k := range aw.Labels {
+		if k != wrapupv1alpha1.OutcomeLabel {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		if i == wrapupv1alpha1.MaxRecordedLabels {
+			break
+		}
+		if cr.AppWrapper.Labels == nil {
+			cr.AppWrapper.Labels = map[string]string{}
+		}
+		cr.AppWrapper.Labels[k] = aw.Labels[k]
+		if _, ours := cr.Labels[k]; !ours {
+			cr.Labels[k] = aw.Labels[k]
+		}
+	}
+	cr.Labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
+
+	add := func(info decision.TriggerInfo, state string, decided bool) {
+		if len(cr.Triggers) == wrapupv1alpha1.MaxRecordedTriggers {
+			return
+		}
+		gvk := info.GroupVersionKind()
+		t := wrapupv1alpha1.RecordedTrigger{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: info.Name, UID: info.UID,
+			State: state, Decided: decided}
+		if t.Name == "" {
+			t.Name = info.Template
+		}
+		for _, tr := range in.Triggers {
+			if tr.Ref == info.Ref && tr.Object != nil {
+				triggerStatus(&t, tr.Object)
+			}
+		}
+		cr.Triggers = append(cr.Triggers, t)
+	}
+	switch {
+	case len(d.Candidates) > 0:
+		for _, c := range d.Candidates {
+			add(c.TriggerInfo, c.State, c.Decided)
+		}
+	case d.Trigger != nil:
+		state := ""
+		if e := d.Evaluation; e != nil && e.Error == "" && !e.FromAppWrapperPhase {
+			state = string(e.Outcome)
+		}
+		add(*d.Trigger, state, true)
+	}
+	return cr
+}
+
+// triggerStatus copies the phase and the last conditions of obj's status.
+func triggerStatus(t *wrapupv1alpha1.RecordedTrigger, obj *unstructured.Unstructured) {
+	if p, ok, _ := unstructured.NestedString(obj.Object, "status", "phase"); ok {
+		t.Phase = decision.Truncate(p, 64)
+	}
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	if len(conds) > wrapupv1alpha1.MaxRecordedConditions {
+		conds = conds[len(conds)-wrapupv1alpha1.MaxRecordedConditions:]
+	}
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		str := func(k string, n int) string { s, _ := m[k].(string); return decision.Truncate(s, n) }
+		t.Conditions = append(t.Conditions, wrapupv1alpha1.RecordedCondition{
+			Type: str("type", 316), Status: str("status", 16), Reason: str("reason", 1024), Message: str("message", 1024)})
+	}
+}
+
+// sameRun says whether the stored record a is of the run that b records:
+// the same AppWrapper, outcome, rule and deciding triggers, finished in the
+// same second (what the API server keeps of a time).
+func sameRun(a, b *wrapupv1alpha1.CompletionRecord) bool {
+	return a.AppWrapper.UID == b.AppWrapper.UID && a.Outcome == b.Outcome && a.Rule == b.Rule &&
+		a.FinishedAt.Unix() == b.FinishedAt.Unix() && decidedUIDs(a) == decidedUIDs(b)
+}
+
+func decidedUIDs(cr *wrapupv1alpha1.CompletionRecord) string {
+	var s string
+	for _, t := range cr.Triggers {
+		if t.Decided {
+			s += string(t.UID) + ","
+		}
+	}
+	return s
+}
+
+// writeHistory makes sure that the CompletionRecord of the outcome rec,
+// decided by d on in, exists: it creates it, or replaces the record of an
+// earlier outcome of the same AppWrapper (a failure a retry cleared). It
+// returns whether it wrote (false: the same record was there already, or
+// the rule keeps none).
+func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) (bool, error) {
+	err := r.Writer.Create(ctx, cr)
+	if err == nil {
+		historyWrittenTotal.WithLabelValues(cr.Rule).Inc()
+		return true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return false, fmt.Errorf("creating CompletionRecord %s/%s: %w", cr.Namespace, cr.Name, err)
+	}
+	old := &wrapupv1alpha1.CompletionRecord{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cr), old); err != nil {
+		return false, fmt.Errorf("reading CompletionRecord %s/%s: %w", cr.Namespace, cr.Name, err)
+	}
+	if sameRun(old, cr) {
+		return false, nil
+	}
+	if old.AppWrapper.UID != cr.AppWrapper.UID {
+		// Another AppWrapper whose name and UID hash alike: never touch
+		// another run's record.
+		return false, fmt.Errorf("CompletionRecord %s/%s is the record of AppWrapper uid %s", cr.Namespace, cr.Name, old.AppWrapper.UID)
+	}
+	cr.ResourceVersion = old.ResourceVersion
+	if err := r.Writer.Update(ctx, cr); err != nil {
+		return false, fmt.Errorf("replacing CompletionRecord %s/%s: %w", cr.Namespace, cr.Name, err)
+	}
+	historyWrittenTotal.WithLabelValues(cr.Rule).Inc()
+	return true, nil
+}
+
+// ensureHistory writes the CompletionRecord of rec unless this process
+// wrote it already. ok says whether a deletion may go ahead: the record is
+// written, or its deadline has passed (then with a Warning and a metric:
+// the GPUs come back whatever the record does).
+func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record, mem *awMemory) (ok bool) {
+	if rec == nil || rec.Same(mem.history) {
+		return true
+	}
+	aw := in.AppWrapper
+	key := client.ObjectKeyFromObject(aw)
+	done := func() bool {
+		mem.history = rec
+		r.memory.put(key, *mem)
+		return true
+	}
+	var rule *wrapupv1alpha1.CompletionRule
+	for _, ru := range in.Rules {
+		if ru.Rule.Name == rec.Rule {
+			rule = ru.Rule
+		}
+	}
+	if rule == nil {
+		return done()
+	}
+	ret, keep := History(rule)
+	if !keep {
+		return done()
+	}
+	cr := completionRecord(in, d, rec, ret)
+	cached := &wrapupv1alpha1.CompletionRecord{}
+	if err := r.Cache.Get(ctx, client.ObjectKeyFromObject(cr), cached); err == nil && sameRun(cached, cr) {
+		return done()
+	}
+	if _, err := r.writeHistory(ctx, cr); err != nil {
+		historyWriteFailuresTotal.WithLabelValues(rec.Rule).Inc()
+		late := !in.Now.Before(rec.FinishedAt.Add(HistoryWriteDeadline))
+		msg := fmt.Sprintf("the run's CompletionRecord could not be written: %v", err)
+		if late {
+			msg += fmt.Sprintf("; deleting the AppWrapper anyway, %s after it finished", HistoryWriteDeadline)
+		} else {
+			msg += "; wrapup tries again before it deletes the AppWrapper"
+		}
+		r.Recorder.Eventf(aw, nil, "Warning", wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord", "%s", decision.Truncate(msg, decision.MaxMessage))
+		if late {
+			return done()
+		}
+		return false
+	}
+	return done()
+}

@@ -1,0 +1,124 @@
+package gc
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc/decision"
+)
+
+// Records lists the CompletionRecords in namespace ("" for every
+// namespace) that selector selects (nil for all) and, when appWrapper is
+// set, that are of the AppWrapper of that name; the newest first.
+func Records(ctx context.Context, r client.Reader, namespace, appWrapper string, selector labels.Selector) ([]wrapupv1alpha1.CompletionRecord, error) {
+	var list wrapupv1alpha1.CompletionRecordList
+	opts := []client.ListOption{client.InNamespace(namespace)}
+	if selector != nil {
+		opts = append(opts, client.MatchingLabelsSelector{Selector: selector})
+	}
+	if err := r.List(ctx, &list, opts...); err != nil {
+		return nil, fmt.Errorf("listing CompletionRecords: %w", err)
+	}
+	out := list.Items[:0]
+	for _, cr := range list.Items {
+		if appWrapper == "" || cr.AppWrapper.Name == appWrapper {
+			out = append(out, cr)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[j].FinishedAt.Before(&out[i].FinishedAt) })
+	return out, nil
+}
+
+// DescribeRecord renders a CompletionRecord for people, as explain does
+// for a live AppWrapper.
+func DescribeRecord(cr *wrapupv1alpha1.CompletionRecord) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "AppWrapper: %s/%s (uid %s): gone; its CompletionRecord %s\n", cr.Namespace, cr.AppWrapper.Name, cr.AppWrapper.UID, cr.Name)
+	fmt.Fprintf(&b, "Outcome:    %s by rule %s at %s\n", cr.Outcome, cr.Rule, cr.FinishedAt.UTC().Format(time.RFC3339))
+	if cr.Message != "" {
+		fmt.Fprintf(&b, "Message:    %s\n", cr.Message)
+	}
+	fmt.Fprintf(&b, "Action:     %s\n", describeRecordedAction(cr.Action))
+	if q := cr.AppWrapper.QueueName; q != "" {
+		fmt.Fprintf(&b, "Queue:      %s\n", q)
+	}
+	if len(cr.AppWrapper.Labels) > 0 {
+		keys := make([]string, 0, len(cr.AppWrapper.Labels))
+		for k := range cr.AppWrapper.Labels {
+			keys = append(keys, k+"="+cr.AppWrapper.Labels[k])
+		}
+		sort.Strings(keys)
+		fmt.Fprintf(&b, "Labels:     %s\n", strings.Join(keys, ", "))
+	}
+	if len(cr.Triggers) > 0 {
+		b.WriteString("Triggers:   (* decided the outcome)\n")
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		for _, t := range cr.Triggers {
+			mark := " "
+			if t.Decided {
+				mark = "*"
+			}
+			var conds []string
+			for _, c := range t.Conditions {
+				if c.Status == "True" {
+					conds = append(conds, c.Type)
+				}
+			}
+			state := t.State
+			if t.Phase != "" {
+				state += " (phase " + t.Phase + ")"
+			}
+			fmt.Fprintf(tw, "  %s %s %s %s\tuid %s\t%s\t%s\n", mark, t.APIVersion, t.Kind, t.Name, t.UID, state, strings.Join(conds, ","))
+		}
+		_ = tw.Flush()
+	}
+	fmt.Fprintf(&b, "Kept:       until %s, and among the newest %d of rule %s in the namespace\n",
+		cr.FinishedAt.Add(time.Duration(cr.Retention.TTLSecondsAfterFinished)*time.Second).UTC().Format(time.RFC3339),
+		cr.Retention.LimitPerNamespace, cr.Rule)
+	return b.String()
+}
+
+func describeRecordedAction(a wrapupv1alpha1.RecordedAction) string {
+	switch {
+	case a.Action == wrapupv1alpha1.ActionUpdateStatus:
+		return "UpdateStatus: the outcome was recorded, nothing deleted"
+	case a.DryRun:
+		return "DeleteAll in dry-run mode: nothing deleted"
+	case a.DeleteAfter != nil:
+		return "DeleteAll: the AppWrapper and its components deleted from " + a.DeleteAfter.UTC().Format(time.RFC3339)
+	}
+	return string(a.Action)
+}
+
+// HistoryTable renders records as a table, with their namespaces when
+// withNamespace is set.
+func HistoryTable(records []wrapupv1alpha1.CompletionRecord, withNamespace bool, now time.Time) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 3, ' ', 0)
+	if withNamespace {
+		fmt.Fprint(tw, "NAMESPACE\t")
+	}
+	fmt.Fprintln(tw, "APPWRAPPER\tOUTCOME\tRULE\tACTION\tFINISHED\tMESSAGE")
+	for _, cr := range records {
+		if withNamespace {
+			fmt.Fprintf(tw, "%s\t", cr.Namespace)
+		}
+		action := string(cr.Action.Action)
+		if cr.Action.DryRun {
+			action += " (dry run)"
+		}
+		msg := decision.Truncate(strings.ReplaceAll(cr.Message, "\n", " "), 60)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\t%s\n", cr.AppWrapper.Name, cr.Outcome, cr.Rule, action,
+			now.Sub(cr.FinishedAt.Time).Round(time.Second), msg)
+	}
+	_ = tw.Flush()
+	return b.String()
+}
