@@ -362,6 +362,11 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 	if !decision.SameDeletion(first, fd) {
 		return ctrl.Result{Requeue: true}, nil
 	}
+	if !r.ensureHistory(ctx, fin, fd, fd.Recorded, &mem) {
+		// The run's CompletionRecord, by the rules as the API server has
+		// them, is not written yet.
+		return ctrl.Result{RequeueAfter: historyRetry}, nil
+	}
 	return r.delete(ctx, fin, fd)
 }
 

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,18 +102,33 @@ func completionRecord(in decision.Input, d decision.Decision, rec *decision.Reco
 	}
 	cr.Labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
 
-	add := func(info decision.TriggerInfo, state string, decided bool) {
+	// Which triggers decided, and their UIDs, come from the record: a
+	// trigger read since may be gone or re-created.
+	decided := map[int]types.UID{}
+	for _, t := range rec.Triggers {
+		decided[t.Index] = t.UID
+	}
+	add := func(info decision.TriggerInfo, state string) {
 		if len(cr.Triggers) == wrapupv1alpha1.MaxRecordedTriggers {
 			return
 		}
 		gvk := info.GroupVersionKind()
-		t := wrapupv1alpha1.RecordedTrigger{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: info.Name, UID: info.UID,
-			State: state, Decided: decided}
+		t := wrapupv1alpha1.RecordedTrigger{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: info.Name, UID: info.UID, State: state}
 		if t.Name == "" {
 			t.Name = info.Template
 		}
+		if uid, ok := decided[info.Index]; ok || len(rec.Triggers) == 0 {
+			if !ok {
+				uid = rec.TriggerUID
+			}
+			t.Decided = true
+			if t.UID != uid {
+				// Not the object that decided: say nothing of its state.
+				t.UID, t.State = uid, ""
+			}
+		}
 		for _, tr := range in.Triggers {
-			if tr.Ref == info.Ref && tr.Object != nil {
+			if tr.Ref == info.Ref && tr.Object != nil && tr.Object.GetUID() == t.UID {
 				triggerStatus(&t, tr.Object)
 			}
 		}
@@ -121,14 +137,14 @@ func completionRecord(in decision.Input, d decision.Decision, rec *decision.Reco
 	switch {
 	case len(d.Candidates) > 0:
 		for _, c := range d.Candidates {
-			add(c.TriggerInfo, c.State, c.Decided)
+			add(c.TriggerInfo, c.State)
 		}
 	case d.Trigger != nil:
 		state := ""
 		if e := d.Evaluation; e != nil && e.Error == "" && !e.FromAppWrapperPhase {
 			state = string(e.Outcome)
 		}
-		add(*d.Trigger, state, true)
+		add(*d.Trigger, state)
 	}
 	return cr
 }
@@ -227,11 +243,12 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		}
 	}
 	if rule == nil {
-		return done()
+		return true
 	}
 	ret, keep := History(rule)
 	if !keep {
-		return done()
+		// Not remembered: a decision on fresher rules may keep history.
+		return true
 	}
 	cr := completionRecord(in, d, rec, ret)
 	cached := &wrapupv1alpha1.CompletionRecord{}

@@ -48,7 +48,10 @@ type simChecks struct {
 	// ...of records naming several candidates, and of settled AppWrappers
 	// with several.
 	manyWritten, manyCleared, manyDeletes, settledMany, manyDecisions int
-	verdicts                                                          map[decision.Verdict]int
+	// crecWrites counts CompletionRecord writes; crecLate, deletions
+	// without one, past the deadline for writing it.
+	crecWrites, crecLate int
+	verdicts             map[decision.Verdict]int
 }
 
 func (c *simChecks) init() {
@@ -71,6 +74,8 @@ func (c *simChecks) add(o *simChecks) {
 	c.manyWritten += o.manyWritten
 	c.manyCleared += o.manyCleared
 	c.manyDeletes += o.manyDeletes
+	c.crecWrites += o.crecWrites
+	c.crecLate += o.crecLate
 	c.settledMany += o.settledMany
 	c.manyDecisions += o.manyDecisions
 	c.histories++
@@ -86,8 +91,10 @@ func (c *simChecks) summary() string {
 	}
 	sort.Strings(vs)
 	out := fmt.Sprintf("%d records written, %d cleared, %d deletions, %d lost answers to record writes, %d explain checks, %d settled AppWrappers checked; "+
-		"of several candidates: %d decisions, %d records written, %d cleared, %d deletions, %d settled AppWrappers; verdicts:",
-		c.written, c.cleared, c.deletes, c.lostRecordWrites, c.explained, c.settled, c.manyDecisions, c.manyWritten, c.manyCleared, c.manyDeletes, c.settledMany)
+		"of several candidates: %d decisions, %d records written, %d cleared, %d deletions, %d settled AppWrappers; "+
+		"%d CompletionRecord writes, %d deletions without one past its deadline; verdicts:",
+		c.written, c.cleared, c.deletes, c.lostRecordWrites, c.explained, c.settled, c.manyDecisions, c.manyWritten, c.manyCleared, c.manyDeletes, c.settledMany,
+		c.crecWrites, c.crecLate)
 	for _, v := range vs {
 		out += fmt.Sprintf(" %s %d", v, c.verdicts[decision.Verdict(v)])
 	}
@@ -467,6 +474,59 @@ func uidOf(t *unstructured.Unstructured) string {
 }
 
 // checkDelete checks a deletion of wrapup's of cur, before it lands.
+// checkCompletionRecord checks a CompletionRecord write (old: the record
+// it replaces, nil for a create): it is of an AppWrapper that exists (or
+// existed: a cache that has not seen the deletion yet), in its namespace,
+// under the name of its name and UID, and it says what the AppWrapper's
+// record says; it never replaces another AppWrapper's record, nor the same
+// run's.
+func (w *simWorld) checkCompletionRecord(cr, old *wrapupv1alpha1.CompletionRecord) {
+	w.checks.crecWrites++
+	key := types.NamespacedName{Namespace: cr.Namespace, Name: cr.AppWrapper.Name}
+	aw, ok := w.aws[key]
+	if !ok || aw.UID != cr.AppWrapper.UID {
+		aw, ok = w.goneAWs[cr.AppWrapper.UID]
+	}
+	switch {
+	case !ok || aw.UID != cr.AppWrapper.UID:
+		w.fail("wrapup wrote the CompletionRecord %s/%s of AppWrapper %s (%s), which does not exist", cr.Namespace, cr.Name, key, cr.AppWrapper.UID)
+		return
+	case cr.Name != RecordName(aw.Name, string(aw.UID)):
+		w.fail("wrapup wrote the CompletionRecord of %s under the name %s", key, cr.Name)
+	case old != nil && old.AppWrapper.UID != cr.AppWrapper.UID:
+		w.fail("wrapup replaced the CompletionRecord %s of AppWrapper %s with one of %s", cr.Name, old.AppWrapper.UID, cr.AppWrapper.UID)
+	case old != nil && old.Outcome == cr.Outcome && old.Rule == cr.Rule && old.FinishedAt.Unix() == cr.FinishedAt.Unix():
+		w.fail("wrapup rewrote the CompletionRecord %s of the same run (%s at %s)", cr.Name, cr.Outcome, cr.FinishedAt.UTC().Format(time.RFC3339))
+	}
+	rec := decision.ReadRecord(aw)
+	if rec == nil || rec.Outcome != cr.Outcome || rec.Rule != cr.Rule || rec.FinishedAt.Unix() != cr.FinishedAt.Unix() {
+		w.fail("wrapup wrote the CompletionRecord %s (%s by %s at %s), which the AppWrapper's record %s does not say",
+			cr.Name, cr.Outcome, cr.Rule, cr.FinishedAt.UTC().Format(time.RFC3339Nano), describeRecord(rec))
+	}
+}
+
+// checkHistoryBeforeDelete: a deletion under a rule that keeps history
+// comes after the run's CompletionRecord, or past the deadline for it.
+func (w *simWorld) checkHistoryBeforeDelete(cur *awv1beta2.AppWrapper, rec *decision.Record) {
+	rule := w.rules[rec.Rule]
+	if rule == nil {
+		return
+	}
+	if _, keep := History(rule); !keep {
+		return
+	}
+	cr := w.crecs[types.NamespacedName{Namespace: cur.Namespace, Name: RecordName(cur.Name, string(cur.UID))}]
+	if cr != nil && cr.AppWrapper.UID == cur.UID && cr.Outcome == rec.Outcome && cr.FinishedAt.Unix() == rec.FinishedAt.Unix() {
+		return
+	}
+	if !w.now.Before(rec.FinishedAt.Add(HistoryWriteDeadline)) {
+		w.checks.crecLate++
+		return
+	}
+	w.fail("wrapup deleted %s %s after its run finished, before the run's CompletionRecord was written (it has %+v)",
+		client.ObjectKeyFromObject(cur), w.now.Sub(rec.FinishedAt), cr)
+}
+
 func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	w.checks.deletes++
 	key := client.ObjectKeyFromObject(cur)
@@ -489,6 +549,7 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	if len(rec.Triggers) > 0 {
 		w.checks.manyDeletes++
 	}
+	w.checkHistoryBeforeDelete(cur, rec)
 	phase := cur.Status.Phase
 	for _, d := range ds {
 		switch {

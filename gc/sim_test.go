@@ -342,6 +342,7 @@ func (w *simWorld) randomRule(name string) simRule {
 	r.onFailure = w.randomAction()
 	r.dryRun = w.rng.Intn(6) == 0
 	r.policy = w.randomPolicy()
+	r.noHistory = w.rng.Intn(5) == 0
 	return r
 }
 
@@ -440,6 +441,9 @@ func (w *simWorld) step() {
 			switch w.rng.Intn(8) {
 			case 0:
 				r.dryRun = !r.dryRun
+				if w.rng.Intn(2) == 0 {
+					r.noHistory = !r.noHistory
+				}
 			case 1:
 				r.broken = !r.broken
 			case 2:

@@ -62,6 +62,8 @@ type simRule struct {
 	dryRun    bool
 	// policy is trigger.policy: "" (unset, One), "One", "All" or "Any".
 	policy string
+	// noHistory: history.disabled, no CompletionRecords.
+	noHistory bool
 }
 
 // many says whether the rule's policy lets several candidates decide.
@@ -101,6 +103,7 @@ func (r simRule) object(gen int64, uid types.UID) *wrapupv1alpha1.CompletionRule
 		s.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": r.team}}
 	}
 	s.OnSuccess, s.OnFailure, s.DryRun = r.onSuccess, r.onFailure, r.dryRun
+	s.History.Disabled = r.noHistory
 	s.Trigger.Policy = wrapupv1alpha1.TriggerPolicy(r.policy)
 	return o
 }
@@ -236,6 +239,11 @@ type simWorld struct {
 	trigs map[string]*unstructured.Unstructured // kind/namespace/name
 	rules map[string]*wrapupv1alpha1.CompletionRule
 	nss   map[string]*corev1.Namespace
+	// crecs are the CompletionRecords on the API server (the controller's
+	// cache of them does not lag).
+	crecs map[types.NamespacedName]*wrapupv1alpha1.CompletionRecord
+	// goneAWs are the AppWrappers deleted, as they were last, by UID.
+	goneAWs map[types.UID]*awv1beta2.AppWrapper
 
 	ruleSpecs map[string]simRule
 	models    map[types.UID]*simAW
@@ -265,6 +273,7 @@ func newSimWorld(seed int64) *simWorld {
 		rng: rand.New(rand.NewSource(seed)), now: simStart,
 		aws: map[types.NamespacedName]*awv1beta2.AppWrapper{}, trigs: map[string]*unstructured.Unstructured{},
 		rules: map[string]*wrapupv1alpha1.CompletionRule{}, nss: map[string]*corev1.Namespace{},
+		crecs: map[types.NamespacedName]*wrapupv1alpha1.CompletionRecord{}, goneAWs: map[types.UID]*awv1beta2.AppWrapper{},
 		ruleSpecs: map[string]simRule{}, models: map[types.UID]*simAW{}, truth: map[types.UID]*simTruth{},
 		saved:   map[types.NamespacedName]simSaved{},
 		awCache: newSimCache(), trigCache: newSimCache(), ruleCache: newSimCache(), nsCache: newSimCache(),
@@ -359,6 +368,9 @@ func (w *simWorld) putAW(aw *awv1beta2.AppWrapper) {
 }
 
 func (w *simWorld) removeAW(key types.NamespacedName) {
+	if aw, ok := w.aws[key]; ok {
+		w.goneAWs[aw.UID] = aw
+	}
 	delete(w.aws, key)
 	w.rv++
 	w.deliver(w.awCache, key.String(), nil)
@@ -892,6 +904,12 @@ func (r *simReader) Get(_ context.Context, key client.ObjectKey, obj client.Obje
 			u.DeepCopyInto(o)
 			return nil
 		}
+	case *wrapupv1alpha1.CompletionRecord:
+		gr = wrapupv1alpha1.GroupVersion.WithResource("completionrecords").GroupResource()
+		if cr, ok := r.w.crecs[key]; ok {
+			cr.DeepCopyInto(o)
+			return nil
+		}
 	default:
 		return fmt.Errorf("simReader: no %T", obj)
 	}
@@ -943,11 +961,63 @@ type simWriter struct{ w *simWorld }
 
 var _ client.Writer = (*simWriter)(nil)
 
-func (s *simWriter) Create(context.Context, client.Object, ...client.CreateOption) error {
-	return fmt.Errorf("wrapup creates nothing")
+// Create creates CompletionRecords, with faults; wrapup creates nothing else.
+func (s *simWriter) Create(_ context.Context, obj client.Object, _ ...client.CreateOption) error {
+	cr, ok := obj.(*wrapupv1alpha1.CompletionRecord)
+	if !ok {
+		return fmt.Errorf("wrapup creates nothing but CompletionRecords, not %T", obj)
+	}
+	return s.writeRecord(cr, false)
 }
-func (s *simWriter) Update(context.Context, client.Object, ...client.UpdateOption) error {
-	return fmt.Errorf("wrapup updates nothing")
+
+// Update replaces CompletionRecords; wrapup updates nothing else.
+func (s *simWriter) Update(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
+	cr, ok := obj.(*wrapupv1alpha1.CompletionRecord)
+	if !ok {
+		return fmt.Errorf("wrapup updates nothing but CompletionRecords, not %T", obj)
+	}
+	return s.writeRecord(cr, true)
+}
+
+func (s *simWriter) writeRecord(cr *wrapupv1alpha1.CompletionRecord, update bool) error {
+	w := s.w
+	key := client.ObjectKeyFromObject(cr)
+	gr := wrapupv1alpha1.GroupVersion.WithResource("completionrecords").GroupResource()
+	f := s.fault()
+	if f == "refused" {
+		w.logf("fault: CompletionRecord write %s refused", key)
+		return apierrors.NewServiceUnavailable("simulated outage")
+	}
+	old, exists := w.crecs[key]
+	switch {
+	case !update && exists:
+		return apierrors.NewAlreadyExists(gr, key.Name)
+	case update && !exists:
+		return apierrors.NewNotFound(gr, key.Name)
+	case update && cr.ResourceVersion != old.ResourceVersion:
+		return apierrors.NewConflict(gr, key.Name, fmt.Errorf("resourceVersion"))
+	}
+	w.checkCompletionRecord(cr, old)
+	stored := cr.DeepCopy()
+	w.rv++
+	stored.ResourceVersion = strconv.FormatInt(w.rv, 10)
+	if old != nil {
+		stored.UID, stored.CreationTimestamp = old.UID, old.CreationTimestamp
+	} else {
+		w.uids++
+		stored.UID = types.UID(fmt.Sprintf("crec-%d", w.uids))
+		stored.CreationTimestamp = metav1.NewTime(w.now)
+	}
+	// The API server keeps times to the second.
+	stored.FinishedAt = metav1.NewTime(stored.FinishedAt.Truncate(time.Second))
+	w.crecs[key] = stored
+	w.logf("wrapup writes CompletionRecord %s: %s of %s (%s)", key, stored.Outcome, stored.AppWrapper.Name, stored.AppWrapper.UID)
+	if f == "lost" {
+		w.logf("fault: the answer to the CompletionRecord write %s is lost", key)
+		return apierrors.NewTimeoutError("simulated lost answer", 1)
+	}
+	stored.DeepCopyInto(cr)
+	return nil
 }
 func (s *simWriter) DeleteAllOf(context.Context, client.Object, ...client.DeleteAllOfOption) error {
 	return fmt.Errorf("wrapup deletes nothing in bulk")
