@@ -51,7 +51,6 @@ type RecordedAppWrapper struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// uid of the AppWrapper.
-	// +kubebuilder:validation:MaxLength=64
 	UID types.UID `json:"uid"`
 	// labels are the AppWrapper's labels (at most 32), to find runs by
 	// their own labels (an llm-d run id, say).
@@ -104,7 +103,6 @@ type RecordedTrigger struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// +optional
-	// +kubebuilder:validation:MaxLength=64
 	UID types.UID `json:"uid,omitempty"`
 	// state is Running, Succeeded, Failed, Error or Absent.
 	// +optional
