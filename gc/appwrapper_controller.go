@@ -89,6 +89,8 @@ type AppWrapperReconciler struct {
 	Clock clock.PassiveClock
 	// Workers is MaxConcurrentReconciles; default DefaultWorkers.
 	Workers int
+	// NoHistory writes no CompletionRecords (their CRD is not installed).
+	NoHistory bool
 
 	memory memory
 	// observe, when set, sees every decision (tests).
@@ -174,6 +176,16 @@ func claimOwner(key types.NamespacedName, aw *awv1beta2.AppWrapper, gk schema.Gr
 	return watchOwner(key) + "/" + gk.String()
 }
 
+// rememberClaim remembers that the AppWrapper key claims a watch of gk
+// besides its first kind.
+func (r *AppWrapperReconciler) rememberClaim(key types.NamespacedName, gk schema.GroupKind) {
+	mem := r.memory.get(key)
+	if !slices.Contains(mem.claims, gk) {
+		mem.claims = append(slices.Clone(mem.claims), gk)
+		r.memory.put(key, mem)
+	}
+}
+
 // keepClaims keeps the watches of the kinds claims, and drops the others
 // the AppWrapper key held.
 func (r *AppWrapperReconciler) keepClaims(key types.NamespacedName, claims []schema.GroupKind, mem *awMemory) {
@@ -223,6 +235,8 @@ func (r *AppWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.forget(key)
 		return ctrl.Result{}, nil
 	}
+	// The gather may have remembered a watch claim.
+	mem.claims = r.memory.get(key).claims
 	log := logf.FromContext(ctx).WithValues("appWrapper", klog.KObj(in.AppWrapper))
 	ctx = logf.IntoContext(ctx, log)
 	d := decision.Decide(ctx, in)
@@ -278,8 +292,16 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 	}
 	if d.Write == nil && !d.Clear && d.Outcome != "" && !r.ensureHistory(ctx, in, d, d.Recorded, &mem) {
 		// The run's CompletionRecord is not written yet: nothing is
-		// deleted before it is, or before its deadline.
-		return ctrl.Result{RequeueAfter: historyRetry}, nil
+		// deleted before it is, or before its deadline. Soon when a
+		// deletion waits on it, else at most a minute later.
+		retry := historyRetry
+		if d.Verdict != decision.VerdictDelete {
+			retry = time.Minute
+			if d.Requeue > historyRetry && d.Requeue < retry {
+				retry = d.Requeue
+			}
+		}
+		return ctrl.Result{RequeueAfter: retry}, nil
 	}
 	if d.Write == nil && !d.Clear && d.Verdict != decision.VerdictDelete {
 		return ctrl.Result{RequeueAfter: d.Requeue}, nil

@@ -205,7 +205,9 @@ func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alp
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cr), old); err != nil {
 		return false, fmt.Errorf("reading CompletionRecord %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
-	if sameRun(old, cr) {
+	if sameRun(old, cr) || !old.FinishedAt.Before(&cr.FinishedAt) && old.AppWrapper.UID == cr.AppWrapper.UID {
+		// Written already, or a later outcome of this AppWrapper is (a
+		// decision on a stale view must not replace it).
 		return false, nil
 	}
 	if old.AppWrapper.UID != cr.AppWrapper.UID {
@@ -226,7 +228,16 @@ func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alp
 // written, or its deadline has passed (then with a Warning and a metric:
 // the GPUs come back whatever the record does).
 func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record, mem *awMemory) (ok bool) {
-	if rec == nil || rec.Same(mem.history) {
+	// The deadline runs from when the deletion is due: a record-only
+	// outcome, or a long TTL, leaves time to try again.
+	due := in.Now
+	switch d.Verdict {
+	case decision.VerdictDeleteAfterTTL:
+		due = in.Now.Add(d.After)
+	case decision.VerdictRecordOnly, decision.VerdictDryRun:
+		due = time.Time{}
+	}
+	if r.NoHistory || rec == nil || rec.Same(mem.history) {
 		return true
 	}
 	aw := in.AppWrapper
@@ -250,6 +261,11 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		// Not remembered: a decision on fresher rules may keep history.
 		return true
 	}
+	if !in.Now.Before(rec.FinishedAt.Add(time.Duration(ret.TTLSecondsAfterFinished) * time.Second)) {
+		// Its retention has passed (it was written, and has expired, or
+		// the run finished long ago): nothing to keep.
+		return done()
+	}
 	cr := completionRecord(in, d, rec, ret)
 	cached := &wrapupv1alpha1.CompletionRecord{}
 	if err := r.Cache.Get(ctx, client.ObjectKeyFromObject(cr), cached); err == nil && sameRun(cached, cr) {
@@ -257,12 +273,19 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 	}
 	if _, err := r.writeHistory(ctx, cr); err != nil {
 		historyWriteFailuresTotal.WithLabelValues(rec.Rule).Inc()
-		late := !in.Now.Before(rec.FinishedAt.Add(HistoryWriteDeadline))
+		deadline := rec.FinishedAt.Add(HistoryWriteDeadline)
+		if due.After(rec.FinishedAt) {
+			deadline = due.Add(HistoryWriteDeadline)
+		}
+		late := !in.Now.Before(deadline)
 		msg := fmt.Sprintf("the run's CompletionRecord could not be written: %v", err)
-		if late {
-			msg += fmt.Sprintf("; deleting the AppWrapper anyway, %s after it finished", HistoryWriteDeadline)
-		} else {
-			msg += "; wrapup tries again before it deletes the AppWrapper"
+		switch {
+		case late && !due.IsZero():
+			msg += fmt.Sprintf("; deleting the AppWrapper anyway, %s after its deletion was due", HistoryWriteDeadline)
+		case late:
+			msg += "; the outcome stays recorded on the AppWrapper, and wrapup tries again after a restart"
+		default:
+			msg += "; wrapup tries again, and deletes nothing until it is written or its deadline has passed"
 		}
 		r.Recorder.Eventf(aw, nil, "Warning", wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord", "%s", decision.Truncate(msg, decision.MaxMessage))
 		if late {

@@ -52,7 +52,8 @@ func (r *HistoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 
 	var list wrapupv1alpha1.CompletionRecordList
-	if err := r.Client.List(ctx, &list, client.InNamespace(cr.Namespace)); err != nil {
+	// Read-only, from the cache: no copy of every record on every event.
+	if err := r.Client.List(ctx, &list, client.InNamespace(cr.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing CompletionRecords: %w", err)
 	}
 	var same []*wrapupv1alpha1.CompletionRecord
@@ -71,7 +72,7 @@ func (r *HistoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if len(same) > 0 {
 		if limit := int(same[0].Retention.LimitPerNamespace); limit > 0 && len(same) > limit {
 			for _, o := range same[limit:] {
-				if err := r.expire(ctx, o, "Limit"); err != nil {
+				if err := r.expire(ctx, o.DeepCopy(), "Limit"); err != nil {
 					return ctrl.Result{}, err
 				}
 			}

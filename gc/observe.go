@@ -288,7 +288,13 @@ func (v *cacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 		// The rule does not name the kind: this AppWrapper's annotated
 		// component does, so the AppWrapper holds the watch on it.
 		var nf *KindNotFoundError
-		if err := v.r.Triggers.Ensure(claimOwner(v.key, aw, ref.Kind), ref.Kind, fields); err != nil && !errors.As(err, &nf) {
+		owner := claimOwner(v.key, aw, ref.Kind)
+		if owner != watchOwner(v.key) {
+			// Remembered before the claim is made, so that it is released
+			// with the AppWrapper whatever happens to this reconcile.
+			v.r.rememberClaim(v.key, ref.Kind)
+		}
+		if err := v.r.Triggers.Ensure(owner, ref.Kind, fields); err != nil && !errors.As(err, &nf) {
 			return t, err
 		}
 		if k := v.r.Triggers.Kind(ref.Kind); k.State == decision.KindNotServed || k.State == decision.KindNotWatchable {

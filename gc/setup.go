@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery"
 	memcache "k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 )
 
@@ -64,7 +66,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the rule controller: %w", err)
 	}
+	// Without the CompletionRecord CRD (an install of an older version's
+	// CRDs), runs are finished as before, and not recorded: a controller
+	// for a kind the API server does not serve would stop the manager.
+	_, crdErr := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: wrapupv1alpha1.GroupVersion.Group, Kind: "CompletionRecord"})
+	noHistory := crdErr != nil
+	if noHistory {
+		mgr.GetLogger().Error(crdErr, "The CompletionRecord CRD is not installed: runs are finished, and no records of them are kept; install config/crd and restart")
+	}
 	if err := (&AppWrapperReconciler{
+		NoHistory:          noHistory,
 		Cache:              mgr.GetClient(),
 		Writer:             mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
@@ -78,8 +89,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr, watches.Events()); err != nil {
 		return fmt.Errorf("setting up the appwrapper controller: %w", err)
 	}
-	if err := (&HistoryReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the history controller: %w", err)
+	if !noHistory {
+		if err := (&HistoryReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the history controller: %w", err)
+		}
 	}
 	return nil
 }

@@ -132,11 +132,19 @@ func (rec *Record) forMany(policy wrapupv1alpha1.TriggerPolicy, refs []Ref, aw *
 		return false
 	}
 	anyUID, anyLive := false, false
+	seen := map[int]bool{}
 	for _, t := range rec.Triggers {
-		if _, ok := byIndex[t.Index]; !ok {
+		if _, ok := byIndex[t.Index]; !ok || seen[t.Index] {
 			return false
 		}
+		seen[t.Index] = true
 		anyUID = anyUID || t.UID != ""
+	}
+	if len(rec.Triggers) > 1 && len(rec.Triggers) != len(refs) {
+		// Every candidate decided it (All's success, Any's failure, the
+		// AppWrapper's phase), and the rule has other candidates now (it
+		// was edited, or another rule took over): not theirs.
+		return false
 	}
 	for _, uid := range live {
 		anyLive = anyLive || uid != ""
