@@ -65,7 +65,7 @@ func completionRecord(in decision.Input, d decision.Decision, rec *decision.Reco
 		Rule:       rec.Rule,
 		Outcome:    rec.Outcome,
 		Message:    decision.Truncate(rec.Message, decision.MaxMessage),
-		FinishedAt: metav1.NewTime(rec.FinishedAt),
+		FinishedAt: metav1.NewMicroTime(rec.FinishedAt),
 		Action:     wrapupv1alpha1.RecordedAction{Action: d.Action.Action, TTLSecondsAfterFinished: d.Action.TTLSecondsAfterFinished, DryRun: d.DryRun},
 		Retention:  ret,
 	}
@@ -171,10 +171,10 @@ func triggerStatus(t *wrapupv1alpha1.RecordedTrigger, obj *unstructured.Unstruct
 
 // sameRun says whether the stored record a is of the run that b records:
 // the same AppWrapper, outcome, rule and deciding triggers, finished in the
-// same second (what the API server keeps of a time).
+// same microsecond (what the API server keeps of a time).
 func sameRun(a, b *wrapupv1alpha1.CompletionRecord) bool {
 	return a.AppWrapper.UID == b.AppWrapper.UID && a.Outcome == b.Outcome && a.Rule == b.Rule &&
-		a.FinishedAt.Unix() == b.FinishedAt.Unix() && decidedUIDs(a) == decidedUIDs(b)
+		a.FinishedAt.UnixMicro() == b.FinishedAt.UnixMicro() && decidedUIDs(a) == decidedUIDs(b)
 }
 
 func decidedUIDs(cr *wrapupv1alpha1.CompletionRecord) string {

@@ -156,7 +156,7 @@ func BenchmarkCachedCompletionRecord(b *testing.B) {
 		AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: "run-0", UID: "6f1c9a7e-0000-4000-8000-000000000000",
 			Labels: map[string]string{"llm-d.ai/role": "benchmark", "llm-d.ai/run-id": "r-17"}},
 		Rule: "benchmarks", Outcome: wrapupv1alpha1.OutcomeSucceeded, Message: "benchmark run-0-bench: 1 succeeded, 0 failed",
-		FinishedAt: metav1.Now(),
+		FinishedAt: metav1.NowMicro(),
 		Action:     wrapupv1alpha1.RecordedAction{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](0), DeleteAfter: ptr.To(metav1.Now())},
 		Triggers: []wrapupv1alpha1.RecordedTrigger{{APIVersion: "batch/v1", Kind: "Job", Name: "run-0-bench", UID: "9d2f0b1e-0000-4000-8000-000000000000",
 			State: "Succeeded", Decided: true, Conditions: []wrapupv1alpha1.RecordedCondition{

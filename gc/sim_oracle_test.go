@@ -495,11 +495,11 @@ func (w *simWorld) checkCompletionRecord(cr, old *wrapupv1alpha1.CompletionRecor
 		w.fail("wrapup wrote the CompletionRecord of %s under the name %s", key, cr.Name)
 	case old != nil && old.AppWrapper.UID != cr.AppWrapper.UID:
 		w.fail("wrapup replaced the CompletionRecord %s of AppWrapper %s with one of %s", cr.Name, old.AppWrapper.UID, cr.AppWrapper.UID)
-	case old != nil && old.Outcome == cr.Outcome && old.Rule == cr.Rule && old.FinishedAt.Unix() == cr.FinishedAt.Unix():
+	case old != nil && old.Outcome == cr.Outcome && old.Rule == cr.Rule && old.FinishedAt.UnixMicro() == cr.FinishedAt.UnixMicro():
 		w.fail("wrapup rewrote the CompletionRecord %s of the same run (%s at %s)", cr.Name, cr.Outcome, cr.FinishedAt.UTC().Format(time.RFC3339))
 	}
 	rec := decision.ReadRecord(aw)
-	if rec == nil || rec.Outcome != cr.Outcome || rec.Rule != cr.Rule || rec.FinishedAt.Unix() != cr.FinishedAt.Unix() {
+	if rec == nil || rec.Outcome != cr.Outcome || rec.Rule != cr.Rule || rec.FinishedAt.UnixMicro() != cr.FinishedAt.UnixMicro() {
 		w.fail("wrapup wrote the CompletionRecord %s (%s by %s at %s), which the AppWrapper's record %s does not say",
 			cr.Name, cr.Outcome, cr.Rule, cr.FinishedAt.UTC().Format(time.RFC3339Nano), describeRecord(rec))
 	}
@@ -516,7 +516,7 @@ func (w *simWorld) checkHistoryBeforeDelete(cur *awv1beta2.AppWrapper, rec *deci
 		return
 	}
 	cr := w.crecs[types.NamespacedName{Namespace: cur.Namespace, Name: RecordName(cur.Name, string(cur.UID))}]
-	if cr != nil && cr.AppWrapper.UID == cur.UID && cr.Outcome == rec.Outcome && cr.FinishedAt.Unix() == rec.FinishedAt.Unix() {
+	if cr != nil && cr.AppWrapper.UID == cur.UID && cr.Outcome == rec.Outcome && cr.FinishedAt.UnixMicro() == rec.FinishedAt.UnixMicro() {
 		return
 	}
 	if !w.now.Before(rec.FinishedAt.Add(HistoryWriteDeadline)) {

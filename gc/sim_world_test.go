@@ -1008,8 +1008,8 @@ func (s *simWriter) writeRecord(cr *wrapupv1alpha1.CompletionRecord, update bool
 		stored.UID = types.UID(fmt.Sprintf("crec-%d", w.uids))
 		stored.CreationTimestamp = metav1.NewTime(w.now)
 	}
-	// The API server keeps times to the second.
-	stored.FinishedAt = metav1.NewTime(stored.FinishedAt.Truncate(time.Second))
+	// The API server keeps a MicroTime to the microsecond.
+	stored.FinishedAt = metav1.NewMicroTime(stored.FinishedAt.Truncate(time.Microsecond))
 	w.crecs[key] = stored
 	w.logf("wrapup writes CompletionRecord %s: %s of %s (%s)", key, stored.Outcome, stored.AppWrapper.Name, stored.AppWrapper.UID)
 	if f == "lost" {

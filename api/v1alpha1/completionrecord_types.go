@@ -162,8 +162,9 @@ type CompletionRecord struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
-	// finishedAt is when wrapup saw the trigger finished.
-	FinishedAt metav1.Time `json:"finishedAt"`
+	// finishedAt is when wrapup saw the trigger finished, to the
+	// microsecond (runs that finish within a second keep their order).
+	FinishedAt metav1.MicroTime `json:"finishedAt"`
 	// action is what wrapup did, or does, with the AppWrapper.
 	Action RecordedAction `json:"action"`
 	// triggers are the triggers as wrapup evaluated them (at most 16).

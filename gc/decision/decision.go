@@ -649,21 +649,33 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 		d.clear(fmt.Sprintf("a new trigger (uid %s) replaced the one whose failure was recorded: the recorded outcome Failed no longer holds", uid))
 		return
 	}
-	if rec.Outcome == wrapupv1alpha1.OutcomeFailed {
-		first := rec.FinishedAt
-		if d.FailureSeen != nil && d.FailureSeen.At.Before(first) {
-			first = d.FailureSeen.At
-		}
-		if retrying(aw, first, in.Now, grace) {
-			d.Verdict = VerdictWaitingForRetries
-			d.Reason = fmt.Sprintf("the AppWrapper is %s after the recorded failure: the AppWrapper controller is making a new attempt; wrapup keeps the record and deletes nothing until it ends", phaseOrNone(phase))
-			if phase == awv1beta2.AppWrapperRunning {
-				d.Reason = "the AppWrapper controller reports the AppWrapper Unhealthy with retries left after the recorded failure: wrapup keeps the record and deletes nothing until it resets or fails it"
-			}
-			return
-		}
+	if d.holdRecordedFailure(in, grace) {
+		return
 	}
 	d.act(in, rule, rec.Outcome, rec)
+}
+
+// holdRecordedFailure decides to keep a recorded failure, and act on
+// nothing, while the AppWrapper controller makes a new attempt (or is
+// about to); it says whether it did.
+func (d *Decision) holdRecordedFailure(in Input, grace time.Duration) bool {
+	aw, rec := in.AppWrapper, d.Recorded
+	if rec.Outcome != wrapupv1alpha1.OutcomeFailed {
+		return false
+	}
+	first := rec.FinishedAt
+	if d.FailureSeen != nil && d.FailureSeen.At.Before(first) {
+		first = d.FailureSeen.At
+	}
+	if !retrying(aw, first, in.Now, grace) {
+		return false
+	}
+	d.Verdict = VerdictWaitingForRetries
+	d.Reason = fmt.Sprintf("the AppWrapper is %s after the recorded failure: the AppWrapper controller is making a new attempt; wrapup keeps the record and deletes nothing until it ends", phaseOrNone(aw.Status.Phase))
+	if aw.Status.Phase == awv1beta2.AppWrapperRunning {
+		d.Reason = "the AppWrapper controller reports the AppWrapper Unhealthy with retries left after the recorded failure: wrapup keeps the record and deletes nothing until it resets or fails it"
+	}
+	return true
 }
 
 // record decides to record outcome for the trigger uid, then to act on it.

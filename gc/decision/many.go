@@ -290,16 +290,8 @@ func (d *Decision) decideManyRecorded(in Input, rule *wrapupv1alpha1.CompletionR
 		d.clear("a new attempt replaced triggers whose failure was recorded: the recorded outcome Failed no longer holds")
 		return
 	}
-	if rec.Outcome == wrapupv1alpha1.OutcomeFailed {
-		first := rec.FinishedAt
-		if d.FailureSeen != nil && d.FailureSeen.At.Before(first) {
-			first = d.FailureSeen.At
-		}
-		if retrying(aw, first, in.Now, grace) {
-			d.Verdict = VerdictWaitingForRetries
-			d.Reason = fmt.Sprintf("the AppWrapper is %s after the recorded failure: the AppWrapper controller is making a new attempt; wrapup keeps the record and deletes nothing until it ends", phaseOrNone(phase))
-			return
-		}
+	if d.holdRecordedFailure(in, grace) {
+		return
 	}
 	d.act(in, rule, rec.Outcome, rec)
 }

@@ -133,7 +133,7 @@ var _ = Describe("Multi-tenancy", func() {
 		Expect(apierrors.IsForbidden(tenant.List(ctx, &list))).To(BeTrue(), "records of every namespace")
 		forged := &wrapupv1alpha1.CompletionRecord{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: tenantNS.Name},
 			AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: "victim"}, Rule: rule.Name, Outcome: wrapupv1alpha1.OutcomeSucceeded,
-			FinishedAt: metav1.Now(), Action: wrapupv1alpha1.RecordedAction{Action: wrapupv1alpha1.ActionDeleteAll}}
+			FinishedAt: metav1.NowMicro(), Action: wrapupv1alpha1.RecordedAction{Action: wrapupv1alpha1.ActionDeleteAll}}
 		Expect(apierrors.IsForbidden(tenant.Create(ctx, forged))).To(BeTrue(), "only wrapup writes records")
 		Expect(k8sClient.List(ctx, &list, client.InNamespace(victimNS.Name))).To(Succeed())
 		Expect(list.Items).To(BeEmpty(), "wrapup wrote a record into the victim's namespace")
