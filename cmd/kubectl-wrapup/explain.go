@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -25,13 +26,31 @@ import (
 // unreachable cluster fails the command rather than hanging it.
 const requestTimeout = 30 * time.Second
 
+// clusterFlags are the flags that pick the cluster and the namespace.
+type clusterFlags struct{ namespace, kubeconfig, context string }
+
+// add registers them on fs; of says what the namespace is of.
+func (f *clusterFlags) add(fs *flag.FlagSet, of string) {
+	fs.StringVar(&f.namespace, "n", "", "Namespace of the "+of+" (shorthand for --namespace; default: the context's namespace).")
+	fs.StringVar(&f.namespace, "namespace", "", "Namespace of the "+of+" (default: the context's namespace).")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
+	fs.StringVar(&f.context, "context", "", "The kubeconfig context to use.")
+}
+
+// client connects to the cluster they pick, or says why it cannot.
+func (f *clusterFlags) client(stderr io.Writer) (client.Client, string, bool) {
+	c, ns, err := newClient(f.kubeconfig, f.context, f.namespace)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return nil, "", false
+	}
+	return c, ns, true
+}
+
 func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("explain", "kubectl wrapup explain APPWRAPPER [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]", stderr)
-	var namespace, kubeconfig, kubecontext string
-	fs.StringVar(&namespace, "n", "", "Namespace of the AppWrapper (shorthand for --namespace; default: the context's namespace).")
-	fs.StringVar(&namespace, "namespace", "", "Namespace of the AppWrapper (default: the context's namespace).")
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
-	fs.StringVar(&kubecontext, "context", "", "The kubeconfig context to use.")
+	var cf clusterFlags
+	cf.add(fs, "AppWrapper")
 	pos, err := parseInterspersed(fs, args)
 	switch {
 	case err != nil:
@@ -39,9 +58,8 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case len(pos) != 1:
 		return usageError(fs, stderr, parseError{"explain takes one AppWrapper name, got: " + strings.Join(pos, " ")})
 	}
-	c, ns, err := newClient(kubeconfig, kubecontext, namespace)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
+	c, ns, ok := cf.client(stderr)
+	if !ok {
 		return exitFail
 	}
 	ex, err := gc.Explain(ctx, c, nil, types.NamespacedName{Namespace: ns, Name: pos[0]}, time.Now())
@@ -66,17 +84,15 @@ func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("history", "kubectl wrapup history [-n NAMESPACE | -A] [-l SELECTOR] [--appwrapper NAME] [--kubeconfig FILE] [--context NAME]", stderr)
-	var namespace, kubeconfig, kubecontext, selector, appWrapper string
+	var cf clusterFlags
+	var selector, appWrapper string
 	var all bool
-	fs.StringVar(&namespace, "n", "", "Namespace of the runs (shorthand for --namespace; default: the context's namespace).")
-	fs.StringVar(&namespace, "namespace", "", "Namespace of the runs (default: the context's namespace).")
+	cf.add(fs, "runs")
 	fs.BoolVar(&all, "A", false, "Runs of every namespace (shorthand for --all-namespaces).")
 	fs.BoolVar(&all, "all-namespaces", false, "Runs of every namespace.")
 	fs.StringVar(&selector, "l", "", "Label selector over the records' labels: the AppWrappers' own, and wrapup.dev/outcome, wrapup.dev/rule, wrapup.dev/appwrapper (shorthand for --selector).")
 	fs.StringVar(&selector, "selector", "", "Label selector over the records' labels.")
 	fs.StringVar(&appWrapper, "appwrapper", "", "Only the runs of the AppWrapper of this name.")
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
-	fs.StringVar(&kubecontext, "context", "", "The kubeconfig context to use.")
 	pos, err := parseInterspersed(fs, args)
 	switch {
 	case err != nil:
@@ -88,9 +104,8 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return usageError(fs, stderr, parseError{"bad selector: " + err.Error()})
 	}
-	c, ns, err := newClient(kubeconfig, kubecontext, namespace)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
+	c, ns, ok := cf.client(stderr)
+	if !ok {
 		return exitFail
 	}
 	if all {
