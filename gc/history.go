@@ -228,15 +228,10 @@ func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alp
 // written, or its deadline has passed (then with a Warning and a metric:
 // the GPUs come back whatever the record does).
 func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record, mem *awMemory) (ok bool) {
-	// The deadline runs from when the deletion is due: a record-only
-	// outcome, or a long TTL, leaves time to try again.
-	due := in.Now
-	switch d.Verdict {
-	case decision.VerdictDeleteAfterTTL:
-		due = in.Now.Add(d.After)
-	case decision.VerdictRecordOnly, decision.VerdictDryRun:
-		due = time.Time{}
-	}
+	// The deadline runs from when the deletion is due (zero for a
+	// record-only outcome): a long TTL leaves time to try again, and the
+	// deadline of a deletion due already does not move.
+	due := d.DueAt
 	if r.NoHistory || rec == nil || rec.Same(mem.history) {
 		return true
 	}

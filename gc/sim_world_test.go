@@ -244,6 +244,9 @@ type simWorld struct {
 	crecs map[types.NamespacedName]*wrapupv1alpha1.CompletionRecord
 	// goneAWs are the AppWrappers deleted, as they were last, by UID.
 	goneAWs map[types.UID]*awv1beta2.AppWrapper
+	// refuseRecords: the API server refuses every CompletionRecord write
+	// (a quota, a webhook): deletions must still come, past their deadline.
+	refuseRecords bool
 
 	ruleSpecs map[string]simRule
 	models    map[types.UID]*simAW
@@ -280,6 +283,7 @@ func newSimWorld(seed int64) *simWorld {
 		maxLag: 2 * time.Second, explainPolicies: &celpolicies.Cache{},
 	}
 	w.checks.init()
+	w.refuseRecords = w.rng.Intn(8) == 0
 	for _, ns := range []struct{ name, team string }{{"ns-a", "a"}, {"ns-b", "b"}} {
 		w.putNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name, Labels: map[string]string{"team": ns.team}}})
 	}
@@ -984,7 +988,7 @@ func (s *simWriter) writeRecord(cr *wrapupv1alpha1.CompletionRecord, update bool
 	key := client.ObjectKeyFromObject(cr)
 	gr := wrapupv1alpha1.GroupVersion.WithResource("completionrecords").GroupResource()
 	f := s.fault()
-	if f == "refused" {
+	if f == "refused" || w.refuseRecords {
 		w.logf("fault: CompletionRecord write %s refused", key)
 		return apierrors.NewServiceUnavailable("simulated outage")
 	}

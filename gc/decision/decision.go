@@ -180,6 +180,11 @@ type Decision struct {
 	// on the next change.
 	After time.Duration
 
+	// DueAt is when the deletion is (or was) due, for DeleteAfterTTL and
+	// Delete: the TTL and any hold counted from when they started, not from
+	// this decision; zero otherwise.
+	DueAt time.Time
+
 	// Requeue is when to decide again if nothing changes; 0: on a change.
 	Requeue time.Duration
 	// Events are the Events to emit, each when its When says.
@@ -754,6 +759,7 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wr
 			start, ok := failedHoldStart(aw)
 			if !ok {
 				d.Verdict, d.After, d.Requeue = VerdictDeleteAfterTTL, hold, holdStartRetry
+				d.DueAt = in.Now.Add(hold)
 				d.Reason = fmt.Sprintf("the trigger %s: the AppWrapper asks to be kept %s after it failed (%s), and its controller has not started that hold yet",
 					outcome, hold, awv1beta2.DeletionOnFailureGracePeriodAnnotation)
 				return
@@ -764,6 +770,7 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wr
 		}
 		why += fmt.Sprintf(", and not before the AppWrapper's own hold of %s after it failed (%s)", hold, awv1beta2.DeletionOnFailureGracePeriodAnnotation)
 	}
+	d.DueAt = notBefore
 	if left := notBefore.Sub(in.Now); left > 0 {
 		d.Verdict, d.After, d.Requeue = VerdictDeleteAfterTTL, left, left
 		d.Reason = fmt.Sprintf("the trigger %s: %s, at %s", outcome, why, notBefore.UTC().Format(time.RFC3339))

@@ -324,10 +324,11 @@ func allOf(cs []observed) []int {
 	return out
 }
 
-// noneUnfinished says that every candidate succeeded or is not there.
+// noneUnfinished says that every candidate finished (succeeded, or failed
+// by the rule) or is not there.
 func noneUnfinished(cs []observed) bool {
 	for i := range cs {
-		if cs[i].state != liveSucceeded && cs[i].state != liveAbsent {
+		if cs[i].state != liveSucceeded && cs[i].state != liveFailed && cs[i].state != liveAbsent {
 			return false
 		}
 	}
