@@ -255,6 +255,10 @@ func deciders(rec *decision.Record, policy string, cs []simCand) ([]simCand, boo
 	if rec.TriggerRef != out[0].t.ref() || rec.TriggerUID != out[0].recorded {
 		return nil, false
 	}
+	if len(out) > 1 && len(out) != len(cs) {
+		// Every candidate decided it, and the rule has others now.
+		return nil, false
+	}
 	return out, true
 }
 
