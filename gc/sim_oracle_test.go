@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc/decision"
@@ -584,6 +585,9 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 			}
 		}
 	}
+	if _, ok := cur.Labels[kueue.MultiKueueOriginLabel]; ok {
+		w.fail("wrapup deleted %s, MultiKueue's copy on a worker cluster (label %s): the manager would dispatch the run again", key, kueue.MultiKueueOriginLabel)
+	}
 	a := r.onSuccess
 	if rec.Outcome == wrapupv1alpha1.OutcomeFailed {
 		a = r.onFailure
@@ -729,7 +733,8 @@ func (w *simWorld) checkSettled() {
 		if outcome == wrapupv1alpha1.OutcomeFailed {
 			a = r.onFailure
 		}
-		if a.Action != wrapupv1alpha1.ActionUpdateStatus && !r.dryRun {
+		_, workerCopy := aw.Labels[kueue.MultiKueueOriginLabel]
+		if a.Action != wrapupv1alpha1.ActionUpdateStatus && !r.dryRun && !workerCopy {
 			w.fail("lost completion: %s (phase %s, candidates %s, record %s) finished %s under rule %s (%+v) and was not deleted",
 				k, aw.Status.Phase, describeCands(cs), describeRecord(rec), outcome, r.name, r)
 			return

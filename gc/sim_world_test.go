@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
@@ -820,6 +821,12 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	}
 	if w.rng.Intn(30) == 0 {
 		aw.Annotations[wrapupv1alpha1.IgnoreAnnotation] = "True"
+	}
+	if w.rng.Intn(12) == 0 {
+		// MultiKueue's copy on a worker cluster, as its AppWrapper
+		// adapter labels it: never wrapup's to delete.
+		aw.Labels[kueue.MultiKueueOriginLabel] = "manager"
+		aw.Labels["kueue.x-k8s.io/prebuilt-workload-name"] = "appwrapper-" + key.Name
 	}
 	aw.Spec.Suspend = w.rng.Intn(2) == 0
 	aw.CreationTimestamp = metav1.NewTime(w.now.Truncate(time.Second))

@@ -116,4 +116,9 @@ const (
 	// ReasonTriggerKindNotWatched (Warning): the annotated trigger's kind
 	// cannot be watched (not served, forbidden, cluster-scoped).
 	ReasonTriggerKindNotWatched = "TriggerKindNotWatched"
+	// ReasonMultiKueueWorker: the AppWrapper is MultiKueue's copy on a
+	// worker cluster; wrapup records its outcome there and deletes
+	// nothing, since deleting it makes MultiKueue dispatch the run again.
+	// The manager cluster's wrapup finishes the AppWrapper.
+	ReasonMultiKueueWorker = "MultiKueueWorker"
 )

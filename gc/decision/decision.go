@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
@@ -702,7 +703,14 @@ func (d *Decision) recordRec(in Input, rule *wrapupv1alpha1.CompletionRule, rec 
 	if ttl := d.Action.TTLSecondsAfterFinished; ttl != nil && *ttl > 0 {
 		what = fmt.Sprintf("the AppWrapper is deleted in %ds", *ttl)
 	}
+	_, worker := MultiKueueWorkerCopy(in.AppWrapper)
 	switch {
+	case worker:
+		what = "outcome recorded only (MultiKueue worker copy)"
+		d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: wrapupv1alpha1.ReasonMultiKueueWorker, Action: "RecordOutcome",
+			Message: fmt.Sprintf("rule %s: this AppWrapper is MultiKueue's copy on a worker cluster: wrapup records its outcome here and deletes nothing "+
+				"(deleting it would make MultiKueue dispatch the run again); the manager cluster's wrapup finishes the AppWrapper", rule.Name),
+			When: EventAfterWrite})
 	case d.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
 		what = "outcome recorded only (UpdateStatus)"
 	case d.DryRun:
@@ -732,6 +740,18 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wr
 	d.Outcome = outcome
 	d.Action = ActionFor(rule, outcome)
 	d.DryRun = rule.Spec.DryRun
+	if origin, ok := MultiKueueWorkerCopy(aw); ok {
+		// Deleting MultiKueue's copy on a worker makes the manager see its
+		// remote workload gone and dispatch the run again: here wrapup
+		// records the outcome and nothing more, whatever the rule says.
+		d.Action = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionUpdateStatus}
+		d.DryRun = false
+		d.Verdict = VerdictRecordOnly
+		d.Reason = fmt.Sprintf("the trigger %s and the AppWrapper is MultiKueue's copy on a worker cluster (label %s=%s): "+
+			"wrapup records the outcome here and deletes nothing, since deleting it would make MultiKueue dispatch the run again; "+
+			"the manager cluster's wrapup finishes the AppWrapper", outcome, kueue.MultiKueueOriginLabel, origin)
+		return
+	}
 	switch {
 	case d.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
 		d.Verdict = VerdictRecordOnly
@@ -809,6 +829,21 @@ func failedPhaseMessage(aw *awv1beta2.AppWrapper) string {
 		msg += ": " + c.Message
 	}
 	return msg
+}
+
+// MultiKueueWorkerCopy says whether aw is the copy that MultiKueue's
+// AppWrapper adapter created on a worker cluster, and names the origin (the
+// manager's MultiKueue origin). The adapter labels every copy it creates
+// with kueue.x-k8s.io/multikueue-origin (and the prebuilt workload's name);
+// nothing else sets that label. Deleting such a copy is never wrapup's to
+// do: the manager sees its remote workload gone, evicts and dispatches the
+// run again.
+func MultiKueueWorkerCopy(aw *awv1beta2.AppWrapper) (origin string, ok bool) {
+	if aw == nil {
+		return "", false
+	}
+	origin, ok = aw.Labels[kueue.MultiKueueOriginLabel]
+	return origin, ok
 }
 
 // SameDeletion says whether fresh, a decision on a fresh read, confirms

@@ -582,3 +582,63 @@ func TestRecordThenDeleteAtOnce(t *testing.T) {
 		t.Errorf("on the written AppWrapper: %s after %s", again.Verdict, again.After)
 	}
 }
+
+// TestMultiKueueWorkerCopyIsNeverDeleted: MultiKueue's copy of an
+// AppWrapper on a worker cluster carries the outcome and is never deleted,
+// whatever the rule, the phase or the record say; deleting it makes the
+// manager dispatch the finished run again.
+func TestMultiKueueWorkerCopyIsNeverDeleted(t *testing.T) {
+	worker := func(b *awBuilder) *awBuilder {
+		b.aw.Labels["kueue.x-k8s.io/multikueue-origin"] = "manager"
+		b.aw.Labels["kueue.x-k8s.io/prebuilt-workload-name"] = "appwrapper-run-1a2b3"
+		return b
+	}
+	cases := []struct {
+		name  string
+		aw    *awv1beta2.AppWrapper
+		trig  Trigger
+		rule  *wrapupv1alpha1.CompletionRule
+		write bool
+	}{
+		{"succeeded", worker(appWrapper(t)).obj(), job(jobUID, "Complete"), jobRule("jobs", 0), true},
+		{"succeeded, recorded", worker(appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Hour, jobUID)).obj(), job(jobUID, "Complete"), jobRule("jobs", 0), false},
+		{"failed for good", worker(appWrapper(t).phase(awv1beta2.AppWrapperFailed)).obj(), job(jobUID, "Failed"), jobRule("jobs", 0), true},
+		{"failed, recorded, no TTL", worker(appWrapper(t).phase(awv1beta2.AppWrapperFailed).recorded(wrapupv1alpha1.OutcomeFailed, time.Hour, jobUID)).obj(),
+			job(jobUID, "Failed"), jobRule("jobs", 0, onFailure(wrapupv1alpha1.ActionDeleteAll, 0)), false},
+		{"AppWrapper Succeeded, trigger gone", worker(appWrapper(t).phase(awv1beta2.AppWrapperSucceeded)).obj(), Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0), true},
+		{"dry run", worker(appWrapper(t)).obj(), job(jobUID, "Complete"), jobRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.DryRun = true }), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := Decide(context.Background(), input(t, c.aw, c.trig, c.rule))
+			if d.Verdict != VerdictRecordOnly {
+				t.Fatalf("verdict %s (%s), want %s", d.Verdict, d.Reason, VerdictRecordOnly)
+			}
+			if d.Action.Action != wrapupv1alpha1.ActionUpdateStatus || d.DryRun || !d.DueAt.IsZero() {
+				t.Errorf("effective action %+v dryRun %v dueAt %v, want UpdateStatus only", d.Action, d.DryRun, d.DueAt)
+			}
+			if !strings.Contains(d.Reason, "manager cluster's wrapup finishes") {
+				t.Errorf("reason %q does not say who finishes the AppWrapper", d.Reason)
+			}
+			if (d.Write != nil) != c.write {
+				t.Fatalf("write %v, want %v", d.Write, c.write)
+			}
+			events := map[string]bool{}
+			for _, e := range d.Events {
+				events[e.Reason] = true
+			}
+			if events[wrapupv1alpha1.ReasonDeleted] || events[wrapupv1alpha1.ReasonWouldDelete] {
+				t.Errorf("events %+v announce a deletion", d.Events)
+			}
+			if c.write && !events[wrapupv1alpha1.ReasonMultiKueueWorker] {
+				t.Errorf("events %+v lack %s", d.Events, wrapupv1alpha1.ReasonMultiKueueWorker)
+			}
+		})
+	}
+	// The same AppWrapper without Kueue's label is deleted: the case above
+	// is the label's doing.
+	d := Decide(context.Background(), input(t, appWrapper(t).obj(), job(jobUID, "Complete"), jobRule("jobs", 0)))
+	if d.Verdict != VerdictDelete || d.Write == nil {
+		t.Fatalf("control: verdict %s (write %v), want %s with a write", d.Verdict, d.Write, VerdictDelete)
+	}
+}

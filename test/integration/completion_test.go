@@ -131,6 +131,50 @@ var _ = Describe("Completing AppWrappers", func() {
 		}, util.ConsistentDuration, util.Interval).Should(Succeed())
 	})
 
+	It("never deletes MultiKueue's copy of an AppWrapper on a worker cluster, and records its outcome there", func() {
+		// What MultiKueue's AppWrapper adapter creates on a worker: the
+		// manager's AppWrapper, managedBy cleared, labelled with its origin
+		// and its prebuilt Workload. Deleting it would make the manager
+		// dispatch the finished run again.
+		createRule(makeRule("worker").TriggerKind("batch", "Job", "").Obj())
+		name := "run-worker"
+		aw := util.MakeAppWrapper(name, ns.Name).
+			Label("kueue.x-k8s.io/multikueue-origin", "manager").
+			Label("kueue.x-k8s.io/prebuilt-workload-name", "appwrapper-"+name+"-1a2b3").
+			Component(util.MakeDeployment(name+"-inference", 1), nil).
+			Component(util.MakeJob(name+"-benchmark").Obj(), nil).Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		job := types.NamespacedName{Namespace: ns.Name, Name: name + "-benchmark"}
+		created := &batchv1.Job{}
+		Eventually(func() error { return k8sClient.Get(ctx, job, created) }, util.Timeout, util.Interval).Should(Succeed())
+		util.JobStarted(ctx, k8sClient, job)
+		util.JobComplete(ctx, k8sClient, job)
+
+		By("recording the outcome, saying the manager's wrapup finishes it, and deleting nothing")
+		expectEvent(aw, wrapupv1alpha1.OutcomeSucceeded, wrapupv1alpha1.ReasonMultiKueueWorker, "the manager cluster's wrapup finishes the AppWrapper")
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, "Succeeded"))
+		}, util.Timeout, util.Interval).Should(Succeed())
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.UID).To(Equal(aw.UID))
+			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
+			// The benchmark Job is the one created at first: it ran once.
+			j := &batchv1.Job{}
+			g.Expect(k8sClient.Get(ctx, job, j)).To(Succeed())
+			g.Expect(j.UID).To(Equal(created.UID))
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		var events eventsv1.EventList
+		Expect(k8sClient.List(ctx, &events, client.InNamespace(ns.Name))).To(Succeed())
+		for _, e := range events.Items {
+			Expect(e.Reason).NotTo(Equal(wrapupv1alpha1.ReasonDeleted), "Event %s on %s: %s", e.Reason, e.Regarding.Name, e.Note)
+		}
+	})
+
 	It("never deletes in dry-run mode, and says what it would do", func() {
 		createRule(makeRule("dry").TriggerKind("batch", "Job", "").DryRun().Obj())
 		aw, job := benchmarkAppWrapper("run3", false)
