@@ -43,11 +43,11 @@ vet: ## go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: fmt generate manifests vet ## Regenerate everything; fail if anything generated is stale or untracked.
+verify: fmt generate manifests schemas vet ## Regenerate everything; fail if anything generated is stale or untracked.
 	@if ! git diff --quiet --exit-code -- . ; then \
 		echo "verify: generated or formatted files are stale; run 'make generate manifests fmt' and commit:"; \
 		git --no-pager diff --stat -- . ; exit 1; fi
-	@untracked="$$(git ls-files --others --exclude-standard -- api config)"; \
+	@untracked="$$(git ls-files --others --exclude-standard -- api config celpolicies/schemas)"; \
 	if [ -n "$$untracked" ]; then echo "verify: untracked generated files:"; echo "$$untracked"; exit 1; fi
 
 .PHONY: controlplane
@@ -141,3 +141,16 @@ controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
 $(CONTROLLER_GEN):
 	mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+
+# The OpenAPI v3 documents `kubectl wrapup lint` type-checks against offline:
+# built-in kinds as the local control plane's Kubernetes version publishes
+# them, and the CRDs of the kinds with built-in expressions from the modules.
+module-dir = $(shell go mod download -json $(1) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')
+SCHEMA_CRDS = $(call module-dir,sigs.k8s.io/jobset)/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml \
+	$(call module-dir,github.com/kubeflow/training-operator)/manifests/base/crds/kubeflow.org_pytorchjobs.yaml \
+	$(call module-dir,github.com/ray-project/kuberay/ray-operator)/config/crd/bases/ray.io_rayjobs.yaml
+
+.PHONY: schemas
+schemas: ## Generate the trigger kinds' OpenAPI documents that kubectl wrapup lint type-checks against (celpolicies/schemas).
+	rm -rf celpolicies/schemas/openapi
+	cd test/controlplane && go run ./openapi -out $(CURDIR)/celpolicies/schemas/openapi $(SCHEMA_CRDS)
