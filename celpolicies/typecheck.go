@@ -2,7 +2,6 @@ package celpolicies
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
@@ -52,8 +51,7 @@ func TypeCheck(ruleSpec *v1alpha1.CompletionRuleSpec, objectSchema *spec.Schema,
 	env := celEnv(envSet)
 
 	var warnings []v1alpha1.ExpressionWarning
-	estimator := &library.CostEstimator{SizeEstimator: &schemaSizes{root: objectType}}
-	check := func(field, expr string) *cel.Type {
+	check := func(field, expr string, want *cel.Type) *cel.Type {
 		if expr == "" || len(expr) > MaxExpressionLength {
 			return nil
 		}
@@ -65,13 +63,25 @@ func TypeCheck(ruleSpec *v1alpha1.CompletionRuleSpec, objectSchema *spec.Schema,
 		// As CRD validation does: the worst case over every object the
 		// schema allows (lists bounded by maxItems, or by what fits in a
 		// request), against the limit of one evaluation.
-		// (An estimate of MaxUint64 means that some size is unknown: an
-		// optional chain, a map of any size; it says nothing.)
-		if est, err := env.EstimateCost(ast, estimator); err == nil && est.Max > StaticCostLimit && est.Max != math.MaxUint64 {
+		// A size the schema does not give (an optional chain, a value
+		// computed at run time) is taken as the largest integer, and an
+		// estimate it went into says nothing (string() of an optional
+		// field would cost more than any budget): the estimate is
+		// reported only when it is the same with such sizes taken as 1.
+		est, err := env.EstimateCost(ast, &library.CostEstimator{SizeEstimator: &schemaSizes{root: objectType}})
+		small, serr := env.EstimateCost(ast, &library.CostEstimator{SizeEstimator: &schemaSizes{root: objectType, unknown: &checker.SizeEstimate{Min: 0, Max: 1}}})
+		if err == nil && serr == nil && est.Max > StaticCostLimit && est.Max == small.Max {
 			warnings = append(warnings, v1alpha1.ExpressionWarning{FieldRef: field, Warning: fmt.Sprintf(
 				"estimated worst-case cost %d exceeds %d, the API server's limit for a validation rule, for a trigger as large as the %s schema allows: "+
 					"on a large trigger it fails with a cost error (taken as not finished); bound the lists it walks (nested comprehensions, mostly)",
 				est.Max, StaticCostLimit, kind)})
+		}
+		// The rule compiles with a dynamically typed object, so that a
+		// success of an int type passes there and fails at every
+		// evaluation: typed, it is found now.
+		if out := ast.OutputType(); want != nil && !out.IsExactType(want) && !out.IsExactType(cel.DynType) {
+			warnings = append(warnings, v1alpha1.ExpressionWarning{FieldRef: field, Warning: fmt.Sprintf(
+				"must evaluate to %s but, for a %s, evaluates to %s: every evaluation fails (taken as not finished)", want, kind, out)})
 		}
 		return ast.OutputType()
 	}
@@ -79,21 +89,33 @@ func TypeCheck(ruleSpec *v1alpha1.CompletionRuleSpec, objectSchema *spec.Schema,
 		if i >= MaxVariables || checkVariableName(v.Name) != "" {
 			break
 		}
-		out := check(fmt.Sprintf("spec.variables[%d].expression", i), v.Expression)
+		out := check(fmt.Sprintf("spec.variables[%d].expression", i), v.Expression, nil)
 		variablesType.Fields[v.Name] = apiservercel.NewDeclField(v.Name, declTypeOf(out), true, nil, nil)
 	}
-	check(fieldSuccess, ruleSpec.Success)
-	check(fieldFailure, ruleSpec.Failure)
-	check(fieldMessage, ruleSpec.Message)
+	check(fieldSuccess, ruleSpec.Success, cel.BoolType)
+	check(fieldFailure, ruleSpec.Failure, cel.BoolType)
+	check(fieldMessage, ruleSpec.Message, cel.StringType)
 	return warnings
 }
 
 // schemaSizes gives the cost estimator the sizes the trigger kind's schema
 // allows for what a path under object reaches (as the API server's CRD
 // validation estimates them); nil, unknown, for anything else.
-type schemaSizes struct{ root *apiservercel.DeclType }
+type schemaSizes struct {
+	root *apiservercel.DeclType
+	// unknown is the size of what the schema does not size; nil: unknown
+	// (the estimator then takes the largest integer).
+	unknown *checker.SizeEstimate
+}
 
 func (s *schemaSizes) EstimateSize(element checker.AstNode) *checker.SizeEstimate {
+	if est := s.estimateSize(element); est != nil {
+		return est
+	}
+	return s.unknown
+}
+
+func (s *schemaSizes) estimateSize(element checker.AstNode) *checker.SizeEstimate {
 	path := element.Path()
 	if len(path) == 0 || path[0] != ObjectVarName {
 		return nil

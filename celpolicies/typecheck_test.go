@@ -48,6 +48,12 @@ func TestTypeCheck(t *testing.T) {
 			},
 		},
 		{
+			name:       "a success of type int, and a message of type bool",
+			spec:       v1alpha1.CompletionRuleSpec{Success: "object.status.succeeded", Message: "object.status.failed > 0"},
+			wantFields: []string{"spec.success", "spec.message"},
+			wantText:   "must evaluate to",
+		},
+		{
 			name:       "a misspelt status field",
 			spec:       v1alpha1.CompletionRuleSpec{Success: "object.status.succeded > 0"},
 			wantFields: []string{"spec.success"},
@@ -102,6 +108,15 @@ func TestTypeCheckEstimatesCost(t *testing.T) {
 	nested := "has(object.status.conditions) && object.status.conditions.all(a, object.status.conditions.exists(b, b.type == a.type))"
 	if w := TypeCheck(&v1alpha1.CompletionRuleSpec{Success: single}, jobLikeSchema(), "Job"); len(w) != 0 {
 		t.Errorf("one walk of the conditions: warnings %+v", w)
+	}
+	// A size the schema does not give (an optional chain) says nothing of
+	// the cost: it was reported as 1.8e18 once.
+	optional := v1alpha1.CompletionRuleSpec{Message: "'benchmark ' + object.metadata.name + ': ' + string(object.status.?succeeded.orValue(0)) + ' succeeded'"}
+	if w := TypeCheck(&optional, jobLikeSchema(), "Job"); len(w) != 0 {
+		t.Errorf("string() of an optional field: warnings %+v", w)
+	}
+	if w := TypeCheck(&v1alpha1.CompletionRuleSpec{Success: "lists.range(10000000).all(i, i >= 0)"}, jobLikeSchema(), "Job"); len(w) != 1 {
+		t.Errorf("10^7 iterations: warnings %+v, want one on the cost", w)
 	}
 	w := TypeCheck(&v1alpha1.CompletionRuleSpec{Success: nested}, jobLikeSchema(), "Job")
 	if len(w) != 1 || w[0].FieldRef != "spec.success" || !strings.Contains(w[0].Warning, "estimated worst-case cost") {
