@@ -99,14 +99,19 @@ func describeRecordedAction(a wrapupv1alpha1.RecordedAction) string {
 }
 
 // HistoryTable renders records as a table, with their namespaces when
-// withNamespace is set.
-func HistoryTable(records []wrapupv1alpha1.CompletionRecord, withNamespace bool, now time.Time) string {
+// withNamespace is set; wide adds the record's name, the AppWrapper's UID,
+// its queue and the whole message.
+func HistoryTable(records []wrapupv1alpha1.CompletionRecord, withNamespace, wide bool, now time.Time) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 3, ' ', 0)
 	if withNamespace {
 		fmt.Fprint(tw, "NAMESPACE\t")
 	}
-	fmt.Fprintln(tw, "APPWRAPPER\tOUTCOME\tRULE\tACTION\tFINISHED\tMESSAGE")
+	fmt.Fprint(tw, "APPWRAPPER\tOUTCOME\tRULE\tACTION\tFINISHED\tMESSAGE")
+	if wide {
+		fmt.Fprint(tw, "\tRECORD\tUID\tQUEUE")
+	}
+	fmt.Fprintln(tw)
 	for _, cr := range records {
 		if withNamespace {
 			fmt.Fprintf(tw, "%s\t", cr.Namespace)
@@ -115,9 +120,20 @@ func HistoryTable(records []wrapupv1alpha1.CompletionRecord, withNamespace bool,
 		if cr.Action.DryRun {
 			action += " (dry run)"
 		}
-		msg := decision.Truncate(strings.ReplaceAll(cr.Message, "\n", " "), 60)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\t%s\n", cr.AppWrapper.Name, cr.Outcome, cr.Rule, action,
+		msg := strings.ReplaceAll(cr.Message, "\n", " ")
+		if !wide {
+			msg = decision.Truncate(msg, 60)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\t%s", cr.AppWrapper.Name, cr.Outcome, cr.Rule, action,
 			now.Sub(cr.FinishedAt.Time).Round(time.Second), msg)
+		if wide {
+			queue := cr.AppWrapper.QueueName
+			if queue == "" {
+				queue = "<none>"
+			}
+			fmt.Fprintf(tw, "\t%s\t%s\t%s", cr.Name, cr.AppWrapper.UID, queue)
+		}
+		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
 	return b.String()

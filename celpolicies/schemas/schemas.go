@@ -12,12 +12,15 @@ package schemas
 
 import (
 	"embed"
+	"encoding/json"
 	"fmt"
 	"path"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/openapi"
@@ -87,3 +90,48 @@ func (g groupVersion) Schema(contentType string) ([]byte, error) {
 }
 
 func (g groupVersion) ServerRelativeURL() string { return "/openapi/v3/" + g.path }
+
+// Preferred is the version of gk whose schema is shipped, the highest one
+// in Kubernetes' order (v1 before v1beta1 before v1alpha1), as a REST
+// mapper prefers a CRD's; false when none is.
+func Preferred(gk schema.GroupKind) (schema.GroupVersionKind, bool) {
+	var best *schema.GroupVersionKind
+	for _, gvk := range kinds() {
+		if gvk.GroupKind() != gk {
+			continue
+		}
+		if best == nil || version.CompareKubeAwareVersionStrings(gvk.Version, best.Version) > 0 {
+			g := gvk
+			best = &g
+		}
+	}
+	if best == nil {
+		return schema.GroupVersionKind{}, false
+	}
+	return *best, true
+}
+
+// kinds lists the kinds of the shipped documents.
+var kinds = sync.OnceValue(func() []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, file := range paths() {
+		data, err := documents.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		var doc struct {
+			Components struct {
+				Schemas map[string]struct {
+					GVKs []schema.GroupVersionKind `json:"x-kubernetes-group-version-kind"`
+				} `json:"schemas"`
+			} `json:"components"`
+		}
+		if json.Unmarshal(data, &doc) != nil {
+			continue
+		}
+		for _, s := range doc.Components.Schemas {
+			out = append(out, s.GVKs...)
+		}
+	}
+	return out
+})

@@ -33,3 +33,20 @@ func TestEveryBuiltinKindWithASchemaResolves(t *testing.T) {
 		t.Fatal("an unknown kind resolved")
 	}
 }
+
+func TestPreferred(t *testing.T) {
+	for gk, want := range map[schema.GroupKind]string{
+		{Group: "batch", Kind: "Job"}:              "v1",
+		{Kind: "Pod"}:                              "v1",
+		{Group: "ray.io", Kind: "RayJob"}:          "v1",
+		{Group: "jobset.x-k8s.io", Kind: "JobSet"}: "v1alpha2",
+	} {
+		got, ok := Preferred(gk)
+		if !ok || got.Version != want {
+			t.Errorf("%s: %v %v, want %s", gk, got, ok, want)
+		}
+	}
+	if _, ok := Preferred(schema.GroupKind{Group: "kubeflow.org", Kind: "MPIJob"}); ok {
+		t.Error("MPIJob's schema is not shipped")
+	}
+}

@@ -23,6 +23,37 @@ type evalReport struct {
 	// Err is the evaluation's runtime error: the controller takes the
 	// trigger as not finished.
 	Err error
+	// Note says what the controller would make of this trigger, when
+	// eval read it from a cluster and it is not simply evaluated.
+	Note string
+}
+
+// output is the report as -o json|yaml prints it.
+func (rep *evalReport) output() map[string]any {
+	gk := rep.Trigger.GroupKind()
+	_, _, hasBuiltin := celpolicies.BuiltinFor(gk)
+	out := map[string]any{
+		"apiVersion":     wrapupv1alpha1.GroupVersion.String(),
+		"kind":           "Evaluation",
+		"rule":           rep.Rule.Name,
+		"trigger":        map[string]any{"apiVersion": rep.Trigger.GroupVersion().String(), "kind": rep.Trigger.Kind, "name": rep.Name},
+		"outcome":        string(rep.Result.Outcome),
+		"cost":           int64(rep.Result.Cost),
+		"builtinSuccess": rep.Rule.Spec.Success == "" && hasBuiltin,
+		"builtinFailure": rep.Rule.Spec.Failure == "" && hasBuiltin,
+	}
+	switch {
+	case rep.Err != nil:
+		out["outcome"] = string(celpolicies.OutcomeRunning)
+		out["error"] = rep.Err.Error()
+	case rep.Result.Outcome != celpolicies.OutcomeRunning:
+		out["message"] = rep.Result.Message
+		out["then"] = gc.DescribeAction(rep.Rule, wrapupv1alpha1.Outcome(rep.Result.Outcome))
+	}
+	if rep.Note != "" {
+		out["note"] = rep.Note
+	}
+	return out
 }
 
 // evaluate compiles rule exactly as the controller does and evaluates it
@@ -63,6 +94,9 @@ func (rep *evalReport) print(w io.Writer) {
 
 	line("rule", "%s", rep.Rule.Name)
 	line("trigger", "%s %s %s", rep.Trigger.GroupVersion(), rep.Trigger.Kind, rep.Name)
+	if rep.Note != "" {
+		line("note", "%s", rep.Note)
+	}
 	if rep.Err != nil {
 		line("outcome", "not finished (Running): the evaluation failed")
 		line("error", "%v", rep.Err)
@@ -143,18 +177,18 @@ func oneLine(s string) string {
 }
 
 // pickRule chooses the rule to evaluate from the rules of a file.
-func pickRule(rules []*wrapupv1alpha1.CompletionRule, docs []document, name string) (*wrapupv1alpha1.CompletionRule, document, error) {
+func pickRule(rules []*wrapupv1alpha1.CompletionRule, docs []*document, name string) (*wrapupv1alpha1.CompletionRule, *document, error) {
 	if name != "" {
 		for i, r := range rules {
 			if r.Name == name {
 				return r, docs[i], nil
 			}
 		}
-		return nil, document{}, fmt.Errorf("no CompletionRule named %q", name)
+		return nil, nil, fmt.Errorf("no CompletionRule named %q", name)
 	}
 	switch len(rules) {
 	case 0:
-		return nil, document{}, errors.New("no CompletionRule found")
+		return nil, nil, errors.New("no CompletionRule found")
 	case 1:
 		return rules[0], docs[0], nil
 	}
@@ -162,5 +196,5 @@ func pickRule(rules []*wrapupv1alpha1.CompletionRule, docs []document, name stri
 	for i, r := range rules {
 		names[i] = r.Name
 	}
-	return nil, document{}, fmt.Errorf("%d CompletionRules found (%s): choose one with --name", len(rules), strings.Join(names, ", "))
+	return nil, nil, fmt.Errorf("%d CompletionRules found (%s): choose one with --name", len(rules), strings.Join(names, ", "))
 }

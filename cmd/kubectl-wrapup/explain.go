@@ -1,155 +1,295 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
-// requestTimeout bounds each request to the API server, so that an
-// unreachable cluster fails the command rather than hanging it.
+// requestTimeout bounds each request to the API server when
+// --request-timeout is not given, so that an unreachable cluster fails the
+// command rather than hanging it.
 const requestTimeout = 30 * time.Second
 
-// clusterFlags are the flags that pick the cluster and the namespace.
-type clusterFlags struct{ namespace, kubeconfig, context string }
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(awv1beta2.AddToScheme(s))
+	utilruntime.Must(wrapupv1alpha1.AddToScheme(s))
+	return s
+}()
 
-// add registers them on fs; of says what the namespace is of.
-func (f *clusterFlags) add(fs *flag.FlagSet, of string) {
-	fs.StringVar(&f.namespace, "n", "", "Namespace of the "+of+" (shorthand for --namespace; default: the context's namespace).")
-	fs.StringVar(&f.namespace, "namespace", "", "Namespace of the "+of+" (default: the context's namespace).")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
-	fs.StringVar(&f.context, "context", "", "The kubeconfig context to use.")
-}
-
-// client connects to the cluster they pick, or says why it cannot.
-func (f *clusterFlags) client(stderr io.Writer) (client.Client, string, bool) {
-	c, ns, err := newClient(f.kubeconfig, f.context, f.namespace)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return nil, "", false
-	}
-	return c, ns, true
-}
-
-func runExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("explain", "kubectl wrapup explain APPWRAPPER [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]", stderr)
-	var cf clusterFlags
-	cf.add(fs, "AppWrapper")
-	pos, err := parseInterspersed(fs, args)
-	switch {
-	case err != nil:
-		return usageError(fs, stderr, err)
-	case len(pos) != 1:
-		return usageError(fs, stderr, parseError{"explain takes one AppWrapper name, got: " + strings.Join(pos, " ")})
-	}
-	c, ns, ok := cf.client(stderr)
-	if !ok {
-		return exitFail
-	}
-	ex, err := gc.Explain(ctx, c, nil, types.NamespacedName{Namespace: ns, Name: pos[0]}, time.Now())
-	if apierrors.IsNotFound(err) {
-		// Gone: its CompletionRecord says how its run ended.
-		records, lerr := gc.Records(ctx, c, ns, pos[0], nil)
-		if lerr == nil && len(records) > 0 {
-			fmt.Fprint(stdout, gc.DescribeRecord(&records[0]))
-			if len(records) > 1 {
-				fmt.Fprintf(stdout, "            %d earlier run(s) of an AppWrapper of this name: kubectl wrapup history -n %s\n", len(records)-1, ns)
-			}
-			return exitOK
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return exitFail
-	}
-	fmt.Fprint(stdout, ex.String())
-	return exitOK
-}
-
-func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("history", "kubectl wrapup history [-n NAMESPACE | -A] [-l SELECTOR] [--appwrapper NAME] [--kubeconfig FILE] [--context NAME]", stderr)
-	var cf clusterFlags
-	var selector, appWrapper string
-	var all bool
-	cf.add(fs, "runs")
-	fs.BoolVar(&all, "A", false, "Runs of every namespace (shorthand for --all-namespaces).")
-	fs.BoolVar(&all, "all-namespaces", false, "Runs of every namespace.")
-	fs.StringVar(&selector, "l", "", "Label selector over the records' labels: the AppWrappers' own, and wrapup.dev/outcome, wrapup.dev/rule, wrapup.dev/appwrapper (shorthand for --selector).")
-	fs.StringVar(&selector, "selector", "", "Label selector over the records' labels.")
-	fs.StringVar(&appWrapper, "appwrapper", "", "Only the runs of the AppWrapper of this name.")
-	pos, err := parseInterspersed(fs, args)
-	switch {
-	case err != nil:
-		return usageError(fs, stderr, err)
-	case len(pos) != 0:
-		return usageError(fs, stderr, parseError{"history takes only flags, got: " + strings.Join(pos, " ")})
-	}
-	sel, err := labels.Parse(selector)
-	if err != nil {
-		return usageError(fs, stderr, parseError{"bad selector: " + err.Error()})
-	}
-	c, ns, ok := cf.client(stderr)
-	if !ok {
-		return exitFail
-	}
-	if all {
-		ns = ""
-	}
-	records, err := gc.Records(ctx, c, ns, appWrapper, sel)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return exitFail
-	}
-	if len(records) == 0 {
-		fmt.Fprintln(stderr, "No finished runs recorded.")
-		return exitOK
-	}
-	fmt.Fprint(stdout, gc.HistoryTable(records, all, time.Now()))
-	return exitOK
-}
-
-// newClient makes a client for the cluster of a kubeconfig, as kubectl
-// picks it, and returns the namespace to use.
-func newClient(kubeconfig, kubecontext, namespace string) (client.Client, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: kubecontext}
-	if namespace != "" {
-		overrides.Context.Namespace = namespace
-	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
-	cfg, err := cc.ClientConfig()
+// newClient connects to the cluster kubectl's flags pick, and returns the
+// namespace to use.
+func newClient(cf *genericclioptions.ConfigFlags) (client.Client, string, error) {
+	cfg, err := cf.ToRESTConfig()
 	if err != nil {
 		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	ns, _, err := cc.Namespace()
+	if cf.Timeout == nil || *cf.Timeout == "" || *cf.Timeout == "0" {
+		cfg.Timeout = requestTimeout
+	}
+	ns, _, err := cf.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	cfg.Timeout = requestTimeout
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(awv1beta2.AddToScheme(scheme))
-	utilruntime.Must(wrapupv1alpha1.AddToScheme(scheme))
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, "", fmt.Errorf("creating client: %w", err)
 	}
 	return c, ns, nil
+}
+
+// printObject prints obj with cli-runtime's printers (json, yaml, name,
+// and kubectl's templates).
+func printObject(w io.Writer, format string, obj runtime.Object) error {
+	pf := genericclioptions.NewPrintFlags("").WithTypeSetter(scheme)
+	pf.OutputFormat = &format
+	p, err := pf.ToPrinter()
+	if err != nil {
+		return err
+	}
+	return p.PrintObj(obj, w)
+}
+
+const explainLong = `Say what wrapup does with a live AppWrapper, and why: which rules match and
+which wins, the trigger, its evaluation, the recorded outcome, and what
+happens next and when. It reads the AppWrapper, its Namespace, the rules and
+the trigger, and decides with the controller's own decision code. Read-only.
+
+For an AppWrapper that is gone, its CompletionRecord: how its run ended.`
+
+func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "explain APPWRAPPER",
+		Short: "Say what wrapup does with a live AppWrapper, and why",
+		Long:  explainLong,
+		Example: examples(
+			"# Why is my benchmark's AppWrapper still there?",
+			"kubectl wrapup explain llama-sweep -n team-a",
+			"",
+			"# The same, for scripts",
+			"kubectl wrapup explain llama-sweep -n team-a -o json",
+		),
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "" && output != "json" && output != "yaml" {
+				return fmt.Errorf("unsupported output format %q: json or yaml", output)
+			}
+			c, ns, err := newClient(cf)
+			if err != nil {
+				return failed("%v", err)
+			}
+			key := types.NamespacedName{Namespace: ns, Name: args[0]}
+			ex, err := gc.Explain(cmd.Context(), c, nil, key, time.Now())
+			if apierrors.IsNotFound(err) {
+				// Gone: its CompletionRecord says how its run ended.
+				records, lerr := gc.Records(cmd.Context(), c, ns, args[0], nil)
+				if lerr == nil && len(records) > 0 {
+					if output != "" {
+						return printRecords(streams.Out, output, records[:1])
+					}
+					fmt.Fprint(streams.Out, gc.DescribeRecord(&records[0]))
+					if len(records) > 1 {
+						fmt.Fprintf(streams.Out, "            %d earlier run(s) of an AppWrapper of this name: kubectl wrapup history -n %s\n", len(records)-1, ns)
+					}
+					return nil
+				}
+			}
+			if err != nil {
+				return failed("%v", err)
+			}
+			if output != "" {
+				u, err := explanationObject(ex)
+				if err != nil {
+					return failed("%v", err)
+				}
+				return printObject(streams.Out, output, u)
+			}
+			fmt.Fprint(streams.Out, ex.String())
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: for people).")
+	return cmd
+}
+
+// explanationObject is an explanation as -o json|yaml prints it: the
+// decision's fields, as an object of kind Explanation (output only, never
+// served).
+func explanationObject(ex *gc.Explanation) (*unstructured.Unstructured, error) {
+	d := ex.Decision
+	obj := map[string]any{
+		"apiVersion": wrapupv1alpha1.GroupVersion.String(),
+		"kind":       "Explanation",
+		"metadata":   map[string]any{"name": ex.AppWrapper.Name, "namespace": ex.AppWrapper.Namespace},
+		"at":         ex.At.UTC().Format(time.RFC3339),
+		"phase":      string(ex.Phase),
+		"verdict":    string(d.Verdict),
+		"reason":     d.Reason,
+	}
+	set := func(k string, v any) {
+		if v != nil && v != "" {
+			obj[k] = v
+		}
+	}
+	set("winner", d.Winner)
+	set("outcome", string(d.Outcome))
+	if d.Action.Action != "" {
+		a := map[string]any{"action": string(d.Action.Action), "dryRun": d.DryRun}
+		if d.Action.TTLSecondsAfterFinished != nil {
+			a["ttlSecondsAfterFinished"] = int64(*d.Action.TTLSecondsAfterFinished)
+		}
+		obj["action"] = a
+	}
+	if d.After > 0 {
+		obj["after"] = d.After.Round(time.Second).String()
+	}
+	if !d.DueAt.IsZero() {
+		obj["dueAt"] = d.DueAt.UTC().Format(time.RFC3339)
+	}
+	var rules []any
+	for _, r := range d.Rules {
+		rules = append(rules, map[string]any{"name": r.Name, "priority": int64(r.Priority), "ready": r.Ready,
+			"matches": r.Matches, "valid": r.Valid, "wins": r.Wins, "why": r.Why})
+	}
+	set("rules", rules)
+	trig := func(t decision.TriggerInfo, state string, e *decision.Evaluation) map[string]any {
+		gvk := t.GroupVersionKind()
+		m := map[string]any{"component": int64(t.Index), "apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind, "annotated": t.Annotated}
+		for k, v := range map[string]string{"name": t.Name, "uid": string(t.UID), "problem": t.Problem, "state": state} {
+			if v != "" {
+				m[k] = v
+			}
+		}
+		if e != nil {
+			ev := map[string]any{"outcome": string(e.Outcome), "cost": int64(e.Cost), "fromAppWrapperPhase": e.FromAppWrapperPhase}
+			if e.Message != "" {
+				ev["message"] = e.Message
+			}
+			if e.Error != "" {
+				ev["error"] = e.Error
+			}
+			m["evaluation"] = ev
+		}
+		return m
+	}
+	if d.Trigger != nil {
+		obj["trigger"] = trig(*d.Trigger, "", d.Evaluation)
+	}
+	if len(d.Candidates) > 0 {
+		var cs []any
+		for _, c := range d.Candidates {
+			m := trig(c.TriggerInfo, c.State, c.Evaluation)
+			m["decided"] = c.Decided
+			cs = append(cs, m)
+		}
+		obj["candidates"] = cs
+		obj["policy"] = string(d.Policy)
+	}
+	if r := d.Recorded; r != nil {
+		obj["recorded"] = map[string]any{"outcome": string(r.Outcome), "rule": r.Rule, "finishedAt": r.FinishedAt.UTC().Format(time.RFC3339), "message": r.Message}
+	}
+	var events []any
+	for _, e := range d.Events {
+		events = append(events, map[string]any{"type": e.Type, "reason": e.Reason, "message": e.Message})
+	}
+	set("events", events)
+	return &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}, nil
+}
+
+func newHistoryCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	var selector, appWrapper, output string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "history [-n NAMESPACE | -A] [-l SELECTOR] [--appwrapper NAME]",
+		Short: "List the finished runs wrapup recorded, the newest first",
+		Long: `List the finished runs wrapup recorded (CompletionRecords), the newest first:
+the AppWrapper, the outcome, the rule, the action, when, and the message.
+The same records as kubectl get completionrecords, newest first.`,
+		Example: examples(
+			"# The runs of a namespace",
+			"kubectl wrapup history -n team-a",
+			"",
+			"# Every failed benchmark, in every namespace, with the messages",
+			"kubectl wrapup history -A -l wrapup.dev/outcome=Failed -o wide",
+		),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case "", "wide", "json", "yaml", "name":
+			default:
+				return fmt.Errorf("unsupported output format %q: wide, json, yaml or name", output)
+			}
+			sel, err := labels.Parse(selector)
+			if err != nil {
+				return fmt.Errorf("bad selector: %v", err)
+			}
+			c, ns, err := newClient(cf)
+			if err != nil {
+				return failed("%v", err)
+			}
+			if all {
+				ns = ""
+			}
+			records, err := gc.Records(cmd.Context(), c, ns, appWrapper, sel)
+			if err != nil {
+				return failed("%v", err)
+			}
+			switch output {
+			case "json", "yaml", "name":
+				return printRecords(streams.Out, output, records)
+			}
+			if len(records) == 0 {
+				fmt.Fprintln(streams.ErrOut, "No finished runs recorded.")
+				return nil
+			}
+			fmt.Fprint(streams.Out, gc.HistoryTable(records, all, output == "wide", time.Now()))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Runs of every namespace.")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "Label selector over the records' labels: the AppWrappers' own, and wrapup.dev/outcome, wrapup.dev/rule, wrapup.dev/appwrapper.")
+	cmd.Flags().StringVar(&appWrapper, "appwrapper", "", "Only the runs of the AppWrapper of this name.")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, json, yaml or name (default: a table).")
+	return cmd
+}
+
+// printRecords prints records as a List (json, yaml) or one name a line.
+func printRecords(w io.Writer, format string, records []wrapupv1alpha1.CompletionRecord) error {
+	if format == "name" {
+		p := &printers.NamePrinter{}
+		for i := range records {
+			r := records[i].DeepCopy()
+			r.SetGroupVersionKind(wrapupv1alpha1.GroupVersion.WithKind("CompletionRecord"))
+			if err := p.PrintObj(r, w); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	list := &wrapupv1alpha1.CompletionRecordList{Items: records}
+	for i := range list.Items {
+		list.Items[i].SetGroupVersionKind(wrapupv1alpha1.GroupVersion.WithKind("CompletionRecord"))
+	}
+	return printObject(w, format, list)
 }

@@ -1,21 +1,29 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/celpolicies/schemas"
+	"github.com/wrapup-dev/wrapup/gc"
 )
 
 // severity of a lint finding: errors fail the run, warnings only print.
@@ -28,8 +36,8 @@ const (
 
 // finding is one thing lint reports.
 type finding struct {
-	// Where is "file:line" of the rule's document.
-	Where    string
+	// At is "file:line:column" of the field (or of the document).
+	At       string
 	Rule     string
 	Severity severity
 	// Field is the path in the rule, e.g. "spec.failure"; "" for the rule
@@ -38,78 +46,64 @@ type finding struct {
 	Message string
 }
 
+// sevNote: something lint could not check; it neither fails nor warns.
+const sevNote severity = "note"
+
 func (f finding) String() string {
-	s := fmt.Sprintf("%s: %s:", f.Where, f.Severity)
-	if f.Rule != "" {
-		s += " rule " + f.Rule + ":"
-	}
+	s := fmt.Sprintf("%s: %s:", f.At, f.Severity)
 	if f.Field != "" {
 		s += " " + f.Field + ":"
 	}
-	return s + " " + f.Message
+	s += " " + f.Message
+	if f.Rule != "" {
+		s += " (rule " + f.Rule + ")"
+	}
+	return s
 }
 
-// Bounds of the CompletionRule schema, checked offline because the API
-// server would reject a rule outside them.
-const (
-	maxPriority = 1000000
-	maxTTL      = 2592000
-)
+// lintOptions say what to type-check against.
+type lintOptions struct {
+	// schemaFor gives the schema of a trigger kind and the version it is
+	// of, as the controller would check it; ok false when there is none
+	// (then why says so).
+	schemaFor func(gk schema.GroupKind) (gvk schema.GroupVersionKind, s *spec.Schema, why string, ok bool)
+	// where names what the schemas are for notes: "shipped" or "cluster".
+	where string
+}
 
-var kindRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+// offlineSchemas type-checks against the schemas shipped with the plugin.
+func offlineSchemas() lintOptions {
+	return lintOptions{where: "offline", schemaFor: func(gk schema.GroupKind) (schema.GroupVersionKind, *spec.Schema, string, bool) {
+		gvk, ok := schemas.Preferred(gk)
+		if !ok {
+			return gvk, nil, fmt.Sprintf("no schema of %s is shipped (only: %s): its expressions are not type-checked offline; --server-schema checks them against the cluster's",
+				kindName(gk), strings.Join(schemas.GroupVersions(), ", ")), false
+		}
+		s, err := schemas.Resolve(gvk)
+		if err != nil {
+			return gvk, nil, err.Error(), false
+		}
+		return gvk, s, "", true
+	}}
+}
 
-// lintRule checks one rule. Errors are what the API server or the
-// controller rejects; warnings are parts of the rule that can never take
-// effect. Every warning is sound: it holds whatever the trigger's status.
-func lintRule(rule *wrapupv1alpha1.CompletionRule) []finding {
+// lintRule checks one rule as the controller checks it: it compiles the
+// expressions, and type-checks them against the trigger kind's schema;
+// then it warns of parts of the rule that can never take effect (every
+// such warning holds whatever the trigger's status). at positions a field.
+func lintRule(rule *wrapupv1alpha1.CompletionRule, opts lintOptions, at func(field string) string) []finding {
 	var out []finding
 	add := func(sev severity, field, format string, args ...any) {
-		out = append(out, finding{Rule: rule.Name, Severity: sev, Field: field, Message: fmt.Sprintf(format, args...)})
+		where := at(field)
+		out = append(out, finding{At: where, Rule: rule.Name, Severity: sev, Field: field, Message: fmt.Sprintf(format, args...)})
 	}
 	spec := &rule.Spec
-	if rule.Name == "" {
-		add(sevError, "metadata.name", "is required")
-	}
 	if rule.Namespace != "" {
 		add(sevWarning, "metadata.namespace", "CompletionRules are cluster-scoped: the namespace is ignored; use spec.namespaceSelector to scope the rule")
 	}
-
-	// The schema's cross-field rules (x-kubernetes-validations).
 	t := spec.Trigger
-	if t.Name != "" && t.Kind == "" {
-		add(sevError, "spec.trigger.name", "needs spec.trigger.kind (the API server rejects the rule): without a kind, the trigger is the component annotated %s", wrapupv1alpha1.TriggerAnnotation)
-	}
-	if t.APIGroup != "" && t.Kind == "" {
-		add(sevError, "spec.trigger.apiGroup", "needs spec.trigger.kind (the API server rejects the rule)")
-	}
-	if t.Kind != "" && !kindRE.MatchString(t.Kind) {
-		add(sevError, "spec.trigger.kind", "%q is not a kind (want e.g. Job, PyTorchJob)", t.Kind)
-	}
 	gk := schema.GroupKind{Group: t.APIGroup, Kind: t.Kind}
 	_, _, hasBuiltin := celpolicies.BuiltinFor(gk)
-	if t.Kind != "" && spec.Success == "" && !hasBuiltin {
-		add(sevError, "spec.success", "%s has no built-in expression: the rule needs a success expression (the API server rejects it without one)", kindName(gk))
-	}
-	if spec.Priority < -maxPriority || spec.Priority > maxPriority {
-		add(sevError, "spec.priority", "%d is out of range [%d, %d]", spec.Priority, -maxPriority, maxPriority)
-	}
-	for _, fa := range []struct {
-		field string
-		a     wrapupv1alpha1.ActionSpec
-	}{{"spec.onSuccess", spec.OnSuccess}, {"spec.onFailure", spec.OnFailure}} {
-		field, a := fa.field, fa.a
-		switch a.Action {
-		case "", wrapupv1alpha1.ActionDeleteAll, wrapupv1alpha1.ActionUpdateStatus:
-		default:
-			add(sevError, field+".action", "%q is not DeleteAll or UpdateStatus", a.Action)
-		}
-		if ttl := a.TTLSecondsAfterFinished; ttl != nil && (*ttl < 0 || *ttl > maxTTL) {
-			add(sevError, field+".ttlSecondsAfterFinished", "%d is out of range [0, %d]", *ttl, maxTTL)
-		}
-		if a.Action == wrapupv1alpha1.ActionUpdateStatus && a.TTLSecondsAfterFinished != nil && *a.TTLSecondsAfterFinished > 0 {
-			add(sevWarning, field+".ttlSecondsAfterFinished", "is never used: UpdateStatus deletes nothing, so there is nothing to wait for")
-		}
-	}
 
 	// The expressions, compiled as the controller compiles them.
 	if _, err := celpolicies.Compile(spec); err != nil {
@@ -119,13 +113,21 @@ func lintRule(rule *wrapupv1alpha1.CompletionRule) []finding {
 			return sortFindings(out)
 		}
 		for _, fe := range ce.Errors {
-			msg := fe.Message
-			if fe.Expression != "" {
-				msg += " (in: " + oneLine(fe.Expression) + ")"
-			}
-			add(sevError, fe.Field, "%s", msg)
+			add(sevError, fe.Field, "%s", fe.Message)
 		}
 		return sortFindings(out)
+	}
+
+	// Type-checked against the trigger kind's schema, as the controller
+	// does (a rule that names no kind takes components of any kind).
+	if t.Kind != "" && opts.schemaFor != nil {
+		if gvk, s, why, ok := opts.schemaFor(gk); ok {
+			for _, w := range gc.TypeCheck(rule, gvk, s).ExpressionWarnings {
+				add(sevWarning, w.FieldRef, "%s", w.Warning)
+			}
+		} else {
+			add(sevNote, "spec.trigger.kind", "%s", why)
+		}
 	}
 
 	// Parts that can never take effect.
@@ -141,6 +143,14 @@ func lintRule(rule *wrapupv1alpha1.CompletionRule) []finding {
 			what = "it replaces the built-in failure expression"
 		}
 		add(sevWarning, "spec.failure", "is the literal false: the trigger itself never counts as failed (%s); only an AppWrapper that its controller marks Failed reaches onFailure", what)
+	}
+	for _, fa := range []struct {
+		field string
+		a     wrapupv1alpha1.ActionSpec
+	}{{"spec.onSuccess", spec.OnSuccess}, {"spec.onFailure", spec.OnFailure}} {
+		if a := fa.a; a.Action == wrapupv1alpha1.ActionUpdateStatus && a.TTLSecondsAfterFinished != nil && *a.TTLSecondsAfterFinished > 0 {
+			add(sevWarning, fa.field+".ttlSecondsAfterFinished", "is never used: UpdateStatus deletes nothing, so there is nothing to wait for")
+		}
 	}
 	for _, name := range unusedVariables(spec) {
 		add(sevWarning, "spec.variables", "variable %q is never used by success, failure, message or a later variable", name)
@@ -257,42 +267,93 @@ func unusedVariables(spec *wrapupv1alpha1.CompletionRuleSpec) []string {
 	return unused
 }
 
-// lintDocuments lints every CompletionRule among docs. Documents of other
-// kinds are skipped; it returns how many rules it checked.
-func lintDocuments(docs []document) ([]finding, int) {
+// lintDocuments lints every CompletionRule among docs, as the API server
+// validates it (the CRD's schema and rules) and as the controller checks
+// it. Documents of other kinds are skipped; it returns how many rules it
+// checked.
+func lintDocuments(ctx context.Context, docs []*document, opts lintOptions) ([]finding, int) {
 	var out []finding
 	seen := map[string]string{}
 	n := 0
+	rs, err := loadRuleSchema()
+	if err != nil {
+		return []finding{{At: "kubectl-wrapup", Severity: sevError, Message: err.Error()}}, 0
+	}
 	for _, d := range docs {
 		tm, err := typeOf(d)
 		if err != nil {
-			out = append(out, finding{Where: d.Where(), Severity: sevError, Message: err.Error()})
+			out = append(out, finding{At: d.At(""), Severity: sevError, Message: err.Error()})
 			continue
 		}
 		if !isRule(tm) {
 			continue
 		}
 		n++
-		rule, err := decodeRule(d)
-		if err != nil {
-			out = append(out, finding{Where: d.Where(), Severity: sevError, Message: err.Error()})
-			continue
-		}
-		for _, f := range lintRule(rule) {
-			f.Where = d.Where()
-			out = append(out, f)
-		}
-		if rule.Name == "" {
+		fs, rule := lintDocument(ctx, rs, d, tm, opts)
+		out = append(out, fs...)
+		if rule == nil || rule.Name == "" {
 			continue
 		}
 		if prev, dup := seen[rule.Name]; dup {
-			out = append(out, finding{Where: d.Where(), Rule: rule.Name, Severity: sevWarning, Field: "metadata.name",
+			out = append(out, finding{At: d.At("metadata.name"), Rule: rule.Name, Severity: sevWarning, Field: "metadata.name",
 				Message: "another rule of the same name is at " + prev + ": applying both keeps only the last"})
 		} else {
-			seen[rule.Name] = d.Where()
+			seen[rule.Name] = d.At("metadata.name")
 		}
 	}
 	return out, n
+}
+
+// lintDocument lints one CompletionRule document; it returns the rule as
+// the API server would store it (pruned and defaulted), when it decodes.
+func lintDocument(ctx context.Context, rs *ruleSchema, d *document, tm metav1.TypeMeta, opts lintOptions) ([]finding, *wrapupv1alpha1.CompletionRule) {
+	var out []finding
+	if tm.APIVersion != wrapupv1alpha1.GroupVersion.String() {
+		return []finding{{At: d.At("apiVersion"), Severity: sevError, Field: "apiVersion",
+			Message: fmt.Sprintf("%q: wrapup serves %s", tm.APIVersion, wrapupv1alpha1.GroupVersion)}}, nil
+	}
+	obj, err := d.object()
+	if err != nil {
+		return []finding{{At: d.At(""), Severity: sevError, Message: err.Error()}}, nil
+	}
+	name, _, _ := unstructured.NestedString(obj, "metadata", "name")
+	unknown, errs := rs.validate(ctx, obj)
+	for _, p := range unknown {
+		out = append(out, finding{At: d.At(p), Rule: name, Severity: sevError, Field: p,
+			Message: "unknown field (the API server rejects the rule: strict decoding error: unknown field \"" + p + "\")"})
+	}
+	for _, e := range errs {
+		out = append(out, finding{At: d.At(e.Field), Rule: name, Severity: sevError, Field: e.Field, Message: e.ErrorBody()})
+	}
+	rule := &wrapupv1alpha1.CompletionRule{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, rule); err != nil {
+		return append(out, finding{At: d.At(""), Rule: name, Severity: sevError, Message: "decoding CompletionRule: " + err.Error()}), nil
+	}
+	if len(out) > 0 {
+		// The API server rejects it: nothing to type-check against.
+		opts.schemaFor = nil
+	}
+	out = append(out, lintRule(rule, opts, d.At)...)
+	sortByPosition(out)
+	return out, rule
+}
+
+// sortByPosition orders a document's findings as they come in the file.
+func sortByPosition(fs []finding) {
+	pos := func(f finding) (int, int) {
+		parts := strings.Split(f.At, ":")
+		if len(parts) < 3 {
+			return 0, 0
+		}
+		line, _ := strconv.Atoi(parts[len(parts)-2])
+		col, _ := strconv.Atoi(parts[len(parts)-1])
+		return line, col
+	}
+	sort.SliceStable(fs, func(i, j int) bool {
+		li, ci := pos(fs[i])
+		lj, cj := pos(fs[j])
+		return li < lj || li == lj && ci < cj
+	})
 }
 
 // printLint writes the findings and a summary; it returns the number of
@@ -301,9 +362,10 @@ func printLint(w io.Writer, fs []finding, rules, files int) int {
 	errs, warns := 0, 0
 	for _, f := range fs {
 		fmt.Fprintln(w, f)
-		if f.Severity == sevError {
+		switch f.Severity {
+		case sevError:
 			errs++
-		} else {
+		case sevWarning:
 			warns++
 		}
 	}

@@ -1,172 +1,148 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-
-	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
-func jobRule(mods ...func(*wrapupv1alpha1.CompletionRuleSpec)) *wrapupv1alpha1.CompletionRule {
-	r := &wrapupv1alpha1.CompletionRule{
-		ObjectMeta: metav1.ObjectMeta{Name: "r"},
-		Spec:       wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}},
+// lintText lints one file's text, named rule.yaml, with the shipped schemas.
+func lintText(t *testing.T, text string) []string {
+	t.Helper()
+	docs, err := splitDocuments("rule.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, m := range mods {
-		m(&r.Spec)
+	fs, _ := lintDocuments(context.Background(), docs, offlineSchemas())
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.String())
 	}
-	return r
+	return out
 }
 
-func TestLintRule(t *testing.T) {
-	evalRun := wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "EvalRun"}
+const header = "apiVersion: wrapup.dev/v1alpha1\nkind: CompletionRule\nmetadata:\n  name: r\nspec:\n"
+
+// TestLint holds each mistake lint finds, with its exact message and its
+// position: the line and column of the field, and the position inside the
+// CEL expression. Line 6 is the first line under spec.
+func TestLint(t *testing.T) {
 	tests := []struct {
 		name string
-		rule *wrapupv1alpha1.CompletionRule
-		// want is "severity field: message substring" per finding, in order.
+		spec string
 		want []string
 	}{
-		{name: "a clean rule", rule: jobRule(), want: nil},
-		{name: "a clean rule without kind", rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) { s.Trigger = wrapupv1alpha1.TriggerSpec{} }), want: nil},
+		{name: "a clean rule", spec: "  trigger: {apiGroup: batch, kind: Job}\n", want: nil},
+		{name: "a clean rule without kind", spec: "  success: object.?status.?done.orValue(false) == true\n", want: nil},
+		{name: "a success that is always true, and a failure never evaluated", spec: "  success: 'true'\n  failure: 'false'\n", want: []string{
+			"rule.yaml:7:12: warning: spec.failure: is never evaluated: success is the literal true and success wins over failure (rule r)",
+			"rule.yaml:7:12: warning: spec.failure: is the literal false: the trigger itself never counts as failed (it replaces the built-in failure expression); only an AppWrapper that its controller marks Failed reaches onFailure (rule r)"}},
 		{
-			name: "no name, and a namespace",
-			rule: func() *wrapupv1alpha1.CompletionRule { r := jobRule(); r.Name, r.Namespace = "", "team-a"; return r }(),
-			want: []string{"error metadata.name: is required", "warning metadata.namespace: CompletionRules are cluster-scoped"},
+			name: "a misspelt field of the trigger (type check)",
+			spec: "  trigger:\n    apiGroup: batch\n    kind: Job\n  success: object.status.succeded > 0\n",
+			want: []string{"rule.yaml:9:12: warning: spec.success: 1:14: undefined field 'succeded' (rule r)"},
 		},
 		{
-			name: "trigger name or group without kind",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) {
-				s.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Name: "bench"}
-			}),
-			want: []string{"error spec.trigger.name: needs spec.trigger.kind", "error spec.trigger.apiGroup: needs spec.trigger.kind"},
+			name: "a field the kind does not have",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  failure: object.status.phase == 'Failed'\n",
+			want: []string{"rule.yaml:7:12: warning: spec.failure: 1:14: undefined field 'phase' (rule r)"},
 		},
 		{
-			name: "a kind that is not one",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) { s.Trigger.Kind = "jobs" }),
-			want: []string{`error spec.trigger.kind: "jobs" is not a kind`, "error spec.success: batch/jobs has no built-in expression"},
+			name: "no such overload",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: object.status.succeeded > 'x'\n",
+			want: []string{"rule.yaml:7:12: warning: spec.success: 1:25: found no matching overload for '_>_' applied to '(int, string)' (rule r)"},
 		},
 		{
-			name: "a custom kind without success",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) { s.Trigger = evalRun }),
-			want: []string{"error spec.success: example.com/EvalRun has no built-in expression"},
+			name: "an int where a bool is wanted",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: object.status.succeeded\n",
+			want: []string{"rule.yaml:7:12: warning: spec.success: must evaluate to bool but, for a Job, evaluates to int: every evaluation fails (taken as not finished) (rule r)"},
 		},
 		{
-			name: "a custom kind with success and no failure is fine",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) {
-				s.Trigger, s.Success = evalRun, "object.status.phase == 'Done'"
-			}),
-			want: nil,
+			name: "a comprehension of 10^7 iterations",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: lists.range(10000000).all(i, i >= 0)\n",
+			want: []string{"rule.yaml:7:12: warning: spec.success: estimated worst-case cost 60000012 exceeds 10000000, the API server's limit for a validation rule, " +
+				"for a trigger as large as the Job schema allows: on a large trigger it fails with a cost error (taken as not finished); bound the lists it walks (nested comprehensions, mostly) (rule r)"},
 		},
 		{
-			name: "out-of-range priority and TTL, unknown action",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) {
-				s.Priority = 2000000
-				s.OnSuccess = wrapupv1alpha1.ActionSpec{Action: "Delete", TTLSecondsAfterFinished: ptr.To[int32](3000000)}
-			}),
-			want: []string{"error spec.priority: 2000000 is out of range", `error spec.onSuccess.action: "Delete" is not`, "error spec.onSuccess.ttlSecondsAfterFinished: 3000000 is out of range"},
+			name: "a misspelt field of the rule",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  sucess: 'true'\n",
+			want: []string{`rule.yaml:7:11: error: spec.sucess: unknown field (the API server rejects the rule: strict decoding error: unknown field "spec.sucess") (rule r)`},
 		},
 		{
-			name: "TTL with UpdateStatus",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) {
-				s.OnFailure = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionUpdateStatus, TTLSecondsAfterFinished: ptr.To[int32](60)}
-			}),
-			want: []string{"warning spec.onFailure.ttlSecondsAfterFinished: is never used"},
+			name: "an action that is not one, and a TTL out of bounds (the CRD's enum and bounds)",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  onFailure:\n    action: Delete\n    ttlSecondsAfterFinished: -1\n",
+			want: []string{
+				`rule.yaml:8:13: error: spec.onFailure.action: Unsupported value: "Delete": supported values: "DeleteAll", "UpdateStatus" (rule r)`,
+				"rule.yaml:9:30: error: spec.onFailure.ttlSecondsAfterFinished: Invalid value: -1: spec.onFailure.ttlSecondsAfterFinished in body should be greater than or equal to 0 (rule r)",
+			},
 		},
 		{
-			name: "TTL 0 with UpdateStatus is fine",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) {
-				s.OnSuccess = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionUpdateStatus, TTLSecondsAfterFinished: ptr.To[int32](0)}
-			}),
-			want: nil,
+			name: "a priority out of bounds",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  priority: 2000000\n",
+			want: []string{"rule.yaml:7:13: error: spec.priority: Invalid value: 2000000: spec.priority in body should be less than or equal to 1000000 (rule r)"},
 		},
 		{
-			name: "UpdateStatus on both with dryRun is fine",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) {
-				s.OnSuccess.Action, s.OnFailure.Action, s.DryRun = wrapupv1alpha1.ActionUpdateStatus, wrapupv1alpha1.ActionUpdateStatus, true
-			}),
-			want: nil,
+			name: "a kind that is not one (the CRD's pattern)",
+			spec: "  trigger: {apiGroup: batch, kind: jobs}\n  success: 'true'\n",
+			want: []string{`rule.yaml:6:36: error: spec.trigger.kind: Invalid value: "jobs": spec.trigger.kind in body should match '^[A-Z][A-Za-z0-9]*$' (rule r)`},
 		},
 		{
-			name: "compile errors, each with its field",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) { s.Success, s.Message = "object.status.(", "1 + 'a'" }),
-			want: []string{"error spec.success: 1:15: Syntax error", "error spec.message: 1:3: found no matching overload"},
+			name: "a trigger name without kind (the CRD's x-kubernetes-validations)",
+			spec: "  trigger:\n    name: bench\n",
+			want: []string{"rule.yaml:6:3: error: spec.trigger: Invalid value: trigger.name needs trigger.kind (rule r)"},
 		},
 		{
-			name: "failure is the literal false",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) { s.Failure = " ( false ) " }),
-			want: []string{"warning spec.failure: is the literal false: the trigger itself never counts as failed (it replaces the built-in failure expression)"},
+			name: "a custom kind without success (the CRD's x-kubernetes-validations)",
+			spec: "  trigger: {apiGroup: example.com, kind: EvalRun}\n",
+			want: []string{"rule.yaml:5:1: error: spec: Invalid value: a trigger kind with no built-in expression needs spec.success (rule r)"},
 		},
 		{
-			name: "failure false on a kind without built-in",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) { s.Trigger, s.Success, s.Failure = evalRun, "true", "false" }),
-			want: []string{"warning spec.failure: is never evaluated", "warning spec.failure: is the literal false: the trigger itself never counts as failed (no failure expression would apply either)"},
+			name: "a custom kind: not type-checked offline, and lint says so",
+			spec: "  trigger: {apiGroup: example.com, kind: EvalRun}\n  success: object.done\n",
+			want: []string{"rule.yaml:6:42: note: spec.trigger.kind: no schema of example.com/EvalRun is shipped (only: api/v1, apis/batch/v1, apis/jobset.x-k8s.io/v1alpha2, apis/kubeflow.org/v1, apis/ray.io/v1, apis/ray.io/v1alpha1): " +
+				"its expressions are not type-checked offline; --server-schema checks them against the cluster's (rule r)"},
 		},
 		{
-			name: "a failure that mentions false is not the literal",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) {
-				s.Failure = "object.status.?failed.orValue(0) > 0 && false"
-			}),
-			want: nil,
+			name: "an expression that does not compile, with the CEL position",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  variables:\n  - name: done\n    expression: object.status.?succeeded.orValue(0)\n  message: \"'pods: ' + 1\"\n",
+			want: []string{"rule.yaml:10:12: error: spec.message: 1:10: found no matching overload for '_+_' applied to '(string, int)' (rule r)"},
 		},
 		{
-			name: "success is the literal false",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) { s.Success = "false" }),
-			want: []string{"warning spec.success: is the literal false: the trigger never succeeds"},
+			name: "a misspelt field in a variable",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  variables:\n  - name: done\n    expression: object.status.succeded\n  success: variables.done > 0\n",
+			want: []string{"rule.yaml:9:17: warning: spec.variables[0].expression: 1:14: undefined field 'succeded' (rule r)"},
 		},
 		{
-			name: "success is the literal true: the built-in failure is never used",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) { s.Success = "true" }),
-			want: []string{"warning spec.failure: is never evaluated: success is the literal true"},
-		},
-		{
-			name: "success true with no failure at all is fine",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) { s.Trigger, s.Success = evalRun, "true" }),
-			want: nil,
-		},
-		{
-			name: "unused variables",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) {
-				s.Variables = []wrapupv1alpha1.Variable{
-					{Name: "a", Expression: "1"},
-					{Name: "b", Expression: "variables.a + 1"},
-					{Name: "c", Expression: "2"},
-					{Name: "d", Expression: "3"},
-				}
-				s.Success = "variables.b > 1 && has(variables.c)"
-			}),
-			want: []string{`warning spec.variables: variable "d" is never used`},
-		},
-		{
-			name: "variables read with ?. are used",
-			rule: jobRule(func(s *wrapupv1alpha1.CompletionRuleSpec) {
-				s.Variables = []wrapupv1alpha1.Variable{{Name: "a", Expression: "1"}}
-				s.Message = "string(variables.?a.orValue(0))"
-			}),
-			want: nil,
+			name: "a TTL UpdateStatus never waits for",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  onSuccess: {action: UpdateStatus, ttlSecondsAfterFinished: 60}\n",
+			want: []string{"rule.yaml:7:62: warning: spec.onSuccess.ttlSecondsAfterFinished: is never used: UpdateStatus deletes nothing, so there is nothing to wait for (rule r)"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, f := range lintRule(tc.rule) {
-				got = append(got, string(f.Severity)+" "+f.Field+": "+f.Message)
-			}
-			if len(got) != len(tc.want) {
-				t.Fatalf("got %d findings, want %d:\n%s", len(got), len(tc.want), strings.Join(got, "\n"))
-			}
-			for i := range got {
-				if !strings.HasPrefix(got[i], strings.SplitN(tc.want[i], ": ", 2)[0]+": ") || !strings.Contains(got[i], tc.want[i]) {
-					t.Errorf("finding %d = %q, want it to contain %q", i, got[i], tc.want[i])
-				}
+			got := lintText(t, header+tc.spec)
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
+	}
+}
+
+func TestLintNamesAndVersions(t *testing.T) {
+	got := lintText(t, "apiVersion: wrapup.dev/v1\nkind: CompletionRule\nmetadata: {name: r}\n---\n"+
+		"apiVersion: wrapup.dev/v1alpha1\nkind: CompletionRule\nmetadata:\n  name: Bad_Name/x\nspec: {}\n---\n"+
+		"apiVersion: wrapup.dev/v1alpha1\nkind: CompletionRule\nmetadata: {}\nspec: {}\n")
+	want := []string{
+		`rule.yaml:1:13: error: apiVersion: "wrapup.dev/v1": wrapup serves wrapup.dev/v1alpha1`,
+		`rule.yaml:8:9: error: metadata.name: Invalid value: "Bad_Name/x": may not contain '/' (rule Bad_Name/x)`,
+		`rule.yaml:13:11: error: metadata.name: Required value: name or generateName is required`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -240,7 +216,7 @@ func TestSplitDocuments(t *testing.T) {
 // server's objects do: as doubles, an expression that the controller
 // evaluates without error could fail here, or the other way round.
 func TestLoadObjectIntegers(t *testing.T) {
-	obj, gvk, err := loadObject(td("job-complete.yaml"))
+	obj, gvk, err := loadObject(td("job-complete.yaml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +235,7 @@ func TestLoadObjectNeedsOneDocument(t *testing.T) {
 	if err := os.WriteFile(f, []byte("apiVersion: v1\nkind: Pod\n---\napiVersion: v1\nkind: Pod\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := loadObject(f); err == nil || !strings.Contains(err.Error(), "holds 2 documents") {
+	if _, _, err := loadObject(f, nil); err == nil || !strings.Contains(err.Error(), "holds 2 documents") {
 		t.Errorf("loadObject error = %v, want one about 2 documents", err)
 	}
 }

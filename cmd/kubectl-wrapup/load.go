@@ -5,59 +5,128 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
-// document is one YAML document of a file.
+// document is one YAML (or JSON) document of a file.
 type document struct {
-	// File is the path it was read from.
+	// File is the path it was read from ("-" for stdin; the folder for a
+	// kustomization, whose documents are its rendered output).
 	File string
-	// Line is the 1-based line of its first content line, for messages
-	// that point into the file.
-	Line int
+	// Line is the 1-based line of its first content line; Start the line
+	// its text starts at (before any comment that heads it).
+	Line, Start int
 	// Data is the document's text.
 	Data []byte
+
+	tree *kyaml.Node
 }
 
 // Where is "file:line", as compilers print positions.
-func (d document) Where() string { return fmt.Sprintf("%s:%d", d.File, d.Line) }
+func (d *document) Where() string { return fmt.Sprintf("%s:%d", d.File, d.Line) }
+
+// At is "file:line:column" of the field at path ("spec.success",
+// "spec.variables[1].expression"): of its value, or of the nearest part
+// of the path the document has.
+func (d *document) At(fieldPath string) string {
+	line, col := d.position(fieldPath)
+	return fmt.Sprintf("%s:%d:%d", d.File, line, col)
+}
+
+func (d *document) position(fieldPath string) (line, col int) {
+	line, col = d.Line, 1
+	if d.tree == nil {
+		var n kyaml.Node
+		if err := kyaml.Unmarshal(d.Data, &n); err != nil || len(n.Content) == 0 {
+			return line, col
+		}
+		d.tree = n.Content[0]
+	}
+	n := d.tree
+	at := func(n *kyaml.Node) { line, col = d.Start+n.Line-1, n.Column }
+	at(n)
+	for _, part := range splitPath(fieldPath) {
+		var next *kyaml.Node
+		if i, err := strconv.Atoi(part); err == nil && n.Kind == kyaml.SequenceNode {
+			if i < len(n.Content) {
+				next = n.Content[i]
+			}
+		} else if n.Kind == kyaml.MappingNode {
+			for j := 0; j+1 < len(n.Content); j += 2 {
+				if n.Content[j].Value == part {
+					next = n.Content[j+1]
+					if next.Kind == kyaml.MappingNode || next.Kind == kyaml.SequenceNode {
+						// A block: point at its key.
+						if next.Line != n.Content[j].Line {
+							next = &kyaml.Node{Kind: next.Kind, Content: next.Content, Line: n.Content[j].Line, Column: n.Content[j].Column}
+						}
+					}
+					break
+				}
+			}
+		}
+		if next == nil {
+			return line, col
+		}
+		n = next
+		at(n)
+	}
+	return line, col
+}
+
+// splitPath splits "spec.variables[1].expression" into its parts.
+func splitPath(p string) []string {
+	p = strings.ReplaceAll(p, "[", ".")
+	p = strings.ReplaceAll(p, "]", "")
+	var out []string
+	for _, s := range strings.Split(p, ".") {
+		if s != "" {
+			out = append(out, strings.Trim(s, `"`))
+		}
+	}
+	return out
+}
 
 // splitDocuments splits a multi-document YAML stream on "---" lines and
 // drops documents with nothing but comments and blank lines. Lines are
 // counted here, rather than by a YAML decoder, so that every message can
-// point at its document.
-func splitDocuments(file string, data []byte) ([]document, error) {
-	var docs []document
+// point into the file.
+func splitDocuments(file string, data []byte) ([]*document, error) {
+	var docs []*document
 	var cur bytes.Buffer
-	start, content := 0, false
-	flush := func() {
+	start, first, content := 1, 0, false
+	flush := func(next int) {
 		if content {
-			docs = append(docs, document{File: file, Line: start, Data: bytes.Clone(cur.Bytes())})
+			docs = append(docs, &document{File: file, Line: first, Start: start, Data: bytes.Clone(cur.Bytes())})
 		}
 		cur.Reset()
-		start, content = 0, false
+		start, first, content = next, 0, false
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		if line == "---" || strings.HasPrefix(line, "--- ") || strings.HasPrefix(line, "---\t") {
-			flush()
+			flush(n + 1)
 			continue
 		}
 		if t := strings.TrimSpace(line); !content && t != "" && !strings.HasPrefix(t, "#") {
-			start, content = n, true
+			first, content = n, true
 		}
 		cur.WriteString(line)
 		cur.WriteByte('\n')
@@ -65,13 +134,33 @@ func splitDocuments(file string, data []byte) ([]document, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", file, err)
 	}
-	flush()
+	flush(0)
 	return docs, nil
 }
 
-// yamlFiles lists the *.yaml and *.yml files under path (itself, if it is a
-// file), sorted, so that output is stable.
-func yamlFiles(path string) ([]string, error) {
+// sources are where rules and objects are read from, as kubectl takes
+// them: -f files, folders or "-" (stdin), -R to walk folders, -k
+// kustomization folders.
+type sources struct {
+	Filenames []string
+	Recursive bool
+	Kustomize []string
+}
+
+func (s sources) empty() bool { return len(s.Filenames) == 0 && len(s.Kustomize) == 0 }
+
+// manifestFile says whether a folder's file is read: what kubectl reads.
+func manifestFile(name string) bool {
+	switch filepath.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// files lists the manifest files of path (itself, if it is a file), sorted:
+// the folder's own, or every one under it with recursive.
+func files(path string, recursive bool) ([]string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -79,37 +168,56 @@ func yamlFiles(path string) ([]string, error) {
 	if !info.IsDir() {
 		return []string{path}, nil
 	}
-	var files []string
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
+	var out []string
+	err = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
 			return err
-		}
-		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
-			files = append(files, p)
+		case d.IsDir() && p != path && !recursive:
+			return filepath.SkipDir
+		case !d.IsDir() && manifestFile(p):
+			out = append(out, p)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("%s has no *.yaml or *.yml files", path)
+	if len(out) == 0 {
+		hint := ""
+		if !recursive {
+			hint = " (use -R to read its subfolders)"
+		}
+		return nil, fmt.Errorf("%s has no *.yaml, *.yml or *.json files%s", path, hint)
 	}
-	sort.Strings(files)
-	return files, nil
+	sort.Strings(out)
+	return out, nil
 }
 
-// readDocuments reads every document of every YAML file under paths; it
-// also returns how many files it read.
-func readDocuments(paths []string) ([]document, int, error) {
-	var docs []document
+// read reads every document of the sources; it also returns how many
+// files (and kustomizations) it read.
+func (s sources) read(stdin io.Reader) ([]*document, int, error) {
+	var docs []*document
 	n := 0
-	for _, p := range paths {
-		files, err := yamlFiles(p)
+	for _, p := range s.Filenames {
+		if p == "-" {
+			data, err := io.ReadAll(stdin)
+			if err != nil {
+				return nil, 0, fmt.Errorf("reading stdin: %w", err)
+			}
+			d, err := splitDocuments("-", data)
+			if err != nil {
+				return nil, 0, err
+			}
+			docs = append(docs, d...)
+			n++
+			continue
+		}
+		fs, err := files(p, s.Recursive)
 		if err != nil {
 			return nil, 0, err
 		}
-		for _, f := range files {
+		for _, f := range fs {
 			data, err := os.ReadFile(f)
 			if err != nil {
 				return nil, 0, err
@@ -122,11 +230,46 @@ func readDocuments(paths []string) ([]document, int, error) {
 			n++
 		}
 	}
+	for _, dir := range s.Kustomize {
+		k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+		m, err := k.Run(filesys.MakeFsOnDisk(), dir)
+		if err != nil {
+			return nil, 0, fmt.Errorf("kustomize %s: %w", dir, err)
+		}
+		out, err := m.AsYaml()
+		if err != nil {
+			return nil, 0, fmt.Errorf("kustomize %s: %w", dir, err)
+		}
+		d, err := splitDocuments(dir+" (kustomize build)", out)
+		if err != nil {
+			return nil, 0, err
+		}
+		docs = append(docs, d...)
+		n++
+	}
 	return docs, n, nil
 }
 
+// object decodes a document as unstructured content, with integers as
+// int64, as the API server's JSON decoding gives them: CEL and the
+// validators tell int from double.
+func (d *document) object() (map[string]any, error) {
+	j, err := yaml.YAMLToJSON(d.Data)
+	if err != nil {
+		return nil, fmt.Errorf("parsing YAML: %w", err)
+	}
+	var obj map[string]any
+	if err := utiljson.Unmarshal(j, &obj); err != nil {
+		return nil, fmt.Errorf("not an object: %w", err)
+	}
+	if obj == nil {
+		return nil, errors.New("not an object")
+	}
+	return obj, nil
+}
+
 // typeOf reads a document's apiVersion and kind.
-func typeOf(d document) (metav1.TypeMeta, error) {
+func typeOf(d *document) (metav1.TypeMeta, error) {
 	var tm metav1.TypeMeta
 	if err := yaml.Unmarshal(d.Data, &tm); err != nil {
 		return tm, fmt.Errorf("parsing YAML: %w", err)
@@ -140,10 +283,9 @@ func isRule(tm metav1.TypeMeta) bool {
 	return tm.Kind == "CompletionRule" && schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind).Group == wrapupv1alpha1.GroupVersion.Group
 }
 
-// decodeRule decodes a CompletionRule strictly: an unknown or misspelt
-// field is an error, as kubectl's default server-side field validation
-// makes it one.
-func decodeRule(d document) (*wrapupv1alpha1.CompletionRule, error) {
+// decodeRule decodes a CompletionRule document; unknown fields are
+// dropped (lint reports them with the API server's validators).
+func decodeRule(d *document) (*wrapupv1alpha1.CompletionRule, error) {
 	tm, err := typeOf(d)
 	if err != nil {
 		return nil, err
@@ -152,21 +294,21 @@ func decodeRule(d document) (*wrapupv1alpha1.CompletionRule, error) {
 		return nil, fmt.Errorf("apiVersion %q: wrapup serves %s", tm.APIVersion, wrapupv1alpha1.GroupVersion)
 	}
 	rule := &wrapupv1alpha1.CompletionRule{}
-	if err := yaml.UnmarshalStrict(d.Data, rule); err != nil {
+	if err := yaml.Unmarshal(d.Data, rule); err != nil {
 		return nil, fmt.Errorf("decoding CompletionRule: %w", err)
 	}
 	return rule, nil
 }
 
-// loadRules reads the CompletionRules of the YAML files under paths,
-// skipping documents of other kinds (a kustomization.yaml, a Namespace).
-func loadRules(paths []string) ([]*wrapupv1alpha1.CompletionRule, []document, error) {
-	docs, _, err := readDocuments(paths)
+// loadRules reads the CompletionRules of the sources, skipping documents
+// of other kinds (a kustomization.yaml, a Namespace).
+func loadRules(src sources, stdin io.Reader) ([]*wrapupv1alpha1.CompletionRule, []*document, error) {
+	docs, _, err := src.read(stdin)
 	if err != nil {
 		return nil, nil, err
 	}
 	var rules []*wrapupv1alpha1.CompletionRule
-	var ruleDocs []document
+	var ruleDocs []*document
 	for _, d := range docs {
 		tm, err := typeOf(d)
 		if err != nil {
@@ -185,11 +327,16 @@ func loadRules(paths []string) ([]*wrapupv1alpha1.CompletionRule, []document, er
 	return rules, ruleDocs, nil
 }
 
-// loadObject reads the one Kubernetes object in file as unstructured
-// content, with integers as int64, as the API server's JSON decoding gives
-// them to the controller: CEL tells int from double.
-func loadObject(file string) (map[string]any, schema.GroupVersionKind, error) {
-	data, err := os.ReadFile(file)
+// loadObject reads the one Kubernetes object in file ("-": stdin) as
+// unstructured content.
+func loadObject(file string, stdin io.Reader) (map[string]any, schema.GroupVersionKind, error) {
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(file)
+	}
 	if err != nil {
 		return nil, schema.GroupVersionKind{}, err
 	}
@@ -200,13 +347,9 @@ func loadObject(file string) (map[string]any, schema.GroupVersionKind, error) {
 	if len(docs) != 1 {
 		return nil, schema.GroupVersionKind{}, fmt.Errorf("%s holds %d documents: give it exactly one object", file, len(docs))
 	}
-	j, err := yaml.YAMLToJSON(docs[0].Data)
+	obj, err := docs[0].object()
 	if err != nil {
-		return nil, schema.GroupVersionKind{}, fmt.Errorf("%s: parsing YAML: %w", docs[0].Where(), err)
-	}
-	var obj map[string]any
-	if err := utiljson.Unmarshal(j, &obj); err != nil {
-		return nil, schema.GroupVersionKind{}, fmt.Errorf("%s: not an object: %w", docs[0].Where(), err)
+		return nil, schema.GroupVersionKind{}, fmt.Errorf("%s: %w", docs[0].Where(), err)
 	}
 	apiVersion, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)

@@ -1,227 +1,171 @@
 // Command kubectl-wrapup is the kubectl plugin for wrapup (`kubectl wrapup`):
-// it tries a CompletionRule on a trigger object offline (eval), checks rule
-// files before they are applied (lint), and says what wrapup does with a live
-// AppWrapper and why (explain). It compiles and evaluates rules with the
-// controller's own code, so its answers are the controller's.
+// it tries a CompletionRule on a trigger object (eval), checks rule files
+// before they are applied (lint), says what wrapup does with a live
+// AppWrapper and why (explain), and lists the runs wrapup recorded
+// (history). It compiles, validates, type-checks and evaluates rules with
+// the controller's own code and the API server's validators, so its
+// answers are the controller's.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
 // Exit codes.
 const (
 	exitOK    = 0
-	exitFail  = 1 // a rule does not compile, an evaluation failed, lint found errors, the cluster could not be read
-	exitUsage = 2
+	exitFail  = 1 // lint found errors, a rule does not compile, an evaluation failed, the cluster could not be read
+	exitUsage = 2 // the command line is wrong
 )
 
-const usage = `kubectl wrapup: try, check and explain wrapup's CompletionRules.
+// version is the wrapup release the plugin is built from; make release sets
+// it (-ldflags "-X main.version=v0.4.0"); otherwise the module's version.
+var version = ""
 
-Usage:
-  kubectl wrapup eval -f RULE.yaml --trigger OBJECT.yaml [--appwrapper AW.yaml] [--name RULE]
-      Evaluate a rule against a trigger object offline, as the controller
-      does: the outcome, the message, the CEL cost, which expressions were
-      built-in, and what the rule does then. The trigger's kind comes from
-      the object's apiVersion and kind.
+func wrapupVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
 
-  kubectl wrapup lint -f FILE_OR_DIR [-f FILE_OR_DIR ...]
-      Check every CompletionRule in the *.yaml and *.yml files (folders are
-      walked; multi-document files are fine; other kinds are skipped): the
-      expressions compile, the API server would accept the rule, and no part
-      of it is unreachable. Errors fail the run; warnings only print.
+// failure is an error that exits with code (1); a nil err was printed.
+type failure struct {
+	code int
+	err  error
+}
 
-  kubectl wrapup explain APPWRAPPER [-n NAMESPACE] [--kubeconfig FILE] [--context NAME]
-      Say what wrapup does with a live AppWrapper, and why: which rules
-      match and which wins, the trigger, its evaluation, the recorded
-      outcome, and what happens next and when. Read-only. For an AppWrapper
-      that is gone, its CompletionRecord: how its run ended.
+func (f *failure) Error() string {
+	if f.err == nil {
+		return fmt.Sprintf("exit status %d", f.code)
+	}
+	return f.err.Error()
+}
 
-  kubectl wrapup history [-n NAMESPACE | -A] [-l SELECTOR] [--appwrapper NAME]
-      List the finished runs wrapup recorded (CompletionRecords), the newest
-      first: the AppWrapper, the outcome, the rule, the action, when, and
-      the message. Same as kubectl get completionrecords, newest first.
+// failed is a failure (exit 1) that says err.
+func failed(format string, args ...any) error {
+	return &failure{code: exitFail, err: fmt.Errorf(format, args...)}
+}
 
-Exit status: 0 on success; 1 when a rule does not compile, an evaluation
-fails, lint finds an error or the cluster cannot be read; 2 on a usage error.
-`
+// quietly is a failure whose reason was printed.
+func quietly(code int) error { return &failure{code: code} }
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(context.Background(), os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}))
 }
 
-// run runs one command line and returns the exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitUsage
-	}
-	switch args[0] {
-	case "eval":
-		return runEval(ctx, args[1:], stdout, stderr)
-	case "lint":
-		return runLint(args[1:], stdout, stderr)
-	case "explain":
-		return runExplain(ctx, args[1:], stdout, stderr)
-	case "history":
-		return runHistory(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "error: unknown command %q\n\n%s", args[0], usage)
-		return exitUsage
-	}
-}
-
-// newFlagSet makes a flag set whose help goes to stderr under the command's
-// usage line.
-func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseInterspersed parses flags that may come after positional arguments,
-// as kubectl allows (`explain NAME -n ns`), which the flag package alone
-// does not. It returns the positional arguments.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-// stringsFlag is a repeatable string flag.
-type stringsFlag []string
-
-func (s *stringsFlag) String() string { return strings.Join(*s, ",") }
-
-func (s *stringsFlag) Set(v string) error {
-	*s = append(*s, v)
-	return nil
-}
-
-// usageError reports a bad command line: the flag package has already
-// printed the problem for its own errors.
-func usageError(fs *flag.FlagSet, stderr io.Writer, err error) int {
-	if errors.Is(err, flag.ErrHelp) {
+// run runs one command line and returns the exit code. Errors of the
+// command line (unknown commands and flags, wrong arguments) exit 2;
+// findings and failures exit 1.
+func run(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
+	root := newRootCommand(streams)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return exitOK
 	}
-	var pe parseError
-	if errors.As(err, &pe) {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		fs.Usage()
+	var f *failure
+	if errors.As(err, &f) {
+		if f.err != nil {
+			fmt.Fprintf(streams.ErrOut, "error: %v\n", f.err)
+		}
+		return f.code
+	}
+	fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+	if cmd != nil {
+		fmt.Fprintf(streams.ErrOut, "See '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return exitUsage
 }
 
-// parseError is a command-line error found after flag parsing.
-type parseError struct{ msg string }
+const rootLong = `Try, check and explain wrapup's CompletionRules.
 
-func (e parseError) Error() string { return e.msg }
+wrapup finishes an AppWrapper when its trigger component finishes. This
+plugin answers as the controller does: it compiles, validates, type-checks
+and evaluates rules with the controller's code and the API server's own
+validators.
 
-func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("eval", "kubectl wrapup eval -f RULE.yaml --trigger OBJECT.yaml [--appwrapper AW.yaml] [--name RULE]", stderr)
-	var ruleFile, triggerFile, awFile, name string
-	fs.StringVar(&ruleFile, "f", "", "File with the CompletionRule (shorthand for --filename).")
-	fs.StringVar(&ruleFile, "filename", "", "File with the CompletionRule.")
-	fs.StringVar(&triggerFile, "trigger", "", "File with the trigger object, status included (e.g. kubectl get job NAME -o yaml).")
-	fs.StringVar(&awFile, "appwrapper", "", "File with the AppWrapper, for expressions over appWrapper (default: an empty object).")
-	fs.StringVar(&name, "name", "", "The rule to evaluate, when the file holds several.")
-	pos, err := parseInterspersed(fs, args)
-	switch {
-	case err != nil:
-		return usageError(fs, stderr, err)
-	case len(pos) > 0:
-		return usageError(fs, stderr, parseError{"eval takes no arguments, only flags: " + strings.Join(pos, " ")})
-	case ruleFile == "" || triggerFile == "":
-		return usageError(fs, stderr, parseError{"eval needs -f RULE.yaml and --trigger OBJECT.yaml"})
-	}
+Exit status: 0 when all is well; 1 when lint finds an error, a rule does not
+compile, an evaluation fails or the cluster cannot be read; 2 when the
+command line is wrong.`
 
-	rules, docs, err := loadRules([]string{ruleFile})
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return exitFail
+func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	cf := genericclioptions.NewConfigFlags(true)
+	root := &cobra.Command{
+		Use:   "kubectl-wrapup",
+		Short: "Try, check and explain wrapup's CompletionRules",
+		Long:  rootLong,
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl wrapup",
+		},
+		Version:       wrapupVersion(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Run with no command: the help, as kubectl does.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return cmd.Help()
+		},
+		Args: cobra.ArbitraryArgs,
 	}
-	rule, doc, err := pickRule(rules, docs, name)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %s: %v\n", ruleFile, err)
-		return exitFail
-	}
-	trigger, gvk, err := loadObject(triggerFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return exitFail
-	}
-	var appWrapper map[string]any
-	if awFile != "" {
-		var awGVK schema.GroupVersionKind
-		appWrapper, awGVK, err = loadObject(awFile)
-		if err != nil {
-			fmt.Fprintf(stderr, "error: %v\n", err)
-			return exitFail
-		}
-		if awGVK.Kind != "AppWrapper" {
-			fmt.Fprintf(stderr, "error: %s holds a %s, not an AppWrapper\n", awFile, awGVK.Kind)
-			return exitFail
-		}
-	}
-	rep, err := evaluate(ctx, rule, trigger, gvk, appWrapper)
-	if err != nil {
-		printCompileError(stderr, doc.Where(), rule.Name, err)
-		return exitFail
-	}
-	rep.print(stdout)
-	if rep.Err != nil {
-		fmt.Fprintf(stderr, "error: %v (the controller takes the trigger as not finished)\n", rep.Err)
-		return exitFail
-	}
-	return exitOK
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.SetVersionTemplate(versionLine() + "\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
+	cf.AddFlags(root.PersistentFlags())
+	root.AddCommand(
+		newEvalCommand(cf, streams),
+		newLintCommand(cf, streams),
+		newExplainCommand(cf, streams),
+		newHistoryCommand(cf, streams),
+		newVersionCommand(streams),
+	)
+	return root
 }
 
-func runLint(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("lint", "kubectl wrapup lint -f FILE_OR_DIR [-f FILE_OR_DIR ...]", stderr)
-	var paths stringsFlag
-	fs.Var(&paths, "f", "A file or folder of CompletionRules; repeatable (shorthand for --filename).")
-	fs.Var(&paths, "filename", "A file or folder of CompletionRules; repeatable.")
-	pos, err := parseInterspersed(fs, args)
-	switch {
-	case err != nil:
-		return usageError(fs, stderr, err)
-	case len(pos) > 0:
-		return usageError(fs, stderr, parseError{"lint takes files and folders with -f, not as arguments: " + strings.Join(pos, " ")})
-	case len(paths) == 0:
-		return usageError(fs, stderr, parseError{"lint needs -f FILE_OR_DIR"})
+func versionLine() string {
+	return fmt.Sprintf("kubectl-wrapup %s (wrapup %s, API %s)", wrapupVersion(), wrapupVersion(), wrapupv1alpha1.GroupVersion)
+}
+
+func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the plugin's version and the wrapup release it matches",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintln(streams.Out, versionLine())
+			return nil
+		},
 	}
-	docs, files, err := readDocuments(paths)
-	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
-		return exitFail
-	}
-	findings, rules := lintDocuments(docs)
-	if printLint(stdout, findings, rules, files) > 0 {
-		return exitFail
-	}
-	return exitOK
+}
+
+// addSourceFlags adds kubectl's -f, -R and -k to cmd.
+func addSourceFlags(cmd *cobra.Command, src *sources, what string) {
+	cmd.Flags().StringSliceVarP(&src.Filenames, "filename", "f", nil, "File or folder of "+what+"; repeatable; - reads stdin.")
+	cmd.Flags().BoolVarP(&src.Recursive, "recursive", "R", false, "Read the folders given with -f and every folder under them.")
+	cmd.Flags().StringSliceVarP(&src.Kustomize, "kustomize", "k", nil, "A kustomization folder: read what it renders (kustomize build); repeatable.")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	_ = cmd.MarkFlagDirname("kustomize")
+}
+
+// examples indents a command's examples as kubectl does.
+func examples(lines ...string) string {
+	return "  " + strings.Join(lines, "\n  ")
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 // samples are the rules shipped in config/samples.
@@ -27,6 +29,8 @@ func TestRun(t *testing.T) {
 		wantErr []string
 		// notOut must not appear in stdout.
 		notOut []string
+		// stdin is the command's input.
+		stdin string
 	}{
 		{
 			name:     "eval: the benchmarks sample on a completed Job",
@@ -102,11 +106,24 @@ func TestRun(t *testing.T) {
 			args:     []string{"eval", "-f", td("rules/broken.yaml"), "--trigger", td("job-complete.yaml")},
 			wantCode: exitFail,
 			wantErr: []string{
-				"error: testdata/rules/broken.yaml:3: rule broken does not compile:\n",
-				"  spec.success: 1:39: Syntax error: mismatched input '<EOF>'",
-				"    expression: object.status.?succeeded.orValue(0) >=\n",
-				"  spec.message: 1:10: found no matching overload for '_+_' applied to '(string, int)'\n",
+				"testdata/rules/broken.yaml:9:12: error: spec.success: 1:39: Syntax error: mismatched input '<EOF>'",
+				"testdata/rules/broken.yaml:10:12: error: spec.message: 1:10: found no matching overload for '_+_' applied to '(string, int)' (rule broken)\n",
 			},
+			notOut: []string{"outcome:"},
+		},
+		{
+			name:     "eval: a rule of a file that the API server would reject",
+			args:     []string{"eval", "-f", td("lint/schema-errors.yaml"), "--name", "bad-action", "--trigger", td("job-complete.yaml")},
+			wantCode: exitFail,
+			wantErr:  []string{`testdata/lint/schema-errors.yaml:22:23: error: spec.onFailure.action: Unsupported value: "Delete"`},
+			notOut:   []string{"outcome:"},
+		},
+		{
+			name:     "eval: the rule and the trigger from stdin and a file",
+			args:     []string{"eval", "-f", "-", "--trigger", td("job-complete.yaml"), "-o", "json"},
+			stdin:    "apiVersion: wrapup.dev/v1alpha1\nkind: CompletionRule\nmetadata: {name: piped}\nspec:\n  trigger: {apiGroup: batch, kind: Job}\n",
+			wantCode: exitOK,
+			wantOut:  []string{`"kind": "Evaluation"`, `"outcome": "Succeeded"`, `"rule": "piped"`, `"then": "DeleteAll: record the outcome, then delete the AppWrapper at once"`},
 		},
 		{
 			name:     "eval: a runtime error is not finished, and fails the command",
@@ -167,13 +184,13 @@ func TestRun(t *testing.T) {
 			name:     "eval: flags missing",
 			args:     []string{"eval", "-f", sample("benchmarks.yaml")},
 			wantCode: exitUsage,
-			wantErr:  []string{"eval needs -f RULE.yaml and --trigger OBJECT.yaml", "Usage: kubectl wrapup eval"},
+			wantErr:  []string{"error: eval needs the trigger: --trigger OBJECT.yaml, or --appwrapper [NAMESPACE/]NAME to read it from the cluster\n", "See 'kubectl wrapup eval --help' for usage."},
 		},
 		{
 			name:     "eval: an unknown flag",
-			args:     []string{"eval", "--rule", "x"},
+			args:     []string{"eval", "--rules", "x"},
 			wantCode: exitUsage,
-			wantErr:  []string{"flag provided but not defined: -rule"},
+			wantErr:  []string{"error: unknown flag: --rules\n"},
 		},
 		{
 			name:     "lint: the samples are clean",
@@ -182,14 +199,41 @@ func TestRun(t *testing.T) {
 			wantOut:  []string{"4 rules in 5 files: 0 errors, 0 warnings\n"},
 		},
 		{
+			name:     "lint: the shipped rules, through their kustomization",
+			args:     []string{"lint", "-k", "../../config/rules"},
+			wantCode: exitOK,
+			wantOut:  []string{"1 rule in 1 file: 0 errors, 0 warnings\n"},
+		},
+		{
+			name:     "lint: no rule at all is an error",
+			args:     []string{"lint", "-f", "-"},
+			stdin:    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+			wantCode: exitFail,
+			wantOut:  []string{"-: error: no CompletionRule found in 1 document(s) (--allow-no-rules accepts that)\n", "0 rules in 1 file: 1 error, 0 warnings\n"},
+		},
+		{
+			name:     "lint: no rule at all, when allowed",
+			args:     []string{"lint", "-f", "-", "--allow-no-rules"},
+			stdin:    "",
+			wantCode: exitOK,
+			wantOut:  []string{"0 rules in 1 file: 0 errors, 0 warnings\n"},
+		},
+		{
+			name:     "lint: JSON files are read",
+			args:     []string{"lint", "-f", td("lint/json")},
+			wantCode: exitOK,
+			wantOut:  []string{"1 rule in 1 file: 0 errors, 0 warnings\n"},
+		},
+		{
 			name:     "lint: unreachable parts are warnings",
 			args:     []string{"lint", "-f", td("lint/unreachable.yaml")},
 			wantCode: exitOK,
 			wantOut: []string{
-				"testdata/lint/unreachable.yaml:3: warning: rule never-fails: spec.failure: is the literal false: the trigger itself never counts as failed (it replaces the built-in failure expression)",
-				`testdata/lint/unreachable.yaml:11: warning: rule unused-variable: spec.variables: variable "passed" is never used`,
-				"testdata/lint/unreachable.yaml:24: warning: rule record-only-with-ttl: spec.onSuccess.ttlSecondsAfterFinished: is never used: UpdateStatus deletes nothing",
-				"testdata/lint/unreachable.yaml:32: warning: rule always-succeeds: spec.failure: is never evaluated: success is the literal true",
+				"testdata/lint/unreachable.yaml:9:12: warning: spec.failure: is the literal false: the trigger itself never counts as failed (it replaces the built-in failure expression); only an AppWrapper that its controller marks Failed reaches onFailure (rule never-fails)\n",
+				`testdata/lint/unreachable.yaml:17:3: warning: spec.variables: variable "passed" is never used by success, failure, message or a later variable (rule unused-variable)` + "\n",
+				"testdata/lint/unreachable.yaml:30:62: warning: spec.onSuccess.ttlSecondsAfterFinished: is never used: UpdateStatus deletes nothing, so there is nothing to wait for (rule record-only-with-ttl)\n",
+				"testdata/lint/unreachable.yaml:39:12: warning: spec.failure: is never evaluated: success is the literal true and success wins over failure (rule always-succeeds)\n",
+				"testdata/lint/unreachable.yaml:37:42: note: spec.trigger.kind: no schema of example.com/EvalRun is shipped",
 				"4 rules in 1 file: 0 errors, 4 warnings\n",
 			},
 		},
@@ -198,11 +242,11 @@ func TestRun(t *testing.T) {
 			args:     []string{"lint", "-f", td("lint/schema-errors.yaml")},
 			wantCode: exitFail,
 			wantOut: []string{
-				"schema-errors.yaml:2: error: rule name-without-kind: spec.trigger.name: needs spec.trigger.kind",
-				"schema-errors.yaml:9: error: rule custom-kind-without-success: spec.success: example.com/EvalRun has no built-in expression",
-				`schema-errors.yaml:16: error: rule bad-action: spec.onFailure.action: "Delete" is not DeleteAll or UpdateStatus`,
-				"schema-errors.yaml:16: error: rule bad-action: spec.onFailure.ttlSecondsAfterFinished: -1 is out of range [0, 2592000]",
-				`schema-errors.yaml:24: error: decoding CompletionRule: error unmarshaling JSON: while decoding JSON: json: unknown field "sucess"`,
+				"schema-errors.yaml:7:12: error: spec.trigger: Invalid value: trigger.name needs trigger.kind (rule name-without-kind)\n",
+				"schema-errors.yaml:13:1: error: spec: Invalid value: a trigger kind with no built-in expression needs spec.success (rule custom-kind-without-success)\n",
+				`schema-errors.yaml:22:23: error: spec.onFailure.action: Unsupported value: "Delete": supported values: "DeleteAll", "UpdateStatus" (rule bad-action)`,
+				"schema-errors.yaml:22:56: error: spec.onFailure.ttlSecondsAfterFinished: Invalid value: -1: spec.onFailure.ttlSecondsAfterFinished in body should be greater than or equal to 0 (rule bad-action)\n",
+				`schema-errors.yaml:30:11: error: spec.sucess: unknown field (the API server rejects the rule: strict decoding error: unknown field "spec.sucess") (rule misspelt-field)`,
 				"4 rules in 1 file: 5 errors, 0 warnings\n",
 			},
 		},
@@ -211,8 +255,8 @@ func TestRun(t *testing.T) {
 			args:     []string{"lint", "-f", td("rules/broken.yaml"), "-f", sample("benchmarks.yaml")},
 			wantCode: exitFail,
 			wantOut: []string{
-				"testdata/rules/broken.yaml:3: error: rule broken: spec.success: 1:39: Syntax error",
-				"testdata/rules/broken.yaml:3: error: rule broken: spec.message: 1:10: found no matching overload for '_+_' applied to '(string, int)' (in: 'pods: ' + 1)\n",
+				"testdata/rules/broken.yaml:9:12: error: spec.success: 1:39: Syntax error",
+				"testdata/rules/broken.yaml:10:12: error: spec.message: 1:10: found no matching overload for '_+_' applied to '(string, int)' (rule broken)\n",
 				"2 rules in 2 files: 2 errors, 0 warnings\n",
 			},
 		},
@@ -220,13 +264,13 @@ func TestRun(t *testing.T) {
 			name:     "lint: duplicate names across files",
 			args:     []string{"lint", "-f", sample("benchmarks.yaml"), "-f", td("lint/duplicate.yaml")},
 			wantCode: exitOK,
-			wantOut:  []string{"testdata/lint/duplicate.yaml:2: warning: rule benchmarks: metadata.name: another rule of the same name is at ../../config/samples/benchmarks.yaml:4"},
+			wantOut:  []string{"testdata/lint/duplicate.yaml:5:9: warning: metadata.name: another rule of the same name is at ../../config/samples/benchmarks.yaml:7:9: applying both keeps only the last (rule benchmarks)\n"},
 		},
 		{
 			name:     "lint: a wrong apiVersion",
 			args:     []string{"lint", "-f", td("lint/wrong-version.yaml")},
 			wantCode: exitFail,
-			wantOut:  []string{`wrong-version.yaml:2: error: apiVersion "wrapup.dev/v1": wrapup serves wrapup.dev/v1alpha1`},
+			wantOut:  []string{`wrong-version.yaml:2:13: error: apiVersion: "wrapup.dev/v1": wrapup serves wrapup.dev/v1alpha1`},
 		},
 		{
 			name:     "lint: a path that is not there",
@@ -238,13 +282,13 @@ func TestRun(t *testing.T) {
 			name:     "lint: no -f",
 			args:     []string{"lint", td("lint")},
 			wantCode: exitUsage,
-			wantErr:  []string{"lint takes files and folders with -f"},
+			wantErr:  []string{`error: unknown command "testdata/lint" for "kubectl wrapup lint"`},
 		},
 		{
 			name:     "explain: no name",
 			args:     []string{"explain", "-n", "ns"},
 			wantCode: exitUsage,
-			wantErr:  []string{"explain takes one AppWrapper name"},
+			wantErr:  []string{"error: accepts 1 arg(s), received 0\n", "See 'kubectl wrapup explain --help' for usage."},
 		},
 		{
 			name:     "explain: a cluster that cannot be reached",
@@ -258,14 +302,32 @@ func TestRun(t *testing.T) {
 			wantCode: exitFail,
 			wantErr:  []string{"error: loading kubeconfig:"},
 		},
-		{name: "no command", args: nil, wantCode: exitUsage, wantErr: []string{"Usage:\n  kubectl wrapup eval"}},
-		{name: "help", args: []string{"help"}, wantCode: exitOK, wantOut: []string{"kubectl wrapup lint -f FILE_OR_DIR"}},
-		{name: "an unknown command", args: []string{"delete"}, wantCode: exitUsage, wantErr: []string{`unknown command "delete"`}},
+		{
+			name:     "explain: kubectl's connection flags",
+			args:     []string{"explain", "sweep", "-n", "bench", "--kubeconfig", td("unreachable-kubeconfig.yaml"), "--as", "alice", "--request-timeout", "2s"},
+			wantCode: exitFail,
+			wantErr:  []string{"error: reading appwrapper bench/sweep:"},
+		},
+		{
+			name:     "explain: an output format it does not have",
+			args:     []string{"explain", "sweep", "-o", "wide"},
+			wantCode: exitUsage,
+			wantErr:  []string{`error: unsupported output format "wide": json or yaml`},
+		},
+		{name: "no command: the help, on stdout", args: nil, wantCode: exitOK, wantOut: []string{"Usage:\n  kubectl wrapup [flags]\n  kubectl wrapup [command]\n", "  lint        Check CompletionRules"}},
+		{name: "help", args: []string{"help"}, wantCode: exitOK, wantOut: []string{"Available Commands:\n", "  completion  Generate the autocompletion script"}},
+		{name: "help of a command, on stdout", args: []string{"help", "eval"}, wantCode: exitOK, wantOut: []string{"Usage:\n  kubectl wrapup eval (-f RULE.yaml | --rule NAME)", "Examples:\n  # A rule file against a Job", "      --as string"}},
+		{name: "--help of a command", args: []string{"lint", "--help"}, wantCode: exitOK, wantOut: []string{"kubectl wrapup lint -k config/rules", "-R, --recursive"}},
+		{name: "version", args: []string{"version"}, wantCode: exitOK, wantOut: []string{"kubectl-wrapup devel (wrapup devel, API wrapup.dev/v1alpha1)\n"}},
+		{name: "--version", args: []string{"--version"}, wantCode: exitOK, wantOut: []string{"kubectl-wrapup devel (wrapup devel, API wrapup.dev/v1alpha1)\n"}},
+		{name: "completion", args: []string{"completion", "bash"}, wantCode: exitOK, wantOut: []string{"bash completion V2 for kubectl-wrapup"}},
+		{name: "an unknown command", args: []string{"delete"}, wantCode: exitUsage, wantErr: []string{`error: unknown command "delete" for "kubectl wrapup"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), tc.args, &stdout, &stderr)
+			streams := genericiooptions.IOStreams{In: strings.NewReader(tc.stdin), Out: &stdout, ErrOut: &stderr}
+			code := run(context.Background(), tc.args, streams)
 			if code != tc.wantCode {
 				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, stdout.String(), stderr.String())
 			}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
+)
+
+const evalLong = `Evaluate a CompletionRule against a trigger object, as the controller does:
+the outcome, the message, the CEL cost, which expressions were built-in, and
+what the rule does then. Nothing is written.
+
+The rule comes from a file (-f) or from the cluster (--rule NAME). The
+trigger comes from a file (--trigger; its kind from its apiVersion and
+kind), or from the cluster: --appwrapper [NAMESPACE/]NAME reads the
+AppWrapper, finds its trigger as the controller finds it, and reads it.
+--appwrapper with a file (*.yaml, *.yml, *.json, or -) gives the appWrapper
+variable of the expressions instead.`
+
+func newEvalCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	var src sources
+	var name, ruleName, triggerFile, appWrapper, output string
+	cmd := &cobra.Command{
+		Use:   "eval (-f RULE.yaml | --rule NAME) (--trigger OBJECT.yaml | --appwrapper [NAMESPACE/]NAME)",
+		Short: "Evaluate a rule against a trigger object, offline or from the cluster",
+		Long:  evalLong,
+		Example: examples(
+			"# A rule file against a Job saved with kubectl get job NAME -o yaml",
+			"kubectl wrapup eval -f rules/benchmarks.yaml --trigger job.yaml",
+			"",
+			"# The cluster's rule against the live trigger of a running AppWrapper (read-only)",
+			"kubectl wrapup eval --rule benchmarks --appwrapper team-a/llama-sweep",
+			"",
+			"# An edited rule against the live trigger, as JSON",
+			"kubectl wrapup eval -f edited.yaml --appwrapper llama-sweep -n team-a -o json",
+		),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			awFile := isFileArg(appWrapper)
+			switch {
+			case src.empty() == (ruleName == ""):
+				return errors.New("eval needs the rule: -f RULE.yaml or --rule NAME (one of them)")
+			case triggerFile == "" && (appWrapper == "" || awFile):
+				return errors.New("eval needs the trigger: --trigger OBJECT.yaml, or --appwrapper [NAMESPACE/]NAME to read it from the cluster")
+			case triggerFile != "" && appWrapper != "" && !awFile:
+				return errors.New("--trigger and a live --appwrapper both give the trigger: choose one")
+			case output != "" && output != "json" && output != "yaml":
+				return fmt.Errorf("unsupported output format %q: json or yaml", output)
+			}
+			var c client.Client
+			var ns string
+			if ruleName != "" || (appWrapper != "" && !awFile) {
+				var err error
+				if c, ns, err = newClient(cf); err != nil {
+					return failed("%v", err)
+				}
+			}
+			rule, where, err := evalRule(ctx, c, src, ruleName, name, streams)
+			if err != nil {
+				return err
+			}
+			var reports []*evalReport
+			if triggerFile != "" {
+				trigger, gvk, err := loadObject(triggerFile, streams.In)
+				if err != nil {
+					return failed("%v", err)
+				}
+				var awVar map[string]any
+				if awFile {
+					var awGVK schema.GroupVersionKind
+					if awVar, awGVK, err = loadObject(appWrapper, streams.In); err != nil {
+						return failed("%v", err)
+					}
+					if awGVK.Kind != "AppWrapper" {
+						return failed("%s holds a %s, not an AppWrapper", appWrapper, awGVK.Kind)
+					}
+				}
+				rep, err := evaluate(ctx, rule, trigger, gvk, awVar)
+				if err != nil {
+					printCompileError(streams.ErrOut, where, rule.Name, err)
+					return quietly(exitFail)
+				}
+				reports = append(reports, rep)
+			} else {
+				key := namespacedName(appWrapper, ns)
+				if reports, err = evalLive(ctx, c, rule, key); err != nil {
+					var f *failure
+					if errors.As(err, &f) {
+						return err
+					}
+					printCompileError(streams.ErrOut, where, rule.Name, err)
+					return quietly(exitFail)
+				}
+			}
+			failedEval := false
+			for i, rep := range reports {
+				switch output {
+				case "json", "yaml":
+					if err := printObject(streams.Out, output, &unstructured.Unstructured{Object: rep.output()}); err != nil {
+						return failed("%v", err)
+					}
+				default:
+					if i > 0 {
+						fmt.Fprintln(streams.Out)
+					}
+					rep.print(streams.Out)
+				}
+				if rep.Err != nil {
+					fmt.Fprintf(streams.ErrOut, "error: %s: %v (the controller takes the trigger as not finished)\n", rep.Name, rep.Err)
+					failedEval = true
+				}
+			}
+			if failedEval {
+				return quietly(exitFail)
+			}
+			return nil
+		},
+	}
+	addSourceFlags(cmd, &src, "CompletionRules")
+	cmd.Flags().StringVar(&name, "name", "", "The rule to evaluate, when the files hold several.")
+	cmd.Flags().StringVar(&ruleName, "rule", "", "Read the CompletionRule of this name from the cluster.")
+	cmd.Flags().StringVar(&triggerFile, "trigger", "", "File with the trigger object, status included (e.g. kubectl get job NAME -o yaml); - reads stdin.")
+	cmd.Flags().StringVar(&appWrapper, "appwrapper", "", "[NAMESPACE/]NAME of a live AppWrapper whose trigger to read from the cluster; or a file with the AppWrapper for the appWrapper variable.")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: for people).")
+	_ = cmd.MarkFlagFilename("trigger", "yaml", "yml", "json")
+	return cmd
+}
+
+// isFileArg says whether an --appwrapper value names a file.
+func isFileArg(v string) bool {
+	return v == "-" || manifestFile(v)
+}
+
+// namespacedName reads [NAMESPACE/]NAME, in ns by default.
+func namespacedName(v, ns string) types.NamespacedName {
+	if i := strings.IndexByte(v, '/'); i >= 0 {
+		return types.NamespacedName{Namespace: v[:i], Name: v[i+1:]}
+	}
+	return types.NamespacedName{Namespace: ns, Name: v}
+}
+
+// evalRule reads the rule to evaluate: from the cluster, or from the
+// sources; where names where it came from, for messages.
+func evalRule(ctx context.Context, c client.Client, src sources, ruleName, name string, streams genericiooptions.IOStreams) (*wrapupv1alpha1.CompletionRule, string, error) {
+	if ruleName != "" {
+		rule := &wrapupv1alpha1.CompletionRule{}
+		if err := c.Get(ctx, types.NamespacedName{Name: ruleName}, rule); err != nil {
+			return nil, "", failed("reading CompletionRule %s: %v", ruleName, err)
+		}
+		return rule, "completionrule/" + ruleName, nil
+	}
+	rules, docs, err := loadRules(src, streams.In)
+	if err != nil {
+		return nil, "", failed("%v", err)
+	}
+	rule, doc, err := pickRule(rules, docs, name)
+	if err != nil {
+		return nil, "", failed("%s: %v", describeSources(src), err)
+	}
+	// A rule the API server rejects is never the controller's: say why.
+	rs, err := loadRuleSchema()
+	if err != nil {
+		return nil, "", failed("%v", err)
+	}
+	tm, _ := typeOf(doc)
+	if fs, _ := lintDocument(ctx, rs, doc, tm, lintOptions{}); len(fs) > 0 {
+		bad := false
+		for _, f := range fs {
+			if f.Severity == sevError {
+				fmt.Fprintln(streams.ErrOut, f)
+				bad = true
+			}
+		}
+		if bad {
+			return nil, "", quietly(exitFail)
+		}
+	}
+	return rule, doc.Where(), nil
+}
+
+// evalLive reads the AppWrapper key and the trigger (or candidates) rule
+// takes in it, as the controller finds them, and evaluates rule on each.
+func evalLive(ctx context.Context, c client.Client, rule *wrapupv1alpha1.CompletionRule, key types.NamespacedName) ([]*evalReport, error) {
+	aw := &awv1beta2.AppWrapper{}
+	if err := c.Get(ctx, key, aw); err != nil {
+		return nil, failed("reading appwrapper %s: %w", key, err)
+	}
+	awVar, err := runtime.DefaultUnstructuredConverter.ToUnstructured(aw)
+	if err != nil {
+		return nil, failed("%v", err)
+	}
+	awVar["apiVersion"], awVar["kind"] = awv1beta2.GroupVersion.String(), "AppWrapper"
+	refs, nt := decision.FindTriggers(aw, rule)
+	if nt != nil {
+		return nil, failed("appwrapper %s: %s", key, nt.Message)
+	}
+	var reports []*evalReport
+	for _, ref := range refs {
+		gvk := ref.Kind.WithVersion(ref.Version)
+		if ref.Name == "" {
+			reports = append(reports, &evalReport{Rule: rule, Trigger: gvk, Name: ref.Template,
+				Note: "the AppWrapper controller has not created this component yet (its template uses generateName): nothing to evaluate", Result: celpolicies.Result{Outcome: celpolicies.OutcomeRunning}})
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		if err := c.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: ref.Name}, u); err != nil {
+			return nil, failed("reading the trigger %s %s/%s: %w", gvk.Kind, key.Namespace, ref.Name, err)
+		}
+		rep, err := evaluate(ctx, rule, u.Object, gvk, awVar)
+		if err != nil {
+			return nil, err
+		}
+		if !decision.OwnedBy(u, aw) {
+			rep.Note = fmt.Sprintf("%s %s is not controlled by AppWrapper %s: the controller does not take it as the trigger", gvk.Kind, ref.Name, key)
+		}
+		reports = append(reports, rep)
+	}
+	return reports, nil
+}

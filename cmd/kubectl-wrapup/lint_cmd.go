@@ -1,0 +1,116 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+const lintLong = `Check CompletionRules before they are applied, as the API server and the
+controller check them:
+
+  - the CRD's validation, with the API server's own validators over the
+    generated CRD: unknown fields, types, enums, bounds, patterns and the
+    x-kubernetes-validations rules (errors: the API server rejects the rule);
+  - the expressions compiled as the controller compiles them (errors: the
+    rule is not Ready and acts on nothing);
+  - the expressions type-checked against the trigger kind's schema, with the
+    estimated worst-case cost, as the controller does and reports on the
+    rule's status.typeChecking (warnings). Offline, the schemas of batch/v1
+    Job, v1 Pod, JobSet, PyTorchJob and RayJob ship with the plugin, as the
+    API server of the supported Kubernetes version publishes them;
+    --server-schema checks against the cluster's published schema instead;
+  - parts of a rule that can never take effect (warnings).
+
+Each finding names the file, line and column of the field, and for CEL the
+line and column inside the expression. Documents of other kinds are
+skipped; finding no CompletionRule at all is an error unless
+--allow-no-rules.`
+
+func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	var src sources
+	var serverSchema, allowEmpty bool
+	cmd := &cobra.Command{
+		Use:   "lint (-f FILENAME | -k DIR)...",
+		Short: "Check CompletionRules as the API server and the controller check them",
+		Long:  lintLong,
+		Example: examples(
+			"# Check the rules of a folder, and of one more file",
+			"kubectl wrapup lint -f rules/ -f extra-rule.yaml",
+			"",
+			"# Check what a kustomization renders",
+			"kubectl wrapup lint -k config/rules",
+			"",
+			"# Check a rule on stdin, type-checked against the cluster's schemas",
+			"cat rule.yaml | kubectl wrapup lint -f - --server-schema",
+		),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if src.empty() {
+				return errors.New("lint needs -f FILENAME or -k DIR")
+			}
+			docs, files, err := src.read(streams.In)
+			if err != nil {
+				return failed("%v", err)
+			}
+			opts := offlineSchemas()
+			if serverSchema {
+				if opts, err = serverSchemas(cf); err != nil {
+					return failed("%v", err)
+				}
+			}
+			findings, rules := lintDocuments(cmd.Context(), docs, opts)
+			if rules == 0 && !allowEmpty {
+				findings = append(findings, finding{At: describeSources(src), Severity: sevError,
+					Message: fmt.Sprintf("no CompletionRule found in %d document(s) (--allow-no-rules accepts that)", len(docs))})
+			}
+			if printLint(streams.Out, findings, rules, files) > 0 {
+				return quietly(exitFail)
+			}
+			return nil
+		},
+	}
+	addSourceFlags(cmd, &src, "CompletionRules")
+	cmd.Flags().BoolVar(&serverSchema, "server-schema", false, "Type-check against the trigger kinds' schemas that the cluster publishes (/openapi/v3), as the controller does, instead of the shipped ones.")
+	cmd.Flags().BoolVar(&allowEmpty, "allow-no-rules", false, "Succeed when the input holds no CompletionRule.")
+	return cmd
+}
+
+func describeSources(src sources) string {
+	all := append(append([]string{}, src.Filenames...), src.Kustomize...)
+	if len(all) == 1 {
+		return all[0]
+	}
+	return fmt.Sprintf("%v", all)
+}
+
+// serverSchemas type-checks against the cluster's published schemas, at
+// the version its REST mapper prefers, as the controller does.
+func serverSchemas(cf *genericclioptions.ConfigFlags) (lintOptions, error) {
+	dc, err := cf.ToDiscoveryClient()
+	if err != nil {
+		return lintOptions{}, fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	mapper, err := cf.ToRESTMapper()
+	if err != nil {
+		return lintOptions{}, fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	r := &resolver.ClientDiscoveryResolver{Discovery: dc}
+	return lintOptions{where: "cluster", schemaFor: func(gk schema.GroupKind) (schema.GroupVersionKind, *spec.Schema, string, bool) {
+		m, err := mapper.RESTMapping(gk)
+		if err != nil {
+			return schema.GroupVersionKind{}, nil, fmt.Sprintf("the cluster does not serve %s: its expressions are not type-checked (%v)", kindName(gk), err), false
+		}
+		s, err := r.ResolveSchema(m.GroupVersionKind)
+		if err != nil {
+			return m.GroupVersionKind, nil, fmt.Sprintf("the cluster publishes no schema of %s: its expressions are not type-checked (%v)", m.GroupVersionKind, err), false
+		}
+		return m.GroupVersionKind, s, "", true
+	}}, nil
+}
