@@ -338,22 +338,58 @@ func lintDocument(ctx context.Context, rs *ruleSchema, d *document, tm metav1.Ty
 	return out, rule
 }
 
+// position splits At into the file, the line and the column (0 when At
+// has none).
+func (f finding) position() (file string, line, col int) {
+	parts := strings.Split(f.At, ":")
+	if len(parts) < 3 {
+		return f.At, 0, 0
+	}
+	line, err1 := strconv.Atoi(parts[len(parts)-2])
+	col, err2 := strconv.Atoi(parts[len(parts)-1])
+	if err1 != nil || err2 != nil {
+		return f.At, 0, 0
+	}
+	return strings.Join(parts[:len(parts)-2], ":"), line, col
+}
+
 // sortByPosition orders a document's findings as they come in the file.
 func sortByPosition(fs []finding) {
-	pos := func(f finding) (int, int) {
-		parts := strings.Split(f.At, ":")
-		if len(parts) < 3 {
-			return 0, 0
-		}
-		line, _ := strconv.Atoi(parts[len(parts)-2])
-		col, _ := strconv.Atoi(parts[len(parts)-1])
-		return line, col
-	}
 	sort.SliceStable(fs, func(i, j int) bool {
-		li, ci := pos(fs[i])
-		lj, cj := pos(fs[j])
+		_, li, ci := fs[i].position()
+		_, lj, cj := fs[j].position()
 		return li < lj || li == lj && ci < cj
 	})
+}
+
+// lintObject is the findings as lint -o json|yaml prints them.
+func lintObject(fs []finding, rules, files int) map[string]any {
+	var items []any
+	errs, warns := 0, 0
+	for _, f := range fs {
+		file, line, col := f.position()
+		m := map[string]any{"file": file, "line": int64(line), "column": int64(col), "severity": string(f.Severity), "message": f.Message}
+		if f.Rule != "" {
+			m["rule"] = f.Rule
+		}
+		if f.Field != "" {
+			m["field"] = f.Field
+		}
+		items = append(items, m)
+		switch f.Severity {
+		case sevError:
+			errs++
+		case sevWarning:
+			warns++
+		}
+	}
+	if items == nil {
+		items = []any{}
+	}
+	return map[string]any{
+		"apiVersion": wrapupv1alpha1.GroupVersion.String(), "kind": "LintResult",
+		"rules": int64(rules), "files": int64(files), "errors": int64(errs), "warnings": int64(warns), "findings": items,
+	}
 }
 
 // printLint writes the findings and a summary; it returns the number of

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -36,6 +37,7 @@ skipped; finding no CompletionRule at all is an error unless
 func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	var src sources
 	var serverSchema, allowEmpty bool
+	var output string
 	cmd := &cobra.Command{
 		Use:   "lint (-f FILENAME | -k DIR)...",
 		Short: "Check CompletionRules as the API server and the controller check them",
@@ -55,6 +57,9 @@ func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 			if src.empty() {
 				return errors.New("lint needs -f FILENAME or -k DIR")
 			}
+			if output != "" && output != "json" && output != "yaml" {
+				return fmt.Errorf("unsupported output format %q: json or yaml", output)
+			}
 			docs, files, err := src.read(streams.In)
 			if err != nil {
 				return failed("%v", err)
@@ -70,6 +75,16 @@ func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 				findings = append(findings, finding{At: describeSources(src), Severity: sevError,
 					Message: fmt.Sprintf("no CompletionRule found in %d document(s) (--allow-no-rules accepts that)", len(docs))})
 			}
+			if output != "" {
+				res := lintObject(findings, rules, files)
+				if err := printObject(streams.Out, output, &unstructured.Unstructured{Object: res}); err != nil {
+					return failed("%v", err)
+				}
+				if res["errors"].(int64) > 0 {
+					return quietly(exitFail)
+				}
+				return nil
+			}
 			if printLint(streams.Out, findings, rules, files) > 0 {
 				return quietly(exitFail)
 			}
@@ -79,6 +94,7 @@ func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 	addSourceFlags(cmd, &src, "CompletionRules")
 	cmd.Flags().BoolVar(&serverSchema, "server-schema", false, "Type-check against the trigger kinds' schemas that the cluster publishes (/openapi/v3), as the controller does, instead of the shipped ones.")
 	cmd.Flags().BoolVar(&allowEmpty, "allow-no-rules", false, "Succeed when the input holds no CompletionRule.")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: one line per finding, as compilers print them).")
 	return cmd
 }
 
