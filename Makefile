@@ -108,9 +108,30 @@ IMG ?= ghcr.io/wrapup-dev/wrapup:latest
 run: manifests ## Run the controller against the cluster of the current kubeconfig.
 	go run ./cmd/manager --leader-elect=false
 
+# The release the binaries say they are (kubectl wrapup version).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+PLUGIN_LDFLAGS = -s -w -X main.version=$(VERSION)
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+RELEASE_URL ?= https://github.com/wrapup-dev/wrapup/releases/download
+
 .PHONY: build-plugin
-build-plugin: ## Build the kubectl plugin (kubectl wrapup ...).
-	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/kubectl-wrapup ./cmd/kubectl-wrapup
+build-plugin: ## Build the kubectl plugin (kubectl wrapup ...) into bin/.
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(PLUGIN_LDFLAGS)" -o $(LOCALBIN)/kubectl-wrapup ./cmd/kubectl-wrapup
+
+.PHONY: release
+release: ## Build the plugin for every platform into dist/ (tarballs, sha256 sums) and its krew manifest.
+	rm -rf dist && mkdir -p dist
+	for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; d=dist/kubectl-wrapup_$(VERSION)_$${os}_$${arch}; mkdir -p $$d; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "$(PLUGIN_LDFLAGS)" -o $$d/kubectl-wrapup ./cmd/kubectl-wrapup; \
+		tar -C $$d -czf $$d.tar.gz . && rm -rf $$d; \
+	done
+	cd dist && sha256sum *.tar.gz > sha256sums.txt
+	sed -e 's|RELEASE_URL|$(RELEASE_URL)/$(VERSION)|g' -e 's|RELEASE_VERSION|$(VERSION)|g' \
+		$$(for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
+			echo "-e s|SHA256_$${os}_$${arch}|$$(sha256sum dist/kubectl-wrapup_$(VERSION)_$${os}_$${arch}.tar.gz | cut -d' ' -f1)|"; done) \
+		.krew.yaml | grep -v '^#' > dist/wrapup.yaml
+	@echo "release: dist/ holds $$(ls dist/*.tar.gz | wc -l) archives, sha256sums.txt and the krew manifest wrapup.yaml"
 
 .PHONY: docker-build
 docker-build: ## Build the controller image (needs a Docker engine).

@@ -329,11 +329,15 @@ func lintDocument(ctx context.Context, rs *ruleSchema, d *document, tm metav1.Ty
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, rule); err != nil {
 		return append(out, finding{At: d.At(""), Rule: name, Severity: sevError, Message: "decoding CompletionRule: " + err.Error()}), nil
 	}
-	if len(out) > 0 {
-		// The API server rejects it: nothing to type-check against.
-		opts.schemaFor = nil
+	rejected := len(out) > 0
+	for _, f := range lintRule(rule, opts, d.At) {
+		if rejected && f.Severity == sevNote {
+			// The API server rejects the rule: what lint could not check
+			// of it is no news.
+			continue
+		}
+		out = append(out, f)
 	}
-	out = append(out, lintRule(rule, opts, d.At)...)
 	sortByPosition(out)
 	return out, rule
 }
