@@ -2,6 +2,7 @@ package celpolicies
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
@@ -62,19 +63,18 @@ func TypeCheck(ruleSpec *v1alpha1.CompletionRuleSpec, objectSchema *spec.Schema,
 		}
 		// As CRD validation does: the worst case over every object the
 		// schema allows (lists bounded by maxItems, or by what fits in a
-		// request), against the limit of one evaluation.
-		// A size the schema does not give (an optional chain, a value
-		// computed at run time) is taken as the largest integer, and an
-		// estimate it went into says nothing (string() of an optional
-		// field would cost more than any budget): the estimate is
-		// reported only when it is the same with such sizes taken as 1.
-		est, err := env.EstimateCost(ast, &library.CostEstimator{SizeEstimator: &schemaSizes{root: objectType}})
-		small, serr := env.EstimateCost(ast, &library.CostEstimator{SizeEstimator: &schemaSizes{root: objectType, unknown: &checker.SizeEstimate{Min: 0, Max: 1}}})
-		if err == nil && serr == nil && est.Max > StaticCostLimit && est.Max == small.Max {
+		// request), against the limit of one evaluation. A size the schema
+		// does not give (an optional chain, a value computed at run time)
+		// is taken as 1: the estimate is then a lower bound of the worst
+		// case, and over the limit it is real (taken as the largest
+		// integer, as the estimator would, string() of an optional field
+		// would cost more than any budget).
+		low := &library.CostEstimator{SizeEstimator: &schemaSizes{root: objectType, unknown: &checker.SizeEstimate{Min: 0, Max: 1}}}
+		if est, err := env.EstimateCost(ast, low); err == nil && est.Max > StaticCostLimit {
 			warnings = append(warnings, v1alpha1.ExpressionWarning{FieldRef: field, Warning: fmt.Sprintf(
-				"estimated worst-case cost %d exceeds %d, the API server's limit for a validation rule, for a trigger as large as the %s schema allows: "+
+				"estimated worst-case cost %s exceeds %d, the API server's limit for a validation rule, for a trigger as large as the %s schema allows: "+
 					"on a large trigger it fails with a cost error (taken as not finished); bound the lists it walks (nested comprehensions, mostly)",
-				est.Max, StaticCostLimit, kind)})
+				costString(est.Max), StaticCostLimit, kind)})
 		}
 		// The rule compiles with a dynamically typed object, so that a
 		// success of an int type passes there and fails at every
@@ -96,6 +96,14 @@ func TypeCheck(ruleSpec *v1alpha1.CompletionRuleSpec, objectSchema *spec.Schema,
 	check(fieldFailure, ruleSpec.Failure, cel.BoolType)
 	check(fieldMessage, ruleSpec.Message, cel.StringType)
 	return warnings
+}
+
+// costString writes an estimate, "more than 10^19" for a saturated one.
+func costString(c uint64) string {
+	if c == math.MaxUint64 {
+		return "more than 10^19"
+	}
+	return fmt.Sprint(c)
 }
 
 // schemaSizes gives the cost estimator the sizes the trigger kind's schema

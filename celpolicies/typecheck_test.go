@@ -118,6 +118,12 @@ func TestTypeCheckEstimatesCost(t *testing.T) {
 	if w := TypeCheck(&v1alpha1.CompletionRuleSpec{Success: "lists.range(10000000).all(i, i >= 0)"}, jobLikeSchema(), "Job"); len(w) != 1 {
 		t.Errorf("10^7 iterations: warnings %+v, want one on the cost", w)
 	}
+	// A costly walk beside an unknown size is still reported: the
+	// estimate with the unknown taken as 1 is a lower bound.
+	mixed := v1alpha1.CompletionRuleSpec{Message: "'run ' + string(object.status.?succeeded.orValue(0)) + (object.status.conditions.all(c, object.status.conditions.all(d, c.type != d.type)) ? ' ok' : ' dup')"}
+	if w := TypeCheck(&mixed, jobLikeSchema(), "Job"); len(w) != 1 {
+		t.Errorf("a nested walk beside an optional field: warnings %+v, want one on the cost", w)
+	}
 	w := TypeCheck(&v1alpha1.CompletionRuleSpec{Success: nested}, jobLikeSchema(), "Job")
 	if len(w) != 1 || w[0].FieldRef != "spec.success" || !strings.Contains(w[0].Warning, "estimated worst-case cost") {
 		t.Errorf("nested walks: warnings %+v, want one on the cost", w)
