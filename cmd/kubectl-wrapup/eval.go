@@ -26,6 +26,17 @@ type evalReport struct {
 	// Note says what the controller would make of this trigger, when
 	// eval read it from a cluster and it is not simply evaluated.
 	Note string
+	// WorkerCopy: the live AppWrapper is MultiKueue's copy on a worker,
+	// which wrapup never deletes.
+	WorkerCopy bool
+}
+
+// then says what the rule does once the trigger finished with outcome.
+func (rep *evalReport) then(outcome wrapupv1alpha1.Outcome) string {
+	if rep.WorkerCopy {
+		return "record the outcome and delete nothing: the AppWrapper is MultiKueue's copy on a worker cluster, and the manager cluster's wrapup finishes it"
+	}
+	return gc.DescribeAction(rep.Rule, outcome)
 }
 
 // output is the report as -o json|yaml prints it.
@@ -48,7 +59,7 @@ func (rep *evalReport) output() map[string]any {
 		out["error"] = rep.Err.Error()
 	case rep.Result.Outcome != celpolicies.OutcomeRunning:
 		out["message"] = rep.Result.Message
-		out["then"] = gc.DescribeAction(rep.Rule, wrapupv1alpha1.Outcome(rep.Result.Outcome))
+		out["then"] = rep.then(wrapupv1alpha1.Outcome(rep.Result.Outcome))
 	}
 	if rep.Note != "" {
 		out["note"] = rep.Note
@@ -140,9 +151,9 @@ func (rep *evalReport) print(w io.Writer) {
 	case rep.Err != nil:
 		then = "nothing: a runtime error counts as not finished, and the controller emits an EvaluationError Event"
 	case res.Outcome == celpolicies.OutcomeSucceeded:
-		then = gc.DescribeAction(rep.Rule, wrapupv1alpha1.OutcomeSucceeded)
+		then = rep.then(wrapupv1alpha1.OutcomeSucceeded)
 	case res.Outcome == celpolicies.OutcomeFailed:
-		then = gc.DescribeAction(rep.Rule, wrapupv1alpha1.OutcomeFailed)
+		then = rep.then(wrapupv1alpha1.OutcomeFailed)
 	}
 	line("then", "%s", then)
 }

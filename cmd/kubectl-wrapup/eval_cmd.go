@@ -62,6 +62,10 @@ func newEvalCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 				return errors.New("--trigger and a live --appwrapper both give the trigger: choose one")
 			case output != "" && output != "json" && output != "yaml":
 				return fmt.Errorf("unsupported output format %q: json or yaml", output)
+			case stdinUses(src.Filenames, triggerFile, appWrapper) > 1:
+				return errors.New("stdin (-) can give only one of -f, --trigger and --appwrapper")
+			case appWrapper != "" && !awFile && strings.Count(appWrapper, "/") > 1:
+				return fmt.Errorf("--appwrapper %q: want NAME or NAMESPACE/NAME", appWrapper)
 			}
 			var c client.Client
 			var ns string
@@ -140,6 +144,17 @@ func newEvalCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: for people).")
 	_ = cmd.MarkFlagFilename("trigger", "yaml", "yml", "json")
 	return cmd
+}
+
+// stdinUses counts the arguments that read stdin.
+func stdinUses(filenames []string, more ...string) int {
+	n := 0
+	for _, f := range append(append([]string{}, filenames...), more...) {
+		if f == "-" {
+			n++
+		}
+	}
+	return n
 }
 
 // isFileArg says whether an --appwrapper value names a file.
@@ -226,6 +241,10 @@ func evalLive(ctx context.Context, c client.Client, rule *wrapupv1alpha1.Complet
 		rep, err := evaluate(ctx, rule, u.Object, gvk, awVar)
 		if err != nil {
 			return nil, err
+		}
+		if _, ok := decision.MultiKueueWorkerCopy(aw); ok {
+			rep.WorkerCopy = true
+			rep.Note = fmt.Sprintf("AppWrapper %s is MultiKueue's copy on a worker cluster: wrapup records the outcome here and deletes nothing; the manager cluster's wrapup finishes the AppWrapper", key)
 		}
 		if !decision.OwnedBy(u, aw) {
 			rep.Note = fmt.Sprintf("%s %s is not controlled by AppWrapper %s: the controller does not take it as the trigger", gvk.Kind, ref.Name, key)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
@@ -29,6 +30,10 @@ import (
 // command rather than hanging it.
 const requestTimeout = 30 * time.Second
 
+// requestTimeoutSet says whether the command line gave --request-timeout
+// (0 then means no timeout, as for kubectl).
+var requestTimeoutSet bool
+
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -44,7 +49,7 @@ func newClient(cf *genericclioptions.ConfigFlags) (client.Client, string, error)
 	if err != nil {
 		return nil, "", fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	if cf.Timeout == nil || *cf.Timeout == "" || *cf.Timeout == "0" {
+	if !requestTimeoutSet {
 		cfg.Timeout = requestTimeout
 	}
 	ns, _, err := cf.ToRawKubeConfigLoader().Namespace()
@@ -94,6 +99,9 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "" && output != "json" && output != "yaml" {
 				return fmt.Errorf("unsupported output format %q: json or yaml", output)
+			}
+			if strings.Contains(args[0], "/") {
+				return fmt.Errorf("%q is not an AppWrapper name: give the namespace with -n", args[0])
 			}
 			c, ns, err := newClient(cf)
 			if err != nil {

@@ -285,20 +285,53 @@ func lintDocuments(ctx context.Context, docs []*document, opts lintOptions) ([]f
 			out = append(out, finding{At: d.At(""), Severity: sevError, Message: err.Error()})
 			continue
 		}
-		if !isRule(tm) {
-			continue
+		type item struct {
+			fs   []finding
+			rule *wrapupv1alpha1.CompletionRule
+			at   func(string) string
 		}
-		n++
-		fs, rule := lintDocument(ctx, rs, d, tm, opts)
-		out = append(out, fs...)
-		if rule == nil || rule.Name == "" {
-			continue
+		var items []item
+		switch {
+		case tm.Kind == "List" && tm.APIVersion == "v1":
+			// What kubectl get -o yaml prints: the rules among its items.
+			obj, err := d.object()
+			if err != nil {
+				out = append(out, finding{At: d.At(""), Severity: sevError, Message: err.Error()})
+				continue
+			}
+			list, _, _ := unstructured.NestedSlice(obj, "items")
+			for i, it := range list {
+				m, ok := it.(map[string]any)
+				if !ok {
+					continue
+				}
+				av, _ := m["apiVersion"].(string)
+				k, _ := m["kind"].(string)
+				itm := metav1.TypeMeta{APIVersion: av, Kind: k}
+				if !isRule(itm) {
+					continue
+				}
+				prefix := fmt.Sprintf("items[%d].", i)
+				at := func(field string) string { return d.At(prefix + field) }
+				fs, rule := lintRuleObject(ctx, rs, m, itm, opts, at)
+				items = append(items, item{fs, rule, at})
+			}
+		case isRule(tm):
+			fs, rule := lintDocument(ctx, rs, d, tm, opts)
+			items = append(items, item{fs, rule, d.At})
 		}
-		if prev, dup := seen[rule.Name]; dup {
-			out = append(out, finding{At: d.At("metadata.name"), Rule: rule.Name, Severity: sevWarning, Field: "metadata.name",
-				Message: "another rule of the same name is at " + prev + ": applying both keeps only the last"})
-		} else {
-			seen[rule.Name] = d.At("metadata.name")
+		for _, it := range items {
+			n++
+			out = append(out, it.fs...)
+			if it.rule == nil || it.rule.Name == "" {
+				continue
+			}
+			if prev, dup := seen[it.rule.Name]; dup {
+				out = append(out, finding{At: it.at("metadata.name"), Rule: it.rule.Name, Severity: sevWarning, Field: "metadata.name",
+					Message: "another rule of the same name is at " + prev + ": applying both keeps only the last"})
+			} else {
+				seen[it.rule.Name] = it.at("metadata.name")
+			}
 		}
 	}
 	return out, n
@@ -307,30 +340,42 @@ func lintDocuments(ctx context.Context, docs []*document, opts lintOptions) ([]f
 // lintDocument lints one CompletionRule document; it returns the rule as
 // the API server would store it (pruned and defaulted), when it decodes.
 func lintDocument(ctx context.Context, rs *ruleSchema, d *document, tm metav1.TypeMeta, opts lintOptions) ([]finding, *wrapupv1alpha1.CompletionRule) {
-	var out []finding
 	if tm.APIVersion != wrapupv1alpha1.GroupVersion.String() {
-		return []finding{{At: d.At("apiVersion"), Severity: sevError, Field: "apiVersion",
-			Message: fmt.Sprintf("%q: wrapup serves %s", tm.APIVersion, wrapupv1alpha1.GroupVersion)}}, nil
+		return lintRuleObject(ctx, rs, nil, tm, opts, d.At)
 	}
 	obj, err := d.object()
 	if err != nil {
 		return []finding{{At: d.At(""), Severity: sevError, Message: err.Error()}}, nil
 	}
+	return lintRuleObject(ctx, rs, obj, tm, opts, d.At)
+}
+
+// lintRuleObject lints one CompletionRule object; at positions its fields.
+func lintRuleObject(ctx context.Context, rs *ruleSchema, obj map[string]any, tm metav1.TypeMeta, opts lintOptions, at func(string) string) ([]finding, *wrapupv1alpha1.CompletionRule) {
+	var out []finding
+	if tm.APIVersion != wrapupv1alpha1.GroupVersion.String() {
+		return []finding{{At: at("apiVersion"), Severity: sevError, Field: "apiVersion",
+			Message: fmt.Sprintf("%q: wrapup serves %s", tm.APIVersion, wrapupv1alpha1.GroupVersion)}}, nil
+	}
 	name, _, _ := unstructured.NestedString(obj, "metadata", "name")
 	unknown, errs := rs.validate(ctx, obj)
 	for _, p := range unknown {
-		out = append(out, finding{At: d.At(p), Rule: name, Severity: sevError, Field: p,
+		out = append(out, finding{At: at(p), Rule: name, Severity: sevError, Field: p,
 			Message: "unknown field (the API server rejects the rule: strict decoding error: unknown field \"" + p + "\")"})
 	}
 	for _, e := range errs {
-		out = append(out, finding{At: d.At(e.Field), Rule: name, Severity: sevError, Field: e.Field, Message: e.ErrorBody()})
-	}
-	rule := &wrapupv1alpha1.CompletionRule{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, rule); err != nil {
-		return append(out, finding{At: d.At(""), Rule: name, Severity: sevError, Message: "decoding CompletionRule: " + err.Error()}), nil
+		out = append(out, finding{At: at(e.Field), Rule: name, Severity: sevError, Field: e.Field, Message: e.ErrorBody()})
 	}
 	rejected := len(out) > 0
-	for _, f := range lintRule(rule, opts, d.At) {
+	rule := &wrapupv1alpha1.CompletionRule{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, rule); err != nil {
+		if !rejected {
+			out = append(out, finding{At: at(""), Rule: name, Severity: sevError, Message: "decoding CompletionRule: " + err.Error()})
+		}
+		sortByPosition(out)
+		return out, nil
+	}
+	for _, f := range lintRule(rule, opts, at) {
 		if rejected && f.Severity == sevNote {
 			// The API server rejects the rule: what lint could not check
 			// of it is no news.

@@ -57,6 +57,9 @@ func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 			if src.empty() {
 				return errors.New("lint needs -f FILENAME or -k DIR")
 			}
+			if stdinUses(src.Filenames) > 1 {
+				return errors.New("stdin (-f -) can be read once")
+			}
 			if output != "" && output != "json" && output != "yaml" {
 				return fmt.Errorf("unsupported output format %q: json or yaml", output)
 			}

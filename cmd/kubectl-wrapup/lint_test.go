@@ -117,6 +117,16 @@ func TestLint(t *testing.T) {
 			want: []string{"rule.yaml:9:17: warning: spec.variables[0].expression: 1:14: undefined field 'succeded' (rule r)"},
 		},
 		{
+			name: "a block scalar: the position of its first line",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: |\n    object.status.?active.orValue(0) == 0 &&\n      object.status.succeded > 0\n",
+			want: []string{"rule.yaml:8:5: warning: spec.success: 2:16: undefined field 'succeded' (rule r)"},
+		},
+		{
+			name: "an anchored value: the value, not the anchor",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: &s object.status.succeded > 0\n",
+			want: []string{"rule.yaml:7:15: warning: spec.success: 1:14: undefined field 'succeded' (rule r)"},
+		},
+		{
 			name: "a TTL UpdateStatus never waits for",
 			spec: "  trigger: {apiGroup: batch, kind: Job}\n  onSuccess: {action: UpdateStatus, ttlSecondsAfterFinished: 60}\n",
 			want: []string{"rule.yaml:7:62: warning: spec.onSuccess.ttlSecondsAfterFinished: is never used: UpdateStatus deletes nothing, so there is nothing to wait for (rule r)"},
@@ -129,6 +139,21 @@ func TestLint(t *testing.T) {
 				t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestLintList: kubectl get completionrules -o yaml prints a List; its
+// rules are linted, each field positioned, and a namespace on the
+// cluster-scoped rule is only a warning, since the API server clears it.
+func TestLintList(t *testing.T) {
+	got := lintText(t, "apiVersion: v1\nkind: List\nitems:\n- apiVersion: wrapup.dev/v1alpha1\n  kind: CompletionRule\n  metadata:\n    name: listed\n    namespace: team-a\n"+
+		"  spec:\n    trigger: {apiGroup: batch, kind: Job}\n    onFailure: {action: Delete}\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n")
+	want := []string{
+		"rule.yaml:8:16: warning: metadata.namespace: CompletionRules are cluster-scoped: the namespace is ignored; use spec.namespaceSelector to scope the rule (rule listed)",
+		`rule.yaml:11:25: error: spec.onFailure.action: Unsupported value: "Delete": supported values: "DeleteAll", "UpdateStatus" (rule listed)`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -83,8 +83,24 @@ func (d *document) position(fieldPath string) (line, col int) {
 		if next == nil {
 			return line, col
 		}
+		if next.Kind == kyaml.AliasNode && next.Alias != nil {
+			next = next.Alias
+		}
 		n = next
 		at(n)
+	}
+	switch {
+	case n.Kind == kyaml.ScalarNode && n.Style&(kyaml.LiteralStyle|kyaml.FoldedStyle) != 0:
+		// A block scalar starts on the line after its indicator.
+		lines := strings.Split(string(d.Data), "\n")
+		for i := n.Line; i < len(lines); i++ {
+			if t := strings.TrimSpace(lines[i]); t != "" {
+				return d.Start + i, len(lines[i]) - len(strings.TrimLeft(lines[i], " \t")) + 1
+			}
+		}
+	case n.Anchor != "":
+		// "&name value": the value.
+		col += len(n.Anchor) + 2
 	}
 	return line, col
 }

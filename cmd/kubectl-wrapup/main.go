@@ -130,6 +130,21 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetVersionTemplate(versionLine() + "\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return err })
 	cf.AddFlags(root.PersistentFlags())
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		requestTimeoutSet = cmd.Flags().Changed("request-timeout")
+	}
+	// help TOPIC of no command is a usage error, not the general help.
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(_ *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				return fmt.Errorf("unknown help topic %q", strings.Join(args, " "))
+			}
+			return cmd.Help()
+		},
+	})
 	root.AddCommand(
 		newEvalCommand(cf, streams),
 		newLintCommand(cf, streams),

@@ -321,6 +321,10 @@ func TestRun(t *testing.T) {
 		{name: "version", args: []string{"version"}, wantCode: exitOK, wantOut: []string{"kubectl-wrapup devel (wrapup devel, API wrapup.dev/v1alpha1)\n"}},
 		{name: "--version", args: []string{"--version"}, wantCode: exitOK, wantOut: []string{"kubectl-wrapup devel (wrapup devel, API wrapup.dev/v1alpha1)\n"}},
 		{name: "completion", args: []string{"completion", "bash"}, wantCode: exitOK, wantOut: []string{"bash completion V2 for kubectl-wrapup"}},
+		{name: "help of no command", args: []string{"help", "frob"}, wantCode: exitUsage, wantErr: []string{`error: unknown help topic "frob"`}},
+		{name: "stdin twice", args: []string{"eval", "-f", "-", "--trigger", "-"}, wantCode: exitUsage, wantErr: []string{"error: stdin (-) can give only one of -f, --trigger and --appwrapper"}},
+		{name: "stdin twice, lint", args: []string{"lint", "-f", "-", "-f", "-"}, wantCode: exitUsage, wantErr: []string{"error: stdin (-f -) can be read once"}},
+		{name: "explain NS/NAME", args: []string{"explain", "bench/sweep"}, wantCode: exitUsage, wantErr: []string{`error: "bench/sweep" is not an AppWrapper name: give the namespace with -n`}},
 		{name: "an unknown command", args: []string{"delete"}, wantCode: exitUsage, wantErr: []string{`error: unknown command "delete" for "kubectl wrapup"`}},
 	}
 	for _, tc := range tests {

@@ -70,7 +70,10 @@ var loadRuleSchema = sync.OnceValues(func() (*ruleSchema, error) {
 func (s *ruleSchema) validate(ctx context.Context, obj map[string]any) (unknown []string, errs field.ErrorList) {
 	unknown = pruning.PruneWithOptions(obj, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
 	structuraldefaulting.Default(obj, s.structural)
-	u := &unstructured.Unstructured{Object: obj}
+	// The API server clears the namespace of a cluster-scoped object
+	// before it validates it (lint warns of one).
+	u := (&unstructured.Unstructured{Object: obj}).DeepCopy()
+	u.SetNamespace("")
 	errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessor(u, false, path.ValidatePathSegmentName, field.NewPath("metadata"))...)
 	errs = append(errs, apiservervalidation.ValidateCustomResource(nil, obj, s.validator)...)
 	celErrs, _ := s.cel.Validate(ctx, nil, s.structural, obj, nil, celconfig.RuntimeCELCostBudget)
