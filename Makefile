@@ -148,11 +148,14 @@ uninstall: ## Remove the CompletionRule CRD (and every rule) from the current cl
 	kubectl delete -k config/crd --ignore-not-found
 
 .PHONY: deploy
-deploy: manifests ## Install wrapup (CRD, RBAC, controller, default rule) into the current cluster.
-	kubectl apply -k config/default
+deploy: manifests ## Install wrapup (CRDs, RBAC, the controller with image IMG, then the rules of config/rules) into the current cluster.
+	kubectl kustomize config/default | sed 's|image: ghcr.io/wrapup-dev/wrapup:latest|image: $(IMG)|' | kubectl apply --server-side -f -
+	kubectl wait --for condition=established --timeout=60s crd/completionrules.wrapup.dev
+	kubectl apply --server-side -k config/rules
 
 .PHONY: undeploy
-undeploy: ## Remove wrapup from the current cluster.
+undeploy: ## Remove wrapup from the current cluster: its CRDs too, and with them every CompletionRule and CompletionRecord.
+	kubectl delete -k config/rules --ignore-not-found
 	kubectl delete -k config/default --ignore-not-found
 
 ##@ Tools

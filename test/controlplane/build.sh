@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager and etcd from the Go module
+# Builds kube-apiserver, kube-controller-manager, kubectl and etcd from the Go module
 # proxy and caches them outside the work tree, keyed by version, so that a
 # fresh clone (CI) and every later run reuse them. Prints the folder that
 # holds the binaries (the value for KUBEBUILDER_ASSETS) on stdout; progress
@@ -45,5 +45,6 @@ build() {
 build etcd go.etcd.io/etcd/server/v3 "-s -w"
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ldflags"
+build kubectl k8s.io/kubernetes/cmd/kubectl "$k8s_ldflags"
 
 echo "$out"

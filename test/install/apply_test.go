@@ -1,0 +1,137 @@
+package install
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/wrapup-dev/wrapup/test/framework"
+)
+
+// TestKubectlApply applies the install as an admin does, with kubectl
+// (built by test/controlplane/build.sh at the control plane's version) on a
+// fresh API server: client-side and server-side, twice each (the second
+// apply changes nothing), then the rules step, then kubectl delete -k.
+// It needs the control plane (make test); make test-unit skips it.
+func TestKubectlApply(t *testing.T) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	kubectl := filepath.Join(assets, "kubectl")
+	if _, err := os.Stat(kubectl); assets == "" || err != nil {
+		t.Skip("needs the local control plane with kubectl (KUBEBUILDER_ASSETS, as make test sets it)")
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting the API server: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, kubectl, append(args, "--kubeconfig", kubeconfig)...)
+		cmd.Dir = framework.RepoRoot()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	objs := render(t)
+
+	// Every rendered object is there, and says what resourceVersion it has.
+	versions := func() map[string]string {
+		t.Helper()
+		rv := map[string]string{}
+		for _, o := range objs {
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(o.GroupVersionKind())
+			if err := c.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
+				t.Fatalf("%s %s after kubectl apply: %v", o.GetKind(), client.ObjectKeyFromObject(o), err)
+			}
+			rv[o.GetKind()+" "+client.ObjectKeyFromObject(o).String()] = got.GetResourceVersion()
+		}
+		return rv
+	}
+
+	t.Run("client-side, on a fresh cluster, in one command", func(t *testing.T) {
+		out := run("apply", "-k", "config/default")
+		if strings.Contains(out, "unchanged") || strings.Contains(out, "configured") {
+			t.Errorf("a first apply on a fresh cluster found objects:\n%s", out)
+		}
+		versions()
+		out = run("apply", "-k", "config/default")
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if !strings.HasSuffix(line, " unchanged") {
+				t.Errorf("a second apply changed something: %q\n%s", line, out)
+			}
+		}
+	})
+	t.Run("server-side, twice, changes nothing the second time", func(t *testing.T) {
+		run("apply", "--server-side", "-k", "config/default")
+		before := versions()
+		run("apply", "--server-side", "-k", "config/default")
+		after := versions()
+		for k, v := range before {
+			if after[k] != v {
+				t.Errorf("%s: resourceVersion %s after a second server-side apply, %s before", k, after[k], v)
+			}
+		}
+	})
+	t.Run("the rules, once the CRD is established", func(t *testing.T) {
+		run("wait", "--for", "condition=established", "--timeout=60s", "crd/completionrules.wrapup.dev")
+		out := run("apply", "-k", "config/rules")
+		if !strings.Contains(out, "completionrule.wrapup.dev/annotated-triggers created") {
+			t.Errorf("kubectl apply -k config/rules:\n%s", out)
+		}
+		if out := run("apply", "-k", "config/rules"); !strings.Contains(out, "unchanged") {
+			t.Errorf("a second apply of the rules changed something:\n%s", out)
+		}
+	})
+	t.Run("kubectl delete -k removes it all", func(t *testing.T) {
+		run("delete", "-k", "config/rules")
+		run("delete", "-k", "config/default", "--wait=false")
+		deadline := time.Now().Add(time.Minute)
+		for _, o := range objs {
+			for {
+				got := &unstructured.Unstructured{}
+				got.SetGroupVersionKind(o.GroupVersionKind())
+				err := c.Get(ctx, client.ObjectKeyFromObject(o), got)
+				// A Namespace is finalized by kube-controller-manager, which
+				// this bare API server does not run: deleting is enough.
+				if apierrors.IsNotFound(err) || err == nil && o.GetKind() == "Namespace" && got.GetDeletionTimestamp() != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s %s is still there after kubectl delete -k (err %v)", o.GetKind(), client.ObjectKeyFromObject(o), err)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	})
+}
