@@ -7,7 +7,8 @@ COPY api/ api/
 COPY celpolicies/ celpolicies/
 COPY gc/ gc/
 COPY cmd/ cmd/
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/manager ./cmd/manager
+ARG VERSION=devel
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/manager ./cmd/manager
 
 # Run: distroless, non-root, no shell.
 FROM gcr.io/distroless/static:nonroot

@@ -134,8 +134,12 @@ release: ## Build the plugin for every platform into dist/ (tarballs, sha256 sum
 	@echo "release: dist/ holds $$(ls dist/*.tar.gz | wc -l) archives, sha256sums.txt and the krew manifest wrapup.yaml"
 
 .PHONY: docker-build
-docker-build: ## Build the controller image (needs a Docker engine).
-	docker build -t $(IMG) .
+docker-build: ## Build the controller image IMG (needs a Docker engine).
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the controller image IMG.
+	docker push $(IMG)
 
 ##@ Deployment
 

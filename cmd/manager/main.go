@@ -4,7 +4,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -21,6 +24,20 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc"
 )
+
+// version is the release, set with -ldflags "-X main.version=v0.4.0" (the
+// Dockerfile's VERSION); otherwise the module's version.
+var version = ""
+
+func managerVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
 
 func main() {
 	var (
@@ -43,11 +60,26 @@ func main() {
 	flag.BoolVar(&enableWebhook, "enable-webhook", false,
 		"Serve the validating webhook that rejects rules whose CEL does not compile (needs config/webhook and a serving certificate).")
 	flag.StringVar(&webhookCertDir, "webhook-cert-dir", "", "Folder of the webhook's tls.crt and tls.key (default: the controller-runtime default).")
+	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	if *showVersion {
+		fmt.Println("wrapup manager", managerVersion())
+		return
+	}
+	logger := zap.New(zap.UseFlagOptions(&opts))
+	ctrl.SetLogger(logger)
+	// client-go's leader election and other klog lines in the same format.
+	klog.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
+	log.Info("wrapup manager", "version", managerVersion())
+	if leaderElect && leaderElectionNS == "" {
+		if _, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err != nil {
+			fmt.Fprintln(os.Stderr, "error: outside a pod, leader election needs --leader-election-namespace (or --leader-elect=false)")
+			os.Exit(2)
+		}
+	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
