@@ -3,17 +3,22 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"runtime/debug"
 	"time"
 
+	"github.com/go-logr/logr"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -87,7 +92,13 @@ func main() {
 	utilruntime.Must(awv1beta2.AddToScheme(scheme))
 	utilruntime.Must(wrapupv1alpha1.AddToScheme(scheme))
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	ctx := ctrl.SetupSignalHandler()
+	if err := waitForAppWrappers(ctx, cfg, log); err != nil {
+		log.Error(err, "Waiting for the AppWrapper CRD")
+		os.Exit(1)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		// wrapup runs alone in this manager: its cache may drop what it
 		// never reads.
@@ -125,8 +136,38 @@ func main() {
 		os.Exit(1)
 	}
 	log.Info("Starting wrapup")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "Running the manager")
 		os.Exit(1)
+	}
+}
+
+// waitForAppWrappers waits until the API server serves AppWrappers: wrapup
+// needs the AppWrapper controller's CRD, and says so, rather than exiting
+// with a REST-mapper error.
+func waitForAppWrappers(ctx context.Context, cfg *rest.Config, log logr.Logger) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	gv := awv1beta2.GroupVersion.String()
+	for first := true; ; first = false {
+		_, err := dc.ServerResourcesForGroupVersion(gv)
+		switch {
+		case err == nil:
+			if !first {
+				log.Info("The AppWrapper CRD is installed", "groupVersion", gv)
+			}
+			return nil
+		case apierrors.IsNotFound(err):
+			log.Info("Waiting for the AppWrapper CRD: install the AppWrapper controller (project-codeflare/appwrapper) first", "groupVersion", gv)
+		default:
+			log.Error(err, "Reading the API server's discovery; retrying", "groupVersion", gv)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
 	}
 }

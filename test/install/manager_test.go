@@ -1,0 +1,194 @@
+package install
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/wrapup-dev/wrapup/test/framework"
+)
+
+// TestManagerBinary runs cmd/manager as a process, as it runs in a pod,
+// against a fresh API server: it waits, and says so, until the AppWrapper
+// CRD is installed; then it takes the leader-election Lease and serves its
+// probes; on SIGTERM it exits 0 and releases the Lease. It needs the
+// control plane (make test); make test-unit skips it.
+func TestManagerBinary(t *testing.T) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Skip("needs the local control plane (KUBEBUILDER_ASSETS, as make test sets it)")
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting the API server: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	dir := t.TempDir()
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "manager")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
+	build.Dir = framework.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building cmd/manager: %v\n%s", err, out)
+	}
+	probes := freePort(t)
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace=default",
+		"--metrics-bind-address=0", "--health-probe-bind-address="+probes)
+	logs := &lines{}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go logs.read(out)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("manager log:\n%s", logs.String())
+		}
+	})
+
+	logs.await(t, "Waiting for the AppWrapper CRD: install the AppWrapper controller")
+	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/project-codeflare/appwrapper").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{
+		filepath.Join(strings.TrimSpace(string(mod)), "config", "crd", "bases"),
+		filepath.Join(framework.RepoRoot(), "config", "crd", "bases"),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	logs.await(t, "The AppWrapper CRD is installed")
+	logs.await(t, "Successfully acquired lease")
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "wrapup.dev"}, lease); err != nil {
+		t.Fatalf("reading the leader-election Lease: %v", err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		t.Fatalf("the Lease has no holder: %+v", lease.Spec)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code := get(t, "http://"+probes+path); code != 200 {
+			t.Errorf("GET %s: %d", path, code)
+		}
+	}
+	for _, l := range logs.all() {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("a log line that is not JSON: %q", l)
+		}
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the manager exited with %v on SIGTERM", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the manager did not exit within 60s of SIGTERM")
+	}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "wrapup.dev"}, lease); err != nil {
+		t.Fatal(err)
+	}
+	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
+		t.Errorf("the Lease is still held by %s after the manager exited", *lease.Spec.HolderIdentity)
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func get(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// lines collects a process's output lines.
+type lines struct {
+	mu sync.Mutex
+	l  []string
+}
+
+func (ls *lines) read(r interface{ Read([]byte) (int, error) }) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		ls.mu.Lock()
+		ls.l = append(ls.l, sc.Text())
+		ls.mu.Unlock()
+	}
+}
+
+func (ls *lines) all() []string {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return append([]string(nil), ls.l...)
+}
+
+func (ls *lines) String() string { return strings.Join(ls.all(), "\n") }
+
+// await waits until a line contains s.
+func (ls *lines) await(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, l := range ls.all() {
+			if strings.Contains(l, s) {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no log line says %q within 60s", s)
+}
