@@ -227,7 +227,13 @@ func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alp
 // wrote it already. ok says whether a deletion may go ahead: the record is
 // written, or its deadline has passed (then with a Warning and a metric:
 // the GPUs come back whatever the record does).
-func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record, mem *awMemory) (ok bool) {
+//
+// confirm, when not nil, is called before the write: in and d were decided
+// on the caches, and the record may have been cleared or replaced since; it
+// decides on what the API server says, and the write goes ahead only on
+// that decision, for the same record.
+func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record, mem *awMemory,
+	confirm func() (decision.Input, decision.Decision, bool)) (ok bool) {
 	// The deadline runs from when the deletion is due (zero for a
 	// record-only outcome): a long TTL leaves time to try again, and the
 	// deadline of a deletion due already does not move.
@@ -265,6 +271,14 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 	cached := &wrapupv1alpha1.CompletionRecord{}
 	if err := r.Cache.Get(ctx, client.ObjectKeyFromObject(cr), cached); err == nil && sameRun(cached, cr) {
 		return done()
+	}
+	if confirm != nil {
+		fin, fd, ok := confirm()
+		if !ok || fd.Write != nil || fd.Clear || fd.Outcome == "" || !fd.Recorded.Same(rec) {
+			return false
+		}
+		in, d = fin, fd
+		cr = completionRecord(in, d, rec, ret)
 	}
 	if _, err := r.writeHistory(ctx, cr); err != nil {
 		historyWriteFailuresTotal.WithLabelValues(rec.Rule).Inc()

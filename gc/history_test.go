@@ -55,7 +55,7 @@ func TestHistoryDeadline(t *testing.T) {
 			r := &AppWrapperReconciler{Cache: fc, Writer: refused, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 			in := decision.Input{Now: finished.Add(tc.now), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
 			var mem awMemory
-			if got := r.ensureHistory(context.Background(), in, tc.d, rec, &mem); got != tc.delete {
+			if got := r.ensureHistory(context.Background(), in, tc.d, rec, &mem, nil); got != tc.delete {
 				t.Errorf("ensureHistory = %v, want %v (the deletion may go ahead)", got, tc.delete)
 			}
 		})
