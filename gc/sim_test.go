@@ -589,6 +589,24 @@ func (w *simWorld) run(steps int) {
 	}
 }
 
+// regressionSeeds are histories that once failed, run by every test run
+// whatever -sim.histories says (each with a comment on what it found).
+var regressionSeeds = []int64{
+	13971, // a CompletionRecord written on a stale cache, of an outcome since cleared
+	14907, // the same
+}
+
+func TestSimulationRegressions(t *testing.T) {
+	logf.SetLogger(logr.Discard())
+	for _, seed := range regressionSeeds {
+		w := newSimWorld(seed)
+		w.run(*simSteps)
+		if w.violation != "" {
+			t.Errorf("seed %d: %s\nreplay: go test ./gc -run TestSimulation -sim.seed=%d -v", seed, w.violation, seed)
+		}
+	}
+}
+
 func TestSimulation(t *testing.T) {
 	if *simSeed != 0 {
 		w := newSimWorld(*simSeed)
