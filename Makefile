@@ -120,6 +120,8 @@ build-plugin: ## Build the kubectl plugin (kubectl wrapup ...) into bin/.
 
 .PHONY: release
 release: ## Build the plugin for every platform into dist/ (tarballs, sha256 sums) and its krew manifest.
+	@case "$(VERSION)" in v[0-9]*) ;; *) echo "release: VERSION=$(VERSION) is not a release version (v1.2.3)"; exit 2;; esac
+	@case "$(VERSION)$(RELEASE_URL)" in *[\|\&]*) echo "release: VERSION and RELEASE_URL may not hold | or &"; exit 2;; esac
 	rm -rf dist && mkdir -p dist
 	for p in $(RELEASE_PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; d=dist/kubectl-wrapup_$(VERSION)_$${os}_$${arch}; mkdir -p $$d; \
@@ -153,7 +155,10 @@ uninstall: ## Remove the CompletionRule CRD (and every rule) from the current cl
 
 .PHONY: deploy
 deploy: manifests ## Install wrapup (CRDs, RBAC, the controller with image IMG, then the rules of config/rules) into the current cluster.
-	kubectl kustomize config/default | sed 's|image: ghcr.io/wrapup-dev/wrapup:latest|image: $(IMG)|' | kubectl apply --server-side -f -
+	@case "$(IMG)" in *[\|\&]*) echo "deploy: IMG may not hold | or &"; exit 2;; esac
+	mkdir -p $(LOCALBIN) && kubectl kustomize config/default > $(LOCALBIN)/install.yaml
+	grep -q 'image: ghcr.io/wrapup-dev/wrapup:latest' $(LOCALBIN)/install.yaml || { echo "deploy: the rendered install names no ghcr.io/wrapup-dev/wrapup:latest image to replace"; exit 1; }
+	sed 's|image: ghcr.io/wrapup-dev/wrapup:latest|image: $(IMG)|' $(LOCALBIN)/install.yaml | kubectl apply --server-side -f -
 	kubectl wait --for condition=established --timeout=60s crd/completionrules.wrapup.dev
 	kubectl apply --server-side -k config/rules
 

@@ -290,9 +290,8 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		mem.unsure = nil
 		r.memory.put(key, mem)
 	}
-	confirm := func() (decision.Input, decision.Decision, bool) {
-		fin, fd, err := r.decideFresh(ctx, key, nil, mem)
-		return fin, fd, err == nil && fin.AppWrapper != nil
+	confirm := func() (decision.Input, decision.Decision, error) {
+		return r.decideFresh(ctx, key, nil, mem)
 	}
 	if d.Write == nil && !d.Clear && d.Outcome != "" && !r.ensureHistory(ctx, in, d, d.Recorded, &mem, confirm) {
 		// The run's CompletionRecord is not written yet: nothing is

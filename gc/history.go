@@ -233,7 +233,7 @@ func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alp
 // decides on what the API server says, and the write goes ahead only on
 // that decision, for the same record.
 func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record, mem *awMemory,
-	confirm func() (decision.Input, decision.Decision, bool)) (ok bool) {
+	confirm func() (decision.Input, decision.Decision, error)) (ok bool) {
 	// The deadline runs from when the deletion is due (zero for a
 	// record-only outcome): a long TTL leaves time to try again, and the
 	// deadline of a deletion due already does not move.
@@ -272,15 +272,26 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 	if err := r.Cache.Get(ctx, client.ObjectKeyFromObject(cr), cached); err == nil && sameRun(cached, cr) {
 		return done()
 	}
+	var err error
 	if confirm != nil {
-		fin, fd, ok := confirm()
-		if !ok || fd.Write != nil || fd.Clear || fd.Outcome == "" || !fd.Recorded.Same(rec) {
-			return false
+		var fin decision.Input
+		var fd decision.Decision
+		if fin, fd, err = confirm(); err == nil {
+			if fin.AppWrapper == nil || fd.Write != nil || fd.Clear || fd.Outcome == "" || !fd.Recorded.Same(rec) {
+				// Cleared or replaced since the caches saw it: the next
+				// decision, on caches that caught up, says what to write.
+				return false
+			}
+			in, d = fin, fd
+			cr = completionRecord(in, d, rec, ret)
+		} else {
+			err = fmt.Errorf("reading the AppWrapper, its rules and its trigger before writing it: %w", err)
 		}
-		in, d = fin, fd
-		cr = completionRecord(in, d, rec, ret)
 	}
-	if _, err := r.writeHistory(ctx, cr); err != nil {
+	if err == nil {
+		_, err = r.writeHistory(ctx, cr)
+	}
+	if err != nil {
 		historyWriteFailuresTotal.WithLabelValues(rec.Rule).Inc()
 		deadline := rec.FinishedAt.Add(HistoryWriteDeadline)
 		if due.After(rec.FinishedAt) {

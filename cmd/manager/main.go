@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"time"
@@ -94,7 +95,11 @@ func main() {
 
 	cfg := ctrl.GetConfigOrDie()
 	ctx := ctrl.SetupSignalHandler()
-	if err := waitForAppWrappers(ctx, cfg, log); err != nil {
+	if err := waitForAppWrappers(ctx, cfg, probeAddr, log); err != nil {
+		if ctx.Err() != nil {
+			// Stopped while waiting: a clean exit.
+			return
+		}
 		log.Error(err, "Waiting for the AppWrapper CRD")
 		os.Exit(1)
 	}
@@ -144,20 +149,32 @@ func main() {
 
 // waitForAppWrappers waits until the API server serves AppWrappers: wrapup
 // needs the AppWrapper controller's CRD, and says so, rather than exiting
-// with a REST-mapper error.
-func waitForAppWrappers(ctx context.Context, cfg *rest.Config, log logr.Logger) error {
+// with a REST-mapper error. Meanwhile it serves the probes at probeAddr:
+// alive, not ready (so that the kubelet does not restart it in a loop).
+func waitForAppWrappers(ctx context.Context, cfg *rest.Config, probeAddr string, log logr.Logger) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	gv := awv1beta2.GroupVersion.String()
-	for first := true; ; first = false {
+	if _, err := dc.ServerResourcesForGroupVersion(gv); err == nil {
+		return nil
+	}
+	if probeAddr != "" && probeAddr != "0" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "waiting for the AppWrapper CRD ("+gv+")", http.StatusServiceUnavailable)
+		})
+		srv := &http.Server{Addr: probeAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.ListenAndServe() }()
+		defer func() { _ = srv.Close() }()
+	}
+	for {
 		_, err := dc.ServerResourcesForGroupVersion(gv)
 		switch {
 		case err == nil:
-			if !first {
-				log.Info("The AppWrapper CRD is installed", "groupVersion", gv)
-			}
+			log.Info("The AppWrapper CRD is installed", "groupVersion", gv)
 			return nil
 		case apierrors.IsNotFound(err):
 			log.Info("Waiting for the AppWrapper CRD: install the AppWrapper controller (project-codeflare/appwrapper) first", "groupVersion", gv)

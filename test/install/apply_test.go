@@ -54,6 +54,8 @@ func TestKubectlApply(t *testing.T) {
 	ctx := context.Background()
 	run := func(args ...string) string {
 		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
 		cmd := exec.CommandContext(ctx, kubectl, append(args, "--kubeconfig", kubeconfig)...)
 		cmd.Dir = framework.RepoRoot()
 		out, err := cmd.CombinedOutput()
@@ -122,6 +124,7 @@ func TestKubectlApply(t *testing.T) {
 		if out := run("apply", "-k", "config/rules"); !strings.Contains(out, "unchanged") {
 			t.Errorf("a second apply of the rules changed something:\n%s", out)
 		}
+		run("apply", "--server-side", "-k", "config/rules")
 	})
 	t.Run("kubectl delete -k removes it all", func(t *testing.T) {
 		run("delete", "-k", "config/rules")

@@ -1,3 +1,5 @@
+//go:build linux
+
 package install
 
 import (
@@ -61,6 +63,8 @@ func TestManagerBinary(t *testing.T) {
 	probes := freePort(t)
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace=default",
 		"--metrics-bind-address=0", "--health-probe-bind-address="+probes)
+	// The manager dies with the test, even one killed by its timeout.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logs := &lines{}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -81,15 +85,24 @@ func TestManagerBinary(t *testing.T) {
 	})
 
 	logs.await(t, "Waiting for the AppWrapper CRD: install the AppWrapper controller")
+	// Alive and not ready while it waits, so that the kubelet does not
+	// restart it in a loop.
+	if code := get(t, "http://"+probes+"/healthz"); code != http.StatusOK {
+		t.Errorf("GET /healthz while waiting: %d, want 200", code)
+	}
+	if code := get(t, "http://"+probes+"/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("GET /readyz while waiting: %d, want 503", code)
+	}
 	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/project-codeflare/appwrapper").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{
-		filepath.Join(strings.TrimSpace(string(mod)), "config", "crd", "bases"),
-		filepath.Join(framework.RepoRoot(), "config", "crd", "bases"),
-	}}); err != nil {
-		t.Fatal(err)
+	// wrapup's CRDs first: once the AppWrapper CRD is served the manager
+	// starts, and without the CompletionRecord CRD it would keep no history.
+	for _, p := range []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases"), filepath.Join(strings.TrimSpace(string(mod)), "config", "crd", "bases")} {
+		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{p}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	logs.await(t, "The AppWrapper CRD is installed")
 	logs.await(t, "Successfully acquired lease")
