@@ -24,6 +24,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -49,6 +50,8 @@ func main() {
 	var (
 		metricsAddr        string
 		probeAddr          string
+		metricsSecure      bool
+		metricsCertDir     string
 		leaderElect        bool
 		leaderElectionNS   string
 		failureGracePeriod time.Duration
@@ -56,7 +59,10 @@ func main() {
 		enableWebhook      bool
 		webhookCertDir     string
 	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	flag.BoolVar(&metricsSecure, "metrics-secure", true,
+		"Serve the metrics over HTTPS, to clients the API server authenticates (TokenReview) and authorizes to get /metrics (SubjectAccessReview); false: plain HTTP to anyone.")
+	flag.StringVar(&metricsCertDir, "metrics-cert-dir", "", "Folder of the metrics endpoint's tls.crt and tls.key (default: a self-signed certificate).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader, so that only one replica acts.")
 	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
@@ -108,7 +114,7 @@ func main() {
 		// wrapup runs alone in this manager: its cache may drop what it
 		// never reads.
 		Cache:                   gc.CacheOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                 metricsOptions(metricsAddr, metricsSecure, metricsCertDir),
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "wrapup.dev",
@@ -145,6 +151,24 @@ func main() {
 		log.Error(err, "Running the manager")
 		os.Exit(1)
 	}
+}
+
+// The secure metrics endpoint asks the API server who a client is and
+// whether it may get /metrics.
+
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// metricsOptions serves the metrics at addr: over HTTPS to clients
+// authenticated and authorized by the API server, unless secure is false.
+func metricsOptions(addr string, secure bool, certDir string) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: addr}
+	if secure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.CertDir = certDir
+	}
+	return o
 }
 
 // waitForAppWrappers waits until the API server serves AppWrappers: wrapup

@@ -5,6 +5,7 @@ package install
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -17,8 +18,15 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -61,8 +69,9 @@ func TestManagerBinary(t *testing.T) {
 		t.Fatalf("building cmd/manager: %v\n%s", err, out)
 	}
 	probes := freePort(t)
+	metrics := freePort(t)
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace=default",
-		"--metrics-bind-address=0", "--health-probe-bind-address="+probes)
+		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes)
 	// The manager dies with the test, even one killed by its timeout.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logs := &lines{}
@@ -122,6 +131,38 @@ func TestManagerBinary(t *testing.T) {
 			t.Errorf("GET %s: %d", path, code)
 		}
 	}
+	// The metrics: HTTPS, for whom the API server says may get /metrics
+	// (a ServiceAccount bound to the install's wrapup-metrics-reader).
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
+	metricsGet := func(token string) int {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			req, _ := http.NewRequest(http.MethodGet, "https://"+metrics+"/metrics", nil)
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := insecure.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET /metrics: %v", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	reader, stranger := serviceAccountToken(t, c, cfg, "prometheus", true), serviceAccountToken(t, c, cfg, "stranger", false)
+	if code := metricsGet(""); code != http.StatusUnauthorized {
+		t.Errorf("GET /metrics without a token: %d, want 401", code)
+	}
+	if code := metricsGet(stranger); code != http.StatusForbidden {
+		t.Errorf("GET /metrics as a ServiceAccount not bound to wrapup-metrics-reader: %d, want 403", code)
+	}
+	if code := metricsGet(reader); code != http.StatusOK {
+		t.Errorf("GET /metrics as a ServiceAccount bound to wrapup-metrics-reader: %d, want 200", code)
+	}
 	for _, l := range logs.all() {
 		if !json.Valid([]byte(l)) {
 			t.Errorf("a log line that is not JSON: %q", l)
@@ -145,6 +186,42 @@ func TestManagerBinary(t *testing.T) {
 	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
 		t.Errorf("the Lease is still held by %s after the manager exited", *lease.Spec.HolderIdentity)
 	}
+}
+
+// serviceAccountToken makes a ServiceAccount in default, bound to the
+// install's wrapup-metrics-reader ClusterRole when reads, and returns a
+// token of it.
+func serviceAccountToken(t *testing.T, c client.Client, cfg *rest.Config, name string, reads bool) string {
+	t.Helper()
+	ctx := context.Background()
+	for _, o := range render(t) {
+		if o.GetKind() == "ClusterRole" && o.GetName() == "wrapup-metrics-reader" {
+			if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+		}
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+	if err := c.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	if reads {
+		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name + "-metrics"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "wrapup-metrics-reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: name}}}
+		if err := c.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a token of ServiceAccount %s: %v", name, err)
+	}
+	return tr.Status.Token
 }
 
 func freePort(t *testing.T) string {
