@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -28,25 +29,7 @@ func TestKubectlApply(t *testing.T) {
 	if _, err := os.Stat(kubectl); assets == "" || err != nil {
 		t.Skip("needs the local control plane with kubectl (KUBEBUILDER_ASSETS, as make test sets it)")
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting the API server: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg, kubeconfig := freshAPIServer(t, assets)
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +112,9 @@ func TestKubectlApply(t *testing.T) {
 	t.Run("kubectl delete -k removes it all", func(t *testing.T) {
 		run("delete", "-k", "config/rules")
 		run("delete", "-k", "config/default", "--wait=false")
-		deadline := time.Now().Add(time.Minute)
+		// A CRD goes once the API server has removed its custom
+		// resources: on a loaded machine that can take a while.
+		deadline := time.Now().Add(3 * time.Minute)
 		for _, o := range objs {
 			for {
 				got := &unstructured.Unstructured{}
@@ -147,4 +132,29 @@ func TestKubectlApply(t *testing.T) {
 			}
 		}
 	})
+}
+
+// freshAPIServer starts a bare API server (etcd and kube-apiserver from
+// assets, nothing installed) for the test, and writes an admin kubeconfig.
+func freshAPIServer(t *testing.T, assets string) (*rest.Config, string) {
+	t.Helper()
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting the API server: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, kubeconfig
 }

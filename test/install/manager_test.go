@@ -43,26 +43,8 @@ func TestManagerBinary(t *testing.T) {
 	if assets == "" {
 		t.Skip("needs the local control plane (KUBEBUILDER_ASSETS, as make test sets it)")
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting the API server: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	dir := t.TempDir()
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "manager")
+	cfg, kubeconfig := freshAPIServer(t, assets)
+	bin := filepath.Join(t.TempDir(), "manager")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
 	build.Dir = framework.RepoRoot()
 	if out, err := build.CombinedOutput(); err != nil {

@@ -2,9 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -20,7 +17,6 @@ import (
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
-	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
@@ -104,21 +100,13 @@ var _ = Describe("kubectl wrapup explain", func() {
 		Expect(ex.Recorded).To(BeNil())
 
 		By("running kubectl-wrapup explain against the same API server")
-		dir := GinkgoT().TempDir()
-		kubeconfig := filepath.Join(dir, "kubeconfig")
-		Expect(os.WriteFile(kubeconfig, fwk.Env().KubeConfig, 0o600)).To(Succeed())
-		bin := filepath.Join(dir, "kubectl-wrapup")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/kubectl-wrapup")
-		build.Dir = framework.RepoRoot()
-		out, err := build.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "building kubectl-wrapup: %s", out)
-		out, err = exec.CommandContext(ctx, bin, "explain", aw.Name, "-n", ns.Name, "--kubeconfig", kubeconfig).CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
-		Expect(string(out)).To(ContainSubstring("AppWrapper: %s/%s (phase Running)", ns.Name, aw.Name))
-		Expect(string(out)).To(ContainSubstring("Verdict:    WaitingForTrigger\n"))
-		Expect(string(out)).To(MatchRegexp(`\* %s\s+priority 0\s+Ready True/Compiled\s+wins`, rule.Name))
-		Expect(string(out)).To(ContainSubstring("Trigger:    batch/v1 Job %s, component 1 (by kind), uid %s", job.Name, live.UID))
-		Expect(string(out)).To(ContainSubstring("Evaluation: Running (cost 0; success built-in, failure built-in)"))
+		out, code := plugin()("explain", aw.Name, "-n", ns.Name)
+		Expect(code).To(Equal(0), out)
+		Expect(out).To(ContainSubstring("AppWrapper: %s/%s (phase Running)", ns.Name, aw.Name))
+		Expect(out).To(ContainSubstring("Verdict:    WaitingForTrigger\n"))
+		Expect(out).To(MatchRegexp(`\* %s\s+priority 0\s+Ready True/Compiled\s+wins`, rule.Name))
+		Expect(out).To(ContainSubstring("Trigger:    batch/v1 Job %s, component 1 (by kind), uid %s", job.Name, live.UID))
+		Expect(out).To(ContainSubstring("Evaluation: Running (cost 0; success built-in, failure built-in)"))
 	})
 
 	It("names the winner and the loser, and the controller records what it said", func() {

@@ -2,9 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -20,7 +17,6 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc"
-	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
@@ -104,23 +100,16 @@ var _ = Describe("The history of finished runs", func() {
 		Expect(list.Items).To(HaveLen(1))
 
 		By("kubectl wrapup explain printing the record of the AppWrapper that is gone, and history listing it")
-		dir := GinkgoT().TempDir()
-		kubeconfig := filepath.Join(dir, "kubeconfig")
-		Expect(os.WriteFile(kubeconfig, fwk.Env().KubeConfig, 0o600)).To(Succeed())
-		bin := filepath.Join(dir, "kubectl-wrapup")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/kubectl-wrapup")
-		build.Dir = framework.RepoRoot()
-		out, err := build.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "building kubectl-wrapup: %s", out)
-		out, err = exec.CommandContext(ctx, bin, "explain", "run1", "-n", ns.Name, "--kubeconfig", kubeconfig).CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
-		Expect(string(out)).To(ContainSubstring("AppWrapper: %s/run1 (uid %s): gone", ns.Name, aw.UID))
-		Expect(string(out)).To(ContainSubstring("Outcome:    Succeeded by rule %s", rule.Name))
-		Expect(string(out)).To(ContainSubstring("Message:    benchmark run1-bench done"))
-		Expect(string(out)).To(MatchRegexp(`\* batch/v1 Job run1-bench\s+uid %s\s+Succeeded`, live.UID))
-		out, err = exec.CommandContext(ctx, bin, "history", "-n", ns.Name, "-l", "llm-d.ai/run-id=r-17", "--kubeconfig", kubeconfig).CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
-		Expect(string(out)).To(MatchRegexp(`run1\s+Succeeded\s+%s\s+DeleteAll`, rule.Name))
+		run := plugin()
+		out, code := run("explain", "run1", "-n", ns.Name)
+		Expect(code).To(Equal(0), out)
+		Expect(out).To(ContainSubstring("AppWrapper: %s/run1 (uid %s): gone", ns.Name, aw.UID))
+		Expect(out).To(ContainSubstring("Outcome:    Succeeded by rule %s", rule.Name))
+		Expect(out).To(ContainSubstring("Message:    benchmark run1-bench done"))
+		Expect(out).To(MatchRegexp(`\* batch/v1 Job run1-bench\s+uid %s\s+Succeeded`, live.UID))
+		out, code = run("history", "-n", ns.Name, "-l", "llm-d.ai/run-id=r-17")
+		Expect(code).To(Equal(0), out)
+		Expect(out).To(MatchRegexp(`run1\s+Succeeded\s+%s\s+DeleteAll`, rule.Name))
 	})
 
 	It("leaves records of UpdateStatus and dry-run runs, saying what was done", func() {
