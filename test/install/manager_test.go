@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,17 +25,21 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/wrapup-dev/wrapup/test/framework"
 )
 
-// TestManagerBinary runs cmd/manager as a process, as it runs in a pod,
-// against a fresh API server: it waits, and says so, until the AppWrapper
+// TestManagerBinary runs cmd/manager as a process, as it runs in a pod (with
+// the install's RBAC and only its ServiceAccount's token), against a fresh
+// API server: it waits, and says so, until the AppWrapper
 // CRD is installed; then it takes the leader-election Lease and serves its
 // probes; on SIGTERM it exits 0 and releases the Lease. It needs the
 // control plane (make test); make test-unit skips it.
@@ -43,7 +48,27 @@ func TestManagerBinary(t *testing.T) {
 	if assets == "" {
 		t.Skip("needs the local control plane (KUBEBUILDER_ASSETS, as make test sets it)")
 	}
-	cfg, kubeconfig := freshAPIServer(t, assets)
+	cfg, _ := freshAPIServer(t, assets)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a pod has: the install's Namespace and RBAC, and a kubeconfig
+	// holding only a token of the controller's ServiceAccount.
+	objs := render(t)
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
+		return cmpBool(b.GetKind() == "Namespace", a.GetKind() == "Namespace")
+	})
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "Service":
+			continue
+		}
+		if err := c.Create(context.Background(), o); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	kubeconfig := serviceAccountKubeconfig(t, cfg, framework.ControllerNamespace, framework.ControllerServiceAccount)
 	bin := filepath.Join(t.TempDir(), "manager")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
 	build.Dir = framework.RepoRoot()
@@ -52,7 +77,7 @@ func TestManagerBinary(t *testing.T) {
 	}
 	probes := freePort(t)
 	metrics := freePort(t)
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace=default",
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace="+framework.ControllerNamespace,
 		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes)
 	// The manager dies with the test, even one killed by its timeout.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -97,12 +122,8 @@ func TestManagerBinary(t *testing.T) {
 	}
 	logs.await(t, "The AppWrapper CRD is installed")
 	logs.await(t, "Successfully acquired lease")
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	lease := &coordinationv1.Lease{}
-	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "wrapup.dev"}, lease); err != nil {
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: framework.ControllerNamespace, Name: "wrapup.dev"}, lease); err != nil {
 		t.Fatalf("reading the leader-election Lease: %v", err)
 	}
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
@@ -146,6 +167,10 @@ func TestManagerBinary(t *testing.T) {
 		t.Errorf("GET /metrics as a ServiceAccount bound to wrapup-metrics-reader: %d, want 200", code)
 	}
 	for _, l := range logs.all() {
+		// The ServiceAccount's RBAC is enough for every watch and write.
+		if strings.Contains(l, "forbidden") {
+			t.Errorf("the manager was refused something: %s", l)
+		}
 		if !json.Valid([]byte(l)) {
 			t.Errorf("a log line that is not JSON: %q", l)
 		}
@@ -162,7 +187,7 @@ func TestManagerBinary(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the manager did not exit within 60s of SIGTERM")
 	}
-	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "wrapup.dev"}, lease); err != nil {
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: framework.ControllerNamespace, Name: "wrapup.dev"}, lease); err != nil {
 		t.Fatal(err)
 	}
 	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
@@ -204,6 +229,41 @@ func serviceAccountToken(t *testing.T, c client.Client, cfg *rest.Config, name s
 		t.Fatalf("a token of ServiceAccount %s: %v", name, err)
 	}
 	return tr.Status.Token
+}
+
+// serviceAccountKubeconfig writes a kubeconfig for the API server of cfg
+// that holds only a token of the ServiceAccount namespace/name.
+func serviceAccountKubeconfig(t *testing.T, cfg *rest.Config, namespace, name string) string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a token of ServiceAccount %s/%s: %v", namespace, name, err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts["sa"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "sa"}
+	kc.CurrentContext = "sa"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// cmpBool orders true before false.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 func freePort(t *testing.T) string {
