@@ -19,7 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	awconfig "github.com/project-codeflare/appwrapper/pkg/config"
+	awcontroller "github.com/project-codeflare/appwrapper/pkg/controller"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -31,17 +36,22 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/wrapup-dev/wrapup/test/framework"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
 // TestManagerBinary runs cmd/manager as a process, as it runs in a pod (with
 // the install's RBAC and only its ServiceAccount's token), against a fresh
 // API server: it waits, and says so, until the AppWrapper
 // CRD is installed; then it takes the leader-election Lease and serves its
-// probes; on SIGTERM it exits 0 and releases the Lease. It needs the
+// probes and its metrics; it finishes a benchmark (the AppWrapper
+// controller runs in the test); on SIGTERM it exits 0 and releases the
+// Lease. It needs the
 // control plane (make test); make test-unit skips it.
 func TestManagerBinary(t *testing.T) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
@@ -49,7 +59,7 @@ func TestManagerBinary(t *testing.T) {
 		t.Skip("needs the local control plane (KUBEBUILDER_ASSETS, as make test sets it)")
 	}
 	cfg, _ := freshAPIServer(t, assets)
-	c, err := client.New(cfg, client.Options{})
+	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +176,7 @@ func TestManagerBinary(t *testing.T) {
 	if code := metricsGet(reader); code != http.StatusOK {
 		t.Errorf("GET /metrics as a ServiceAccount bound to wrapup-metrics-reader: %d, want 200", code)
 	}
+	completeThroughTheBinary(t, cfg, c, logs)
 	for _, l := range logs.all() {
 		// The ServiceAccount's RBAC is enough for every watch and write.
 		if strings.Contains(l, "forbidden") {
@@ -229,6 +240,55 @@ func serviceAccountToken(t *testing.T, c client.Client, cfg *rest.Config, name s
 		t.Fatalf("a token of ServiceAccount %s: %v", name, err)
 	}
 	return tr.Status.Token
+}
+
+// completeThroughTheBinary runs the AppWrapper controller in the test and
+// finishes a benchmark through the manager process: a rule, an AppWrapper
+// with an inference Deployment and a benchmark Job; the Job completes; the
+// manager records the outcome and deletes the AppWrapper.
+func completeThroughTheBinary(t *testing.T, cfg *rest.Config, c client.Client, logs *lines) {
+	t.Helper()
+	gomega.RegisterTestingT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	awMgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: framework.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	awCfg := awconfig.NewAppWrapperConfig()
+	awCfg.Autopilot.MonitorNodes = false
+	awCfg.Autopilot.InjectAntiAffinities = false
+	if err := awcontroller.SetupControllers(awMgr, awCfg); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = awMgr.Start(ctx) }()
+	defer func() { cancel(); <-stopped }()
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench", Labels: map[string]string{"wrapup.test/namespace": "bench"}}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	rule := util.MakeRule("bench").NamespaceLabels(map[string]string{"wrapup.test/namespace": "bench"}).TriggerKind("batch", "Job", "").Obj()
+	if err := c.Create(ctx, rule); err != nil {
+		t.Fatal(err)
+	}
+	aw := util.MakeAppWrapper("run", "bench").
+		Component(util.MakeDeployment("run-inference", 1), nil).
+		Component(util.MakeJob("run-benchmark").Obj(), nil).Obj()
+	if err := c.Create(ctx, aw); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(aw)
+	util.ExpectAppWrapperPhase(ctx, c, key, awv1beta2.AppWrapperRunning)
+	job := types.NamespacedName{Namespace: "bench", Name: "run-benchmark"}
+	gomega.Eventually(func() error { return c.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(gomega.Succeed())
+	util.JobStarted(ctx, c, job)
+	util.JobComplete(ctx, c, job)
+	gomega.Eventually(func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, key, &awv1beta2.AppWrapper{}))
+	}, util.LongTimeout, util.Interval).Should(gomega.BeTrue(), "the manager did not delete the finished AppWrapper")
+	logs.await(t, "Recorded outcome")
 }
 
 // serviceAccountKubeconfig writes a kubeconfig for the API server of cfg
