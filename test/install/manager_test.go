@@ -45,13 +45,12 @@ import (
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
-// TestManagerBinary runs cmd/manager as a process, as it runs in a pod (with
-// the install's RBAC and only its ServiceAccount's token), against a fresh
-// API server: it waits, and says so, until the AppWrapper
-// CRD is installed; then it takes the leader-election Lease and serves its
-// probes and its metrics; it finishes a benchmark (the AppWrapper
-// controller runs in the test); on SIGTERM it exits 0 and releases the
-// Lease. It needs the
+// TestManagerBinary runs cmd/manager as a process, as it runs in a pod
+// (with the install's RBAC and only its ServiceAccount's token), against a
+// fresh API server: it waits, and says so, until the AppWrapper CRD is
+// installed; then it takes the leader-election Lease and serves its probes
+// and its metrics; it finishes a benchmark (the AppWrapper controller runs
+// in the test); on SIGTERM it exits 0 and releases the Lease. It needs the
 // control plane (make test); make test-unit skips it.
 func TestManagerBinary(t *testing.T) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
