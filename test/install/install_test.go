@@ -248,3 +248,40 @@ func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 	}
 	return false
 }
+
+// TestServiceMonitor: config/prometheus scrapes the install's metrics
+// Service, by its labels and its port's name.
+func TestServiceMonitor(t *testing.T) {
+	var svc *unstructured.Unstructured
+	for _, o := range render(t) {
+		if o.GetKind() == "Service" && o.GetName() == "wrapup-controller-metrics" {
+			svc = o
+		}
+	}
+	if svc == nil {
+		t.Fatal("the install has no metrics Service")
+	}
+	mons := render(t, "prometheus")
+	if len(mons) != 1 || mons[0].GetKind() != "ServiceMonitor" {
+		t.Fatalf("config/prometheus renders %d objects, want one ServiceMonitor", len(mons))
+	}
+	mon := mons[0]
+	if mon.GetNamespace() != svc.GetNamespace() {
+		t.Errorf("the ServiceMonitor is in %s, the Service in %s", mon.GetNamespace(), svc.GetNamespace())
+	}
+	sel, _, _ := unstructured.NestedStringMap(mon.Object, "spec", "selector", "matchLabels")
+	for k, v := range sel {
+		if svc.GetLabels()[k] != v {
+			t.Errorf("the ServiceMonitor selects %s=%s; the Service has labels %v", k, v, svc.GetLabels())
+		}
+	}
+	eps, _, _ := unstructured.NestedSlice(mon.Object, "spec", "endpoints")
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if len(eps) != 1 || len(ports) != 1 {
+		t.Fatalf("endpoints %v, ports %v", eps, ports)
+	}
+	ep, port := eps[0].(map[string]any), ports[0].(map[string]any)
+	if ep["port"] != port["name"] || ep["scheme"] != "https" {
+		t.Errorf("the ServiceMonitor scrapes port %v over %v; the Service's port is %v", ep["port"], ep["scheme"], port["name"])
+	}
+}
