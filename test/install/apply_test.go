@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -16,7 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/wrapup-dev/wrapup/test/framework"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
+
+// deleteTimeout bounds kubectl delete -k's cascade: a CRD goes once the API
+// server has removed its custom resources, which on a loaded machine can
+// take a while.
+const deleteTimeout = 3 * time.Minute
 
 // TestKubectlApply applies the install as an admin does, with kubectl
 // (built by test/controlplane/build.sh at the control plane's version) on a
@@ -112,24 +119,16 @@ func TestKubectlApply(t *testing.T) {
 	t.Run("kubectl delete -k removes it all", func(t *testing.T) {
 		run("delete", "-k", "config/rules")
 		run("delete", "-k", "config/default", "--wait=false")
-		// A CRD goes once the API server has removed its custom
-		// resources: on a loaded machine that can take a while.
-		deadline := time.Now().Add(3 * time.Minute)
+		g := gomega.NewWithT(t)
 		for _, o := range objs {
-			for {
+			g.Eventually(func() bool {
 				got := &unstructured.Unstructured{}
 				got.SetGroupVersionKind(o.GroupVersionKind())
 				err := c.Get(ctx, client.ObjectKeyFromObject(o), got)
 				// A Namespace is finalized by kube-controller-manager, which
 				// this bare API server does not run: deleting is enough.
-				if apierrors.IsNotFound(err) || err == nil && o.GetKind() == "Namespace" && got.GetDeletionTimestamp() != nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s %s is still there after kubectl delete -k (err %v)", o.GetKind(), client.ObjectKeyFromObject(o), err)
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
+				return apierrors.IsNotFound(err) || err == nil && o.GetKind() == "Namespace" && got.GetDeletionTimestamp() != nil
+			}, deleteTimeout, util.Interval).Should(gomega.BeTrue(), "%s %s is still there after kubectl delete -k", o.GetKind(), client.ObjectKeyFromObject(o))
 		}
 	})
 }

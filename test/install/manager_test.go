@@ -148,22 +148,21 @@ func TestManagerBinary(t *testing.T) {
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
 	metricsGet := func(token string) int {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
+		code := 0
+		gomega.NewWithT(t).Eventually(func() error {
 			req, _ := http.NewRequest(http.MethodGet, "https://"+metrics+"/metrics", nil)
 			if token != "" {
 				req.Header.Set("Authorization", "Bearer "+token)
 			}
 			resp, err := insecure.Do(req)
-			if err == nil {
-				resp.Body.Close()
-				return resp.StatusCode
+			if err != nil {
+				return err
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("GET /metrics: %v", err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			resp.Body.Close()
+			code = resp.StatusCode
+			return nil
+		}, util.LongTimeout, util.Interval).Should(gomega.Succeed(), "GET /metrics")
+		return code
 	}
 	reader, stranger := serviceAccountToken(t, c, cfg, "prometheus", true), serviceAccountToken(t, c, cfg, "stranger", false)
 	if code := metricsGet(""); code != http.StatusUnauthorized {
@@ -372,14 +371,12 @@ func (ls *lines) String() string { return strings.Join(ls.all(), "\n") }
 // await waits until a line contains s.
 func (ls *lines) await(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	gomega.NewWithT(t).Eventually(func() bool {
 		for _, l := range ls.all() {
 			if strings.Contains(l, s) {
-				return
+				return true
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("no log line says %q within 60s", s)
+		return false
+	}, util.LongTimeout, util.Interval).Should(gomega.BeTrue(), "no log line says %q", s)
 }
