@@ -60,8 +60,8 @@ func newEvalCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 				return errors.New("eval needs the trigger: --trigger OBJECT.yaml, or --appwrapper [NAMESPACE/]NAME to read it from the cluster")
 			case triggerFile != "" && appWrapper != "" && !awFile:
 				return errors.New("--trigger and a live --appwrapper both give the trigger: choose one")
-			case output != "" && output != "json" && output != "yaml":
-				return fmt.Errorf("unsupported output format %q: json or yaml", output)
+			case checkOutput(output, "json", "yaml") != nil:
+				return checkOutput(output, "json", "yaml")
 			case stdinUses(src.Filenames, triggerFile, appWrapper) > 1:
 				return errors.New("stdin (-) can give only one of -f, --trigger and --appwrapper")
 			case appWrapper != "" && !awFile && strings.Count(appWrapper, "/") > 1:

@@ -97,8 +97,8 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 		),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "" && output != "json" && output != "yaml" {
-				return fmt.Errorf("unsupported output format %q: json or yaml", output)
+			if err := checkOutput(output, "json", "yaml"); err != nil {
+				return err
 			}
 			if strings.Contains(args[0], "/") {
 				return fmt.Errorf("%q is not an AppWrapper name: give the namespace with -n", args[0])
@@ -243,10 +243,8 @@ The same records as kubectl get completionrecords, newest first.`,
 		),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch output {
-			case "", "wide", "json", "yaml", "name":
-			default:
-				return fmt.Errorf("unsupported output format %q: wide, json, yaml or name", output)
+			if err := checkOutput(output, "wide", "json", "yaml", "name"); err != nil {
+				return err
 			}
 			sel, err := labels.Parse(selector)
 			if err != nil {

@@ -60,8 +60,8 @@ func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 			if stdinUses(src.Filenames) > 1 {
 				return errors.New("stdin (-f -) can be read once")
 			}
-			if output != "" && output != "json" && output != "yaml" {
-				return fmt.Errorf("unsupported output format %q: json or yaml", output)
+			if err := checkOutput(output, "json", "yaml"); err != nil {
+				return err
 			}
 			docs, files, err := src.read(streams.In)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -178,6 +179,15 @@ func addSourceFlags(cmd *cobra.Command, src *sources, what string) {
 	cmd.Flags().StringSliceVarP(&src.Kustomize, "kustomize", "k", nil, "A kustomization folder: read what it renders (kustomize build); repeatable.")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	_ = cmd.MarkFlagDirname("kustomize")
+}
+
+// checkOutput accepts an -o of formats, or none (the default output).
+func checkOutput(output string, formats ...string) error {
+	if output == "" || slices.Contains(formats, output) {
+		return nil
+	}
+	last := len(formats) - 1
+	return fmt.Errorf("unsupported output format %q: %s or %s", output, strings.Join(formats[:last], ", "), formats[last])
 }
 
 // examples indents a command's examples as kubectl does.
