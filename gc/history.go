@@ -223,6 +223,17 @@ func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alp
 	return true, nil
 }
 
+// historyOf is the retention of rec's runs under its rule among in's
+// rules; keep is false when the rule keeps none, or is not among them.
+func historyOf(in decision.Input, rec *decision.Record) (ret wrapupv1alpha1.RecordRetention, keep bool) {
+	for _, ru := range in.Rules {
+		if ru.Rule.Name == rec.Rule {
+			return History(ru.Rule)
+		}
+	}
+	return ret, false
+}
+
 // ensureHistory writes the CompletionRecord of rec unless this process
 // wrote it already. ok says whether a deletion may go ahead: the record is
 // written, or its deadline has passed (then with a Warning and a metric:
@@ -248,16 +259,7 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		r.memory.put(key, *mem)
 		return true
 	}
-	var rule *wrapupv1alpha1.CompletionRule
-	for _, ru := range in.Rules {
-		if ru.Rule.Name == rec.Rule {
-			rule = ru.Rule
-		}
-	}
-	if rule == nil {
-		return true
-	}
-	ret, keep := History(rule)
+	ret, keep := historyOf(in, rec)
 	if !keep {
 		// Not remembered: a decision on fresher rules may keep history.
 		return true
@@ -282,7 +284,12 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 				// decision, on caches that caught up, says what to write.
 				return false
 			}
-			in, d = fin, fd
+			// The write, its retention and its deadline are the fresh
+			// decision's, on the rules as the API server has them.
+			in, d, due = fin, fd, fd.DueAt
+			if ret, keep = historyOf(in, rec); !keep {
+				return true
+			}
 			cr = completionRecord(in, d, rec, ret)
 		} else {
 			err = fmt.Errorf("reading the AppWrapper, its rules and its trigger before writing it: %w", err)
