@@ -19,7 +19,12 @@ import (
 // rules run first; this adds what only the CEL compiler knows.
 type RuleValidator struct{}
 
-// +kubebuilder:webhook:path=/validate-wrapup-dev-v1alpha1-completionrule,mutating=false,failurePolicy=fail,sideEffects=None,groups=wrapup.dev,resources=completionrules,verbs=create;update,versions=v1alpha1,name=vcompletionrule.wrapup.dev,admissionReviewVersions=v1
+// failurePolicy is Ignore: the webhook only gives the compile error early.
+// What keeps a bad rule from acting is the controller, which never acts on
+// a rule that does not compile. With Fail, a webhook that is down would
+// also refuse the admin's emergency edits (dryRun: true, a fixed
+// expression, a narrower selector) exactly when they may be needed.
+// +kubebuilder:webhook:path=/validate-wrapup-dev-v1alpha1-completionrule,mutating=false,failurePolicy=ignore,timeoutSeconds=5,sideEffects=None,groups=wrapup.dev,resources=completionrules,verbs=create;update,versions=v1alpha1,name=vcompletionrule.wrapup.dev,admissionReviewVersions=v1
 
 // SetupWebhookWithManager serves the validator on mgr's webhook server.
 func (v *RuleValidator) SetupWebhookWithManager(mgr ctrl.Manager) error {

@@ -4,11 +4,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -54,10 +56,12 @@ func main() {
 		metricsCertDir     string
 		leaderElect        bool
 		leaderElectionNS   string
+		namespace          string
 		failureGracePeriod time.Duration
 		workers            int
-		enableWebhook      bool
-		webhookCertDir     string
+		qps                float64
+		burst              int
+		wh                 webhookOptions
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
 	flag.BoolVar(&metricsSecure, "metrics-secure", true,
@@ -65,13 +69,14 @@ func main() {
 	flag.StringVar(&metricsCertDir, "metrics-cert-dir", "", "Folder of the metrics endpoint's tls.crt and tls.key (default: a self-signed certificate).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader, so that only one replica acts.")
-	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's namespace).")
+	flag.StringVar(&namespace, "namespace", "", "The namespace wrapup runs in: its webhook's Secret and Service, and its leader-election Lease (default: the pod's).")
+	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: --namespace).")
 	flag.DurationVar(&failureGracePeriod, "failure-grace-period", gc.DefaultFailureGracePeriod,
 		"How long a Running AppWrapper whose trigger failed, and which its controller does not report Unhealthy, is given to start a retry before the failure is final: the AppWrapper controller's failureGracePeriod, plus its 1m recheck period, plus slack for its latency.")
 	flag.IntVar(&workers, "workers", gc.DefaultWorkers, "How many AppWrappers are reconciled at once.")
-	flag.BoolVar(&enableWebhook, "enable-webhook", false,
-		"Serve the validating webhook that rejects rules whose CEL does not compile (needs config/webhook and a serving certificate).")
-	flag.StringVar(&webhookCertDir, "webhook-cert-dir", "", "Folder of the webhook's tls.crt and tls.key (default: the controller-runtime default).")
+	flag.Float64Var(&qps, "kube-api-qps", -1, "Requests per second to the API server; negative: no client-side limit, the API server's priority and fairness decides (controller-runtime's default).")
+	flag.IntVar(&burst, "kube-api-burst", 0, "Burst above --kube-api-qps, when that is positive.")
+	wh.bindFlags(flag.CommandLine)
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -86,11 +91,19 @@ func main() {
 	klog.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
 	log.Info("wrapup manager", "version", managerVersion())
+	if namespace == "" {
+		namespace = podNamespace()
+	}
+	if leaderElectionNS == "" {
+		leaderElectionNS = namespace
+	}
 	if leaderElect && leaderElectionNS == "" {
-		if _, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err != nil {
-			fmt.Fprintln(os.Stderr, "error: outside a pod, leader election needs --leader-election-namespace (or --leader-elect=false)")
-			os.Exit(2)
-		}
+		fmt.Fprintln(os.Stderr, "error: outside a pod, leader election needs --namespace or --leader-election-namespace (or --leader-elect=false)")
+		os.Exit(2)
+	}
+	if err := wh.check(namespace); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(2)
 	}
 
 	scheme := runtime.NewScheme()
@@ -100,6 +113,7 @@ func main() {
 	utilruntime.Must(wrapupv1alpha1.AddToScheme(scheme))
 
 	cfg := ctrl.GetConfigOrDie()
+	cfg.QPS, cfg.Burst = float32(qps), burst
 	ctx := ctrl.SetupSignalHandler()
 	if err := waitForAppWrappers(ctx, cfg, probeAddr, log); err != nil {
 		if ctx.Err() != nil {
@@ -122,7 +136,7 @@ func main() {
 		// The process exits when it loses the lease, so that a new leader
 		// never races an old one.
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 webhook.NewServer(webhook.Options{CertDir: webhookCertDir}),
+		WebhookServer:                 webhook.NewServer(webhook.Options{Port: wh.port, CertDir: wh.certDir}),
 	})
 	if err != nil {
 		log.Error(err, "Creating the manager")
@@ -132,17 +146,28 @@ func main() {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}
-	if enableWebhook {
-		if err := (&gc.RuleValidator{}).SetupWebhookWithManager(mgr); err != nil {
-			log.Error(err, "Setting up the webhook")
-			os.Exit(1)
-		}
+	webhookReady, err := wh.setup(ctx, mgr, namespace, log)
+	if err != nil {
+		log.Error(err, "Setting up the webhook")
+		os.Exit(1)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "Adding the health check")
 		os.Exit(1)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Ready once the webhook serves (a Service routes admission requests
+	// only to ready replicas). The controllers do not wait for it.
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !wh.enabled {
+			return nil
+		}
+		select {
+		case <-webhookReady:
+			return mgr.GetWebhookServer().StartedChecker()(req)
+		default:
+			return errors.New("the webhook's certificate is not ready")
+		}
+	}); err != nil {
 		log.Error(err, "Adding the readiness check")
 		os.Exit(1)
 	}
@@ -151,6 +176,16 @@ func main() {
 		log.Error(err, "Running the manager")
 		os.Exit(1)
 	}
+}
+
+// podNamespace is the namespace of the pod the manager runs in, or "" out of
+// a pod.
+func podNamespace() string {
+	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // The secure metrics endpoint asks the API server who a client is and

@@ -12,7 +12,9 @@ import (
 	"slices"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -283,5 +285,104 @@ func TestServiceMonitor(t *testing.T) {
 	ep, port := eps[0].(map[string]any), ports[0].(map[string]any)
 	if ep["port"] != port["name"] || ep["scheme"] != "https" {
 		t.Errorf("the ServiceMonitor scrapes port %v over %v; the Service's port is %v", ep["port"], ep["scheme"], port["name"])
+	}
+}
+
+// TestWebhookWiring checks that the webhook's parts agree by name: the
+// Service reaches the container's webhook port; the certificate's Secret is
+// the one the Deployment mounts, the manager's default and the only Secret
+// it may update; the configuration is the one its CA goes into and the only
+// one it may update. Every name the manager uses is its flag's default, so
+// the Deployment's args need none of them.
+func TestWebhookWiring(t *testing.T) {
+	var (
+		d       *appsv1.Deployment
+		svc     *corev1.Service
+		vwc     *admissionregistrationv1.ValidatingWebhookConfiguration
+		secrets []string
+		roles   = map[string][]rbacv1.PolicyRule{}
+	)
+	for _, u := range render(t) {
+		obj, err := framework.Scheme.New(u.GroupVersionKind())
+		if err != nil {
+			continue
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+			t.Fatal(err)
+		}
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			d = o
+		case *corev1.Service:
+			if o.Name == "wrapup-webhook-service" {
+				svc = o
+			}
+		case *corev1.Secret:
+			secrets = append(secrets, o.Namespace+"/"+o.Name)
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			vwc = o
+		case *rbacv1.ClusterRole:
+			roles[o.Name] = o.Rules
+		case *rbacv1.Role:
+			roles[o.Namespace+"/"+o.Name] = o.Rules
+		}
+	}
+	if d == nil || svc == nil || vwc == nil {
+		t.Fatalf("config/default lacks the Deployment (%v), the webhook Service (%v) or the configuration (%v)", d != nil, svc != nil, vwc != nil)
+	}
+	const secret, configuration = "wrapup-webhook-server-cert", "wrapup-validating-webhook-configuration"
+	if vwc.Name != configuration {
+		t.Errorf("the webhook configuration is %s, the manager injects its CA into %s", vwc.Name, configuration)
+	}
+	for _, w := range vwc.Webhooks {
+		ref := w.ClientConfig.Service
+		if ref == nil || ref.Namespace != framework.ControllerNamespace || ref.Name != svc.Name {
+			t.Errorf("webhook %s calls %+v, not the Service %s/%s", w.Name, ref, framework.ControllerNamespace, svc.Name)
+		}
+		if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Ignore {
+			t.Errorf("webhook %s: failurePolicy %v; Ignore lets an admin edit rules while it is down", w.Name, w.FailurePolicy)
+		}
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	var port int32
+	for _, p := range c.Ports {
+		if p.Name == svc.Spec.Ports[0].TargetPort.String() {
+			port = p.ContainerPort
+		}
+	}
+	if port != 9443 {
+		t.Errorf("the Service's targetPort %s is container port %d, the manager's --webhook-port is 9443", svc.Spec.Ports[0].TargetPort.String(), port)
+	}
+	if !slices.Contains(secrets, framework.ControllerNamespace+"/"+secret) {
+		t.Errorf("the install has no Secret %s/%s for the manager to write (Secrets: %v)", framework.ControllerNamespace, secret, secrets)
+	}
+	mounted := ""
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		for _, m := range c.VolumeMounts {
+			if m.Name == v.Name && m.MountPath == "/tmp/k8s-webhook-server/serving-certs" && v.Secret != nil {
+				mounted = v.Secret.SecretName
+			}
+		}
+	}
+	if mounted != secret {
+		t.Errorf("the cert folder mounts Secret %q, want %s", mounted, secret)
+	}
+	updates := func(rules []rbacv1.PolicyRule, resource string) []string {
+		var names []string
+		for _, r := range rules {
+			if slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, "update") {
+				if len(r.ResourceNames) == 0 {
+					names = append(names, "*")
+				}
+				names = append(names, r.ResourceNames...)
+			}
+		}
+		return names
+	}
+	if got := updates(roles[framework.ControllerNamespace+"/wrapup-webhook-certs"], "secrets"); !slices.Equal(got, []string{secret}) {
+		t.Errorf("the manager may update Secrets %v, want only %s", got, secret)
+	}
+	if got := updates(roles["wrapup-manager-role"], "validatingwebhookconfigurations"); !slices.Equal(got, []string{configuration}) {
+		t.Errorf("the manager may update ValidatingWebhookConfigurations %v, want only %s", got, configuration)
 	}
 }

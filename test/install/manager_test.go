@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +24,7 @@ import (
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	awconfig "github.com/project-codeflare/appwrapper/pkg/config"
 	awcontroller "github.com/project-codeflare/appwrapper/pkg/controller"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -32,6 +34,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,6 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
@@ -68,14 +72,28 @@ func TestManagerBinary(t *testing.T) {
 	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
 		return cmpBool(b.GetKind() == "Namespace", a.GetKind() == "Namespace")
 	})
+	probes := freePort(t)
+	metrics := freePort(t)
+	webhookPort := freePort(t)
+	var args []string
 	for _, o := range objs {
 		switch o.GetKind() {
-		case "CustomResourceDefinition", "Deployment", "PodDisruptionBudget", "Service":
+		case "Deployment":
+			args = containerArgs(t, o)
 			continue
+		case "CustomResourceDefinition", "PodDisruptionBudget", "Service":
+			continue
+		case "ValidatingWebhookConfiguration":
+			// The API server reaches the webhook at the process's port,
+			// as it would reach the Service in a cluster.
+			reachByURL(t, o, "https://localhost:"+portOf(webhookPort))
 		}
 		if err := c.Create(context.Background(), o); err != nil {
 			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
+	}
+	if len(args) == 0 {
+		t.Fatal("no Deployment with the manager's args in config/default")
 	}
 	kubeconfig := serviceAccountKubeconfig(t, cfg, framework.ControllerNamespace, framework.ControllerServiceAccount)
 	bin := filepath.Join(t.TempDir(), "manager")
@@ -84,10 +102,14 @@ func TestManagerBinary(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building cmd/manager: %v\n%s", err, out)
 	}
-	probes := freePort(t)
-	metrics := freePort(t)
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=true", "--leader-election-namespace="+framework.ControllerNamespace,
-		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes)
+	certDir := t.TempDir()
+	// The Deployment's flags, then what differs in a process beside others:
+	// the namespace a pod would give, ports of its own, and the name the
+	// API server reaches its webhook by.
+	args = append(args, "--kubeconfig", kubeconfig, "--namespace="+framework.ControllerNamespace,
+		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes,
+		"--webhook-port="+portOf(webhookPort), "--webhook-cert-dir="+certDir, "--webhook-extra-dns-names=localhost")
+	cmd := exec.Command(bin, args...)
 	// The manager dies with the test, even one killed by its timeout.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logs := &lines{}
@@ -129,6 +151,9 @@ func TestManagerBinary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The kubelet's part: it projects the webhook's Secret, once the
+	// manager has written the certificate, into the container's folder.
+	go projectSecret(t, c, types.NamespacedName{Namespace: framework.ControllerNamespace, Name: "wrapup-webhook-server-cert"}, certDir)
 	logs.await(t, "The AppWrapper CRD is installed")
 	logs.await(t, "Successfully acquired lease")
 	lease := &coordinationv1.Lease{}
@@ -138,11 +163,14 @@ func TestManagerBinary(t *testing.T) {
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		t.Fatalf("the Lease has no holder: %+v", lease.Spec)
 	}
-	for _, path := range []string{"/healthz", "/readyz"} {
-		if code := get(t, "http://"+probes+path); code != 200 {
-			t.Errorf("GET %s: %d", path, code)
-		}
+	if code := get(t, "http://"+probes+"/healthz"); code != http.StatusOK {
+		t.Errorf("GET /healthz: %d", code)
 	}
+	// Ready once the webhook serves with its certificate.
+	gomega.NewWithT(t).Eventually(func() int { return get(t, "http://"+probes+"/readyz") }, util.LongTimeout, util.Interval).
+		Should(gomega.Equal(http.StatusOK), "GET /readyz")
+	logs.await(t, "Serving the webhook")
+	checkWebhook(t, c)
 	// The metrics: HTTPS, for whom the API server says may get /metrics
 	// (a ServiceAccount bound to the install's wrapup-metrics-reader).
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
@@ -379,4 +407,126 @@ func (ls *lines) await(t *testing.T, s string) {
 		}
 		return false
 	}, util.LongTimeout, util.Interval).Should(gomega.BeTrue(), "no log line says %q", s)
+}
+
+// containerArgs are the args of the manager container of the Deployment d.
+func containerArgs(t *testing.T, d *unstructured.Unstructured) []string {
+	t.Helper()
+	containers, _, err := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range containers {
+		c := c.(map[string]any)
+		if c["name"] != "manager" {
+			continue
+		}
+		args, _, err := unstructured.NestedStringSlice(c, "args")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return args
+	}
+	return nil
+}
+
+// reachByURL points every webhook of the configuration o at base, keeping
+// its path.
+func reachByURL(t *testing.T, o *unstructured.Unstructured, base string) {
+	t.Helper()
+	webhooks, _, err := unstructured.NestedSlice(o.Object, "webhooks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range webhooks {
+		cc := w.(map[string]any)["clientConfig"].(map[string]any)
+		svc := cc["service"].(map[string]any)
+		delete(cc, "service")
+		cc["url"] = base + svc["path"].(string)
+	}
+	if err := unstructured.SetNestedSlice(o.Object, webhooks, "webhooks"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func portOf(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return port
+}
+
+// projectSecret does what the kubelet does for a Secret volume: once the
+// Secret key has a certificate, it writes tls.crt and tls.key into dir (each
+// by a rename, so that a reader never sees half a file). It returns when
+// done or when the test ends.
+func projectSecret(t *testing.T, c client.Client, key types.NamespacedName, dir string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	err := wait.PollUntilContextCancel(ctx, util.Interval, true, func(ctx context.Context) (bool, error) {
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, key, s); err != nil {
+			return false, nil
+		}
+		if len(s.Data["tls.crt"]) == 0 || len(s.Data["tls.key"]) == 0 {
+			return false, nil
+		}
+		for _, f := range []string{"tls.key", "tls.crt"} {
+			tmp := filepath.Join(dir, "."+f)
+			if err := os.WriteFile(tmp, s.Data[f], 0o600); err != nil {
+				return false, err
+			}
+			if err := os.Rename(tmp, filepath.Join(dir, f)); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		t.Errorf("projecting the webhook's Secret: %v", err)
+	}
+}
+
+// checkWebhook checks the webhook as the API server calls it: the manager
+// injected its CA into the configuration; a rule whose CEL does not compile
+// is refused with the compiler's message and not stored; a good one is
+// admitted.
+func checkWebhook(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := c.Get(ctx, types.NamespacedName{Name: "wrapup-validating-webhook-configuration"}, vwc); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range vwc.Webhooks {
+		if len(w.ClientConfig.CABundle) == 0 {
+			t.Errorf("webhook %s: no caBundle injected", w.Name)
+		}
+	}
+	bad := util.MakeRule("does-not-compile").TriggerKind("batch", "Job", "").Success("object.status.succeeded >= undeclaredThreshold").Obj()
+	var err error
+	// The API server may have to see the injected caBundle first.
+	gomega.NewWithT(t).Eventually(func() error {
+		err = c.Create(ctx, bad.DeepCopy())
+		if err == nil {
+			_ = c.Delete(ctx, bad)
+			return errors.New("a rule that does not compile was admitted")
+		}
+		if !strings.Contains(err.Error(), `admission webhook "vcompletionrule.wrapup.dev" denied the request`) {
+			return err
+		}
+		return nil
+	}, util.LongTimeout, util.Interval).Should(gomega.Succeed())
+	t.Logf("refused: %v", err)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "undeclaredThreshold") || !strings.Contains(err.Error(), "spec.success") {
+		t.Errorf("the webhook's refusal should name the field and the compiler's error, got: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(bad), &wrapupv1alpha1.CompletionRule{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused rule is stored: %v", err)
+	}
+	good := util.MakeRule("compiles").TriggerKind("batch", "Job", "").Success("object.status.succeeded >= 1").DryRun().Obj()
+	if err := c.Create(ctx, good); err != nil {
+		t.Errorf("a rule that compiles was refused: %v", err)
+	}
+	if err := c.Delete(ctx, good); err != nil {
+		t.Fatal(err)
+	}
 }

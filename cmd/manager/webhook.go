@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/wrapup-dev/wrapup/gc"
+)
+
+// The webhook's certificate, when wrapup manages it: a Secret in its own
+// namespace (the Role wrapup-webhook-certs), and the CA injected into its
+// ValidatingWebhookConfiguration.
+
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=update,resourceNames=wrapup-validating-webhook-configuration
+
+// Where the webhook's certificate comes from.
+const (
+	// certsSelf: wrapup generates a CA and a serving certificate, keeps
+	// them in a Secret, rotates them and injects the CA into its webhook
+	// configuration (cert-controller, as the AppWrapper controller does).
+	certsSelf = "self"
+	// certsExternal: another component (cert-manager) writes the Secret
+	// and the CA; wrapup only serves what is mounted in the cert folder.
+	certsExternal = "external"
+)
+
+// webhookOptions are the flags of the validating webhook, which rejects at
+// admission a rule whose CEL does not compile.
+type webhookOptions struct {
+	enabled       bool
+	certs         string
+	port          int
+	certDir       string
+	secret        string
+	service       string
+	configuration string
+	extraDNSNames string
+}
+
+func (o *webhookOptions) bindFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&o.enabled, "enable-webhook", true,
+		"Serve the validating webhook that rejects at admission a rule whose CEL does not compile (config/webhook). Without it, such a rule is stored and reported on its status; it never acts either way.")
+	fs.StringVar(&o.certs, "webhook-cert-management", certsSelf,
+		"Where the webhook's certificate comes from: self (wrapup generates and rotates it in --webhook-secret-name and injects its CA into --webhook-configuration-name), or external (another component, such as cert-manager, mounts tls.crt and tls.key in --webhook-cert-dir and injects the CA).")
+	fs.IntVar(&o.port, "webhook-port", 9443, "Port the webhook serves on.")
+	fs.StringVar(&o.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Folder of the webhook's tls.crt and tls.key (the Secret's volume).")
+	fs.StringVar(&o.secret, "webhook-secret-name", "wrapup-webhook-server-cert", "Secret, in --namespace, of the webhook's certificate.")
+	fs.StringVar(&o.service, "webhook-service-name", "wrapup-webhook-service", "Service, in --namespace, the API server reaches the webhook through: the certificate is for <service>.<namespace>.svc.")
+	fs.StringVar(&o.configuration, "webhook-configuration-name", "wrapup-validating-webhook-configuration", "ValidatingWebhookConfiguration the CA is injected into.")
+	fs.StringVar(&o.extraDNSNames, "webhook-extra-dns-names", "", "More DNS names for the certificate, comma-separated: when the API server reaches the webhook by a URL rather than through the Service.")
+}
+
+func (o *webhookOptions) check(namespace string) error {
+	if !o.enabled {
+		return nil
+	}
+	switch o.certs {
+	case certsSelf:
+		if namespace == "" {
+			return fmt.Errorf("outside a pod, --webhook-cert-management=%s needs --namespace (or --enable-webhook=false)", certsSelf)
+		}
+	case certsExternal:
+	default:
+		return fmt.Errorf("--webhook-cert-management=%q: want %s or %s", o.certs, certsSelf, certsExternal)
+	}
+	return nil
+}
+
+// setup serves the webhook on mgr once its certificate is there, and returns
+// a channel closed then. The controllers do not wait for it.
+func (o *webhookOptions) setup(ctx context.Context, mgr ctrl.Manager, namespace string, log logr.Logger) (<-chan struct{}, error) {
+	ready := make(chan struct{})
+	if !o.enabled {
+		return ready, nil
+	}
+	certs := make(chan struct{})
+	if o.certs == certsSelf {
+		var extra []string
+		for _, n := range strings.Split(o.extraDNSNames, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				extra = append(extra, n)
+			}
+		}
+		if err := rotator.AddRotator(mgr, &rotator.CertRotator{
+			SecretKey:      types.NamespacedName{Namespace: namespace, Name: o.secret},
+			CertDir:        o.certDir,
+			CAName:         "wrapup-ca",
+			CAOrganization: "wrapup",
+			DNSName:        fmt.Sprintf("%s.%s.svc", o.service, namespace),
+			ExtraDNSNames:  extra,
+			IsReady:        certs,
+			Webhooks:       []rotator.WebhookInfo{{Type: rotator.Validating, Name: o.configuration}},
+			// Every replica serves the webhook, leader or not.
+			RequireLeaderElection: false,
+		}); err != nil {
+			return nil, fmt.Errorf("managing the webhook's certificate: %w", err)
+		}
+	} else {
+		close(certs)
+	}
+	go func() {
+		select {
+		case <-certs:
+		case <-ctx.Done():
+			return
+		}
+		// The webhook server reads its certificate when it starts: it is
+		// added to the manager only now.
+		if err := (&gc.RuleValidator{}).SetupWebhookWithManager(mgr); err != nil {
+			log.Error(err, "Serving the webhook")
+			return
+		}
+		log.Info("Serving the webhook", "port", o.port, "certificates", o.certs)
+		close(ready)
+	}()
+	return ready, nil
+}
