@@ -386,3 +386,70 @@ func TestWebhookWiring(t *testing.T) {
 		t.Errorf("the manager may update ValidatingWebhookConfigurations %v, want only %s", got, configuration)
 	}
 }
+
+// TestCertManagerVariant checks config/certmanager, the install with the
+// webhook's certificate from cert-manager, by its rendering (running it
+// needs cert-manager): the Certificate is for the webhook Service and
+// writes the Secret the Deployment mounts; its CA is injected into the
+// webhook configuration; the manager serves what is mounted
+// (--webhook-cert-management=external) and may not touch Secrets.
+func TestCertManagerVariant(t *testing.T) {
+	var (
+		cert, issuer, vwc, deploy *unstructured.Unstructured
+		others                    []string
+	)
+	for _, u := range render(t, "certmanager") {
+		switch u.GetKind() {
+		case "Certificate":
+			cert = u
+		case "Issuer":
+			issuer = u
+		case "ValidatingWebhookConfiguration":
+			vwc = u
+		case "Deployment":
+			deploy = u
+		case "Secret", "Role":
+			others = append(others, u.GetKind()+" "+u.GetName())
+		}
+		if u.GetLabels()["app.kubernetes.io/part-of"] != "wrapup" {
+			t.Errorf("%s %s lacks the install's labels", u.GetKind(), u.GetName())
+		}
+	}
+	if cert == nil || issuer == nil || vwc == nil || deploy == nil {
+		t.Fatal("config/certmanager lacks the Certificate, the Issuer, the webhook configuration or the Deployment")
+	}
+	issuerName, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
+	if issuerName != issuer.GetName() || issuer.GetNamespace() != cert.GetNamespace() {
+		t.Errorf("the Certificate's issuer %s is not the Issuer %s/%s", issuerName, issuer.GetNamespace(), issuer.GetName())
+	}
+	dnsNames, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	if !slices.Contains(dnsNames, "wrapup-webhook-service."+framework.ControllerNamespace+".svc") {
+		t.Errorf("the Certificate is for %v, not the webhook Service", dnsNames)
+	}
+	secret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	d := &appsv1.Deployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(deploy.Object, d); err != nil {
+		t.Fatal(err)
+	}
+	mounted := ""
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			mounted = v.Secret.SecretName
+		}
+	}
+	if secret != mounted || secret != "wrapup-webhook-server-cert" {
+		t.Errorf("the Certificate writes Secret %q, the Deployment mounts %q", secret, mounted)
+	}
+	if want := cert.GetNamespace() + "/" + cert.GetName(); vwc.GetAnnotations()["cert-manager.io/inject-ca-from"] != want {
+		t.Errorf("the webhook configuration's CA comes from %q, want %s", vwc.GetAnnotations()["cert-manager.io/inject-ca-from"], want)
+	}
+	args := d.Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--webhook-cert-management=external") || slices.Contains(args, "--webhook-cert-management=self") {
+		t.Errorf("the manager's args %v: want --webhook-cert-management=external only", args)
+	}
+	for _, o := range others {
+		if o == "Secret wrapup-webhook-server-cert" || o == "Role wrapup-webhook-certs" {
+			t.Errorf("config/certmanager ships %s, which cert-manager makes or the manager no longer needs", o)
+		}
+	}
+}
