@@ -478,6 +478,9 @@ func (r *AppWrapperReconciler) delete(ctx context.Context, in decision.Input, d 
 	if d.Recorded != nil {
 		triggerToActionSeconds.WithLabelValues(d.Winner).Observe(in.Now.Sub(d.Recorded.FinishedAt).Seconds())
 	}
+	if !d.DueAt.IsZero() {
+		deletionLatenessSeconds.WithLabelValues(d.Winner).Observe(max(0, in.Now.Sub(d.DueAt).Seconds()))
+	}
 	log.Info("Deleted finished AppWrapper", "outcome", d.Outcome)
 	r.emit(aw, d.Events, decision.EventAfterDelete)
 	r.forget(client.ObjectKeyFromObject(aw))

@@ -1,6 +1,9 @@
 package gc
 
 import (
+	"regexp"
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -49,12 +52,69 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
 	}, []string{"rule"})
 
+	deletionLatenessSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "wrapup_deletion_lateness_seconds",
+		Help:    "Time from when an AppWrapper's deletion was due (its trigger finished, plus the TTL and any hold) to the deletion request, by rule: wrapup's own delay.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
+	}, []string{"rule"})
+
 	informersGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "wrapup_trigger_informers",
 		Help: "Informers running for trigger kinds (one per kind in use), by kind; a kind whose informer stopped has no series.",
 	}, []string{"kind"})
+
+	informersSyncedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "wrapup_trigger_informer_synced",
+		Help: "1 once a trigger kind's informer has listed its objects, 0 until then (a list that is refused or keeps failing stays 0), by kind.",
+	}, []string{"kind"})
+
+	ruleReadyGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "wrapup_rule_ready",
+		Help: "1 if a CompletionRule is Ready, 0 if not (its status says why), by rule; the leader serves it.",
+	}, []string{"rule"})
 )
 
-func init() {
-	metrics.Registry.MustRegister(outcomesTotal, actionsTotal, historyWrittenTotal, historyWriteFailuresTotal, historyExpiredTotal, evaluationErrorsTotal, evaluationSeconds, triggerToActionSeconds, informersGauge)
+// collectors are wrapup's metrics.
+var collectors = []prometheus.Collector{
+	outcomesTotal, actionsTotal, historyWrittenTotal, historyWriteFailuresTotal, historyExpiredTotal, evaluationErrorsTotal,
+	evaluationSeconds, triggerToActionSeconds, deletionLatenessSeconds, informersGauge, informersSyncedGauge, ruleReadyGauge,
 }
+
+func init() {
+	metrics.Registry.MustRegister(collectors...)
+}
+
+// ServedMetrics maps the name of every series wrapup's own metrics serve
+// (with a histogram's _bucket, _sum and _count) to its label names: what
+// alerts and dashboards may query. test/install checks config/prometheus
+// and config/grafana against it.
+func ServedMetrics() map[string][]string {
+	out := map[string][]string{}
+	for _, c := range collectors {
+		ch := make(chan *prometheus.Desc, 1)
+		go func() { c.Describe(ch); close(ch) }()
+		for d := range ch {
+			m := descPattern.FindStringSubmatch(d.String())
+			if m == nil {
+				continue
+			}
+			var labels []string
+			if m[2] != "" {
+				labels = strings.Split(m[2], ",")
+			}
+			switch c.(type) {
+			case prometheus.Histogram, *prometheus.HistogramVec:
+				out[m[1]+"_bucket"] = append(append([]string(nil), labels...), "le")
+				out[m[1]+"_sum"] = labels
+				out[m[1]+"_count"] = labels
+			default:
+				out[m[1]] = labels
+			}
+		}
+	}
+	return out
+}
+
+// descPattern reads the name and variable labels of a prometheus.Desc's
+// String(), which is the only place the library gives them.
+var descPattern = regexp.MustCompile(`^Desc\{fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)

@@ -247,6 +247,11 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	prev := apimeta.FindStatusCondition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady)
 	changed := prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason || prev.Message != cond.Message
 	apimeta.SetStatusCondition(&rule.Status.Conditions, cond)
+	ready := 0.0
+	if cond.Status == metav1.ConditionTrue {
+		ready = 1
+	}
+	ruleReadyGauge.WithLabelValues(rule.Name).Set(ready)
 	if cond.Status == metav1.ConditionTrue {
 		rule.Status.ObservedGeneration = rule.Generation
 	}
@@ -375,4 +380,5 @@ func (r *RuleReconciler) forget(name string) {
 		r.Policies.Forget(uid.(types.UID))
 	}
 	r.Watches.Release(ruleOwner(name))
+	ruleReadyGauge.DeleteLabelValues(name)
 }

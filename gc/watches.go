@@ -129,6 +129,7 @@ func (w *Watches) Start(ctx context.Context) error {
 		inf.stop()
 		delete(w.informers, gk)
 		informersGauge.DeleteLabelValues(gk.String())
+		informersSyncedGauge.DeleteLabelValues(gk.String())
 	}
 	return nil
 }
@@ -270,6 +271,7 @@ func (w *Watches) stopLocked(gk schema.GroupKind, inf *kindInformer) {
 	inf.stop()
 	delete(w.informers, gk)
 	informersGauge.DeleteLabelValues(gk.String())
+	informersSyncedGauge.DeleteLabelValues(gk.String())
 }
 
 // Kinds lists the kinds with a running informer, sorted.
@@ -416,6 +418,7 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 	go informer.RunWithContext(ctx)
 	go w.announceSync(ctx, gk, inf)
 	informersGauge.WithLabelValues(gk.String()).Set(1)
+	informersSyncedGauge.WithLabelValues(gk.String()).Set(0)
 	logf.FromContext(w.ctx).Info("Watching trigger kind", "kind", gk.String(), "resource", mapping.Resource.String(), "fields", keep.String())
 	return nil
 }
@@ -434,6 +437,7 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 		w.mu.Unlock()
 		return
 	}
+	informersSyncedGauge.WithLabelValues(gk.String()).Set(1)
 	inf.forbidden = nil
 	keys := make([]types.NamespacedName, 0, len(w.waiters[gk]))
 	for k := range w.waiters[gk] {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -130,9 +131,11 @@ func TestWatchesAnnounceTheFirstList(t *testing.T) {
 	waiter := types.NamespacedName{Namespace: "ns", Name: "run"}
 	b.w.Wait(jobGK, waiter)
 	g.Consistently(b.w.Events(), 200*time.Millisecond).ShouldNot(gomega.Receive())
+	g.Expect(testutil.ToFloat64(informersSyncedGauge.WithLabelValues("Job.batch"))).To(gomega.BeZero(), "wrapup_trigger_informer_synced before the first list")
 	close(release)
 	g.Eventually(b.w.Events(), 5*time.Second).Should(gomega.Receive(gomega.HaveField("Object.GetName()", "run")))
 	g.Expect(b.w.Kind(jobGK).State).To(gomega.Equal(decision.KindWatched))
+	g.Expect(testutil.ToFloat64(informersSyncedGauge.WithLabelValues("Job.batch"))).To(gomega.Equal(1.0), "wrapup_trigger_informer_synced after the first list")
 }
 
 // A kind wrapup may not list is not watchable: its owners are told, and
@@ -149,6 +152,7 @@ func TestWatchesForbiddenKind(t *testing.T) {
 	g.Expect(b.w.Kind(jobGK).Message).To(gomega.ContainSubstring("forbidden"))
 	g.Eventually(b.w.Events(), 5*time.Second).Should(gomega.Receive(gomega.HaveField("Object.GetName()", "run")))
 	g.Expect(b.w.UnwatchableClaims(func(types.NamespacedName) bool { return true })).To(gomega.ConsistOf(gomega.ContainSubstring("ns/run: Job.batch")))
+	g.Expect(testutil.ToFloat64(informersSyncedGauge.WithLabelValues("Job.batch"))).To(gomega.BeZero(), "wrapup_trigger_informer_synced of a kind it may not list")
 }
 
 // A slow discovery request (Ensure of a kind) holds up no reader of the

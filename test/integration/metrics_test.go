@@ -52,6 +52,10 @@ var _ = Describe("Metrics", func() {
 			NamespaceLabels(map[string]string{nsLabel: ns.Name}).Obj()
 		Expect(k8sClient.Create(ctx, rule)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, rule))).To(Succeed()) })
+		// A rule that does not compile, selecting nothing.
+		broken := util.MakeRule(ns.Name+"-broken").TriggerKind("batch", "Job", "").Success("undeclared == 1").
+			NamespaceLabels(map[string]string{nsLabel: ns.Name + "-none"}).Obj()
+		Expect(k8sClient.Create(ctx, broken)).To(Succeed())
 		aw := util.MakeAppWrapper("measured", ns.Name).Component(util.MakeJob("measured-job").Obj(), nil).Obj()
 		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
 		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
@@ -75,10 +79,25 @@ var _ = Describe("Metrics", func() {
 				`wrapup_trigger_informers{kind="Job.batch"} 1`,
 				`wrapup_evaluation_duration_seconds_count`,
 				fmt.Sprintf(`wrapup_trigger_to_action_seconds_count{rule=%q} 1`, rule.Name),
+				fmt.Sprintf(`wrapup_deletion_lateness_seconds_count{rule=%q} 1`, rule.Name),
+				`wrapup_trigger_informer_synced{kind="Job.batch"} 1`,
+				fmt.Sprintf(`wrapup_rule_ready{rule=%q} 1`, rule.Name),
+				fmt.Sprintf(`wrapup_rule_ready{rule=%q} 0`, broken.Name),
 			} {
 				g.Expect(text).To(ContainSubstring(want))
 			}
 			g.Expect(strings.Contains(text, "controller_runtime_reconcile_total")).To(BeTrue())
+		}, util.Timeout, util.Interval).Should(Succeed())
+
+		By("dropping a deleted rule's series")
+		Expect(k8sClient.Delete(ctx, broken)).To(Succeed())
+		Eventually(func(g Gomega) {
+			resp, err := http.Get("http://" + addr + "/metrics")
+			g.Expect(err).NotTo(HaveOccurred())
+			defer func() { _ = resp.Body.Close() }()
+			body, err := io.ReadAll(resp.Body)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(body)).NotTo(ContainSubstring(fmt.Sprintf(`wrapup_rule_ready{rule=%q}`, broken.Name)))
 		}, util.Timeout, util.Interval).Should(Succeed())
 	})
 })
