@@ -263,9 +263,14 @@ func TestServiceMonitor(t *testing.T) {
 	if svc == nil {
 		t.Fatal("the install has no metrics Service")
 	}
-	mons := render(t, "prometheus")
-	if len(mons) != 1 || mons[0].GetKind() != "ServiceMonitor" {
-		t.Fatalf("config/prometheus renders %d objects, want one ServiceMonitor", len(mons))
+	var mons []*unstructured.Unstructured
+	for _, o := range render(t, "prometheus") {
+		if o.GetKind() == "ServiceMonitor" {
+			mons = append(mons, o)
+		}
+	}
+	if len(mons) != 1 {
+		t.Fatalf("config/prometheus renders %d ServiceMonitors, want one", len(mons))
 	}
 	mon := mons[0]
 	if mon.GetNamespace() != svc.GetNamespace() {
