@@ -29,6 +29,18 @@ manifests: controller-gen ## Generate the CRD, RBAC and webhook manifests under 
 	$(CONTROLLER_GEN) rbac:roleName=wrapup-manager-role crd webhook paths="./api/..." paths="./gc/..." paths="./cmd/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+	$(MAKE) chart-files
+
+# The chart (charts/wrapup) ships copies of what config/ generates or holds,
+# so that both installs say the same; make verify fails if they differ.
+CHART := charts/wrapup
+.PHONY: chart-files
+chart-files: ## Copy the CRDs, the manager's ClusterRole, the default rule, the alerts and the dashboard into the chart.
+	mkdir -p $(CHART)/crds $(CHART)/files
+	rm -f $(CHART)/crds/*.yaml
+	cp config/crd/bases/*.yaml $(CHART)/crds/
+	cp config/rbac/role.yaml $(CHART)/files/manager-role.yaml
+	cp config/rules/annotated-triggers.yaml config/prometheus/alerts.yaml config/grafana/dashboard.json $(CHART)/files/
 
 .PHONY: generate
 generate: controller-gen ## Generate deepcopy code for the API types.
@@ -47,7 +59,7 @@ verify: fmt generate manifests schemas vet ## Regenerate everything; fail if any
 	@if ! git diff --quiet --exit-code -- . ; then \
 		echo "verify: generated or formatted files are stale; run 'make generate manifests fmt' and commit:"; \
 		git --no-pager diff --stat -- . ; exit 1; fi
-	@untracked="$$(git ls-files --others --exclude-standard -- api config celpolicies/schemas)"; \
+	@untracked="$$(git ls-files --others --exclude-standard -- api config celpolicies/schemas charts)"; \
 	if [ -n "$$untracked" ]; then echo "verify: untracked generated files:"; echo "$$untracked"; exit 1; fi
 
 .PHONY: controlplane

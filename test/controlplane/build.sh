@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, kube-controller-manager, kubectl and etcd from the Go module
-# proxy and caches them outside the work tree, keyed by version, so that a
-# fresh clone (CI) and every later run reuse them. Prints the folder that
+# proxy, and helm (in its own module, test/tools/helm), and caches them outside the
+# work tree, keyed by version, so that a fresh clone (CI) and every later run reuse
+# them. Prints the folder that
 # holds the binaries (the value for KUBEBUILDER_ASSETS) on stdout; progress
 # goes to stderr.
 #
@@ -46,5 +47,21 @@ build etcd go.etcd.io/etcd/server/v3 "-s -w"
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ldflags"
 build kubectl k8s.io/kubernetes/cmd/kubectl "$k8s_ldflags"
+
+# helm, for the chart's tests: its Kubernetes libraries are newer than the
+# project's, so it is built in a module of its own, and cached beside the
+# others under its own version.
+helm_version="$(awk '{for (i = 1; i < NF; i++) if ($i == "helm.sh/helm/v4") {print $(i+1); exit}}' ../tools/helm/go.mod)"
+if [[ -x "${out}/helm" && "$(cat "${out}/.helm.version" 2>/dev/null)" == "$helm_version" ]]; then
+	echo "controlplane: helm ${helm_version} cached in ${out}" >&2
+else
+	echo "controlplane: building helm ${helm_version} (test/tools/helm)" >&2
+	start=$SECONDS
+	(cd ../tools/helm && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=${helm_version}" \
+		-o "${out}/.helm.tmp" helm.sh/helm/v4/cmd/helm)
+	mv -f "${out}/.helm.tmp" "${out}/helm"
+	echo "$helm_version" > "${out}/.helm.version"
+	echo "controlplane: built helm in $((SECONDS - start))s" >&2
+fi
 
 echo "$out"
