@@ -423,4 +423,3 @@ func withoutSelector(spec any) any {
 	}
 	return out
 }
-
