@@ -125,16 +125,23 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 PLUGIN_LDFLAGS = -s -w -X main.version=$(VERSION)
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 RELEASE_URL ?= https://github.com/wrapup-dev/wrapup/releases/download
+RELEASE_IMAGE ?= ghcr.io/wrapup-dev/wrapup
 
 .PHONY: build-plugin
 build-plugin: ## Build the kubectl plugin (kubectl wrapup ...) into bin/.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(PLUGIN_LDFLAGS)" -o $(LOCALBIN)/kubectl-wrapup ./cmd/kubectl-wrapup
 
 .PHONY: release
-release: ## Build the plugin for every platform into dist/ (tarballs, sha256 sums) and its krew manifest.
+release: ## Write dist/: install.yaml and rules.yaml (image RELEASE_IMAGE:VERSION), the packaged chart, the plugin for every platform (tarballs, sha256 sums) and its krew manifest.
 	@case "$(VERSION)" in v[0-9]*) ;; *) echo "release: VERSION=$(VERSION) is not a release version (v1.2.3)"; exit 2;; esac
-	@case "$(VERSION)$(RELEASE_URL)" in *[\|\&]*) echo "release: VERSION and RELEASE_URL may not hold | or &"; exit 2;; esac
+	@case "$(VERSION)$(RELEASE_URL)$(RELEASE_IMAGE)" in *[\|\&]*) echo "release: VERSION, RELEASE_URL and RELEASE_IMAGE may not hold | or &"; exit 2;; esac
 	rm -rf dist && mkdir -p dist
+	assets="$$($(CONTROLPLANE_BUILD))" && \
+	"$$assets/kubectl" kustomize config/default > dist/.install.yaml && \
+	grep -q 'image: ghcr.io/wrapup-dev/wrapup:latest' dist/.install.yaml && \
+	sed 's|image: ghcr.io/wrapup-dev/wrapup:latest|image: $(RELEASE_IMAGE):$(VERSION)|' dist/.install.yaml > dist/install.yaml && rm dist/.install.yaml && \
+	"$$assets/kubectl" kustomize config/rules > dist/rules.yaml && \
+	"$$assets/helm" package charts/wrapup --version $(VERSION:v%=%) --app-version $(VERSION) --destination dist >/dev/null
 	for p in $(RELEASE_PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; d=dist/kubectl-wrapup_$(VERSION)_$${os}_$${arch}; mkdir -p $$d; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "$(PLUGIN_LDFLAGS)" -o $$d/kubectl-wrapup ./cmd/kubectl-wrapup; \
@@ -145,7 +152,8 @@ release: ## Build the plugin for every platform into dist/ (tarballs, sha256 sum
 		$$(for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
 			echo "-e s|SHA256_$${os}_$${arch}|$$(sha256sum dist/kubectl-wrapup_$(VERSION)_$${os}_$${arch}.tar.gz | cut -d' ' -f1)|"; done) \
 		.krew.yaml | grep -v '^#' > dist/wrapup.yaml
-	@echo "release: dist/ holds $$(ls dist/*.tar.gz | wc -l) archives, sha256sums.txt and the krew manifest wrapup.yaml"
+	cd dist && sha256sum install.yaml rules.yaml wrapup-$(VERSION:v%=%).tgz >> sha256sums.txt
+	@echo "release: dist/ holds install.yaml, rules.yaml, the chart wrapup-$(VERSION:v%=%).tgz, $$(ls dist/kubectl-wrapup_*.tar.gz | wc -l) plugin archives, sha256sums.txt and the krew manifest wrapup.yaml"
 
 .PHONY: docker-build
 docker-build: ## Build the controller image IMG (needs a Docker engine).
