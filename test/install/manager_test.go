@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -213,6 +214,15 @@ func TestManagerBinary(t *testing.T) {
 		}
 	}
 
+	// For docs/install.md's sizing: the process's resident memory with
+	// nothing to track (measured, not asserted).
+	if status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "status")); err == nil {
+		for _, l := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(l, "VmRSS:") {
+				t.Logf("manager resident memory after a completion: %s", strings.TrimSpace(strings.TrimPrefix(l, "VmRSS:")))
+			}
+		}
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
