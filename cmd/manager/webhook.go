@@ -10,6 +10,7 @@ import (
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/wrapup-dev/wrapup/gc"
 )
@@ -89,7 +90,7 @@ func (o *webhookOptions) setup(ctx context.Context, mgr ctrl.Manager, namespace 
 				extra = append(extra, n)
 			}
 		}
-		if err := rotator.AddRotator(mgr, &rotator.CertRotator{
+		if err := rotator.AddRotator(bestEffort{Manager: mgr, log: log}, &rotator.CertRotator{
 			SecretKey:      types.NamespacedName{Namespace: namespace, Name: o.secret},
 			CertDir:        o.certDir,
 			CAName:         "wrapup-ca",
@@ -122,4 +123,38 @@ func (o *webhookOptions) setup(ctx context.Context, mgr ctrl.Manager, namespace 
 		close(ready)
 	}()
 	return ready, nil
+}
+
+// bestEffort adds cert-controller's rotator to the manager so that its
+// failure (its Secret missing or unreadable, the certificate never mounted,
+// the CA never injected) stops only the webhook, not the manager: the
+// controllers go on finishing AppWrappers, the replica stays not Ready and
+// says why, and rules are admitted unchecked meanwhile (failurePolicy
+// Ignore). cert-controller would otherwise return the error from its
+// runnable, and the manager would exit and restart in a loop.
+type bestEffort struct {
+	manager.Manager
+	log logr.Logger
+}
+
+func (m bestEffort) Add(r manager.Runnable) error {
+	if cr, ok := r.(*rotator.CertRotator); ok {
+		return m.Manager.Add(softRotator{CertRotator: cr, log: m.log})
+	}
+	return m.Manager.Add(r)
+}
+
+// softRotator runs the rotator and logs its failure instead of returning it.
+type softRotator struct {
+	*rotator.CertRotator
+	log logr.Logger
+}
+
+func (s softRotator) Start(ctx context.Context) error {
+	if err := s.CertRotator.Start(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error(err, "The webhook's certificate failed: the webhook stays off and this replica not Ready until the manager restarts; "+
+			"the controllers go on, and rules are admitted unchecked (failurePolicy Ignore). Check the Secret "+s.SecretKey.String()+
+			", the webhook configuration and the Role wrapup-webhook-certs")
+	}
+	return nil
 }

@@ -32,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,70 +68,8 @@ func TestManagerBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What a pod has: the install's Namespace and RBAC, and a kubeconfig
-	// holding only a token of the controller's ServiceAccount.
-	objs := render(t)
-	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
-		return cmpBool(b.GetKind() == "Namespace", a.GetKind() == "Namespace")
-	})
-	probes := freePort(t)
-	metrics := freePort(t)
-	webhookPort := freePort(t)
-	var args []string
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "Deployment":
-			args = containerArgs(t, o)
-			continue
-		case "CustomResourceDefinition", "PodDisruptionBudget", "Service":
-			continue
-		case "ValidatingWebhookConfiguration":
-			// The API server reaches the webhook at the process's port,
-			// as it would reach the Service in a cluster.
-			reachByURL(t, o, "https://localhost:"+portOf(webhookPort))
-		}
-		if err := c.Create(context.Background(), o); err != nil {
-			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-	}
-	if len(args) == 0 {
-		t.Fatal("no Deployment with the manager's args in config/default")
-	}
-	kubeconfig := serviceAccountKubeconfig(t, cfg, framework.ControllerNamespace, framework.ControllerServiceAccount)
-	bin := filepath.Join(t.TempDir(), "manager")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
-	build.Dir = framework.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building cmd/manager: %v\n%s", err, out)
-	}
-	certDir := t.TempDir()
-	// The Deployment's flags, then what differs in a process beside others:
-	// the namespace a pod would give, ports of its own, and the name the
-	// API server reaches its webhook by.
-	args = append(args, "--kubeconfig", kubeconfig, "--namespace="+framework.ControllerNamespace,
-		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes,
-		"--webhook-port="+portOf(webhookPort), "--webhook-cert-dir="+certDir, "--webhook-extra-dns-names=localhost")
-	cmd := exec.Command(bin, args...)
-	// The manager dies with the test, even one killed by its timeout.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	logs := &lines{}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go logs.read(out)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("manager log:\n%s", logs.String())
-		}
-	})
+	m := startManager(t, cfg, c, nil)
+	cmd, logs, done, probes, metrics, certDir := m.cmd, m.logs, m.done, m.probes, m.metrics, m.certDir
 
 	logs.await(t, "Waiting for the AppWrapper CRD: install the AppWrapper controller")
 	// Alive and not ready while it waits, so that the kubelet does not
@@ -141,17 +80,7 @@ func TestManagerBinary(t *testing.T) {
 	if code := get(t, "http://"+probes+"/readyz"); code != http.StatusServiceUnavailable {
 		t.Errorf("GET /readyz while waiting: %d, want 503", code)
 	}
-	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/project-codeflare/appwrapper").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// wrapup's CRDs first: once the AppWrapper CRD is served the manager
-	// starts, and without the CompletionRecord CRD it would keep no history.
-	for _, p := range []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases"), filepath.Join(strings.TrimSpace(string(mod)), "config", "crd", "bases")} {
-		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{p}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	installCRDs(t, cfg)
 	// The kubelet's part: it projects the webhook's Secret, once the
 	// manager has written the certificate, into the container's folder.
 	go projectSecret(t, c, types.NamespacedName{Namespace: framework.ControllerNamespace, Name: "wrapup-webhook-server-cert"}, certDir)
@@ -239,6 +168,154 @@ func TestManagerBinary(t *testing.T) {
 	}
 	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
 		t.Errorf("the Lease is still held by %s after the manager exited", *lease.Spec.HolderIdentity)
+	}
+}
+
+// managerProcess is cmd/manager running as a process.
+type managerProcess struct {
+	cmd                      *exec.Cmd
+	logs                     *lines
+	done                     chan error
+	probes, metrics, certDir string
+}
+
+// startManager starts cmd/manager as it runs in a pod: the install's
+// Namespace and RBAC (and its other objects, but what omit names, such as
+// "Secret wrapup-webhook-server-cert"), a kubeconfig holding only a token of
+// the controller's ServiceAccount, and the Deployment's flags.
+func startManager(t *testing.T, cfg *rest.Config, c client.Client, omit []string) *managerProcess {
+	t.Helper()
+	objs := render(t)
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
+		return cmpBool(b.GetKind() == "Namespace", a.GetKind() == "Namespace")
+	})
+	m := &managerProcess{probes: freePort(t), metrics: freePort(t), certDir: t.TempDir(), logs: &lines{}, done: make(chan error, 1)}
+	webhookPort := freePort(t)
+	var args []string
+	for _, o := range objs {
+		if slices.Contains(omit, o.GetKind()+" "+o.GetName()) {
+			continue
+		}
+		switch o.GetKind() {
+		case "Deployment":
+			args = containerArgs(t, o)
+			continue
+		case "CustomResourceDefinition", "PodDisruptionBudget", "Service":
+			continue
+		case "ValidatingWebhookConfiguration":
+			// The API server reaches the webhook at the process's port,
+			// as it would reach the Service in a cluster.
+			reachByURL(t, o, "https://localhost:"+portOf(webhookPort))
+		}
+		if err := c.Create(context.Background(), o); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	if len(args) == 0 {
+		t.Fatal("no Deployment with the manager's args in config/default")
+	}
+	kubeconfig := serviceAccountKubeconfig(t, cfg, framework.ControllerNamespace, framework.ControllerServiceAccount)
+	// go test caches a result by the files the test reads: reading the
+	// binary's own sources (the packages it shares with this test are
+	// imported) makes a change to them run the test again.
+	sources, err := filepath.Glob(filepath.Join(framework.RepoRoot(), "cmd", "manager", "*.go"))
+	if err != nil || len(sources) == 0 {
+		t.Fatalf("cmd/manager's sources: %v", err)
+	}
+	for _, f := range sources {
+		if _, err := os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "manager")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
+	build.Dir = framework.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building cmd/manager: %v\n%s", err, out)
+	}
+	// The Deployment's flags, then what differs in a process beside others:
+	// the namespace a pod would give, ports of its own, and the name the
+	// API server reaches its webhook by.
+	args = append(args, "--kubeconfig", kubeconfig, "--namespace="+framework.ControllerNamespace,
+		"--metrics-bind-address="+m.metrics, "--health-probe-bind-address="+m.probes,
+		"--webhook-port="+portOf(webhookPort), "--webhook-cert-dir="+m.certDir, "--webhook-extra-dns-names=localhost")
+	m.cmd = exec.Command(bin, args...)
+	// The manager dies with the test, even one killed by its timeout.
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := m.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.cmd.Stderr = m.cmd.Stdout
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go m.logs.read(out)
+	go func() { m.done <- m.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = m.cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("manager log:\n%s", m.logs.String())
+		}
+	})
+	return m
+}
+
+// installCRDs installs wrapup's CRDs, then the AppWrapper CRD: once that is
+// served the manager starts, and without the CompletionRecord CRD it would
+// keep no history.
+func installCRDs(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/project-codeflare/appwrapper").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases"), filepath.Join(strings.TrimSpace(string(mod)), "config", "crd", "bases")} {
+		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{p}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestManagerWithoutItsWebhookSecret: with the webhook's Secret missing,
+// the certificate cannot be made. The manager says so and stays not Ready,
+// but keeps running, and its controllers work (a rule is reported Ready):
+// the webhook's failure never stops wrapup from finishing AppWrappers.
+func TestManagerWithoutItsWebhookSecret(t *testing.T) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Skip("needs the local control plane (KUBEBUILDER_ASSETS, as make test sets it)")
+	}
+	cfg, _ := freshAPIServer(t, assets)
+	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := startManager(t, cfg, c, []string{"Secret wrapup-webhook-server-cert"})
+	installCRDs(t, cfg)
+	m.logs.await(t, "The webhook's certificate failed")
+	m.logs.await(t, "Successfully acquired lease")
+	rule := util.MakeRule("works").TriggerKind("batch", "Job", "").DryRun().Obj()
+	if err := c.Create(context.Background(), rule); err != nil {
+		t.Fatal(err)
+	}
+	gomega.NewWithT(t).Eventually(func() bool {
+		got := &wrapupv1alpha1.CompletionRule{}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(rule), got); err != nil {
+			return false
+		}
+		return apimeta.IsStatusConditionTrue(got.Status.Conditions, wrapupv1alpha1.ConditionReady)
+	}, util.LongTimeout, util.Interval).Should(gomega.BeTrue(), "the rule controller did not report the rule Ready")
+	select {
+	case err := <-m.done:
+		t.Fatalf("the manager exited (%v) because its webhook's certificate failed", err)
+	default:
+	}
+	if code := get(t, "http://"+m.probes+"/readyz"); code < 400 {
+		t.Errorf("GET /readyz without a webhook certificate: %d, want a failure (not Ready)", code)
+	}
+	if code := get(t, "http://"+m.probes+"/healthz"); code != http.StatusOK {
+		t.Errorf("GET /healthz without a webhook certificate: %d, want 200 (alive: a restart would not help)", code)
 	}
 }
 
