@@ -118,7 +118,7 @@ IMG ?= ghcr.io/wrapup-dev/wrapup:latest
 
 .PHONY: run
 run: manifests ## Run the controller against the cluster of the current kubeconfig.
-	go run ./cmd/manager --leader-elect=false
+	go run ./cmd/manager --leader-elect=false --enable-webhook=false
 
 # The release the binaries say they are (kubectl wrapup version).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)

@@ -4,11 +4,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -66,7 +72,7 @@ func (o *webhookOptions) check(namespace string) error {
 	switch o.certs {
 	case certsSelf:
 		if namespace == "" {
-			return fmt.Errorf("outside a pod, --webhook-cert-management=%s needs --namespace (or --enable-webhook=false)", certsSelf)
+			return fmt.Errorf("outside a pod, --webhook-cert-management=%s needs --namespace, where its Secret is; for a process on your machine, --enable-webhook=false", certsSelf)
 		}
 	case certsExternal:
 	default:
@@ -90,8 +96,9 @@ func (o *webhookOptions) setup(ctx context.Context, mgr ctrl.Manager, namespace 
 				extra = append(extra, n)
 			}
 		}
-		if err := rotator.AddRotator(bestEffort{Manager: mgr, log: log}, &rotator.CertRotator{
-			SecretKey:      types.NamespacedName{Namespace: namespace, Name: o.secret},
+		key := types.NamespacedName{Namespace: namespace, Name: o.secret}
+		if err := rotator.AddRotator(bestEffort{Manager: mgr, secret: key, log: log}, &rotator.CertRotator{
+			SecretKey:      key,
 			CertDir:        o.certDir,
 			CAName:         "wrapup-ca",
 			CAOrganization: "wrapup",
@@ -105,7 +112,9 @@ func (o *webhookOptions) setup(ctx context.Context, mgr ctrl.Manager, namespace 
 			return nil, fmt.Errorf("managing the webhook's certificate: %w", err)
 		}
 	} else {
-		close(certs)
+		// Another component mounts the certificate: wait for it, as the
+		// webhook server reads it when it starts.
+		go o.awaitCertFiles(ctx, certs, log)
 	}
 	go func() {
 		select {
@@ -132,10 +141,36 @@ func (o *webhookOptions) setup(ctx context.Context, mgr ctrl.Manager, namespace 
 // says why, and rules are admitted unchecked meanwhile (failurePolicy
 // Ignore). cert-controller would otherwise return the error from its
 // runnable, and the manager would exit and restart in a loop.
+//
+// Its config also narrows what the rotator's cache lists and watches to the
+// one Secret (a field selector on its name), so that wrapup may read that
+// Secret only, not every Secret of its namespace.
 type bestEffort struct {
 	manager.Manager
-	log logr.Logger
+	secret types.NamespacedName
+	log    logr.Logger
 }
+
+func (m bestEffort) GetConfig() *rest.Config {
+	cfg := rest.CopyConfig(m.Manager.GetConfig())
+	secrets := "/api/v1/namespaces/" + m.secret.Namespace + "/secrets"
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet && req.URL.Path == secrets {
+				req = req.Clone(req.Context())
+				q := req.URL.Query()
+				q.Set("fieldSelector", "metadata.name="+m.secret.Name)
+				req.URL.RawQuery = q.Encode()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return cfg
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 func (m bestEffort) Add(r manager.Runnable) error {
 	if cr, ok := r.(*rotator.CertRotator); ok {
@@ -157,4 +192,28 @@ func (s softRotator) Start(ctx context.Context) error {
 			", the webhook configuration and the Role wrapup-webhook-certs")
 	}
 	return nil
+}
+
+// awaitCertFiles closes certs once tls.crt and tls.key are in the cert
+// folder (--webhook-cert-management=external: cert-manager's Secret,
+// projected by the kubelet). Until then the webhook is off, the replica is
+// not Ready, and it says so every minute; the controllers run meanwhile.
+func (o *webhookOptions) awaitCertFiles(ctx context.Context, certs chan<- struct{}, log logr.Logger) {
+	files := []string{filepath.Join(o.certDir, "tls.crt"), filepath.Join(o.certDir, "tls.key")}
+	last := time.Time{}
+	err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(context.Context) (bool, error) {
+		for _, f := range files {
+			if _, err := os.Stat(f); err != nil {
+				if time.Since(last) >= time.Minute {
+					log.Info("Waiting for the webhook's certificate (another component writes it)", "file", f, "err", err.Error())
+					last = time.Now()
+				}
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err == nil {
+		close(certs)
+	}
 }

@@ -296,7 +296,7 @@ func TestServiceMonitor(t *testing.T) {
 // TestWebhookWiring checks that the webhook's parts agree by name: the
 // Service reaches the container's webhook port; the certificate's Secret is
 // the one the Deployment mounts, the manager's default and the only Secret
-// it may update; the configuration is the one its CA goes into and the only
+// it may read or update; the configuration is the one its CA goes into and the only
 // one it may update. Every name the manager uses is its flag's default, so
 // the Deployment's args need none of them.
 func TestWebhookWiring(t *testing.T) {
@@ -372,10 +372,10 @@ func TestWebhookWiring(t *testing.T) {
 	if mounted != secret {
 		t.Errorf("the cert folder mounts Secret %q, want %s", mounted, secret)
 	}
-	updates := func(rules []rbacv1.PolicyRule, resource string) []string {
+	granted := func(rules []rbacv1.PolicyRule, resource, verb string) []string {
 		var names []string
 		for _, r := range rules {
-			if slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, "update") {
+			if slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
 				if len(r.ResourceNames) == 0 {
 					names = append(names, "*")
 				}
@@ -384,10 +384,12 @@ func TestWebhookWiring(t *testing.T) {
 		}
 		return names
 	}
-	if got := updates(roles[framework.ControllerNamespace+"/wrapup-webhook-certs"], "secrets"); !slices.Equal(got, []string{secret}) {
-		t.Errorf("the manager may update Secrets %v, want only %s", got, secret)
+	for _, verb := range []string{"get", "list", "watch", "update"} {
+		if got := granted(roles[framework.ControllerNamespace+"/wrapup-webhook-certs"], "secrets", verb); !slices.Equal(got, []string{secret}) {
+			t.Errorf("the manager may %s Secrets %v, want only %s", verb, got, secret)
+		}
 	}
-	if got := updates(roles["wrapup-manager-role"], "validatingwebhookconfigurations"); !slices.Equal(got, []string{configuration}) {
+	if got := granted(roles["wrapup-manager-role"], "validatingwebhookconfigurations", "update"); !slices.Equal(got, []string{configuration}) {
 		t.Errorf("the manager may update ValidatingWebhookConfigurations %v, want only %s", got, configuration)
 	}
 }

@@ -5,9 +5,16 @@ package install
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -183,7 +190,7 @@ type managerProcess struct {
 // Namespace and RBAC (and its other objects, but what omit names, such as
 // "Secret wrapup-webhook-server-cert"), a kubeconfig holding only a token of
 // the controller's ServiceAccount, and the Deployment's flags.
-func startManager(t *testing.T, cfg *rest.Config, c client.Client, omit []string) *managerProcess {
+func startManager(t *testing.T, cfg *rest.Config, c client.Client, omit []string, extraArgs ...string) *managerProcess {
 	t.Helper()
 	objs := render(t)
 	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
@@ -239,7 +246,7 @@ func startManager(t *testing.T, cfg *rest.Config, c client.Client, omit []string
 	args = append(args, "--kubeconfig", kubeconfig, "--namespace="+framework.ControllerNamespace,
 		"--metrics-bind-address="+m.metrics, "--health-probe-bind-address="+m.probes,
 		"--webhook-port="+portOf(webhookPort), "--webhook-cert-dir="+m.certDir, "--webhook-extra-dns-names=localhost")
-	m.cmd = exec.Command(bin, args...)
+	m.cmd = exec.Command(bin, append(args, extraArgs...)...)
 	// The manager dies with the test, even one killed by its timeout.
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := m.cmd.StdoutPipe()
@@ -316,6 +323,71 @@ func TestManagerWithoutItsWebhookSecret(t *testing.T) {
 	}
 	if code := get(t, "http://"+m.probes+"/healthz"); code != http.StatusOK {
 		t.Errorf("GET /healthz without a webhook certificate: %d, want 200 (alive: a restart would not help)", code)
+	}
+}
+
+// TestManagerWithExternalCertificates: with --webhook-cert-management=
+// external (cert-manager's variant), the manager runs its controllers and
+// waits, not Ready, for the certificate another component mounts; once it
+// is there, the webhook serves and the replica is Ready.
+func TestManagerWithExternalCertificates(t *testing.T) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Skip("needs the local control plane (KUBEBUILDER_ASSETS, as make test sets it)")
+	}
+	cfg, _ := freshAPIServer(t, assets)
+	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := startManager(t, cfg, c, []string{"Secret wrapup-webhook-server-cert", "Role wrapup-webhook-certs", "RoleBinding wrapup-webhook-certs"},
+		"--webhook-cert-management=external")
+	installCRDs(t, cfg)
+	m.logs.await(t, "Waiting for the webhook's certificate (another component writes it)")
+	m.logs.await(t, "Successfully acquired lease")
+	if code := get(t, "http://"+m.probes+"/readyz"); code < 400 {
+		t.Errorf("GET /readyz before the certificate is mounted: %d, want a failure (not Ready)", code)
+	}
+	writeServingCert(t, m.certDir, "localhost")
+	m.logs.await(t, "Serving the webhook")
+	gomega.NewWithT(t).Eventually(func() int { return get(t, "http://"+m.probes+"/readyz") }, util.LongTimeout, util.Interval).
+		Should(gomega.Equal(http.StatusOK), "GET /readyz once the certificate is mounted")
+	select {
+	case err := <-m.done:
+		t.Fatalf("the manager exited: %v", err)
+	default:
+	}
+}
+
+// writeServingCert writes a self-signed tls.crt and tls.key for host into
+// dir, as cert-manager's Secret projected by the kubelet would be.
+func writeServingCert(t *testing.T, dir, host string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, block := range map[string]*pem.Block{"tls.key": {Type: "EC PRIVATE KEY", Bytes: keyDER}, "tls.crt": {Type: "CERTIFICATE", Bytes: der}} {
+		tmp := filepath.Join(dir, "."+name)
+		if err := os.WriteFile(tmp, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
