@@ -54,7 +54,7 @@ var (
 
 	deletionLatenessSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "wrapup_deletion_lateness_seconds",
-		Help:    "Time from when an AppWrapper's deletion was due (its trigger finished, plus the TTL and any hold) to the deletion request, by rule: wrapup's own delay.",
+		Help:    "Time from when an AppWrapper's deletion was due (wrapup recorded its outcome, plus the TTL and any hold) to the deletion request, by rule: wrapup's own delay after the record.",
 		Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
 	}, []string{"rule"})
 
@@ -65,7 +65,7 @@ var (
 
 	informersSyncedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "wrapup_trigger_informer_synced",
-		Help: "1 once a trigger kind's informer has listed its objects, 0 until then (a list that is refused or keeps failing stays 0), by kind.",
+		Help: "1 once a trigger kind's informer has listed its objects, 0 until its first list succeeds (a list that is refused or keeps failing stays 0), by kind.",
 	}, []string{"kind"})
 
 	ruleReadyGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -11,9 +11,12 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+	"k8s.io/client-go/util/workqueue"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wrapup-dev/wrapup/gc"
@@ -55,9 +58,10 @@ func TestAlerts(t *testing.T) {
 			}
 		}
 	}
-	// Rule not Ready, evaluation errors, an informer not synced, late
-	// deletions, records not written.
-	for _, want := range []string{"WrapupRuleNotReady", "WrapupEvaluationErrors", "WrapupTriggerInformerNotSynced", "WrapupDeletionLate", "WrapupRecordsNotWritten"} {
+	// wrapup down, a rule not Ready, evaluation errors, an informer not
+	// synced, a backlog before the record, late deletions after it,
+	// records not written.
+	for _, want := range []string{"WrapupDown", "WrapupRuleNotReady", "WrapupEvaluationErrors", "WrapupTriggerInformerNotSynced", "WrapupBacklog", "WrapupDeletionLate", "WrapupRecordsNotWritten"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s (alerts: %v)", want, alerts)
 		}
@@ -129,7 +133,7 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("variable %s: query %v is not label_values(metric, label)", v.Name, q["query"])
 			continue
 		}
-		if labels, ok := gc.ServedMetrics()[m[1]]; !ok || !slices.Contains(labels, m[2]) {
+		if labels, ok := queryable(t)[m[1]]; !ok || !slices.Contains(labels, m[2]) {
 			t.Errorf("variable %s reads label %s of %s, which wrapup does not serve", v.Name, m[2], m[1])
 		}
 	}
@@ -189,7 +193,7 @@ func checkQuery(t *testing.T, where, expr string) []string {
 		t.Errorf("%s: %q does not parse: %v", where, expr, err)
 		return nil
 	}
-	served := gc.ServedMetrics()
+	served := queryable(t)
 	var names []string
 	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
 		vs, ok := n.(*parser.VectorSelector)
@@ -240,5 +244,46 @@ func sortedKeys(m map[string][]string) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// queryable are the series a query may select, with their labels: wrapup's
+// own (gc.ServedMetrics), controller-runtime's work-queue metrics as the
+// manager serves them (read from its registry after one item went through a
+// queue), and Prometheus's up.
+func queryable(t *testing.T) map[string][]string {
+	t.Helper()
+	out := gc.ServedMetrics()
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "wrapup-test-probe"})
+	q.Add("item")
+	item, _ := q.Get()
+	q.Done(item)
+	q.ShutDown()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if !strings.HasPrefix(f.GetName(), "workqueue_") || len(f.GetMetric()) == 0 {
+			continue
+		}
+		var labels []string
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			labels = append(labels, l.GetName())
+		}
+		switch f.GetType() {
+		case dto.MetricType_HISTOGRAM:
+			out[f.GetName()+"_bucket"] = append(append([]string(nil), labels...), "le")
+			out[f.GetName()+"_sum"] = labels
+			out[f.GetName()+"_count"] = labels
+		default:
+			out[f.GetName()] = labels
+		}
+	}
+	if _, ok := out["workqueue_queue_duration_seconds_bucket"]; !ok {
+		t.Fatal("controller-runtime's registry serves no workqueue_queue_duration_seconds")
+	}
+	out["up"] = nil
 	return out
 }
