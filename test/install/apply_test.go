@@ -94,6 +94,17 @@ func TestKubectlApply(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a re-apply keeps the certificate and the CA the controller wrote", func(t *testing.T) {
+		c, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		injectCertificate(t, c)
+		run("apply", "-k", "config/default")
+		checkCertificateKept(t, c, "kubectl apply")
+		run("apply", "--server-side", "-k", "config/default")
+		checkCertificateKept(t, c, "kubectl apply --server-side")
+	})
 	t.Run("server-side, twice, changes nothing the second time", func(t *testing.T) {
 		run("apply", "--server-side", "-k", "config/default")
 		before := versions()

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -370,6 +372,8 @@ func TestHelmChart(t *testing.T) {
 			}
 			return rv
 		}
+		// What the controller writes: the certificate and the CA.
+		injectCertificate(t, c)
 		before := versions()
 		helmRun(t, helm, false, append([]string{"upgrade", "wrapup", "charts/wrapup"}, kc...)...)
 		after := versions()
@@ -378,6 +382,8 @@ func TestHelmChart(t *testing.T) {
 				t.Errorf("%s: resourceVersion %s after an upgrade with the same values, %s before", k, after[k], v)
 			}
 		}
+		helmRun(t, helm, false, append([]string{"upgrade", "wrapup", "charts/wrapup", "--set", "logLevel=debug"}, kc...)...)
+		checkCertificateKept(t, c, "helm upgrade")
 		helmRun(t, helm, false, append([]string{"upgrade", "wrapup", "charts/wrapup", "--set", "replicaCount=3"}, kc...)...)
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "wrapup-controller"}, d); err != nil {
@@ -436,4 +442,52 @@ func withoutSelector(spec any) any {
 		}
 	}
 	return out
+}
+
+// injectCertificate writes what the manager's rotator would: the Secret's
+// certificate and the webhook configuration's caBundle.
+func injectCertificate(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: framework.ControllerNamespace, Name: "wrapup-webhook-server-cert"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Data = map[string][]byte{"tls.crt": []byte("cert"), "tls.key": []byte("key"), "ca.crt": []byte("ca")}
+	if err := c.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "wrapup-validating-webhook-configuration"}, vwc); err != nil {
+		t.Fatal(err)
+	}
+	for i := range vwc.Webhooks {
+		vwc.Webhooks[i].ClientConfig.CABundle = []byte("ca")
+	}
+	if err := c.Update(ctx, vwc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkCertificateKept checks that after what re-applied the install, the
+// certificate and the CA the manager wrote are still there.
+func checkCertificateKept(t *testing.T, c client.Client, what string) {
+	t.Helper()
+	ctx := context.Background()
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: framework.ControllerNamespace, Name: "wrapup-webhook-server-cert"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	if string(secret.Data["tls.crt"]) != "cert" || string(secret.Data["tls.key"]) != "key" {
+		t.Errorf("%s wiped the webhook's certificate: %v", what, secret.Data)
+	}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "wrapup-validating-webhook-configuration"}, vwc); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range vwc.Webhooks {
+		if string(w.ClientConfig.CABundle) != "ca" {
+			t.Errorf("%s wiped webhook %s's caBundle", what, w.Name)
+		}
+	}
 }
