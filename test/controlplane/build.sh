@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager, kubectl and etcd from the Go module
-# proxy, and helm (in its own module, test/tools/helm), and caches them outside the
-# work tree, keyed by version, so that a fresh clone (CI) and every later run reuse
-# them. Prints the folder that
-# holds the binaries (the value for KUBEBUILDER_ASSETS) on stdout; progress
-# goes to stderr.
+# Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and
+# etcd from the Go module proxy, and helm and kwok (each in its own module
+# under test/tools), and caches them outside the work tree, keyed by version,
+# so that a fresh clone (CI) and every later run reuse them. Prints the folder
+# that holds the binaries (the value for KUBEBUILDER_ASSETS) on stdout;
+# progress goes to stderr.
 #
 # The first build takes about 12 minutes on 2 cores (kube-apiserver alone ~9).
 set -euo pipefail
@@ -47,21 +47,28 @@ build etcd go.etcd.io/etcd/server/v3 "-s -w"
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ldflags"
 build kubectl k8s.io/kubernetes/cmd/kubectl "$k8s_ldflags"
+build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$k8s_ldflags"
 
-# helm, for the chart's tests: its Kubernetes libraries are newer than the
-# project's, so it is built in a module of its own, and cached beside the
-# others under its own version.
-helm_version="$(awk '{for (i = 1; i < NF; i++) if ($i == "helm.sh/helm/v4") {print $(i+1); exit}}' ../tools/helm/go.mod)"
-if [[ -x "${out}/helm" && "$(cat "${out}/.helm.version" 2>/dev/null)" == "$helm_version" ]]; then
-	echo "controlplane: helm ${helm_version} cached in ${out}" >&2
-else
-	echo "controlplane: building helm ${helm_version} (test/tools/helm)" >&2
-	start=$SECONDS
-	(cd ../tools/helm && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=${helm_version}" \
-		-o "${out}/.helm.tmp" helm.sh/helm/v4/cmd/helm)
-	mv -f "${out}/.helm.tmp" "${out}/helm"
-	echo "$helm_version" > "${out}/.helm.version"
-	echo "controlplane: built helm in $((SECONDS - start))s" >&2
-fi
+# Tools whose Kubernetes libraries differ from the project's and the control
+# plane's, each built in a module of its own under ../tools and cached beside
+# the others under its own version: helm (the chart's tests) and kwok
+# (simulated nodes and pods for the test bed that runs pods).
+tool() {
+	local name="$1" module="$2" pkg="$3" ldflags="$4"
+	local version
+	version="$(awk -v m="$module" '{for (i = 1; i < NF; i++) if ($i == m) {print $(i+1); exit}}' "../tools/${name}/go.mod")"
+	if [[ -x "${out}/${name}" && "$(cat "${out}/.${name}.version" 2>/dev/null)" == "$version" ]]; then
+		echo "controlplane: ${name} ${version} cached in ${out}" >&2
+		return
+	fi
+	echo "controlplane: building ${name} ${version} (test/tools/${name})" >&2
+	local start=$SECONDS
+	(cd "../tools/${name}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w ${ldflags//VERSION/$version}" -o "${out}/.${name}.tmp" "$pkg")
+	mv -f "${out}/.${name}.tmp" "${out}/${name}"
+	echo "$version" > "${out}/.${name}.version"
+	echo "controlplane: built ${name} in $((SECONDS - start))s" >&2
+}
+tool helm helm.sh/helm/v4 helm.sh/helm/v4/cmd/helm "-X helm.sh/helm/v4/internal/version.version=VERSION"
+tool kwok sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=VERSION"
 
 echo "$out"

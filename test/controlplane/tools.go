@@ -1,8 +1,9 @@
 //go:build tools
 
 // Package controlplane pins the sources of the local Kubernetes control plane
-// (kube-apiserver, kube-controller-manager and etcd) that the test suites run,
-// and of kubectl, with which the install is applied as an admin applies it.
+// (kube-apiserver, kube-controller-manager, kube-scheduler and etcd) that the
+// test suites run, and of kubectl, with which the install is applied as an
+// admin applies it.
 // The binaries cannot be downloaded on the machines this project is built on,
 // so they are compiled from the Go module proxy; see build.sh.
 package controlplane
@@ -12,4 +13,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 )
