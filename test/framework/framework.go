@@ -73,6 +73,11 @@ type Framework struct {
 	// ExtraKubeControllers are further kube-controller-manager controllers
 	// to run (e.g. "ttl-after-finished" for a benchmark baseline).
 	ExtraKubeControllers []string
+	// Pods makes the bed run pods: kube-scheduler, kwok (fake nodes, see
+	// CreateGPUNodes) and kube-controller-manager's Job, ReplicaSet,
+	// Deployment and node-lifecycle controllers. Nothing in a test then
+	// writes a pod's or a Job's status.
+	Pods bool
 	// AuditLog makes kube-apiserver log the writes to AppWrappers (see
 	// AuditedAppWrapperRequests). Off by default: a benchmark would pay a
 	// file write per AppWrapper write.
@@ -89,6 +94,8 @@ type Framework struct {
 	kcm      *exec.Cmd
 	kcmDone  chan struct{}
 	tmpDir   string
+	// scheduler and kwok run with Pods.
+	scheduler, kwok *process
 
 	cancel  context.CancelFunc
 	mgrDone sync.WaitGroup
@@ -129,8 +136,11 @@ func (f *Framework) Init() *rest.Config {
 	cfg.QPS, cfg.Burst = 500, 1000
 	f.cfg = cfg
 
-	if !f.WithoutGarbageCollector {
+	if !f.WithoutGarbageCollector || f.Pods {
 		f.startGarbageCollector(assets)
+	}
+	if f.Pods {
+		f.startPodBed(assets)
 	}
 	return cfg
 }
@@ -156,7 +166,7 @@ func (f *Framework) startGarbageCollector(assets string) {
 		// The garbage collector makes ownerReference cascades real; the
 		// ClusterRole aggregation makes aggregated roles (such as wrapup's
 		// trigger-kinds role) get their rules.
-		"--controllers="+strings.Join(append([]string{"garbagecollector", "clusterrole-aggregation"}, f.ExtraKubeControllers...), ","),
+		"--controllers="+strings.Join(f.kubeControllers(), ","),
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",
 		"--secure-port=0",
@@ -173,6 +183,15 @@ func (f *Framework) startGarbageCollector(assets string) {
 		_ = cmd.Wait()
 		close(f.kcmDone)
 	}()
+}
+
+// kubeControllers are the kube-controller-manager controllers to run.
+func (f *Framework) kubeControllers() []string {
+	controllers := append([]string{"garbagecollector", "clusterrole-aggregation"}, f.ExtraKubeControllers...)
+	if f.Pods {
+		controllers = append(controllers, podControllers...)
+	}
+	return controllers
 }
 
 // NewManager returns a manager on cfg with the suite's scheme, no metrics
@@ -264,6 +283,8 @@ func (f *Framework) StopManager() {
 func (f *Framework) Teardown() {
 	ginkgo.GinkgoHelper()
 	f.StopManager()
+	f.kwok.stop()
+	f.scheduler.stop()
 	if f.kcm != nil && f.kcm.Process != nil {
 		_ = f.kcm.Process.Signal(syscall.SIGTERM)
 		select {
