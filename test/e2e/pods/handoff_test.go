@@ -259,4 +259,3 @@ func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCond
 	}
 	return nil
 }
-
