@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
 // The bed that runs pods (Framework.Pods): kube-scheduler binds them, kwok
@@ -29,7 +31,7 @@ var kwokStages []byte
 
 const (
 	// GPU is the extended resource of the fake nodes.
-	GPU corev1.ResourceName = "nvidia.com/gpu"
+	GPU = util.GPU
 	// GPUNodeLabel marks the fake GPU nodes, for a Kueue ResourceFlavor's
 	// nodeLabels.
 	GPUNodeLabel = "wrapup.test/gpu-node"

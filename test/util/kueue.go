@@ -89,3 +89,33 @@ func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
 	}
 	return nil
 }
+
+// MakeGPUFlavor returns a ResourceFlavor for the nodes labelled
+// label=value (Kueue injects that node selector into admitted pods).
+func MakeGPUFlavor(name, label, value string) *kueue.ResourceFlavor {
+	return &kueue.ResourceFlavor{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       kueue.ResourceFlavorSpec{NodeLabels: map[string]string{label: value}},
+	}
+}
+
+// MakeGPUClusterQueue returns a ClusterQueue for every namespace with a
+// quota of gpus GPUs (and cpu CPUs) in one flavor.
+func MakeGPUClusterQueue(name, flavor, cpu string, gpus int64) *kueue.ClusterQueue {
+	return &kueue.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: kueue.ClusterQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{},
+			ResourceGroups: []kueue.ResourceGroup{{
+				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, GPU},
+				Flavors: []kueue.FlavorQuotas{{
+					Name: kueue.ResourceFlavorReference(flavor),
+					Resources: []kueue.ResourceQuota{
+						{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse(cpu)},
+						{Name: GPU, NominalQuota: *resource.NewQuantity(gpus, resource.DecimalSI)},
+					},
+				}},
+			}},
+		},
+	}
+}

@@ -1,7 +1,6 @@
 package pods
 
 import (
-	"sort"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -10,9 +9,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -46,27 +42,9 @@ var _ = Describe("GPUs handed to the next benchmark, with real pods", Ordered, f
 		ns.Labels = map[string]string{"wrapup.test/namespace": ns.Name}
 		Expect(k8sClient.Update(ctx, ns)).To(Succeed())
 		nodes = framework.CreateGPUNodes(ctx, k8sClient, "gpu", "h100", 1, nodeGPUs)
-		flavor := &kueue.ResourceFlavor{
-			ObjectMeta: metav1.ObjectMeta{Name: "h100"},
-			Spec:       kueue.ResourceFlavorSpec{NodeLabels: map[string]string{framework.GPUNodeLabel: "h100"}},
-		}
+		flavor := util.MakeGPUFlavor("h100", framework.GPUNodeLabel, "h100")
 		Expect(k8sClient.Create(ctx, flavor)).To(Succeed())
-		cq := &kueue.ClusterQueue{
-			ObjectMeta: metav1.ObjectMeta{Name: "gpus"},
-			Spec: kueue.ClusterQueueSpec{
-				NamespaceSelector: &metav1.LabelSelector{},
-				ResourceGroups: []kueue.ResourceGroup{{
-					CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, framework.GPU},
-					Flavors: []kueue.FlavorQuotas{{
-						Name: "h100",
-						Resources: []kueue.ResourceQuota{
-							{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("32")},
-							{Name: framework.GPU, NominalQuota: *resource.NewQuantity(nodeGPUs, resource.DecimalSI)},
-						},
-					}},
-				}},
-			},
-		}
+		cq := util.MakeGPUClusterQueue("gpus", flavor.Name, "32", nodeGPUs)
 		Expect(k8sClient.Create(ctx, cq)).To(Succeed())
 		lq = util.MakeLocalQueue("benchmarks", ns.Name, cq.Name)
 		Expect(k8sClient.Create(ctx, lq)).To(Succeed())
@@ -83,8 +61,8 @@ var _ = Describe("GPUs handed to the next benchmark, with real pods", Ordered, f
 	})
 
 	It("finishes a benchmark when its guidellm pod succeeds, and the next one's pods run on the freed GPUs", func() {
-		first := submit(ns.Name, lq.Name, "llama-8b", "3s", false)
-		second := submit(ns.Name, lq.Name, "qwen-32b", "3s", false)
+		first := submit(ns.Name, lq.Name, "llama-8b", "3s", false, nil)
+		second := submit(ns.Name, lq.Name, "qwen-32b", "3s", false, nil)
 
 		By("Kueue admits the first; its pods are bound to the GPU node and run")
 		running := expectPodsRunning(ns.Name, first.Name, nodes[0].Name)
@@ -113,7 +91,7 @@ var _ = Describe("GPUs handed to the next benchmark, with real pods", Ordered, f
 	})
 
 	It("finishes a failing benchmark only after the AppWrapper controller's retries, then frees its GPUs", func() {
-		aw := submitWith(ns.Name, lq.Name, "mistral-7b", "1s", true, map[string]string{
+		aw := submit(ns.Name, lq.Name, "mistral-7b", "1s", true, map[string]string{
 			awv1beta2.RetryLimitAnnotation:                 "1",
 			awv1beta2.FailureGracePeriodDurationAnnotation: "1s",
 			awv1beta2.RetryPausePeriodDurationAnnotation:   "1s",
@@ -141,107 +119,41 @@ var _ = Describe("GPUs handed to the next benchmark, with real pods", Ordered, f
 	})
 })
 
-// submit queues an llm-d style benchmark AppWrapper for Kueue: two vLLM
-// Deployments of 2 GPUs each and a guidellm Job of 4 GPUs whose pod runs
-// for runTime (and fails if fail).
-func submit(ns, queue, name, runTime string, fail bool) *awv1beta2.AppWrapper {
+// submit queues a GPU benchmark whose guidellm pod runs for runTime, and
+// fails if fail; annotations go on the AppWrapper.
+func submit(ns, queue, name, runTime string, fail bool, annotations map[string]string) *awv1beta2.AppWrapper {
 	GinkgoHelper()
-	return submitWith(ns, queue, name, runTime, fail, nil)
-}
-
-// submitWith is submit with annotations on the AppWrapper.
-func submitWith(ns, queue, name, runTime string, fail bool, annotations map[string]string) *awv1beta2.AppWrapper {
-	GinkgoHelper()
-	job := util.MakeJob(name + "-guidellm").Obj()
-	job.Spec.Template.Spec = gpuPod(4)
-	job.Spec.Template.Annotations = map[string]string{framework.RunTimeAnnotation: runTime}
+	job := map[string]string{framework.RunTimeAnnotation: runTime}
 	if fail {
-		job.Spec.Template.Annotations[framework.FailAnnotation] = "true"
+		job[framework.FailAnnotation] = "true"
 	}
-	w := util.MakeAppWrapper(name, ns).
-		Label("llm-d.ai/role", "benchmark").
-		Label(util.QueueNameLabel, queue).
-		Suspend(true)
+	w := util.GPUBenchmark(ns, queue, name, job)
 	for k, v := range annotations {
 		w.Annotation(k, v)
 	}
-	for _, role := range []string{"prefill", "decode"} {
-		d := util.MakeDeployment(name+"-"+role, 1)
-		d.Spec.Template.Spec = gpuPod(2)
-		d.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
-		w.Component(d, nil)
-	}
-	aw := w.Component(util.MakeConfigMap(name+"-config", map[string]string{"rate": "sweep"}), nil).Component(job, nil).Obj()
+	aw := w.Obj()
 	Expect(k8sClient.Create(ctx, aw)).To(Succeed())
 	return aw
 }
 
-func gpuPod(gpus int64) corev1.PodSpec {
-	q := corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("1"),
-		framework.GPU:      *resource.NewQuantity(gpus, resource.DecimalSI),
-	}
-	return corev1.PodSpec{
-		RestartPolicy:                 corev1.RestartPolicyNever,
-		TerminationGracePeriodSeconds: ptr.To[int64](0),
-		Containers: []corev1.Container{{
-			Name: "main", Image: "registry.invalid/wrapup/test:1",
-			Resources: corev1.ResourceRequirements{Requests: q, Limits: q},
-		}},
-	}
-}
-
-// podsOf lists the names of the pods of an AppWrapper's components.
 func podsOf(ns, aw string) []string {
 	GinkgoHelper()
-	var pods corev1.PodList
-	Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{awv1beta2.AppWrapperLabel: aw})).To(Succeed())
 	var names []string
-	for _, p := range pods.Items {
+	for _, p := range util.PodsOf(ctx, k8sClient, ns, aw) {
 		names = append(names, p.Name)
 	}
-	sort.Strings(names)
 	return names
 }
 
-// expectPodsRunning waits until the AppWrapper's three pods are Running on
-// node, and returns when the last of them started.
 func expectPodsRunning(ns, aw, node string) time.Time {
 	GinkgoHelper()
-	var last time.Time
-	Eventually(func(g Gomega) {
-		var pods corev1.PodList
-		g.Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{awv1beta2.AppWrapperLabel: aw})).To(Succeed())
-		g.Expect(pods.Items).To(HaveLen(3), "pods of %s", aw)
-		last = time.Time{}
-		for _, p := range pods.Items {
-			g.Expect(p.Spec.NodeName).To(Equal(node), "pod %s", p.Name)
-			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
-			g.Expect(p.Status.StartTime).NotTo(BeNil())
-			if t := p.Status.StartTime.Time; t.After(last) {
-				last = t
-			}
-		}
-	}, podTimeout, util.Interval).Should(Succeed())
+	_, last := util.ExpectPodsRunning(ctx, k8sClient, ns, aw, node, 3, podTimeout)
 	return last
 }
 
-// gpusInUse sums the GPUs that the namespace's pods bound to node and not
-// finished ask for.
-func gpusInUse(ns, node string) int64 {
+func gpusInUse(_, node string) int64 {
 	GinkgoHelper()
-	var pods corev1.PodList
-	Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns))).To(Succeed())
-	var n int64
-	for _, p := range pods.Items {
-		if p.Spec.NodeName != node || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		for _, c := range p.Spec.Containers {
-			n += c.Resources.Requests.Name(framework.GPU, resource.DecimalSI).Value()
-		}
-	}
-	return n
+	return util.GPUsInUse(ctx, k8sClient, node)
 }
 
 func expectSuspended(aw *awv1beta2.AppWrapper) {
