@@ -56,20 +56,7 @@ func TestKubectlApply(t *testing.T) {
 	}
 	objs := render(t)
 
-	// Every rendered object is there, and says what resourceVersion it has.
-	versions := func() map[string]string {
-		t.Helper()
-		rv := map[string]string{}
-		for _, o := range objs {
-			got := &unstructured.Unstructured{}
-			got.SetGroupVersionKind(o.GroupVersionKind())
-			if err := c.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
-				t.Fatalf("%s %s after kubectl apply: %v", o.GetKind(), client.ObjectKeyFromObject(o), err)
-			}
-			rv[o.GetKind()+" "+client.ObjectKeyFromObject(o).String()] = got.GetResourceVersion()
-		}
-		return rv
-	}
+	versions := func() map[string]string { t.Helper(); return resourceVersions(t, c, objs, "kubectl apply") }
 
 	t.Run("client-side, on a fresh cluster, in one command", func(t *testing.T) {
 		out := run("apply", "-k", "config/default")
@@ -167,4 +154,21 @@ func freshAPIServer(t *testing.T, assets string) (*rest.Config, string) {
 		t.Fatal(err)
 	}
 	return cfg, kubeconfig
+}
+
+// resourceVersions reads every object of objs (each must be there after
+// what, the command that installed them) and returns its resourceVersion by
+// kind and key.
+func resourceVersions(t *testing.T, c client.Client, objs []*unstructured.Unstructured, what string) map[string]string {
+	t.Helper()
+	rv := map[string]string{}
+	for _, o := range objs {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(o.GroupVersionKind())
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(o), got); err != nil {
+			t.Fatalf("%s %s after %s: %v", o.GetKind(), client.ObjectKeyFromObject(o), what, err)
+		}
+		rv[o.GetKind()+" "+client.ObjectKeyFromObject(o).String()] = got.GetResourceVersion()
+	}
+	return rv
 }

@@ -359,19 +359,7 @@ func TestHelmChart(t *testing.T) {
 		kc := []string{"--kubeconfig", kubeconfig, "--namespace", ns}
 		helmRun(t, helm, false, append([]string{"install", "wrapup", "charts/wrapup", "--create-namespace"}, kc...)...)
 		objs := helmTemplate(t, helm, "wrapup", ns)
-		versions := func() map[string]string {
-			t.Helper()
-			rv := map[string]string{}
-			for _, o := range objs {
-				got := &unstructured.Unstructured{}
-				got.SetGroupVersionKind(o.GroupVersionKind())
-				if err := c.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
-					t.Fatalf("%s %s after helm install: %v", o.GetKind(), client.ObjectKeyFromObject(o), err)
-				}
-				rv[o.GetKind()+" "+client.ObjectKeyFromObject(o).String()] = got.GetResourceVersion()
-			}
-			return rv
-		}
+		versions := func() map[string]string { t.Helper(); return resourceVersions(t, c, objs, "helm install") }
 		// What the controller writes: the certificate and the CA.
 		injectCertificate(t, c)
 		before := versions()

@@ -66,15 +66,7 @@ import (
 // in the test); on SIGTERM it exits 0 and releases the Lease. It needs the
 // control plane (make test); make test-unit skips it.
 func TestManagerBinary(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Skip("needs the local control plane (KUBEBUILDER_ASSETS, as make test sets it)")
-	}
-	cfg, _ := freshAPIServer(t, assets)
-	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, c := managerTestServer(t)
 	m := startManager(t, cfg, c, nil)
 	cmd, logs, done, probes, metrics, certDir := m.cmd, m.logs, m.done, m.probes, m.metrics, m.certDir
 
@@ -176,6 +168,22 @@ func TestManagerBinary(t *testing.T) {
 	if lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
 		t.Errorf("the Lease is still held by %s after the manager exited", *lease.Spec.HolderIdentity)
 	}
+}
+
+// managerTestServer starts a fresh API server for a manager test, or skips
+// it without the control plane (make test-unit).
+func managerTestServer(t *testing.T) (*rest.Config, client.Client) {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Skip("needs the local control plane (KUBEBUILDER_ASSETS, as make test sets it)")
+	}
+	cfg, _ := freshAPIServer(t, assets)
+	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, c
 }
 
 // managerProcess is cmd/manager running as a process.
@@ -289,15 +297,7 @@ func installCRDs(t *testing.T, cfg *rest.Config) {
 // but keeps running, and its controllers work (a rule is reported Ready):
 // the webhook's failure never stops wrapup from finishing AppWrappers.
 func TestManagerWithoutItsWebhookSecret(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Skip("needs the local control plane (KUBEBUILDER_ASSETS, as make test sets it)")
-	}
-	cfg, _ := freshAPIServer(t, assets)
-	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, c := managerTestServer(t)
 	m := startManager(t, cfg, c, []string{"Secret wrapup-webhook-server-cert"})
 	installCRDs(t, cfg)
 	m.logs.await(t, "The webhook's certificate failed")
@@ -331,15 +331,7 @@ func TestManagerWithoutItsWebhookSecret(t *testing.T) {
 // waits, not Ready, for the certificate another component mounts; once it
 // is there, the webhook serves and the replica is Ready.
 func TestManagerWithExternalCertificates(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Skip("needs the local control plane (KUBEBUILDER_ASSETS, as make test sets it)")
-	}
-	cfg, _ := freshAPIServer(t, assets)
-	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, c := managerTestServer(t)
 	m := startManager(t, cfg, c, []string{"Secret wrapup-webhook-server-cert", "Role wrapup-webhook-certs", "RoleBinding wrapup-webhook-certs"},
 		"--webhook-cert-management=external")
 	installCRDs(t, cfg)
