@@ -133,18 +133,16 @@ var _ = Describe("wrapup", Ordered, func() {
 		say("Submitted AppWrapper %s: waiting, no GPUs left (its Workload is pending)", second.Name)
 
 		job := types.NamespacedName{Namespace: ns.Name, Name: first.Name + "-guidellm"}
-		var completed time.Time
 		Eventually(func(g Gomega) {
 			j := &batchv1.Job{}
 			g.Expect(c.Get(ctx, job, j)).To(Succeed())
+			complete := false
 			for _, cond := range j.Status.Conditions {
-				if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue {
-					completed = cond.LastTransitionTime.Time
-				}
+				complete = complete || cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue
 			}
-			g.Expect(completed.IsZero()).To(BeFalse(), "the guidellm Job is not Complete")
+			g.Expect(complete).To(BeTrue(), "the guidellm Job is not Complete")
 		}, demoTimeout, 10*time.Millisecond).Should(Succeed())
-		say("guidellm's pod succeeded; the Job controller marked the Job Complete (at %s); the vLLM servers would run forever", completed.Format("15:04:05"))
+		say("guidellm's pod succeeded; the Job controller marked the Job Complete; the vLLM servers would run forever")
 		seen := time.Now()
 		since := func() int64 { return time.Since(seen).Milliseconds() }
 
@@ -170,9 +168,9 @@ var _ = Describe("wrapup", Ordered, func() {
 
 		util.ExpectWorkloadCondition(ctx, c, second, kueue.WorkloadAdmitted, metav1.ConditionTrue)
 		say("  +%4dms Kueue admitted %s: the GPUs came back without anyone tearing anything down", since(), second.Name)
-		pods, running := util.ExpectPodsRunning(ctx, c, ns.Name, second.Name, node, 3, demoTimeout)
-		say("  +%4dms %s's pods Running on the freed GPUs (GPUs idle from the Job's completion to the last pod's start: %s)",
-			since(), second.Name, running.Sub(completed).Round(time.Second))
+		pods, _ = util.ExpectPodsRunning(ctx, c, ns.Name, second.Name, node, 3, demoTimeout)
+		say("  +%4dms %s's pods Running on the freed GPUs: the GPUs were idle that long after the Job completed (as this demo saw both)",
+			since(), second.Name)
 		showPods(second.Name, pods)
 		say("GPUs in use on %s: %d/%d", node, util.GPUsInUse(ctx, c, node), nodeGPUs)
 

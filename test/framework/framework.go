@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -91,11 +90,9 @@ type Framework struct {
 	cfg *rest.Config
 	// auditLog is the API server's audit log (see AuditedAppWrapperRequests).
 	auditLog string
-	kcm      *exec.Cmd
-	kcmDone  chan struct{}
 	tmpDir   string
-	// scheduler and kwok run with Pods.
-	scheduler, kwok *process
+	// kcm is kube-controller-manager; scheduler and kwok run with Pods.
+	kcm, scheduler, kwok *process
 
 	cancel  context.CancelFunc
 	mgrDone sync.WaitGroup
@@ -152,14 +149,8 @@ func (f *Framework) Env() *envtest.Environment { return f.env }
 // collector, so that ownerReference cascades happen as in a real cluster.
 func (f *Framework) startGarbageCollector(assets string) {
 	ginkgo.GinkgoHelper()
-	user, err := f.env.AddUser(envtest.User{Name: "wrapup-test-gc", Groups: []string{"system:masters"}}, nil)
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	kubeconfig, err := user.KubeConfig()
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	path := filepath.Join(f.tmpDir, "gc.kubeconfig")
-	gomega.Expect(os.WriteFile(path, kubeconfig, 0o600)).To(gomega.Succeed())
-
-	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
+	path := f.adminKubeconfig("gc")
+	f.kcm = f.startProcess(filepath.Join(assets, "kube-controller-manager"),
 		"--kubeconfig="+path,
 		"--authentication-kubeconfig="+path,
 		"--authorization-kubeconfig="+path,
@@ -172,17 +163,6 @@ func (f *Framework) startGarbageCollector(assets string) {
 		"--secure-port=0",
 		"--v=1",
 	)
-	cmd.Stdout = ginkgo.GinkgoWriter
-	cmd.Stderr = ginkgo.GinkgoWriter
-	// Dies with the test process, even when it is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	gomega.Expect(cmd.Start()).To(gomega.Succeed(), "starting kube-controller-manager")
-	f.kcm = cmd
-	f.kcmDone = make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(f.kcmDone)
-	}()
 }
 
 // kubeControllers are the kube-controller-manager controllers to run.
@@ -285,15 +265,7 @@ func (f *Framework) Teardown() {
 	f.StopManager()
 	f.kwok.stop()
 	f.scheduler.stop()
-	if f.kcm != nil && f.kcm.Process != nil {
-		_ = f.kcm.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-f.kcmDone:
-		case <-time.After(10 * time.Second):
-			_ = f.kcm.Process.Kill()
-			<-f.kcmDone
-		}
-	}
+	f.kcm.stop()
 	if f.env != nil {
 		gomega.Expect(f.env.Stop()).To(gomega.Succeed(), "stopping the local control plane")
 	}
@@ -303,17 +275,7 @@ func (f *Framework) Teardown() {
 }
 
 // GarbageCollectorRunning reports whether kube-controller-manager is still up.
-func (f *Framework) GarbageCollectorRunning() bool {
-	if f.kcm == nil {
-		return false
-	}
-	select {
-	case <-f.kcmDone:
-		return false
-	default:
-		return true
-	}
-}
+func (f *Framework) GarbageCollectorRunning() bool { return f.kcm.running() }
 
 // CreateNamespace makes a fresh namespace for one spec; the returned
 // function deletes it.

@@ -104,11 +104,29 @@ func (f *Framework) startProcess(bin string, args ...string) *process {
 	gomega.Expect(cmd.Start()).To(gomega.Succeed(), "starting %s", filepath.Base(bin))
 	p := &process{cmd: cmd, done: make(chan struct{})}
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
+		// Said where the suite's output shows it, however it ended.
+		fmt.Fprintf(ginkgo.GinkgoWriter, "%s exited: %v\n", filepath.Base(bin), err)
 		close(p.done)
 	}()
 	return p
 }
+
+// running reports whether the process is still up.
+func (p *process) running() bool {
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// PodBedRunning reports whether kube-scheduler and kwok are still up.
+func (f *Framework) PodBedRunning() bool { return f.scheduler.running() && f.kwok.running() }
 
 // stop sends SIGTERM, and SIGKILL after 10 s.
 func (p *process) stop() {
@@ -145,9 +163,9 @@ func CreateGPUNodes(ctx context.Context, c client.Client, prefix, flavor string,
 			},
 			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
 		}
+		// The API server keeps a new Node's status (as a kubelet's
+		// registration sends it); kwok fills in the rest.
 		gomega.Expect(c.Create(ctx, node)).To(gomega.Succeed())
-		node.Status = corev1.NodeStatus{Capacity: capacity, Allocatable: capacity}
-		gomega.Expect(c.Status().Update(ctx, node)).To(gomega.Succeed())
 		nodes = append(nodes, node)
 	}
 	for _, node := range nodes {

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -26,8 +27,8 @@ const nodeGPUs = 8
 const podTimeout = 2 * time.Minute
 
 // retryTimeout bounds a failing benchmark's two attempts: the AppWrapper
-// controller looks at a failed component about once a minute, so each
-// attempt takes a minute or so before it is reset or failed.
+// controller may take up to a minute (its recheck period) to see a failed
+// component.
 const retryTimeout = 5 * time.Minute
 
 var _ = Describe("GPUs handed to the next benchmark, with real pods", Ordered, func() {
@@ -62,32 +63,36 @@ var _ = Describe("GPUs handed to the next benchmark, with real pods", Ordered, f
 
 	It("finishes a benchmark when its guidellm pod succeeds, and the next one's pods run on the freed GPUs", func() {
 		first := submit(ns.Name, lq.Name, "llama-8b", "3s", false, nil)
-		second := submit(ns.Name, lq.Name, "qwen-32b", "3s", false, nil)
 
 		By("Kueue admits the first; its pods are bound to the GPU node and run")
 		running := expectPodsRunning(ns.Name, first.Name, nodes[0].Name)
-		Expect(gpusInUse(ns.Name, nodes[0].Name)).To(Equal(int64(nodeGPUs)))
-		expectSuspended(second)
+		Expect(gpusInUse(nodes[0].Name)).To(Equal(int64(nodeGPUs)))
+		// Queued once the first is admitted: Kueue orders Workloads created
+		// in the same second by UID.
+		second := submit(ns.Name, lq.Name, "qwen-32b", "3s", false, nil)
+		util.ExpectWorkloadCondition(ctx, k8sClient, second, kueue.WorkloadQuotaReserved, metav1.ConditionFalse)
 
 		By("the guidellm pod succeeds; the Job controller completes the Job; wrapup deletes the AppWrapper")
 		job := &batchv1.Job{}
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: first.Name + "-guidellm"}, job)).To(Succeed())
 			g.Expect(jobCondition(job, batchv1.JobComplete)).NotTo(BeNil())
-		}, podTimeout, util.Interval).Should(Succeed())
-		complete := jobCondition(job, batchv1.JobComplete).LastTransitionTime.Time
+		}, podTimeout, 10*time.Millisecond).Should(Succeed())
+		// The test's own clock: the conditions' and pods' times have
+		// whole seconds only.
+		complete := time.Now()
 		util.ExpectGone(ctx, k8sClient, first, podTimeout)
 
 		By("its pods terminate, and the second benchmark's pods run on the freed GPUs")
 		Eventually(func() []string { return podsOf(ns.Name, first.Name) }, podTimeout, util.Interval).Should(BeEmpty())
-		next := expectPodsRunning(ns.Name, second.Name, nodes[0].Name)
-		Expect(gpusInUse(ns.Name, nodes[0].Name)).To(Equal(int64(nodeGPUs)))
-		GinkgoWriter.Printf("first benchmark's pods Running at %s; its Job Complete at %s; the next benchmark's pods all Running %s later\n",
-			running.Format(time.RFC3339), complete.Format(time.RFC3339), next.Sub(complete).Round(time.Millisecond))
+		expectPodsRunning(ns.Name, second.Name, nodes[0].Name)
+		Expect(gpusInUse(nodes[0].Name)).To(Equal(int64(nodeGPUs)))
+		GinkgoWriter.Printf("first benchmark's pods Running at %s; its Job seen Complete, then the next benchmark's pods all seen Running %s later\n",
+			running.Format(time.RFC3339), time.Since(complete).Round(10*time.Millisecond))
 
 		By("the second finishes the same way, and the node is free")
 		util.ExpectGone(ctx, k8sClient, second, podTimeout)
-		Eventually(func() int64 { return gpusInUse(ns.Name, nodes[0].Name) }, podTimeout, util.Interval).Should(BeZero())
+		Eventually(func() int64 { return gpusInUse(nodes[0].Name) }, podTimeout, util.Interval).Should(BeZero())
 	})
 
 	It("finishes a failing benchmark only after the AppWrapper controller's retries, then frees its GPUs", func() {
@@ -98,11 +103,13 @@ var _ = Describe("GPUs handed to the next benchmark, with real pods", Ordered, f
 		})
 		By("the guidellm pod fails; the Job fails; the AppWrapper controller resets and retries once, creating the Job again")
 		jobs := map[string]bool{}
+		var lastJob string
 		phases := map[awv1beta2.AppWrapperPhase]bool{}
 		Eventually(func(g Gomega) {
 			job := &batchv1.Job{}
 			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: aw.Name + "-guidellm"}, job); err == nil {
 				jobs[string(job.UID)] = true
+				lastJob = string(job.UID)
 			}
 			got := &awv1beta2.AppWrapper{}
 			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)
@@ -113,9 +120,27 @@ var _ = Describe("GPUs handed to the next benchmark, with real pods", Ordered, f
 		}, retryTimeout, 100*time.Millisecond).Should(Succeed())
 		Expect(len(jobs)).To(BeNumerically(">=", 2), "the Job was not created again by the retry: %v", jobs)
 		Expect(phases).To(HaveKey(awv1beta2.AppWrapperResetting), "the AppWrapper controller did not retry (phases seen: %v)", phases)
+		By("wrapup decided on the last attempt's Job: the outcome Failed")
+		var records wrapupv1alpha1.CompletionRecordList
+		Expect(k8sClient.List(ctx, &records, client.InNamespace(ns.Name))).To(Succeed())
+		var record *wrapupv1alpha1.CompletionRecord
+		for i := range records.Items {
+			if records.Items[i].AppWrapper.Name == aw.Name {
+				record = &records.Items[i]
+			}
+		}
+		Expect(record).NotTo(BeNil(), "no CompletionRecord of %s", aw.Name)
+		Expect(record.Outcome).To(Equal(wrapupv1alpha1.OutcomeFailed))
+		var decided []string
+		for _, t := range record.Triggers {
+			if t.Decided {
+				decided = append(decided, string(t.UID))
+			}
+		}
+		Expect(decided).To(ConsistOf(lastJob), "the outcome was decided on a Job of an earlier attempt")
 		By("its pods are gone and the GPUs free")
 		Eventually(func() []string { return podsOf(ns.Name, aw.Name) }, podTimeout, util.Interval).Should(BeEmpty())
-		Eventually(func() int64 { return gpusInUse(ns.Name, nodes[0].Name) }, podTimeout, util.Interval).Should(BeZero())
+		Eventually(func() int64 { return gpusInUse(nodes[0].Name) }, podTimeout, util.Interval).Should(BeZero())
 	})
 })
 
@@ -151,16 +176,10 @@ func expectPodsRunning(ns, aw, node string) time.Time {
 	return last
 }
 
-func gpusInUse(_, node string) int64 {
+// gpusInUse counts the GPUs in use on node, in every namespace.
+func gpusInUse(node string) int64 {
 	GinkgoHelper()
 	return util.GPUsInUse(ctx, k8sClient, node)
-}
-
-func expectSuspended(aw *awv1beta2.AppWrapper) {
-	GinkgoHelper()
-	got := &awv1beta2.AppWrapper{}
-	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-	Expect(got.Spec.Suspend).To(BeTrue(), "%s was admitted with no GPUs left", aw.Name)
 }
 
 func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {

@@ -1,0 +1,507 @@
+// Package gpu is the GPU-utilization benchmark: on the bed that runs pods
+// (kube-scheduler, kwok GPU nodes, the Job and Deployment controllers),
+// Kueue admits a queue of llm-d style benchmark AppWrappers, each filling
+// one node's GPUs, whose guidellm Jobs run for seeded times. It measures how
+// long GPUs sit idle between one benchmark's end and the next one's pods
+// running, and the GPU utilization over the run, with wrapup finishing each
+// AppWrapper when its Job completes, and with what a user has without it:
+// Kueue's maximum execution time, set to 1.5 times a guess of each run's
+// length. `make bench-gpu` writes test/bench/results/gpu-*.md; `make test`
+// runs it at a smoke size.
+package gpu
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc"
+	"github.com/wrapup-dev/wrapup/test/bench"
+	"github.com/wrapup-dev/wrapup/test/framework"
+	"github.com/wrapup-dev/wrapup/test/util"
+)
+
+var (
+	flagNodes      = flag.Int("gpu.nodes", 2, "fake nodes of 8 GPUs")
+	flagBenchmarks = flag.Int("gpu.benchmarks", 6, "benchmark AppWrappers queued (each fills a node)")
+	flagMin        = flag.Duration("gpu.min", 2*time.Second, "shortest guidellm run")
+	flagMax        = flag.Duration("gpu.max", 4*time.Second, "longest guidellm run")
+	flagSeed       = flag.Uint64("gpu.seed", 1, "seed of the run times")
+	flagOut        = flag.String("gpu.out", "", "folder to write gpu-<nodes>x<benchmarks>.md into")
+)
+
+const (
+	nodeGPUs = 8
+	// slack is how much longer a variant may take than its ideal makespan
+	// before the benchmark gives up.
+	slack = 3
+)
+
+func TestGPU(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "GPU-utilization benchmark")
+}
+
+var _ = Describe("GPU utilization", Ordered, func() {
+	var (
+		fwk    *framework.Framework
+		c      client.Client
+		ctx    context.Context
+		cancel context.CancelFunc
+		rec    *recorder
+		nodes  []string
+	)
+	BeforeAll(func() {
+		ctx, cancel = context.WithCancel(context.Background())
+		fwk = &framework.Framework{CRDPaths: []string{framework.KueueCRDs()}, Pods: true}
+		cfg := fwk.Init()
+		var err error
+		c, err = client.New(cfg, client.Options{Scheme: framework.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		fwk.StartManager(ctx, cfg, func(ctx context.Context, mgr ctrl.Manager) error {
+			if err := framework.SetupKueue(ctx, mgr); err != nil {
+				return err
+			}
+			return gc.Setup(mgr, gc.Options{})
+		})
+		for _, n := range framework.CreateGPUNodes(ctx, c, "gpu", "h100", *flagNodes, nodeGPUs) {
+			nodes = append(nodes, n.Name)
+		}
+		Expect(c.Create(ctx, util.MakeGPUFlavor("h100", framework.GPUNodeLabel, "h100"))).To(Succeed())
+		rec = newRecorder(ctx, cfg)
+	})
+	AfterAll(func() {
+		cancel()
+		fwk.Teardown()
+	})
+
+	It("measures the GPU-idle gap and utilization with wrapup and with Kueue's maximum execution time", func() {
+		rng := rand.New(rand.NewPCG(*flagSeed, 0))
+		runs := make([]time.Duration, *flagBenchmarks)
+		for i := range runs {
+			span := *flagMax - *flagMin
+			runs[i] = (*flagMin + time.Duration(rng.Int64N(int64(span)+1))).Round(100 * time.Millisecond)
+		}
+		var results []*result
+		for _, v := range []variant{withWrapup, withMaxExecTime} {
+			results = append(results, runVariant(ctx, c, rec, v, runs, len(nodes)))
+		}
+		report := render(results, runs, len(nodes))
+		fmt.Fprintln(GinkgoWriter, report)
+		if *flagOut != "" {
+			path := filepath.Join(*flagOut, fmt.Sprintf("gpu-%dx%d.md", len(nodes), len(runs)))
+			Expect(os.WriteFile(path, []byte(report), 0o644)).To(Succeed())
+			fmt.Fprintln(os.Stdout, "wrote", path)
+		}
+		for _, r := range results {
+			Expect(r.finished).To(Equal(len(runs)), "%s: %d of %d benchmarks finished", r.variant, r.finished, len(runs))
+		}
+	})
+})
+
+type variant string
+
+const (
+	withWrapup      variant = "wrapup"
+	withMaxExecTime variant = "Kueue max-exec-time (1.5 x run time)"
+)
+
+// result is one variant's timeline, by benchmark.
+type result struct {
+	variant  variant
+	start    time.Time
+	end      time.Time
+	finished int
+	// per benchmark (index in runs)
+	admitted, running, complete, released, podsGone []time.Time
+	cpu                                              time.Duration
+	heap                                             int64
+	wrapupReconcile                                  time.Duration
+}
+
+// runVariant queues every benchmark at once in a ClusterQueue of the nodes'
+// GPUs and waits until each has run and given its GPUs back.
+func runVariant(ctx context.Context, c client.Client, rec *recorder, v variant, runs []time.Duration, nodes int) *result {
+	GinkgoHelper()
+	name := "wrapup"
+	if v == withMaxExecTime {
+		name = "maxexec"
+	}
+	ns := framework.CreateNamespace(ctx, c, name, map[string]string{"wrapup.bench/variant": name})
+	cq := util.MakeGPUClusterQueue(name, "h100", fmt.Sprint(32*nodes), int64(nodes*nodeGPUs))
+	Expect(c.Create(ctx, cq)).To(Succeed())
+	Expect(c.Create(ctx, util.MakeLocalQueue("benchmarks", ns.Name, cq.Name))).To(Succeed())
+	if v == withWrapup {
+		rule := util.MakeRule("gpu-bench").NamespaceLabels(map[string]string{"wrapup.bench/variant": "wrapup"}).
+			TriggerKind("batch", "Job", "").Obj()
+		Expect(c.Create(ctx, rule)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(rule), rule)).To(Succeed())
+			g.Expect(rule.Status.Conditions).To(ContainElement(HaveField("Type", wrapupv1alpha1.ConditionReady)))
+		}, util.Timeout, util.Interval).Should(Succeed())
+	}
+	r := &result{variant: v, admitted: make([]time.Time, len(runs)), running: make([]time.Time, len(runs)),
+		complete: make([]time.Time, len(runs)), released: make([]time.Time, len(runs)), podsGone: make([]time.Time, len(runs))}
+	names := make([]string, len(runs))
+	cpu0, heap0, rec0 := processCPU(), liveHeap(), reconcileTime()
+	r.start = time.Now()
+	for i, run := range runs {
+		names[i] = fmt.Sprintf("bench-%03d", i)
+		w := util.GPUBenchmark(ns.Name, "benchmarks", names[i], map[string]string{framework.RunTimeAnnotation: run.String()})
+		if v == withMaxExecTime {
+			w.Label("kueue.x-k8s.io/max-exec-time-seconds", fmt.Sprint(int(math.Ceil(1.5*run.Seconds()))))
+		}
+		Expect(c.Create(ctx, w.Obj())).To(Succeed())
+	}
+	ideal := idealMakespan(runs, nodes)
+	Eventually(func() int {
+		n := 0
+		for i := range names {
+			if rec.gone(ns.Name, names[i]) && !rec.released(ns.Name, names[i]).IsZero() {
+				n++
+			}
+		}
+		r.finished = n
+		return n
+	}, time.Duration(slack)*ideal+2*time.Minute, time.Second).Should(Equal(len(runs)), "%s: not every benchmark ran and gave its GPUs back", v)
+	r.end = time.Now()
+	r.cpu, r.heap, r.wrapupReconcile = processCPU()-cpu0, liveHeap()-heap0, reconcileTime()-rec0
+	for i := range names {
+		r.admitted[i], r.running[i], r.complete[i], r.released[i], r.podsGone[i] = rec.timeline(ns.Name, names[i])
+	}
+	return r
+}
+
+// idealMakespan is the makespan of the same runs, in the same order, on
+// the same nodes, with no time between one run and the next.
+func idealMakespan(runs []time.Duration, nodes int) time.Duration {
+	free := make([]time.Duration, nodes)
+	var end time.Duration
+	for _, run := range runs {
+		sort.Slice(free, func(i, j int) bool { return free[i] < free[j] })
+		free[0] += run
+		end = max(end, free[0])
+	}
+	return end
+}
+
+// recorder timestamps, as its watches see them, what happens to each
+// benchmark: admitted (its AppWrapper unsuspended), its three pods Running,
+// its guidellm Job Complete, its GPUs released (the AppWrapper's deletion
+// requested, or it suspended again by Kueue), its pods gone.
+type recorder struct {
+	mu   sync.Mutex
+	seen map[string]*timeline
+}
+
+type timeline struct {
+	admitted, complete, released, podsGone time.Time
+	pods                                   map[string]time.Time // Running, by pod
+	live                                   map[string]bool
+	deployed                               bool
+}
+
+func newRecorder(ctx context.Context, cfg *rest.Config) *recorder {
+	GinkgoHelper()
+	r := &recorder{seen: map[string]*timeline{}}
+	cc, err := cache.New(cfg, cache.Options{Scheme: framework.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	for _, o := range []client.Object{&awv1beta2.AppWrapper{}, &corev1.Pod{}, &batchv1.Job{}} {
+		inf, err := cc.GetInformer(ctx, o)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { r.observe(obj, false) },
+			UpdateFunc: func(_, obj any) { r.observe(obj, false) },
+			DeleteFunc: func(obj any) { r.observe(obj, true) },
+		})
+		Expect(err).NotTo(HaveOccurred())
+	}
+	go func() { _ = cc.Start(ctx) }()
+	Expect(cc.WaitForCacheSync(ctx)).To(BeTrue())
+	return r
+}
+
+func (r *recorder) get(ns, aw string) *timeline {
+	k := ns + "/" + aw
+	t := r.seen[k]
+	if t == nil {
+		t = &timeline{pods: map[string]time.Time{}, live: map[string]bool{}}
+		r.seen[k] = t
+	}
+	return t
+}
+
+func (r *recorder) observe(obj any, deleted bool) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj, deleted = d.Obj, true
+	}
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch o := obj.(type) {
+	case *awv1beta2.AppWrapper:
+		t := r.get(o.Namespace, o.Name)
+		if !o.Spec.Suspend && t.admitted.IsZero() {
+			t.admitted = now
+		}
+		released := deleted || !o.DeletionTimestamp.IsZero() || (o.Spec.Suspend && !t.admitted.IsZero())
+		if released && t.released.IsZero() && !t.admitted.IsZero() {
+			t.released = now
+		}
+	case *batchv1.Job:
+		aw := o.Labels[awv1beta2.AppWrapperLabel]
+		if aw == "" {
+			return
+		}
+		t := r.get(o.Namespace, aw)
+		for _, cond := range o.Status.Conditions {
+			if cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue && t.complete.IsZero() {
+				t.complete = now
+			}
+		}
+	case *corev1.Pod:
+		aw := o.Labels[awv1beta2.AppWrapperLabel]
+		if aw == "" {
+			return
+		}
+		t := r.get(o.Namespace, aw)
+		switch {
+		case deleted:
+			delete(t.live, o.Name)
+			if len(t.live) == 0 && t.deployed {
+				t.podsGone = now
+			}
+		default:
+			t.live[o.Name] = true
+			if o.Status.Phase == corev1.PodRunning {
+				if _, ok := t.pods[o.Name]; !ok {
+					t.pods[o.Name] = now
+				}
+				if len(t.pods) >= 3 {
+					t.deployed = true
+				}
+			}
+		}
+	}
+}
+
+// gone: the benchmark ran and its pods are all gone.
+func (r *recorder) gone(ns, aw string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.get(ns, aw)
+	return t.deployed && len(t.live) == 0 && !t.podsGone.IsZero()
+}
+
+func (r *recorder) released(ns, aw string) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.get(ns, aw).released
+}
+
+// timeline returns when the benchmark was admitted, when its last pod was
+// Running, when its Job completed, when its GPUs were released and when its
+// pods were gone.
+func (r *recorder) timeline(ns, aw string) (admitted, running, complete, released, podsGone time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.get(ns, aw)
+	for _, at := range t.pods {
+		if at.After(running) {
+			running = at
+		}
+	}
+	return t.admitted, running, t.complete, t.released, t.podsGone
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// reconcileTime is the time wrapup's AppWrapper controller has spent in
+// reconciles (controller-runtime's controller_runtime_reconcile_time_seconds).
+func reconcileTime() time.Duration {
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return 0
+	}
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_time_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "wrapup-appwrapper" {
+					return time.Duration(m.GetHistogram().GetSampleSum() * float64(time.Second))
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// handoff is one benchmark's GPUs going to the next: times after the
+// previous benchmark's Job completed.
+type handoff struct {
+	released, podsGone, admitted, running time.Duration
+}
+
+// handoffs pairs the k-th benchmark to give its GPUs back with the
+// (nodes+k)-th to be admitted: each fills a node, so Kueue admits one per
+// node freed, in order.
+func handoffs(r *result, nodes int) []handoff {
+	idx := make([]int, len(r.released))
+	for i := range idx {
+		idx[i] = i
+	}
+	byRelease := append([]int(nil), idx...)
+	sort.Slice(byRelease, func(a, b int) bool { return r.released[byRelease[a]].Before(r.released[byRelease[b]]) })
+	byAdmission := append([]int(nil), idx...)
+	sort.Slice(byAdmission, func(a, b int) bool { return r.admitted[byAdmission[a]].Before(r.admitted[byAdmission[b]]) })
+	var out []handoff
+	for k := 0; nodes+k < len(byAdmission) && k < len(byRelease); k++ {
+		prev, next := byRelease[k], byAdmission[nodes+k]
+		done := r.complete[prev]
+		if done.IsZero() {
+			// Cut short before its Job completed: no useful end to count
+			// from (see cutShort).
+			continue
+		}
+		out = append(out, handoff{
+			released: r.released[prev].Sub(done),
+			podsGone: r.podsGone[prev].Sub(done),
+			admitted: r.admitted[next].Sub(done),
+			running:  r.running[next].Sub(done),
+		})
+	}
+	return out
+}
+
+// cutShort counts the benchmarks whose GPUs were taken back before their
+// Job completed (a max-exec-time guess too short for the run and its start).
+func cutShort(r *result) int {
+	n := 0
+	for i := range r.complete {
+		if r.complete[i].IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+func field(hs []handoff, f func(handoff) time.Duration) bench.Summary {
+	d := make([]time.Duration, len(hs))
+	for i, h := range hs {
+		d[i] = f(h)
+	}
+	return bench.Summarize(d)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond)) }
+
+// render writes the results as the markdown of test/bench/results.
+func render(results []*result, runs []time.Duration, nodes int) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	var sum time.Duration
+	for _, r := range runs {
+		sum += r
+	}
+	ideal := idealMakespan(runs, nodes)
+	load, _ := os.ReadFile("/proc/loadavg")
+	p("# GPU-utilization benchmark: %d nodes x %d GPUs, %d benchmarks\n\n", nodes, nodeGPUs, len(runs))
+	p("Run %s; reproduce with `make bench-gpu` (test flags `-gpu.nodes=%d -gpu.benchmarks=%d -gpu.min=%s -gpu.max=%s -gpu.seed=%d`).\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), nodes, len(runs), *flagMin, *flagMax, *flagSeed)
+	p("- **Machine**: %d cores, Go %s; load average at the end %s.\n", runtime.NumCPU(), runtime.Version(), strings.TrimSpace(string(load)))
+	p("- **Bed**: kube-apiserver, etcd, kube-scheduler, kwok (fake nodes, `test/framework/kwok/stages.yaml`) and kube-controller-manager (Job, ReplicaSet, Deployment, node lifecycle, garbage collector) as processes; Kueue v0.17.0, the AppWrapper controller v1.2.2 and wrapup in the benchmark's process. Nothing writes a pod's or a Job's status.\n")
+	p("- **Workload**: %d AppWrappers queued at once in one ClusterQueue of %d GPUs; each has two vLLM Deployments of 2 GPUs and a guidellm Job of 4 GPUs (a whole node), whose pod runs for a time drawn uniformly in [%s, %s] (seed %d; %s in all). The ideal makespan, the same runs in the same order on the same nodes with no time between them, is %s.\n",
+		len(runs), nodes*nodeGPUs, *flagMin, *flagMax, *flagSeed, sum.Round(time.Second), ideal.Round(100*time.Millisecond))
+	p("- **Variants**, one after the other on the same bed: **%s**, a CompletionRule on the guidellm Job (DeleteAll, TTL 0); **%s**, no rule, each AppWrapper labelled `kueue.x-k8s.io/max-exec-time-seconds` with 1.5 times its run time, rounded up (a user's guess that happens to be right within 50%%): Kueue deactivates the Workload then, and the AppWrapper controller removes the components.\n", withWrapup, withMaxExecTime)
+	p("- Times are when the benchmark's watches saw each change (ms), not the objects' second-granular timestamps.\n\n")
+
+	p("## GPU-idle gap per handoff (ms)\n\nFrom a benchmark's guidellm Job Complete to the next benchmark's pods all Running on the GPUs it freed.\n\n")
+	p("| variant | handoffs | p50 | p90 | p99 | max | runs cut short before their Job completed |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	sums := map[variant]bench.Summary{}
+	for _, r := range results {
+		hs := handoffs(r, nodes)
+		s := field(hs, func(h handoff) time.Duration { return h.running })
+		sums[r.variant] = s
+		p("| %s | %d | %s | %s | %s | %s | %d |\n", r.variant, s.Count, ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max), cutShort(r))
+	}
+	if a, z := sums[withWrapup], sums[withMaxExecTime]; a.Count > 0 && z.Count > 0 && z.P50 > 0 {
+		p("\nwrapup ÷ max-exec-time: p50 %.3f, p99 %.3f.\n", float64(a.P50)/float64(z.P50), float64(a.P99)/float64(z.P99))
+	}
+	p("\n## Where the gap goes (ms after the Job's completion, p50 / p99)\n\n")
+	p("| variant | GPUs released (%s: delete request; max-exec-time: Workload deactivated) | its pods gone | next admitted by Kueue | next pods Running |\n|---|---:|---:|---:|---:|\n", withWrapup)
+	for _, r := range results {
+		hs := handoffs(r, nodes)
+		cell := func(f func(handoff) time.Duration) string {
+			s := field(hs, f)
+			return ms(s.P50) + " / " + ms(s.P99)
+		}
+		p("| %s | %s | %s | %s | %s |\n", r.variant, cell(func(h handoff) time.Duration { return h.released }),
+			cell(func(h handoff) time.Duration { return h.podsGone }), cell(func(h handoff) time.Duration { return h.admitted }),
+			cell(func(h handoff) time.Duration { return h.running }))
+	}
+	p("\nThe first column is wrapup's part (or the max-exec-time wait); from it to the pods gone is the AppWrapper controller's teardown and kwok's pod deletion; Kueue admits the next once the Workload is finished, often before the pods are gone; the rest is the AppWrapper controller creating the components, the Deployment and Job controllers creating pods, the scheduler binding them once the GPUs are free, and kwok starting them.\n")
+
+	p("\n## Utilization\n\n| variant | makespan (s) | ÷ ideal (%.1f s) | useful GPU utilization | GPUs allocated |\n|---|---:|---:|---:|---:|\n", ideal.Seconds())
+	for _, r := range results {
+		makespan := r.end.Sub(r.start)
+		var held, useful time.Duration
+		for i := range runs {
+			if !r.podsGone[i].IsZero() && !r.running[i].IsZero() {
+				held += r.podsGone[i].Sub(r.running[i])
+			}
+			if !r.complete[i].IsZero() {
+				useful += runs[i]
+			}
+		}
+		capacity := float64(nodes) * makespan.Seconds()
+		p("| %s | %.1f | %.2f | %.1f %% | %.1f %% |\n", r.variant, makespan.Seconds(), makespan.Seconds()/ideal.Seconds(),
+			100*useful.Seconds()/capacity, 100*held.Seconds()/capacity)
+	}
+	p("\nUseful: the completed guidellm runs' GPU-seconds (every benchmark holds a whole node while it runs; a run cut short counts nothing) over the nodes' GPU-seconds from the first submission to the last benchmark's pods gone. Allocated: the GPU-seconds that pods held, from the last pod Running to the pods gone.\n")
+
+	p("\n## Resources of the benchmark's process during each variant\n\n| variant | CPU (s) | live heap change (MiB) | wrapup's AppWrapper reconciles (s, wall) |\n|---|---:|---:|---:|\n")
+	for _, r := range results {
+		p("| %s | %.1f | %.1f | %.2f |\n", r.variant, r.cpu.Seconds(), float64(r.heap)/(1<<20), r.wrapupReconcile.Seconds())
+	}
+	p("\nThe process runs Kueue, the AppWrapper controller, wrapup and the benchmark's watches: its CPU and heap are theirs together; wrapup's own share is the last column.\n")
+	return b.String()
+}
