@@ -138,9 +138,9 @@ type result struct {
 	finished int
 	// per benchmark (index in runs)
 	admitted, running, complete, released, podsGone []time.Time
-	cpu                                              time.Duration
-	heap                                             int64
-	wrapupReconcile                                  time.Duration
+	cpu                                             time.Duration
+	heap                                            int64
+	wrapupReconcile                                 time.Duration
 }
 
 // runVariant queues every benchmark at once in a ClusterQueue of the nodes'

@@ -95,7 +95,7 @@ var _ = Describe("GPUs handed to the next benchmark, with real pods", Ordered, f
 		Eventually(func() int64 { return gpusInUse(nodes[0].Name) }, podTimeout, util.Interval).Should(BeZero())
 	})
 
-	It("finishes a failing benchmark only after the AppWrapper controller's retries, then frees its GPUs", func() {
+	It("finishes a failing benchmark only after the AppWrapper controller's retry, on the last attempt's Job, then frees its GPUs", func() {
 		aw := submit(ns.Name, lq.Name, "mistral-7b", "1s", true, map[string]string{
 			awv1beta2.RetryLimitAnnotation:                 "1",
 			awv1beta2.FailureGracePeriodDurationAnnotation: "1s",
