@@ -46,8 +46,8 @@ import (
 )
 
 var (
-	flagNodes      = flag.Int("gpu.nodes", 2, "fake nodes of 8 GPUs")
-	flagBenchmarks = flag.Int("gpu.benchmarks", 6, "benchmark AppWrappers queued (each fills a node)")
+	flagNodes      = flag.Int("gpu.nodes", 1, "fake nodes of 8 GPUs")
+	flagBenchmarks = flag.Int("gpu.benchmarks", 3, "benchmark AppWrappers queued (each fills a node)")
 	flagMin        = flag.Duration("gpu.min", 2*time.Second, "shortest guidellm run")
 	flagMax        = flag.Duration("gpu.max", 4*time.Second, "longest guidellm run")
 	flagSeed       = flag.Uint64("gpu.seed", 1, "seed of the run times")
