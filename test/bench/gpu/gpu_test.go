@@ -188,10 +188,13 @@ func runVariant(ctx context.Context, c client.Client, rec *recorder, v variant, 
 		r.finished = n
 		return n
 	}, time.Duration(slack)*ideal+2*time.Minute, time.Second).Should(Equal(len(runs)), "%s: not every benchmark ran and gave its GPUs back", v)
-	r.end = time.Now()
 	r.cpu, r.heap, r.wrapupReconcile = processCPU()-cpu0, liveHeap()-heap0, reconcileTime()-rec0
 	for i := range names {
 		r.admitted[i], r.running[i], r.complete[i], r.released[i], r.podsGone[i] = rec.timeline(ns.Name, names[i])
+		// The end is when the last pods went, not when the poll saw it.
+		if r.podsGone[i].After(r.end) {
+			r.end = r.podsGone[i]
+		}
 	}
 	return r
 }
