@@ -47,8 +47,9 @@ generate: controller-gen ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths="./api/..."
 
 .PHONY: fmt
-fmt: ## go fmt.
+fmt: ## go fmt, the nested modules' (test/controlplane, test/tools/*) too.
 	go fmt ./...
+	gofmt -w test/controlplane test/tools
 
 .PHONY: vet
 vet: ## go vet.
