@@ -106,7 +106,7 @@ bench: ## Scale and latency benchmark: N AppWrappers (default 1000) beside the T
 	$(call with-controlplane,go test -count=1 -v -timeout 3h ./test/bench/ -run TestBench -args -ginkgo.timeout=3h -bench.n=$(N) -bench.idle=20s -bench.out=$(CURDIR)/test/bench/results $(BENCH_ARGS))
 
 GPU_NODES ?= 8
-GPU_BENCHMARKS ?= 120
+GPU_BENCHMARKS ?= 96
 .PHONY: bench-gpu
 bench-gpu: ## GPU-utilization benchmark on the bed that runs pods: GPU_NODES nodes of 8 GPUs, GPU_BENCHMARKS benchmarks of 5-30 s, with wrapup and with Kueue's max-exec-time; writes test/bench/results/gpu-*.md.
 	$(call with-controlplane,go test -count=1 -v -timeout 2h ./test/bench/gpu/ -args -ginkgo.timeout=2h -gpu.nodes=$(GPU_NODES) -gpu.benchmarks=$(GPU_BENCHMARKS) -gpu.min=5s -gpu.max=30s -gpu.out=$(CURDIR)/test/bench/results)
