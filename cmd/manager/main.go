@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -61,6 +62,7 @@ func main() {
 		workers            int
 		qps                float64
 		burst              int
+		enableHTTP2        bool
 		wh                 webhookOptions
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
@@ -76,6 +78,8 @@ func main() {
 	flag.IntVar(&workers, "workers", gc.DefaultWorkers, "How many AppWrappers are reconciled at once.")
 	flag.Float64Var(&qps, "kube-api-qps", -1, "Requests per second to the API server; negative: no client-side limit, the API server's priority and fairness decides (controller-runtime's default).")
 	flag.IntVar(&burst, "kube-api-burst", 0, "Burst above --kube-api-qps, when that is positive.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false,
+		"Serve the metrics and the webhook over HTTP/2 too; off by default, as in Kubernetes' own components, for HTTP/2's stream-reset and rapid-reset weaknesses (CVE-2023-44487, CVE-2023-39325).")
 	wh.bindFlags(flag.CommandLine)
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	opts := zap.Options{}
@@ -128,7 +132,7 @@ func main() {
 		// wrapup runs alone in this manager: its cache may drop what it
 		// never reads.
 		Cache:                   gc.CacheOptions(),
-		Metrics:                 metricsOptions(metricsAddr, metricsSecure, metricsCertDir),
+		Metrics:                 metricsOptions(metricsAddr, metricsSecure, metricsCertDir, tlsOptions(enableHTTP2)),
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "wrapup.dev",
@@ -136,7 +140,7 @@ func main() {
 		// The process exits when it loses the lease, so that a new leader
 		// never races an old one.
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 webhook.NewServer(webhook.Options{Port: wh.port, CertDir: wh.certDir}),
+		WebhookServer:                 webhook.NewServer(webhook.Options{Port: wh.port, CertDir: wh.certDir, TLSOpts: tlsOptions(enableHTTP2)}),
 	})
 	if err != nil {
 		log.Error(err, "Creating the manager")
@@ -196,14 +200,23 @@ func podNamespace() string {
 
 // metricsOptions serves the metrics at addr: over HTTPS to clients
 // authenticated and authorized by the API server, unless secure is false.
-func metricsOptions(addr string, secure bool, certDir string) metricsserver.Options {
+func metricsOptions(addr string, secure bool, certDir string, tlsOpts []func(*tls.Config)) metricsserver.Options {
 	o := metricsserver.Options{BindAddress: addr}
 	if secure {
 		o.SecureServing = true
 		o.FilterProvider = filters.WithAuthenticationAndAuthorization
 		o.CertDir = certDir
+		o.TLSOpts = tlsOpts
 	}
 	return o
+}
+
+// tlsOptions offer only HTTP/1.1 in the TLS handshake unless http2.
+func tlsOptions(http2 bool) []func(*tls.Config) {
+	if http2 {
+		return nil
+	}
+	return []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 }
 
 // waitForAppWrappers waits until the API server serves AppWrappers: wrapup

@@ -131,6 +131,19 @@ func TestManagerBinary(t *testing.T) {
 	if code := metricsGet(reader); code != http.StatusOK {
 		t.Errorf("GET /metrics as a ServiceAccount bound to wrapup-metrics-reader: %d, want 200", code)
 	}
+	// HTTP/2 is off unless asked for (--enable-http2): a client that offers
+	// it gets HTTP/1.1.
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}, Timeout: 10 * time.Second}
+	req, _ := http.NewRequest(http.MethodGet, "https://"+metrics+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+reader)
+	if resp, err := h2.Do(req); err != nil {
+		t.Errorf("GET /metrics offering HTTP/2: %v", err)
+	} else {
+		resp.Body.Close()
+		if resp.Proto != "HTTP/1.1" {
+			t.Errorf("the metrics endpoint answered over %s; HTTP/2 should be off unless --enable-http2", resp.Proto)
+		}
+	}
 	completeThroughTheBinary(t, cfg, c, logs)
 	for _, l := range logs.all() {
 		// The ServiceAccount's RBAC is enough for every watch and write.
