@@ -25,7 +25,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -69,12 +68,7 @@ var _ = Describe("wrapup", Ordered, func() {
 		var err error
 		c, err = client.New(cfg, client.Options{Scheme: framework.Scheme})
 		Expect(err).NotTo(HaveOccurred())
-		fwk.StartManager(ctx, cfg, func(ctx context.Context, mgr ctrl.Manager) error {
-			if err := framework.SetupKueue(ctx, mgr); err != nil {
-				return err
-			}
-			return gc.Setup(mgr, gc.Options{})
-		})
+		fwk.StartManager(ctx, cfg, framework.KueueAndWrapup(gc.Options{}))
 		say("Control plane up")
 	})
 	AfterAll(func() {

@@ -8,6 +8,8 @@ import (
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/wrapup-dev/wrapup/gc"
 	kueueconfig "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	qcache "sigs.k8s.io/kueue/pkg/cache/queue"
@@ -71,4 +73,15 @@ func SetupKueue(ctx context.Context, mgr ctrl.Manager) error {
 		return fmt.Errorf("kueue scheduler: %w", err)
 	}
 	return nil
+}
+
+// KueueAndWrapup is a ManagerSetup that runs Kueue (SetupKueue) and wrapup
+// with opts in the manager.
+func KueueAndWrapup(opts gc.Options) ManagerSetup {
+	return func(ctx context.Context, mgr ctrl.Manager) error {
+		if err := SetupKueue(ctx, mgr); err != nil {
+			return err
+		}
+		return gc.Setup(mgr, opts)
+	}
 }

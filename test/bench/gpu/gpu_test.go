@@ -33,7 +33,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -83,12 +82,7 @@ var _ = Describe("GPU utilization", Ordered, func() {
 		var err error
 		c, err = client.New(cfg, client.Options{Scheme: framework.Scheme})
 		Expect(err).NotTo(HaveOccurred())
-		fwk.StartManager(ctx, cfg, func(ctx context.Context, mgr ctrl.Manager) error {
-			if err := framework.SetupKueue(ctx, mgr); err != nil {
-				return err
-			}
-			return gc.Setup(mgr, gc.Options{})
-		})
+		fwk.StartManager(ctx, cfg, framework.KueueAndWrapup(gc.Options{}))
 		for _, n := range framework.CreateGPUNodes(ctx, c, "gpu", "h100", *flagNodes, nodeGPUs) {
 			nodes = append(nodes, n.Name)
 		}

@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wrapup-dev/wrapup/gc"
@@ -43,12 +42,7 @@ var _ = BeforeSuite(func() {
 	var err error
 	k8sClient, err = client.New(cfg, client.Options{Scheme: framework.Scheme})
 	Expect(err).NotTo(HaveOccurred())
-	fwk.StartManager(ctx, cfg, func(ctx context.Context, mgr ctrl.Manager) error {
-		if err := framework.SetupKueue(ctx, mgr); err != nil {
-			return err
-		}
-		return gc.Setup(mgr, gc.Options{FailureGracePeriod: 5 * time.Second})
-	})
+	fwk.StartManager(ctx, cfg, framework.KueueAndWrapup(gc.Options{FailureGracePeriod: 5 * time.Second}))
 })
 
 var _ = AfterSuite(func() {
