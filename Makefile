@@ -9,7 +9,7 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 
 # The local control plane (kube-apiserver, kube-controller-manager, etcd),
 # built from the Go module proxy by test/controlplane/build.sh and cached
-# outside the work tree. The first build takes ~12 minutes on 2 cores.
+# outside the work tree. The first build takes ~17-22 minutes on 2 cores.
 CONTROLPLANE_BUILD := test/controlplane/build.sh
 GO_TEST_FLAGS ?= -timeout 30m
 

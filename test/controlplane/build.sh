@@ -6,7 +6,7 @@
 # that holds the binaries (the value for KUBEBUILDER_ASSETS) on stdout;
 # progress goes to stderr.
 #
-# The first build takes about 12 minutes on 2 cores (kube-apiserver alone ~9).
+# The first build takes about 17-22 minutes on 2 cores (kube-apiserver alone ~7-10).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
@@ -36,7 +36,7 @@ build() {
 		echo "controlplane: ${name} ${k8s_version} cached in ${out}" >&2
 		return
 	fi
-	echo "controlplane: building ${name} (${pkg}); the first build of the control plane takes ~12 minutes on 2 cores" >&2
+	echo "controlplane: building ${name} (${pkg}); the first build of the control plane takes ~17-22 minutes on 2 cores" >&2
 	local start=$SECONDS
 	CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "${out}/.${name}.tmp" "$pkg"
 	mv -f "${out}/.${name}.tmp" "${out}/${name}"
