@@ -1,83 +1,89 @@
 package gc
 
 import (
-	"regexp"
-	"strings"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Prometheus metrics, served on the controller-runtime registry.
 var (
-	outcomesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "wrapup_outcomes_total",
-		Help: "AppWrappers whose trigger finished, by rule and outcome (Succeeded, Failed).",
-	}, []string{"rule", "outcome"})
+	outcomesTotal = counterVec("wrapup_outcomes_total",
+		"AppWrappers whose trigger finished, by rule and outcome (Succeeded, Failed).", "rule", "outcome")
 
-	actionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "wrapup_actions_total",
-		Help: "Actions taken on finished AppWrappers, by rule and action (Deleted, WouldDelete, StatusOnly).",
-	}, []string{"rule", "action"})
+	actionsTotal = counterVec("wrapup_actions_total",
+		"Actions taken on finished AppWrappers, by rule and action (Deleted, WouldDelete, StatusOnly).", "rule", "action")
 
-	historyWrittenTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "wrapup_history_records_written_total",
-		Help: "CompletionRecords written (created, or replaced after a retry), by rule.",
-	}, []string{"rule"})
+	historyWrittenTotal = counterVec("wrapup_history_records_written_total",
+		"CompletionRecords written (created, or replaced after a retry), by rule.", "rule")
 
-	historyWriteFailuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "wrapup_history_write_failures_total",
-		Help: "Failed attempts to write a CompletionRecord, by rule; past its deadline the AppWrapper is deleted anyway.",
-	}, []string{"rule"})
+	historyWriteFailuresTotal = counterVec("wrapup_history_write_failures_total",
+		"Failed attempts to write a CompletionRecord, by rule; past its deadline the AppWrapper is deleted anyway.", "rule")
 
-	historyExpiredTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "wrapup_history_records_expired_total",
-		Help: "CompletionRecords deleted by their retention, by rule and reason (TTL, Limit).",
-	}, []string{"rule", "reason"})
+	historyExpiredTotal = counterVec("wrapup_history_records_expired_total",
+		"CompletionRecords deleted by their retention, by rule and reason (TTL, Limit).", "rule", "reason")
 
-	evaluationErrorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "wrapup_evaluation_errors_total",
-		Help: "CEL evaluations that failed at run time (treated as not finished), by rule.",
-	}, []string{"rule"})
+	evaluationErrorsTotal = counterVec("wrapup_evaluation_errors_total",
+		"CEL evaluations that failed at run time (treated as not finished), by rule.", "rule")
 
-	evaluationSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "wrapup_evaluation_duration_seconds",
-		Help:    "Time to evaluate a rule's expressions against one trigger.",
-		Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10),
-	})
+	evaluationSeconds = histogram("wrapup_evaluation_duration_seconds",
+		"Time to evaluate a rule's expressions against one trigger.", prometheus.ExponentialBuckets(1e-6, 4, 10))
 
-	triggerToActionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "wrapup_trigger_to_action_seconds",
-		Help:    "Time from the trigger being seen finished to the AppWrapper deletion request, TTL included, by rule.",
-		Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
-	}, []string{"rule"})
+	triggerToActionSeconds = histogramVec("wrapup_trigger_to_action_seconds",
+		"Time from the trigger being seen finished to the AppWrapper deletion request, TTL included, by rule.",
+		prometheus.ExponentialBuckets(0.01, 4, 10), "rule")
 
-	deletionLatenessSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "wrapup_deletion_lateness_seconds",
-		Help:    "Time from when an AppWrapper's deletion was due (wrapup recorded its outcome, plus the TTL and any hold) to the deletion request, by rule: wrapup's own delay after the record.",
-		Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
-	}, []string{"rule"})
+	deletionLatenessSeconds = histogramVec("wrapup_deletion_lateness_seconds",
+		"Time from when an AppWrapper's deletion was due (wrapup recorded its outcome, plus the TTL and any hold) to the deletion request, by rule: wrapup's own delay after the record.",
+		prometheus.ExponentialBuckets(0.01, 4, 10), "rule")
 
-	informersGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "wrapup_trigger_informers",
-		Help: "Informers running for trigger kinds (one per kind in use), by kind; a kind whose informer stopped has no series.",
-	}, []string{"kind"})
+	informersGauge = gaugeVec("wrapup_trigger_informers",
+		"Informers running for trigger kinds (one per kind in use), by kind; a kind whose informer stopped has no series.", "kind")
 
-	informersSyncedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "wrapup_trigger_informer_synced",
-		Help: "1 once a trigger kind's informer has listed its objects, 0 until its first list succeeds (a list that is refused or keeps failing stays 0), by kind.",
-	}, []string{"kind"})
+	informersSyncedGauge = gaugeVec("wrapup_trigger_informer_synced",
+		"1 once a trigger kind's informer has listed its objects, 0 until its first list succeeds (a list that is refused or keeps failing stays 0), by kind.", "kind")
 
-	ruleReadyGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "wrapup_rule_ready",
-		Help: "1 if a CompletionRule is Ready, 0 if not (its status says why), by rule; the leader serves it.",
-	}, []string{"rule"})
+	ruleReadyGauge = gaugeVec("wrapup_rule_ready",
+		"1 if a CompletionRule is Ready, 0 if not (its status says why), by rule; the leader serves it.", "rule")
 )
 
-// collectors are wrapup's metrics.
-var collectors = []prometheus.Collector{
-	outcomesTotal, actionsTotal, historyWrittenTotal, historyWriteFailuresTotal, historyExpiredTotal, evaluationErrorsTotal,
-	evaluationSeconds, triggerToActionSeconds, deletionLatenessSeconds, informersGauge, informersSyncedGauge, ruleReadyGauge,
+// served are the series wrapup's metrics serve, by name, with their labels;
+// collectors are the metrics. The constructors below fill both.
+var (
+	served     = map[string][]string{}
+	collectors []prometheus.Collector
+)
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	served[name], collectors = labels, append(collectors, c)
+	return c
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	served[name], collectors = labels, append(collectors, g)
+	return g
+}
+
+func histogram(name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+	serveHistogram(name, nil)
+	collectors = append(collectors, h)
+	return h
+}
+
+func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	serveHistogram(name, labels)
+	collectors = append(collectors, h)
+	return h
+}
+
+// serveHistogram records a histogram's three series.
+func serveHistogram(name string, labels []string) {
+	served[name+"_bucket"] = append(append([]string(nil), labels...), "le")
+	served[name+"_sum"] = labels
+	served[name+"_count"] = labels
 }
 
 func init() {
@@ -89,32 +95,9 @@ func init() {
 // alerts and dashboards may query. test/install checks config/prometheus
 // and config/grafana against it.
 func ServedMetrics() map[string][]string {
-	out := map[string][]string{}
-	for _, c := range collectors {
-		ch := make(chan *prometheus.Desc, 1)
-		go func() { c.Describe(ch); close(ch) }()
-		for d := range ch {
-			m := descPattern.FindStringSubmatch(d.String())
-			if m == nil {
-				continue
-			}
-			var labels []string
-			if m[2] != "" {
-				labels = strings.Split(m[2], ",")
-			}
-			switch c.(type) {
-			case prometheus.Histogram, *prometheus.HistogramVec:
-				out[m[1]+"_bucket"] = append(append([]string(nil), labels...), "le")
-				out[m[1]+"_sum"] = labels
-				out[m[1]+"_count"] = labels
-			default:
-				out[m[1]] = labels
-			}
-		}
+	out := make(map[string][]string, len(served))
+	for name, labels := range served {
+		out[name] = append([]string(nil), labels...)
 	}
 	return out
 }
-
-// descPattern reads the name and variable labels of a prometheus.Desc's
-// String(), which is the only place the library gives them.
-var descPattern = regexp.MustCompile(`^Desc\{fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
