@@ -21,6 +21,7 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
@@ -134,11 +135,11 @@ func TestWatchesAnnounceTheFirstList(t *testing.T) {
 	waiter := types.NamespacedName{Namespace: "ns", Name: "run"}
 	b.w.Wait(jobGK, waiter)
 	g.Consistently(b.w.Events(), 200*time.Millisecond).ShouldNot(gomega.Receive())
-	g.Expect(syncedSeries("Job.batch")).To(gomega.Equal(ptrTo(0.0)), "wrapup_trigger_informer_synced before the first list")
+	g.Expect(syncedSeries("Job.batch")).To(gomega.Equal(ptr.To(0.0)), "wrapup_trigger_informer_synced before the first list")
 	close(release)
 	g.Eventually(b.w.Events(), 5*time.Second).Should(gomega.Receive(gomega.HaveField("Object.GetName()", "run")))
 	g.Expect(b.w.Kind(jobGK).State).To(gomega.Equal(decision.KindWatched))
-	g.Expect(syncedSeries("Job.batch")).To(gomega.Equal(ptrTo(1.0)), "wrapup_trigger_informer_synced after the first list")
+	g.Expect(syncedSeries("Job.batch")).To(gomega.Equal(ptr.To(1.0)), "wrapup_trigger_informer_synced after the first list")
 }
 
 // A kind wrapup may not list is not watchable: its owners are told, and
@@ -155,7 +156,7 @@ func TestWatchesForbiddenKind(t *testing.T) {
 	g.Expect(b.w.Kind(jobGK).Message).To(gomega.ContainSubstring("forbidden"))
 	g.Eventually(b.w.Events(), 5*time.Second).Should(gomega.Receive(gomega.HaveField("Object.GetName()", "run")))
 	g.Expect(b.w.UnwatchableClaims(func(types.NamespacedName) bool { return true })).To(gomega.ConsistOf(gomega.ContainSubstring("ns/run: Job.batch")))
-	g.Expect(syncedSeries("Job.batch")).To(gomega.Equal(ptrTo(0.0)), "wrapup_trigger_informer_synced of a kind it may not list: a series at 0, for the alert to see")
+	g.Expect(syncedSeries("Job.batch")).To(gomega.Equal(ptr.To(0.0)), "wrapup_trigger_informer_synced of a kind it may not list: a series at 0, for the alert to see")
 }
 
 // A slow discovery request (Ensure of a kind) holds up no reader of the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,15 +117,6 @@ func byKey(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructu
 	return m
 }
 
-func sortedKeysOf[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // managerDefaults are the manager's own defaults for the flags the chart
 // always passes (cmd/manager): with the release named wrapup, passing them
 // changes nothing from config/default.
@@ -158,7 +150,7 @@ func TestHelmChart(t *testing.T) {
 				delete(kustomized, k)
 			}
 		}
-		if diff := cmp.Diff(sortedKeysOf(kustomized), sortedKeysOf(chart)); diff != "" {
+		if diff := cmp.Diff(slices.Sorted(maps.Keys(kustomized)), slices.Sorted(maps.Keys(chart))); diff != "" {
 			t.Fatalf("the chart's objects differ from config/default's and config/rules' (-kustomize +helm):\n%s", diff)
 		}
 		for k, want := range kustomized {

@@ -3,11 +3,11 @@ package install
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/workqueue"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
@@ -151,7 +152,7 @@ func TestDashboard(t *testing.T) {
 	if len(objs) != 1 || objs[0].GetKind() != "ConfigMap" || objs[0].GetLabels()["grafana_dashboard"] != "1" {
 		t.Fatalf("config/grafana should render one ConfigMap labelled grafana_dashboard=1, got %d objects", len(objs))
 	}
-	data, _, _ := unstructuredString(objs[0].Object, "data", "dashboard.json")
+	data, _, _ := unstructured.NestedString(objs[0].Object, "data", "dashboard.json")
 	if data != string(raw) {
 		t.Error("the ConfigMap's dashboard.json differs from config/grafana/dashboard.json")
 	}
@@ -165,19 +166,6 @@ type panel struct {
 		Expr string `json:"expr"`
 	} `json:"targets"`
 	Panels []panel `json:"panels"`
-}
-
-func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
-	var cur any = obj
-	for _, f := range fields {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return "", false, nil
-		}
-		cur = m[f]
-	}
-	s, ok := cur.(string)
-	return s, ok, nil
 }
 
 // targetLabels are the labels Prometheus adds to every scraped series.
@@ -202,7 +190,7 @@ func checkQuery(t *testing.T, where, expr string) []string {
 		}
 		labels, ok := served[vs.Name]
 		if !ok {
-			t.Errorf("%s: %q queries %q, which wrapup does not serve (it serves %v)", where, expr, vs.Name, sortedKeys(served))
+			t.Errorf("%s: %q queries %q, which wrapup does not serve (it serves %v)", where, expr, vs.Name, slices.Sorted(maps.Keys(served)))
 			return nil
 		}
 		names = append(names, vs.Name)
@@ -236,15 +224,6 @@ func checkQuery(t *testing.T, where, expr string) []string {
 		return nil
 	})
 	return names
-}
-
-func sortedKeys(m map[string][]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // queryable are the series a query may select, with their labels: wrapup's

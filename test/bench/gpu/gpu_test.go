@@ -22,7 +22,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -165,8 +164,8 @@ func runVariant(ctx context.Context, c client.Client, rec *recorder, v variant, 
 		podsGone: make([]time.Time, n)}
 	names := make([]string, n)
 	// The forced collection is before the CPU count starts and after it ends.
-	heap0 := liveHeap()
-	cpu0, rec0 := processCPU(), reconcileTime()
+	heap0 := bench.ReadHeap().Live
+	cpu0, rec0 := selfCPU(), reconcileTime()
 	r.start = time.Now()
 	for i, run := range runs {
 		names[i] = fmt.Sprintf("bench-%03d", i)
@@ -195,8 +194,8 @@ func runVariant(ctx context.Context, c client.Client, rec *recorder, v variant, 
 		case <-time.After(time.Second):
 		}
 	}
-	r.cpu, r.wrapupReconcile = processCPU()-cpu0, reconcileTime()-rec0
-	r.heap = liveHeap() - heap0
+	r.cpu, r.wrapupReconcile = selfCPU()-cpu0, reconcileTime()-rec0
+	r.heap = int64(bench.ReadHeap().Live) - int64(heap0)
 	for i := range names {
 		t := rec.timeline(ns.Name, names[i])
 		r.admitted[i], r.firstRunning[i], r.running[i], r.complete[i] = t.admitted, t.firstRunning, t.lastRunning, t.complete
@@ -389,19 +388,10 @@ func (r *recorder) timeline(ns, aw string) timeline {
 	return *r.get(ns, aw)
 }
 
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func liveHeap() int64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
+// selfCPU is the CPU this process has used.
+func selfCPU() time.Duration {
+	s, _ := bench.SampleCPU()
+	return s.Self
 }
 
 // reconcileTime is the time wrapup's AppWrapper controller has spent in
@@ -507,11 +497,11 @@ func render(results []*result, runs []time.Duration, nodes int) string {
 	for _, r := range runs {
 		sum += r
 	}
-	load, _ := os.ReadFile("/proc/loadavg")
 	p("# GPU-utilization benchmark: %d nodes x %d GPUs, %d benchmarks\n\n", nodes, nodeGPUs, len(runs))
 	p("Run %s; reproduce with `make bench-gpu` (test flags `-gpu.nodes=%d -gpu.benchmarks=%d -gpu.min=%s -gpu.max=%s -gpu.seed=%d`).\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), nodes, len(runs), *flagMin, *flagMax, *flagSeed)
-	p("- **Machine**: %d cores, %s; load average at the end %s.\n", runtime.NumCPU(), runtime.Version(), strings.TrimSpace(string(load)))
+	m := bench.ReadMachine()
+	p("- **Machine**: %d cores (%s), %.1f GiB, %s; load average at the end %s.\n", m.Cores, m.CPUModel, float64(m.MemTotal)/(1<<30), runtime.Version(), m.LoadAvg)
 	p("- **Bed**: kube-apiserver, etcd, kube-scheduler, kwok (fake nodes, `test/framework/kwok/stages.yaml`; a pod stops at once when deleted) and kube-controller-manager (Job, ReplicaSet, Deployment, node lifecycle, garbage collector) as processes; Kueue v0.17.0, the AppWrapper controller v1.2.2 and wrapup in the benchmark's process. Nothing writes a pod's or a Job's status.\n")
 	p("- **Workload**: %d AppWrappers queued at once in one ClusterQueue of %d GPUs; each has two vLLM Deployments of 2 GPUs and a guidellm Job of 4 GPUs (a whole node), whose pod runs for a time drawn uniformly in [%s, %s] (seed %d; %s of runs in all).\n",
 		len(runs), nodes*nodeGPUs, *flagMin, *flagMax, *flagSeed, sum.Round(time.Second))
