@@ -20,7 +20,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,17 +126,8 @@ var _ = Describe("wrapup", Ordered, func() {
 		say("Submitted AppWrapper %s: waiting, no GPUs left (its Workload is pending)", second.Name)
 
 		job := types.NamespacedName{Namespace: ns.Name, Name: first.Name + "-guidellm"}
-		Eventually(func(g Gomega) {
-			j := &batchv1.Job{}
-			g.Expect(c.Get(ctx, job, j)).To(Succeed())
-			complete := false
-			for _, cond := range j.Status.Conditions {
-				complete = complete || cond.Type == batchv1.JobComplete && cond.Status == corev1.ConditionTrue
-			}
-			g.Expect(complete).To(BeTrue(), "the guidellm Job is not Complete")
-		}, demoTimeout, 10*time.Millisecond).Should(Succeed())
+		seen := util.AwaitJobComplete(ctx, c, job, demoTimeout)
 		say("guidellm's pod succeeded; the Job controller marked the Job Complete; the vLLM servers would run forever")
-		seen := time.Now()
 		since := func() int64 { return time.Since(seen).Milliseconds() }
 
 		var recorded, deleted bool

@@ -8,8 +8,10 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -110,4 +112,18 @@ func GPUsInUse(ctx context.Context, c client.Client, node string) int64 {
 		}
 	}
 	return n
+}
+
+// AwaitJobComplete waits, polling every 10 ms, until the Job key has a true
+// Complete condition (the Job controller's), and returns when it saw it.
+func AwaitJobComplete(ctx context.Context, c client.Client, key types.NamespacedName, timeout time.Duration) time.Time {
+	ginkgo.GinkgoHelper()
+	gomega.Eventually(func(g gomega.Gomega) {
+		job := &batchv1.Job{}
+		g.Expect(c.Get(ctx, key, job)).To(gomega.Succeed())
+		g.Expect(job.Status.Conditions).To(gomega.ContainElement(gomega.And(
+			gomega.HaveField("Type", batchv1.JobComplete), gomega.HaveField("Status", corev1.ConditionTrue))),
+			"the Job %s is not Complete", key)
+	}, timeout, 10*time.Millisecond).Should(gomega.Succeed())
+	return time.Now()
 }

@@ -73,14 +73,9 @@ var _ = Describe("GPUs handed to the next benchmark, with real pods", Ordered, f
 		util.ExpectWorkloadCondition(ctx, k8sClient, second, kueue.WorkloadQuotaReserved, metav1.ConditionFalse)
 
 		By("the guidellm pod succeeds; the Job controller completes the Job; wrapup deletes the AppWrapper")
-		job := &batchv1.Job{}
-		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: first.Name + "-guidellm"}, job)).To(Succeed())
-			g.Expect(jobCondition(job, batchv1.JobComplete)).NotTo(BeNil())
-		}, podTimeout, 10*time.Millisecond).Should(Succeed())
 		// The test's own clock: the conditions' and pods' times have
 		// whole seconds only.
-		complete := time.Now()
+		complete := util.AwaitJobComplete(ctx, k8sClient, client.ObjectKey{Namespace: ns.Name, Name: first.Name + "-guidellm"}, podTimeout)
 		util.ExpectGone(ctx, k8sClient, first, podTimeout)
 
 		By("its pods terminate, and the second benchmark's pods run on the freed GPUs")
@@ -180,13 +175,4 @@ func expectPodsRunning(ns, aw, node string) time.Time {
 func gpusInUse(node string) int64 {
 	GinkgoHelper()
 	return util.GPUsInUse(ctx, k8sClient, node)
-}
-
-func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
-	for i := range job.Status.Conditions {
-		if c := job.Status.Conditions[i]; c.Type == t && c.Status == corev1.ConditionTrue {
-			return &job.Status.Conditions[i]
-		}
-	}
-	return nil
 }
