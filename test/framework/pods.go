@@ -30,8 +30,6 @@ import (
 var kwokStages []byte
 
 const (
-	// GPU is the extended resource of the fake nodes.
-	GPU = util.GPU
 	// GPUNodeLabel marks the fake GPU nodes, for a Kueue ResourceFlavor's
 	// nodeLabels.
 	GPUNodeLabel = "wrapup.test/gpu-node"
@@ -151,7 +149,7 @@ func CreateGPUNodes(ctx context.Context, c client.Client, prefix, flavor string,
 		corev1.ResourceCPU:    resource.MustParse("32"),
 		corev1.ResourceMemory: resource.MustParse("256Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
-		GPU:                   *resource.NewQuantity(int64(gpus), resource.DecimalSI),
+		util.GPU:              *resource.NewQuantity(int64(gpus), resource.DecimalSI),
 	}
 	var nodes []*corev1.Node
 	for i := range n {
@@ -180,7 +178,7 @@ func CreateGPUNodes(ctx context.Context, c client.Client, prefix, flavor string,
 			}
 			g.Expect(ready).To(gomega.BeTrue(), "node %s is not Ready", node.Name)
 			g.Expect(got.Spec.Taints).To(gomega.BeEmpty(), "node %s still has taints", node.Name)
-			g.Expect(got.Status.Allocatable.Name(GPU, resource.DecimalSI).Value()).To(gomega.Equal(int64(gpus)))
+			g.Expect(got.Status.Allocatable.Name(util.GPU, resource.DecimalSI).Value()).To(gomega.Equal(int64(gpus)))
 		}, 2*time.Minute, 200*time.Millisecond).Should(gomega.Succeed())
 	}
 	return nodes
