@@ -153,34 +153,26 @@ func TestHelmChart(t *testing.T) {
 		if diff := cmp.Diff(slices.Sorted(maps.Keys(kustomized)), slices.Sorted(maps.Keys(chart))); diff != "" {
 			t.Fatalf("the chart's objects differ from config/default's and config/rules' (-kustomize +helm):\n%s", diff)
 		}
+		// What each kind must have alike (selectors differ: the chart's
+		// also name the release).
+		compared := map[string][][]string{
+			"CustomResourceDefinition":       {{"spec"}},
+			"CompletionRule":                 {{"spec"}},
+			"PodDisruptionBudget":            {{"spec", "minAvailable"}, {"spec", "unhealthyPodEvictionPolicy"}},
+			"ClusterRole":                    {{"rules"}},
+			"Role":                           {{"rules"}},
+			"ClusterRoleBinding":             {{"roleRef"}, {"subjects"}},
+			"RoleBinding":                    {{"roleRef"}, {"subjects"}},
+			"ValidatingWebhookConfiguration": {{"webhooks"}},
+			"Service":                        {{"spec", "ports"}},
+			"Secret":                         {{"type"}},
+		}
 		for k, want := range kustomized {
-			got := chart[k]
-			var fields []string
-			switch want.GetKind() {
-			case "CustomResourceDefinition", "CompletionRule", "PodDisruptionBudget":
-				fields = []string{"spec"}
-			case "ClusterRole", "Role":
-				fields = []string{"rules"}
-			case "ClusterRoleBinding", "RoleBinding":
-				fields = []string{"roleRef", "subjects"}
-			case "ValidatingWebhookConfiguration":
-				fields = []string{"webhooks"}
-			case "Service":
-				fields = []string{"ports"}
-			case "Secret":
-				fields = []string{"type"}
-			}
-			for _, f := range fields {
-				w, g := want.Object[f], got.Object[f]
-				if f == "ports" {
-					w, g = want.Object["spec"].(map[string]any)["ports"], got.Object["spec"].(map[string]any)["ports"]
-				}
-				if want.GetKind() == "PodDisruptionBudget" || want.GetKind() == "Service" {
-					// Selectors: the chart's also name the release.
-					w, g = withoutSelector(w), withoutSelector(g)
-				}
+			for _, path := range compared[want.GetKind()] {
+				w, _, _ := unstructured.NestedFieldNoCopy(want.Object, path...)
+				g, _, _ := unstructured.NestedFieldNoCopy(chart[k].Object, path...)
 				if diff := cmp.Diff(w, g); diff != "" {
-					t.Errorf("%s: %s differs (-kustomize +helm):\n%s", k, f, diff)
+					t.Errorf("%s: %s differs (-kustomize +helm):\n%s", k, strings.Join(path, "."), diff)
 				}
 			}
 		}
@@ -408,20 +400,6 @@ func deployment(t *testing.T, u *unstructured.Unstructured) *appsv1.Deployment {
 		t.Fatal(err)
 	}
 	return d
-}
-
-func withoutSelector(spec any) any {
-	m, ok := spec.(map[string]any)
-	if !ok {
-		return spec
-	}
-	out := map[string]any{}
-	for k, v := range m {
-		if k != "selector" {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // injectCertificate writes what the manager's rotator would: the Secret's
