@@ -223,11 +223,18 @@ func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alp
 	return true, nil
 }
 
-// historyOf is the retention of rec's runs under its rule among in's
-// rules; keep is false when the rule keeps none, or is not among them.
-func historyOf(in decision.Input, rec *decision.Record) (ret wrapupv1alpha1.RecordRetention, keep bool) {
+// historyOf is the retention of the run under the rule that decides it now
+// (d.Winner; the record's own rule only when none does), among in's rules:
+// that rule's deletion waits on the record, even when the rule that
+// recorded the outcome was renamed or deleted since. keep is false when it
+// keeps no history, or is not among the rules.
+func historyOf(in decision.Input, d decision.Decision, rec *decision.Record) (ret wrapupv1alpha1.RecordRetention, keep bool) {
+	name := d.Winner
+	if name == "" {
+		name = rec.Rule
+	}
 	for _, ru := range in.Rules {
-		if ru.Rule.Name == rec.Rule {
+		if ru.Rule.Name == name {
 			return History(ru.Rule)
 		}
 	}
@@ -259,14 +266,18 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		r.memory.put(key, *mem)
 		return true
 	}
-	ret, keep := historyOf(in, rec)
+	ret, keep := historyOf(in, d, rec)
 	if !keep {
 		// Not remembered: a decision on fresher rules may keep history.
 		return true
 	}
-	if !in.Now.Before(rec.FinishedAt.Add(time.Duration(ret.TTLSecondsAfterFinished) * time.Second)) {
-		// Its retention has passed (it was written, and has expired, or
-		// the run finished long ago): nothing to keep.
+	// Its retention has passed (it was written, and has expired, or the
+	// run finished long ago): nothing to keep. Remembered only on rules as
+	// the API server has them: a stale cache may hold a shorter retention.
+	expired := func() bool {
+		return !in.Now.Before(rec.FinishedAt.Add(time.Duration(ret.TTLSecondsAfterFinished) * time.Second))
+	}
+	if confirm == nil && expired() {
 		return done()
 	}
 	cr := completionRecord(in, d, rec, ret)
@@ -275,6 +286,7 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		return done()
 	}
 	var err error
+	unconfirmed := false
 	if confirm != nil {
 		var fin decision.Input
 		var fd decision.Decision
@@ -287,12 +299,16 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 			// The write, its retention and its deadline are the fresh
 			// decision's, on the rules as the API server has them.
 			in, d, due = fin, fd, fd.DueAt
-			if ret, keep = historyOf(in, rec); !keep {
+			if ret, keep = historyOf(in, d, rec); !keep {
 				return true
+			}
+			if expired() {
+				return done()
 			}
 			cr = completionRecord(in, d, rec, ret)
 		} else {
 			err = fmt.Errorf("reading the AppWrapper, its rules and its trigger before writing it: %w", err)
+			unconfirmed = true
 		}
 	}
 	if err == nil {
@@ -307,6 +323,8 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		late := !in.Now.Before(deadline)
 		msg := fmt.Sprintf("the run's CompletionRecord could not be written: %v", err)
 		switch {
+		case late && unconfirmed:
+			msg += "; wrapup decides again on a fresh read, by its deadline, before any deletion"
 		case late && !due.IsZero():
 			msg += fmt.Sprintf("; deleting the AppWrapper anyway, %s after its deletion was due", HistoryWriteDeadline)
 		case late:
@@ -315,7 +333,13 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 			msg += "; wrapup tries again, and deletes nothing until it is written or its deadline has passed"
 		}
 		r.Recorder.Eventf(aw, nil, "Warning", wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord", "%s", decision.Truncate(msg, decision.MaxMessage))
-		if late {
+		switch {
+		case late && unconfirmed:
+			// Late by the cached deadline only: not remembered, so that
+			// the decision on a fresh read, which any deletion makes
+			// first, weighs the record by its own deadline.
+			return true
+		case late:
 			return done()
 		}
 		return false

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -59,5 +60,94 @@ func TestHistoryDeadline(t *testing.T) {
 				t.Errorf("ensureHistory = %v, want %v (the deletion may go ahead)", got, tc.delete)
 			}
 		})
+	}
+}
+
+// historyBed is a fake API server for ensureHistory's unit tests.
+func historyBed(t *testing.T) client.WithWatch {
+	t.Helper()
+	scheme := apiruntime.NewScheme()
+	for _, add := range []func(*apiruntime.Scheme) error{corev1.AddToScheme, awv1beta2.AddToScheme, wrapupv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fake.NewClientBuilder().WithScheme(scheme).Build()
+}
+
+func records(t *testing.T, c client.Client) int {
+	t.Helper()
+	var l wrapupv1alpha1.CompletionRecordList
+	if err := c.List(context.Background(), &l); err != nil {
+		t.Fatal(err)
+	}
+	return len(l.Items)
+}
+
+// TestHistoryOfTheDecidingRule: the rule that recorded the outcome was
+// renamed (deleted, and its spec created under another name) before the
+// record was written; the rule that deletes now keeps history, so the
+// deletion waits on the record, which is written.
+func TestHistoryOfTheDecidingRule(t *testing.T) {
+	fc := historyBed(t)
+	finished := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	renamed := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "r4"}}
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"}}
+	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeFailed, Rule: "r2", FinishedAt: finished}
+	d := decision.Decision{Verdict: decision.VerdictDelete, Winner: "r4", DueAt: finished, Outcome: rec.Outcome, Recorded: rec}
+	in := decision.Input{Now: finished.Add(14 * time.Second), AppWrapper: aw, Rules: []decision.Rule{{Rule: renamed}}}
+	r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
+	var mem awMemory
+	ok := r.ensureHistory(context.Background(), in, d, rec, &mem, nil)
+	if n := records(t, fc); !ok || n != 1 {
+		t.Errorf("ensureHistory = %v with %d CompletionRecords; want the record written before the deletion under r4", ok, n)
+	}
+}
+
+// TestHistoryRetentionOnFreshRules: the cached rule keeps records 30 s,
+// the API server's (just edited) 7 days. 40 s after the run, the record is
+// written: the retention that has passed is only the stale cache's.
+func TestHistoryRetentionOnFreshRules(t *testing.T) {
+	fc := historyBed(t)
+	finished := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	cachedRule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}
+	cachedRule.Spec.History.TTLSecondsAfterFinished = ptr.To[int32](30)
+	freshRule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"}}
+	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: finished}
+	d := decision.Decision{Verdict: decision.VerdictDeleteAfterTTL, Winner: "jobs", DueAt: finished.Add(time.Hour), Outcome: rec.Outcome, Recorded: rec}
+	in := decision.Input{Now: finished.Add(40 * time.Second), AppWrapper: aw, Rules: []decision.Rule{{Rule: cachedRule}}}
+	fresh := decision.Input{Now: in.Now, AppWrapper: aw, Rules: []decision.Rule{{Rule: freshRule}}}
+	r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
+	var mem awMemory
+	r.ensureHistory(context.Background(), in, d, rec, &mem, func() (decision.Input, decision.Decision, error) { return fresh, d, nil })
+	if n := records(t, fc); n != 1 {
+		t.Errorf("%d CompletionRecords, want the run's: the API server's rule keeps them 7 days", n)
+	}
+}
+
+// TestHistoryDeadlineOnFreshRules: the cached rule deletes at once (due at
+// the finish), the API server's after an hour. The confirming read fails 3
+// minutes after the finish, late by the cached deadline only; an hour
+// later, with the API server back, the deletion waits on the record, which
+// is written.
+func TestHistoryDeadlineOnFreshRules(t *testing.T) {
+	fc := historyBed(t)
+	finished := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"}}
+	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: finished}
+	cached := decision.Decision{Verdict: decision.VerdictDelete, Winner: "jobs", DueAt: finished, Outcome: rec.Outcome, Recorded: rec}
+	r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
+	var mem awMemory
+	in := decision.Input{Now: finished.Add(3 * time.Minute), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
+	r.ensureHistory(context.Background(), in, cached, rec, &mem, func() (decision.Input, decision.Decision, error) {
+		return decision.Input{}, decision.Decision{}, errors.New("etcdserver: request timed out")
+	})
+	fresh := decision.Decision{Verdict: decision.VerdictDelete, Winner: "jobs", DueAt: finished.Add(time.Hour), Outcome: rec.Outcome, Recorded: rec}
+	later := decision.Input{Now: finished.Add(time.Hour), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
+	ok := r.ensureHistory(context.Background(), later, fresh, rec, &mem, nil)
+	if n := records(t, fc); !ok || n != 1 {
+		t.Errorf("ensureHistory = %v with %d CompletionRecords; want the record written before the deletion due an hour after the finish", ok, n)
 	}
 }

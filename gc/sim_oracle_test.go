@@ -511,9 +511,10 @@ func (w *simWorld) checkCompletionRecord(cr, old *wrapupv1alpha1.CompletionRecor
 }
 
 // checkHistoryBeforeDelete: a deletion under a rule that keeps history
+// (the rule that deletes, deleter, whichever rule recorded the outcome)
 // comes after the run's CompletionRecord, or past the deadline for it.
-func (w *simWorld) checkHistoryBeforeDelete(cur *awv1beta2.AppWrapper, rec *decision.Record) {
-	rule := w.rules[rec.Rule]
+func (w *simWorld) checkHistoryBeforeDelete(cur *awv1beta2.AppWrapper, rec *decision.Record, deleter string) {
+	rule := w.rules[deleter]
 	if rule == nil {
 		return
 	}
@@ -554,7 +555,7 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	if len(rec.Triggers) > 0 {
 		w.checks.manyDeletes++
 	}
-	w.checkHistoryBeforeDelete(cur, rec)
+	w.checkHistoryBeforeDelete(cur, rec, r.name)
 	phase := cur.Status.Phase
 	for _, d := range ds {
 		switch {

@@ -57,6 +57,8 @@ var (
 	simSteps     = flag.Int("sim.steps", 150, "how many random events a history has")
 	simSeed      = flag.Int64("sim.seed", 0, "run only the history of this seed, and print its trace")
 	simFirstSeed = flag.Int64("sim.first", 1, "the seed of the first history")
+	simHarsh     = flag.Bool("sim.harsh", false, "TestSimulation and -sim.seed run harsh histories: rules renamed, deleted, broken and fixed under pending records, and heavy API faults")
+	simHarshN    = flag.Int("sim.harsh-histories", 500, "how many harsh histories TestSimulationHarsh runs")
 )
 
 // simWrapup is wrapup in the simulated world: its AppWrapper reconciler and
@@ -542,6 +544,44 @@ func (w *simWorld) step() {
 			}
 		}
 	default: // time passes
+		if w.harsh {
+			w.harshStep()
+		}
+	}
+}
+
+// harshStep is what a harsh history adds when time passes: an admin
+// renaming a rule (its spec under a new name, the old one often deleted),
+// breaking or fixing the rule that decides for an AppWrapper with a
+// record, or heavy API faults.
+func (w *simWorld) harshStep() {
+	switch w.rng.Intn(4) {
+	case 0: // an admin renames a rule: its spec under a new name, the old one (often) deleted
+		names := sortedKeys(w.rules)
+		if len(names) > 0 {
+			old := names[w.rng.Intn(len(names))]
+			r := w.ruleSpecs[old]
+			r.name = fmt.Sprintf("r%d", 3+w.rng.Intn(3))
+			if _, ok := w.rules[r.name]; !ok {
+				w.logf("admin renames rule %s to %s", old, r.name)
+				w.setRule(r)
+				if w.rng.Intn(2) == 0 {
+					w.deleteRule(old)
+				}
+			}
+		}
+	case 1: // an admin breaks (or fixes) the rule that decides for an AppWrapper with a record
+		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return decision.ReadRecord(aw) != nil })
+		if aw != nil {
+			if r, found, _ := w.winner(aw); found {
+				r.broken = !r.broken
+				w.logf("admin toggles broken on %s while %s carries a record", r.name, client.ObjectKeyFromObject(aw))
+				w.setRule(r)
+			}
+		}
+	case 2:
+		w.faults = []float64{0.5, 0.9, 1}[w.rng.Intn(3)]
+		w.logf("API faults at %.2f", w.faults)
 	}
 }
 
@@ -596,20 +636,38 @@ var regressionSeeds = []int64{
 	14907, // the same
 }
 
+// harshRegressionSeeds are harsh histories that once failed.
+var harshRegressionSeeds = []int64{
+	6426,                               // the rule that recorded the outcome renamed before its record was written: deleted under the new name, with no record
+	5134, 6084, 6102, 6274, 6395, 6396, // the same, or the rule deleted and a lower one deciding
+}
+
+// simWorldFor is the world of one history, harsh or not.
+func simWorldFor(seed int64, harsh bool) *simWorld {
+	w := newSimWorld(seed)
+	w.harsh = harsh
+	return w
+}
+
 func TestSimulationRegressions(t *testing.T) {
 	logf.SetLogger(logr.Discard())
-	for _, seed := range regressionSeeds {
-		w := newSimWorld(seed)
-		w.run(*simSteps)
-		if w.violation != "" {
-			t.Errorf("seed %d: %s\nreplay: go test ./gc -run TestSimulation -sim.seed=%d -v", seed, w.violation, seed)
+	for _, seeds := range []struct {
+		seeds []int64
+		harsh bool
+	}{{regressionSeeds, false}, {harshRegressionSeeds, true}} {
+		for _, seed := range seeds.seeds {
+			w := simWorldFor(seed, seeds.harsh)
+			w.run(*simSteps)
+			if w.violation != "" {
+				t.Errorf("seed %d (harsh %v): %s\nreplay: go test ./gc -run TestSimulation -sim.seed=%d -sim.harsh=%v -v", seed, seeds.harsh, w.violation, seed, seeds.harsh)
+			}
 		}
 	}
 }
 
 func TestSimulation(t *testing.T) {
 	if *simSeed != 0 {
-		w := newSimWorld(*simSeed)
+		w := simWorldFor(*simSeed, *simHarsh)
 		w.run(*simSteps)
 		t.Log("\n" + strings.Join(w.trace, "\n"))
 		if w.violation != "" {
@@ -617,16 +675,28 @@ func TestSimulation(t *testing.T) {
 		}
 		return
 	}
+	simulate(t, *simFirstSeed, *simHistories, *simHarsh)
+}
+
+// TestSimulationHarsh runs harsh histories (rules renamed, deleted, broken
+// and fixed under pending records, heavy API faults), on seeds of their
+// own.
+func TestSimulationHarsh(t *testing.T) {
+	simulate(t, 1_000_001, *simHarshN, true)
+}
+
+// simulate runs n histories from seed first on every core, and fails with
+// the shortest trace of the first that breaks an invariant.
+func simulate(t *testing.T, first int64, n int, harsh bool) {
 	// The histories allocate much and keep little.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	logf.SetLogger(logr.Discard())
-	n := *simHistories
 	if testing.Short() {
 		n = min(n, 50)
 	}
 	var next atomic.Int64
-	next.Store(*simFirstSeed)
-	last := *simFirstSeed + int64(n)
+	next.Store(first)
+	last := first + int64(n)
 	var mu sync.Mutex
 	var failed []int64
 	var wg sync.WaitGroup
@@ -642,7 +712,7 @@ func TestSimulation(t *testing.T) {
 				if seed >= last {
 					return
 				}
-				w := newSimWorld(seed)
+				w := simWorldFor(seed, harsh)
 				w.run(*simSteps)
 				mu.Lock()
 				stats.add(&w.checks)
@@ -654,27 +724,27 @@ func TestSimulation(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	t.Logf("%d histories of %d steps in %s: %s", n, *simSteps, time.Since(start).Round(time.Millisecond), stats.summary())
+	t.Logf("%d histories (harsh %v) of %d steps in %s: %s", n, harsh, *simSteps, time.Since(start).Round(time.Millisecond), stats.summary())
 	if len(failed) == 0 {
 		return
 	}
 	sort.Slice(failed, func(i, j int) bool { return failed[i] < failed[j] })
 	seed := failed[0]
-	steps := shortestFailing(seed, *simSteps)
-	w := newSimWorld(seed)
+	steps := shortestFailing(seed, *simSteps, harsh)
+	w := simWorldFor(seed, harsh)
 	w.run(steps)
 	t.Fatalf("%d of %d histories failed (seeds %v). The first, seed %d, fails after %d steps: %s\n"+
-		"replay: go test ./gc -run TestSimulation -sim.seed=%d -sim.steps=%d -v\n%s",
-		len(failed), n, failed[:min(len(failed), 10)], seed, steps, w.violation, seed, steps, strings.Join(w.trace, "\n"))
+		"replay: go test ./gc -run TestSimulation -sim.seed=%d -sim.steps=%d -sim.harsh=%v -v\n%s",
+		len(failed), n, failed[:min(len(failed), 10)], seed, steps, w.violation, seed, steps, harsh, strings.Join(w.trace, "\n"))
 }
 
 // shortestFailing is the fewest steps of the history of seed that still
 // fail (a history's first k steps are the same whatever its length).
-func shortestFailing(seed int64, steps int) int {
+func shortestFailing(seed int64, steps int, harsh bool) int {
 	lo, hi := 0, steps // hi fails
 	for lo+1 < hi {
 		mid := (lo + hi) / 2
-		w := newSimWorld(seed)
+		w := simWorldFor(seed, harsh)
 		w.run(mid)
 		if w.violation != "" {
 			hi = mid

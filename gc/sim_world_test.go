@@ -262,6 +262,10 @@ type simWorld struct {
 
 	// faults is the probability that an API call fails.
 	faults float64
+	// harsh adds, when time passes, an admin renaming or deleting rules,
+	// breaking or fixing the rule that decides for an AppWrapper with a
+	// record, and heavy API faults (TestSimulationHarsh, -sim.harsh).
+	harsh bool
 	// maxLag bounds the delay of the caches.
 	maxLag time.Duration
 
