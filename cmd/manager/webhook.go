@@ -172,24 +172,36 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
+// Add adds every part cert-controller adds (its rotator, its namespaced
+// cache and its controller, which gives up when that cache cannot sync,
+// for instance without the Role) as a soft runnable, in the group the part
+// asked for.
 func (m bestEffort) Add(r manager.Runnable) error {
-	if cr, ok := r.(*rotator.CertRotator); ok {
-		return m.Manager.Add(softRotator{CertRotator: cr, log: m.log})
+	return m.Manager.Add(soft{Runnable: r, secret: m.secret, log: m.log})
+}
+
+// soft runs a part of the webhook's certificate management and logs its
+// failure instead of returning it.
+type soft struct {
+	manager.Runnable
+	secret types.NamespacedName
+	log    logr.Logger
+}
+
+// NeedLeaderElection is the part's own answer; a runnable without one runs
+// on the leader only, as the manager would run it.
+func (s soft) NeedLeaderElection() bool {
+	if le, ok := s.Runnable.(manager.LeaderElectionRunnable); ok {
+		return le.NeedLeaderElection()
 	}
-	return m.Manager.Add(r)
+	return true
 }
 
-// softRotator runs the rotator and logs its failure instead of returning it.
-type softRotator struct {
-	*rotator.CertRotator
-	log logr.Logger
-}
-
-func (s softRotator) Start(ctx context.Context) error {
-	if err := s.CertRotator.Start(ctx); err != nil && ctx.Err() == nil {
+func (s soft) Start(ctx context.Context) error {
+	if err := s.Runnable.Start(ctx); err != nil && ctx.Err() == nil {
 		s.log.Error(err, "The webhook's certificate failed: the webhook stays off and this replica not Ready until the manager restarts; "+
-			"the controllers go on, and rules are admitted unchecked (failurePolicy Ignore). Check the Secret "+s.SecretKey.String()+
-			", the webhook configuration and the Role wrapup-webhook-certs")
+			"the controllers go on, and rules are admitted unchecked (failurePolicy Ignore). Check the Secret "+s.secret.String()+
+			", the webhook configuration and the Role wrapup-webhook-certs", "part", fmt.Sprintf("%T", s.Runnable))
 	}
 	return nil
 }

@@ -310,6 +310,7 @@ func installCRDs(t *testing.T, cfg *rest.Config) {
 // but keeps running, and its controllers work (a rule is reported Ready):
 // the webhook's failure never stops wrapup from finishing AppWrappers.
 func TestManagerWithoutItsWebhookSecret(t *testing.T) {
+	t.Parallel()
 	cfg, c := managerTestServer(t)
 	m := startManager(t, cfg, c, []string{"Secret wrapup-webhook-server-cert"})
 	installCRDs(t, cfg)
@@ -339,11 +340,47 @@ func TestManagerWithoutItsWebhookSecret(t *testing.T) {
 	}
 }
 
+// TestManagerWithoutItsWebhookRole: without the Role that lets it list its
+// Secret (an install that dropped it, or RBAC applied late),
+// cert-controller's controller gives up when its cache cannot sync, two
+// minutes after the start. The manager logs that and stays not Ready, but
+// keeps running its controllers.
+func TestManagerWithoutItsWebhookRole(t *testing.T) {
+	t.Parallel()
+	cfg, c := managerTestServer(t)
+	m := startManager(t, cfg, c, []string{"Role wrapup-webhook-certs", "RoleBinding wrapup-webhook-certs"})
+	installCRDs(t, cfg)
+	m.logs.await(t, "Successfully acquired lease")
+	// cert-controller's controller waits two minutes (its default cache
+	// sync timeout) before it fails.
+	m.logs.awaitWithin(t, "The webhook's certificate failed", 4*time.Minute)
+	rule := util.MakeRule("works").TriggerKind("batch", "Job", "").DryRun().Obj()
+	if err := c.Create(context.Background(), rule); err != nil {
+		t.Fatal(err)
+	}
+	gomega.NewWithT(t).Eventually(func() bool {
+		got := &wrapupv1alpha1.CompletionRule{}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(rule), got); err != nil {
+			return false
+		}
+		return apimeta.IsStatusConditionTrue(got.Status.Conditions, wrapupv1alpha1.ConditionReady)
+	}, util.LongTimeout, util.Interval).Should(gomega.BeTrue(), "the rule controller did not report the rule Ready after the certificate's controller failed")
+	select {
+	case err := <-m.done:
+		t.Fatalf("the manager exited (%v) because its webhook's certificate controller failed", err)
+	default:
+	}
+	if code := get(t, "http://"+m.probes+"/readyz"); code < 400 {
+		t.Errorf("GET /readyz without a webhook certificate: %d, want a failure (not Ready)", code)
+	}
+}
+
 // TestManagerWithExternalCertificates: with --webhook-cert-management=
 // external (cert-manager's variant), the manager runs its controllers and
 // waits, not Ready, for the certificate another component mounts; once it
 // is there, the webhook serves and the replica is Ready.
 func TestManagerWithExternalCertificates(t *testing.T) {
+	t.Parallel()
 	cfg, c := managerTestServer(t)
 	m := startManager(t, cfg, c, []string{"Secret wrapup-webhook-server-cert", "Role wrapup-webhook-certs", "RoleBinding wrapup-webhook-certs"},
 		"--webhook-cert-management=external")
@@ -563,6 +600,12 @@ func (ls *lines) String() string { return strings.Join(ls.all(), "\n") }
 // await waits until a line contains s.
 func (ls *lines) await(t *testing.T, s string) {
 	t.Helper()
+	ls.awaitWithin(t, s, util.LongTimeout)
+}
+
+// awaitWithin waits up to d for a log line holding s.
+func (ls *lines) awaitWithin(t *testing.T, s string, d time.Duration) {
+	t.Helper()
 	gomega.NewWithT(t).Eventually(func() bool {
 		for _, l := range ls.all() {
 			if strings.Contains(l, s) {
@@ -570,7 +613,7 @@ func (ls *lines) await(t *testing.T, s string) {
 			}
 		}
 		return false
-	}, util.LongTimeout, util.Interval).Should(gomega.BeTrue(), "no log line says %q", s)
+	}, d, util.Interval).Should(gomega.BeTrue(), "no log line says %q", s)
 }
 
 // containerArgs are the args of the manager container of the Deployment d.
