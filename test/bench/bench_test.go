@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/pprof"
@@ -31,7 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -261,55 +258,11 @@ func slim(obj any) (any, error) {
 	return obj, nil
 }
 
-// ownConnection returns a copy of cfg whose clients get an HTTP transport,
-// and so connections, of their own, as a separate process's would: client-go
-// shares one transport (one HTTP/2 connection) between configs with the
-// same TLS settings, and the benchmark, the AppWrapper controller and
-// wrapup must neither queue behind each other's requests nor share
-// connection goroutines in a CPU profile. A Dial function makes the
-// transport uncacheable, hence new.
-func ownConnection(cfg *rest.Config, userAgent string) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.UserAgent = userAgent
-	c.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	return c
-}
-
 // labelled runs f with pprof labels naming a component: every goroutine f
 // starts (a manager's controllers, informers, connections) inherits them,
 // so a CPU profile can be split by component.
 func labelled(ctx context.Context, component string, f func(context.Context)) {
 	pprof.Do(ctx, pprof.Labels("component", component), f)
-}
-
-// parallel runs fn over items with n workers and returns the first error.
-func parallel[T any](n int, items []T, fn func(T) error) error {
-	ch := make(chan T)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer GinkgoRecover()
-			defer wg.Done()
-			for x := range ch {
-				if err := fn(x); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, x := range items {
-		ch <- x
-	}
-	close(ch)
-	wg.Wait()
-	return first
 }
 
 func podSpec(restart corev1.RestartPolicy) corev1.PodSpec {
@@ -405,37 +358,6 @@ func histogramCount(fams map[string]*dto.MetricFamily, name string) uint64 {
 	return n
 }
 
-// versions names what the run used: the API server's version from
-// discovery, the modules' from the module graph (a test binary's build
-// information lists no dependencies).
-func versions(cfg *rest.Config) map[string]string {
-	v := map[string]string{"server": "unknown", "go": goruntime.Version()}
-	if dc, err := discovery.NewDiscoveryClientForConfig(cfg); err == nil {
-		if info, err := dc.ServerVersion(); err == nil {
-			v["server"] = info.GitVersion
-		}
-	}
-	// The commit the run measured, "-dirty" with uncommitted changes.
-	cmd := exec.Command("git", "describe", "--always", "--dirty")
-	cmd.Dir = framework.RepoRoot()
-	if out, err := cmd.Output(); err == nil {
-		v["wrapup"] = strings.TrimSpace(string(out))
-	} else {
-		v["wrapup"] = "unknown"
-	}
-	for name, module := range map[string]string{
-		"appwrapper":         "github.com/project-codeflare/appwrapper",
-		"controller-runtime": "sigs.k8s.io/controller-runtime",
-		"client-go":          "k8s.io/client-go",
-	} {
-		cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", module)
-		cmd.Dir = framework.RepoRoot()
-		out, err := cmd.Output()
-		Expect(err).NotTo(HaveOccurred(), "reading the version of %s", module)
-		v[name] = strings.TrimSpace(string(out))
-	}
-	return v
-}
 
 // writeHeapProfile writes the heap profile (after a collection) to path,
 // and the goroutines, as text, to path.goroutines.
@@ -494,7 +416,7 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 
 		fwk = &framework.Framework{ExtraKubeControllers: []string{"ttl-after-finished"}}
 		cfg := fwk.Init()
-		benchCfg = ownConnection(cfg, "wrapup-bench")
+		benchCfg = OwnConnection(cfg, "wrapup-bench")
 		c, err = client.New(benchCfg, client.Options{Scheme: framework.Scheme})
 		Expect(err).NotTo(HaveOccurred())
 
@@ -503,12 +425,12 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 		// controller-runtime's GetConfig (the binary's) sets none.
 		framework.InstallControllerRBAC(ctx, c)
 		requests = NewRequestCounter(reconcileFunc)
-		wrapupCfg = ownConnection(framework.ServiceAccountConfig(cfg, framework.ControllerNamespace, framework.ControllerServiceAccount), "wrapup")
+		wrapupCfg = OwnConnection(framework.ServiceAccountConfig(cfg, framework.ControllerNamespace, framework.ControllerServiceAccount), "wrapup")
 		wrapupCfg.QPS, wrapupCfg.Burst = -1, 0
 		wrapupCfg.WrapTransport = requests.Wrap
 
 		labelled(ctx, "appwrapper-controller", func(ctx context.Context) {
-			fwk.StartManager(ctx, ownConnection(cfg, "appwrapper-controller"), nil)
+			fwk.StartManager(ctx, OwnConnection(cfg, "appwrapper-controller"), nil)
 		})
 
 		trk = &tracker{
@@ -603,7 +525,7 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 	It("finishes AppWrappers as fast as the baselines, and says what it costs", func() {
 		res := &Results{
 			N: n, Baseline: nb, Waves: waves, PerNamespace: *flagPerNamespace, Writers: writers, Idle: *flagIdle, WrapupWorkers: gc.DefaultWorkers, History: *flagHistory,
-			When: time.Now(), Machine: ReadMachine(), Versions: versions(benchCfg),
+			When: time.Now(), Machine: ReadMachine(), Versions: Versions(benchCfg),
 		}
 		By(fmt.Sprintf("creating %d AppWrappers for wrapup, %d Job-only AppWrappers and %d plain Jobs", n, nb, nb))
 		setupStart := time.Now()
@@ -615,7 +537,7 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 		rule.Spec.History.Disabled = !*flagHistory
 		Expect(c.Create(ctx, rule)).To(Succeed())
 		w := buildWorkload(n, nb, *flagPerNamespace)
-		Expect(parallel(writers, w.namespaces, func(name string) error {
+		Expect(Parallel(writers, w.namespaces, func(name string) error {
 			return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		})).To(Succeed())
 		wrapupItems, ttlItems, podItems := w.wrapup, w.ttl, w.pods
@@ -627,7 +549,7 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 			trk.jobs[it.key] = it
 		}
 		trk.mu.Unlock()
-		Expect(parallel(writers, w.objects, func(o client.Object) error { return c.Create(ctx, o) })).To(Succeed())
+		Expect(Parallel(writers, w.objects, func(o client.Object) error { return c.Create(ctx, o) })).To(Succeed())
 
 		By("waiting until every AppWrapper runs with its pods ready")
 		// A safety net, not a goal: 10,000 take ~15 minutes on 2 busy cores.
@@ -723,7 +645,7 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 		wrapupWaves, ttlWaves, podWaves := chunks(wrapupItems, waves), chunks(ttlItems, waves), chunks(podItems, waves)
 		for w := range waves {
 			wave := interleave(wrapupWaves[w], ttlWaves[w], podWaves[w])
-			Expect(parallel(writers, wave, func(it *item) error { return complete(ctx, c, trk, it) })).To(Succeed())
+			Expect(Parallel(writers, wave, func(it *item) error { return complete(ctx, c, trk, it) })).To(Succeed())
 			Eventually(func() int { return trk.pending(wave) }, 2*time.Minute+time.Duration(len(wave))*100*time.Millisecond, 10*time.Millisecond).
 				Should(BeZero(), "results of wave %d not seen", w)
 		}

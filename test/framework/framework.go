@@ -147,10 +147,10 @@ func (f *Framework) Env() *envtest.Environment { return f.env }
 
 // startGarbageCollector runs kube-controller-manager with only the garbage
 // collector, so that ownerReference cascades happen as in a real cluster.
-func (f *Framework) startGarbageCollector(assets string) {
+func (f *Framework) startGarbageCollector(assets string, extra ...string) {
 	ginkgo.GinkgoHelper()
 	path := f.adminKubeconfig("gc")
-	f.kcm = f.startProcess(filepath.Join(assets, "kube-controller-manager"),
+	f.kcm = f.startProcess(filepath.Join(assets, "kube-controller-manager"), append([]string{
 		"--kubeconfig="+path,
 		"--authentication-kubeconfig="+path,
 		"--authorization-kubeconfig="+path,
@@ -162,7 +162,24 @@ func (f *Framework) startGarbageCollector(assets string) {
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--v=1",
-	)
+	}, extra...)...)
+}
+
+// RestartKubeControllerManager stops kube-controller-manager and starts it
+// again with its usual flags and extra (e.g. "--kube-api-qps=1000", which
+// lifts its client-side limit of 20 requests per second).
+func (f *Framework) RestartKubeControllerManager(extra ...string) {
+	ginkgo.GinkgoHelper()
+	gomega.Expect(f.kcm).NotTo(gomega.BeNil(), "kube-controller-manager is not running")
+	f.kcm.stop()
+	f.startGarbageCollector(os.Getenv("KUBEBUILDER_ASSETS"), extra...)
+}
+
+// StopKubeControllerManager stops kube-controller-manager until
+// RestartKubeControllerManager.
+func (f *Framework) StopKubeControllerManager() {
+	ginkgo.GinkgoHelper()
+	f.kcm.stop()
 }
 
 // kubeControllers are the kube-controller-manager controllers to run.

@@ -1,0 +1,716 @@
+// Package throughput measures wrapup against the limit the API server
+// sets: how many completions per second a plain client achieves with
+// exactly wrapup's writes per completion (the outcome patch, the
+// CompletionRecord, the precondition delete), swept over its concurrency,
+// beside wrapup's rate on the same burst at several worker counts and the
+// TTL-after-finished controller's rate with kube-controller-manager's
+// client limits as shipped and raised; then the latency of each under a
+// steady, seeded Poisson load at fractions of that limit.
+//
+// The benchmark plays the AppWrapper controller's part itself (each
+// AppWrapper is written Running with its trigger Job, owned and labelled
+// as that controller does it): its own writes would load the API server
+// during the measure, and it is measured in test/bench. `make
+// bench-throughput` writes test/bench/results/throughput-N.md; `make test`
+// runs it at a smoke size.
+package throughput
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc"
+	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/test/bench"
+	"github.com/wrapup-dev/wrapup/test/framework"
+	"github.com/wrapup-dev/wrapup/test/util"
+)
+
+var (
+	flagN           = flag.Int("tp.n", 100, "AppWrappers (and plain Jobs) per burst")
+	flagSweep       = flag.Int("tp.sweep", 50, "AppWrappers per concurrency of the limit's sweep")
+	flagConcurrency = flag.String("tp.concurrency", "1,8", "concurrencies of the plain client's sweep")
+	flagWorkers     = flag.String("tp.workers", "4", "wrapup's worker counts measured on a burst")
+	flagSteady      = flag.String("tp.steady", "0.5", "steady-load arrival rates, as fractions of the limit")
+	flagSteadyN     = flag.Int("tp.steady-n", 50, "completions per steady-load phase")
+	flagSteadyMax   = flag.Duration("tp.steady-max", 10*time.Minute, "longest arrival window of a steady-load phase")
+	flagSteadyW     = flag.Int("tp.steady-workers", gc.DefaultWorkers, "wrapup's workers under steady load")
+	flagDrain       = flag.Duration("tp.drain", time.Minute, "how long a phase waits for its deletions after its last completion")
+	flagTTLQPS      = flag.Int("tp.ttl-qps", 1000, "kube-controller-manager's --kube-api-qps and --kube-api-burst for the raised TTL baseline")
+	flagSeed        = flag.Uint64("tp.seed", 1, "seed of the steady load's arrivals")
+	flagOut         = flag.String("tp.out", "", "folder to write throughput-N.md into")
+)
+
+const (
+	// label marks what the benchmark creates: wrapup's rule matches
+	// "wrapup" only.
+	label   = "wrapup-bench/throughput"
+	perNS   = 100
+	writers = 32
+)
+
+func TestThroughput(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "wrapup throughput benchmark")
+}
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		Expect(err).NotTo(HaveOccurred(), "parsing %q", s)
+		out = append(out, v)
+	}
+	return out
+}
+
+func floats(s string) []float64 {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		Expect(err).NotTo(HaveOccurred(), "parsing %q", s)
+		out = append(out, v)
+	}
+	return out
+}
+
+// seen records when the benchmark's watch first saw each object deleted
+// (gone, or with a deletionTimestamp: the delete request's effect), and
+// when wrapup's transport sent the delete of each AppWrapper.
+type seen struct {
+	mu       sync.Mutex
+	deleted  map[types.NamespacedName]time.Time
+	requests map[types.NamespacedName]time.Time
+}
+
+func (s *seen) see(obj any, gone bool) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok || (!gone && m.DeletionTimestamp == nil) {
+		return
+	}
+	now := time.Now()
+	key := client.ObjectKeyFromObject(m)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.deleted[key]; !ok {
+		s.deleted[key] = now
+	}
+}
+
+func (s *seen) deletedAt(key types.NamespacedName) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.deleted[key]
+	return t, ok
+}
+
+func (s *seen) requestAt(key types.NamespacedName) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.requests[key]
+	return t, ok
+}
+
+// wrap records the send time of wrapup's first delete of each AppWrapper.
+func (s *seen) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method == http.MethodDelete {
+			// /apis/workload.codeflare.dev/v1beta2/namespaces/NS/appwrappers/NAME
+			p := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+			if len(p) == 7 && p[0] == "apis" && p[1] == awv1beta2.GroupVersion.Group && p[5] == "appwrappers" {
+				now := time.Now()
+				key := types.NamespacedName{Namespace: p[4], Name: p[6]}
+				s.mu.Lock()
+				if _, ok := s.requests[key]; !ok {
+					s.requests[key] = now
+				}
+				s.mu.Unlock()
+			}
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// run is one completion to measure: an AppWrapper (its trigger Job is
+// name-trigger) or a plain Job.
+type run struct {
+	key  types.NamespacedName
+	aw   *awv1beta2.AppWrapper
+	sent time.Time
+}
+
+func (r *run) job() types.NamespacedName {
+	if r.aw == nil {
+		return r.key
+	}
+	return types.NamespacedName{Namespace: r.key.Namespace, Name: r.key.Name + "-trigger"}
+}
+
+// Rate is a burst's completions per second: from the first deletion the
+// benchmark's watch saw to the last, over the deletions between.
+type Rate struct {
+	What        string
+	Concurrency int
+	N           int
+	PerSecond   float64
+	// FirstAfter is the time from the burst's start (its controller's
+	// start, or the plain client's first write) to the first deletion.
+	FirstAfter time.Duration
+}
+
+// Steady is one steady-load phase.
+type Steady struct {
+	Fraction, PerSecond float64
+	What                string
+	N, Undeleted        int
+	Window              time.Duration
+	// Deleted is status write → deletion seen; Request (wrapup only) is
+	// status write → delete request.
+	Deleted, Request bench.Summary
+	// Lag is how late the status writes were sent against the schedule.
+	Lag bench.Summary
+}
+
+var _ = Describe("wrapup's throughput against the API server's", Ordered, func() {
+	var (
+		ctx      context.Context
+		cancel   context.CancelFunc
+		fwk      *framework.Framework
+		c        client.Client
+		limitCfg *rest.Config
+		saCfg    *rest.Config
+		watched  *seen
+		phase    int
+	)
+
+	BeforeAll(func() {
+		ctx, cancel = context.WithCancel(context.Background())
+		logFile, err := os.CreateTemp("", "wrapup-throughput-*.log")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = logFile.Close(); _ = os.Remove(logFile.Name()) })
+		ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+
+		fwk = &framework.Framework{ExtraKubeControllers: []string{"ttl-after-finished"}, WithoutAppWrapperController: true}
+		cfg := fwk.Init()
+		benchCfg := bench.OwnConnection(cfg, "wrapup-bench")
+		benchCfg.QPS, benchCfg.Burst = -1, 0
+		c, err = client.New(benchCfg, client.Options{Scheme: framework.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		framework.InstallControllerRBAC(ctx, c)
+		// wrapup and the plain client are the same ServiceAccount, in
+		// the same API Priority and Fairness flow, unthrottled on the
+		// client side as cmd/manager is by default.
+		saCfg = framework.ServiceAccountConfig(cfg, framework.ControllerNamespace, framework.ControllerServiceAccount)
+		saCfg.QPS, saCfg.Burst = -1, 0
+		limitCfg = bench.OwnConnection(saCfg, "plain-client")
+
+		rule := util.MakeRule("throughput").TriggerKind("batch", "Job", "").
+			AppWrapperLabels(map[string]string{label: "wrapup"}).
+			OnSuccess(wrapupv1alpha1.ActionDeleteAll, 0).Obj()
+		Expect(c.Create(ctx, rule)).To(Succeed())
+
+		watched = &seen{deleted: map[types.NamespacedName]time.Time{}, requests: map[types.NamespacedName]time.Time{}}
+		sel, err := labels.Parse(label)
+		Expect(err).NotTo(HaveOccurred())
+		meta := func(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(gvk)
+			return m
+		}
+		kinds := []client.Object{meta(awv1beta2.GroupVersion.WithKind("AppWrapper")), meta(batchv1.SchemeGroupVersion.WithKind("Job"))}
+		byObject := map[client.Object]crcache.ByObject{}
+		for _, k := range kinds {
+			byObject[k] = crcache.ByObject{Label: sel}
+		}
+		cache, err := crcache.New(bench.OwnConnection(cfg, "wrapup-bench-watch"), crcache.Options{Scheme: framework.Scheme, ByObject: byObject,
+			DefaultTransform: crcache.TransformStripManagedFields()})
+		Expect(err).NotTo(HaveOccurred())
+		for _, k := range kinds {
+			inf, err := cache.GetInformer(ctx, k)
+			Expect(err).NotTo(HaveOccurred())
+			_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+				UpdateFunc: func(_, obj any) { watched.see(obj, false) },
+				DeleteFunc: func(obj any) { watched.see(obj, true) },
+			})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		go func() {
+			defer GinkgoRecover()
+			Expect(cache.Start(ctx)).To(Succeed())
+		}()
+		Expect(cache.WaitForCacheSync(ctx)).To(BeTrue())
+	})
+
+	AfterAll(func() {
+		if cancel != nil {
+			cancel()
+		}
+		if fwk != nil {
+			fwk.Teardown()
+		}
+	})
+
+	// create makes n AppWrappers labelled mode (or, for mode "ttl", plain
+	// Jobs with ttlSecondsAfterFinished 0) in namespaces of their own.
+	create := func(mode string, n int) []*run {
+		phase++
+		runs := make([]*run, n)
+		for i := range runs {
+			runs[i] = &run{key: types.NamespacedName{Namespace: fmt.Sprintf("tp-%d-%s-%d", phase, mode, i/perNS), Name: fmt.Sprintf("%s-%d", mode, i)}}
+		}
+		for i := 0; i < n; i += perNS {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: runs[i].key.Namespace}}
+			Expect(c.Create(ctx, ns)).To(Succeed())
+		}
+		Expect(bench.Parallel(writers, runs, func(r *run) error {
+			if mode == "ttl" {
+				job := util.MakeJob(r.key.Name).Obj()
+				job.Namespace, job.Labels = r.key.Namespace, map[string]string{label: mode}
+				job.Spec.TTLSecondsAfterFinished = ptr.To[int32](0)
+				return c.Create(ctx, job)
+			}
+			var err error
+			r.aw, err = createRunning(ctx, c, r.key, mode)
+			return err
+		})).To(Succeed())
+		return runs
+	}
+
+	// complete writes each run's Job Complete, with writers at once.
+	complete := func(runs []*run) {
+		Expect(bench.Parallel(writers, runs, func(r *run) error { return completeJob(ctx, c, r) })).To(Succeed())
+	}
+
+	// awaitDeleted waits until the watch saw every run deleted and
+	// returns the burst's rate.
+	awaitDeleted := func(what string, conc int, runs []*run, start time.Time) Rate {
+		var times []time.Time
+		Eventually(func(g Gomega) {
+			times = times[:0]
+			missing := 0
+			for _, r := range runs {
+				if t, ok := watched.deletedAt(r.key); ok {
+					times = append(times, t)
+				} else {
+					missing++
+				}
+			}
+			g.Expect(missing).To(BeZero(), "%s: runs not deleted yet", what)
+		}).WithTimeout(*flagDrain + time.Duration(len(runs))*100*time.Millisecond).WithPolling(200 * time.Millisecond).Should(Succeed())
+		return rateOf(what, conc, times, start)
+	}
+
+	It("measures the limit, wrapup's rate and the TTL controller's on a burst, then the latency under steady load", func() {
+		res := &Results{Machine: bench.ReadMachine(), Version: bench.Versions(saCfg), N: *flagN, Sweep: *flagSweep, SteadyWorkers: *flagSteadyW, Seed: *flagSeed}
+		limitClient, err := client.New(limitCfg, client.Options{Scheme: framework.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+
+		By("sweeping the plain client's concurrency")
+		best := Rate{}
+		for _, conc := range ints(*flagConcurrency) {
+			runs := create("limit", *flagSweep)
+			complete(runs)
+			start := time.Now()
+			Expect(plainClient(ctx, limitClient, conc, runs)).To(Succeed())
+			r := awaitDeleted("plain client", conc, runs, start)
+			res.Sweep_ = append(res.Sweep_, r)
+			if r.PerSecond > best.PerSecond {
+				best = r
+			}
+		}
+
+		By(fmt.Sprintf("the limit: the plain client at concurrency %d on a burst of %d", best.Concurrency, *flagN))
+		runs := create("limit", *flagN)
+		complete(runs)
+		start := time.Now()
+		Expect(plainClient(ctx, limitClient, best.Concurrency, runs)).To(Succeed())
+		res.Limit = awaitDeleted("plain client (the limit)", best.Concurrency, runs, start)
+
+		for _, w := range ints(*flagWorkers) {
+			By(fmt.Sprintf("wrapup with %d workers on a burst of %d", w, *flagN))
+			runs := create("wrapup", *flagN)
+			complete(runs)
+			start := time.Now()
+			stop := startWrapup(ctx, saCfg, watched, w)
+			res.Wrapup = append(res.Wrapup, awaitDeleted("wrapup", w, runs, start))
+			stop()
+		}
+
+		for _, raised := range []bool{false, true} {
+			what, args := ttlName(raised)
+			By(fmt.Sprintf("%s on a burst of %d Jobs", what, *flagN))
+			fwk.StopKubeControllerManager()
+			runs := create("ttl", *flagN)
+			complete(runs)
+			start := time.Now()
+			fwk.RestartKubeControllerManager(args...)
+			res.TTL = append(res.TTL, awaitDeleted(what, 0, runs, start))
+		}
+
+		By("steady load")
+		rng := rand.New(rand.NewPCG(*flagSeed, 0))
+		stop := startWrapup(ctx, saCfg, watched, *flagSteadyW)
+		defer stop()
+		for _, f := range floats(*flagSteady) {
+			perSecond := f * res.Limit.PerSecond
+			for _, v := range []struct {
+				ttl, raised bool
+			}{{}, {ttl: true}, {ttl: true, raised: true}} {
+				name, mode := "wrapup", "wrapup"
+				if v.ttl {
+					var args []string
+					name, args = ttlName(v.raised)
+					mode = "ttl"
+					fwk.RestartKubeControllerManager(args...)
+				}
+				By(fmt.Sprintf("%s at %.0f%% of the limit (%.1f/s)", name, 100*f, perSecond))
+				runs := create(mode, *flagSteadyN)
+				res.Steady = append(res.Steady, steady(ctx, c, watched, rng, name, f, perSecond, runs))
+			}
+		}
+		fwk.RestartKubeControllerManager()
+
+		By("writing the results")
+		out := *flagOut
+		if out == "" {
+			out = GinkgoT().TempDir()
+		}
+		path := filepath.Join(out, fmt.Sprintf("throughput-%d.md", *flagN))
+		f, err := os.Create(path)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.WriteMarkdown(f)).To(Succeed())
+		Expect(f.Close()).To(Succeed())
+		fmt.Fprintf(GinkgoWriter, "Results: %s\n", path)
+
+		By("checking that every measurement was taken (never how fast)")
+		Expect(res.Limit.PerSecond).To(BeNumerically(">", 0))
+		for _, r := range append(append([]Rate{}, res.Wrapup...), res.TTL...) {
+			Expect(r.PerSecond).To(BeNumerically(">", 0), r.What)
+		}
+		for _, s := range res.Steady {
+			Expect(s.Deleted.Count).To(Equal(s.N), "%s at %.0f%%: every completion measured", s.What, 100*s.Fraction)
+		}
+	})
+})
+
+func ttlName(raised bool) (string, []string) {
+	if !raised {
+		return "TTL-after-finished, kube-controller-manager's client limits (20 QPS, burst 30)", nil
+	}
+	q := strconv.Itoa(*flagTTLQPS)
+	return fmt.Sprintf("TTL-after-finished, client limits raised (%s QPS, burst %s)", q, q),
+		[]string{"--kube-api-qps=" + q, "--kube-api-burst=" + q}
+}
+
+// createRunning creates an AppWrapper with one Job component, then does
+// what the AppWrapper controller does once it has deployed it: the status
+// Running with the component's status, and the Job, labelled with the
+// AppWrapper's name and controlled by it.
+func createRunning(ctx context.Context, c client.Client, key types.NamespacedName, mode string) (*awv1beta2.AppWrapper, error) {
+	job := util.MakeJob(key.Name + "-trigger").Obj()
+	aw := util.MakeAppWrapper(key.Name, key.Namespace).Label(label, mode).Component(job, nil).Obj()
+	if err := c.Create(ctx, aw); err != nil {
+		return nil, err
+	}
+	aw.Status = awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperRunning, ComponentStatus: []awv1beta2.AppWrapperComponentStatus{{
+		Name: job.Name, Kind: "Job", APIVersion: "batch/v1", PodSets: []awv1beta2.AppWrapperPodSet{}}}}
+	if err := c.Status().Update(ctx, aw); err != nil {
+		return nil, err
+	}
+	job.Namespace = key.Namespace
+	job.Labels = map[string]string{awv1beta2.AppWrapperLabel: aw.Name, label: mode}
+	job.OwnerReferences = []metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: aw.Name, UID: aw.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	return aw, c.Create(ctx, job)
+}
+
+// completeJob writes the run's Job Complete, as the Job controller would.
+func completeJob(ctx context.Context, c client.Client, r *run) error {
+	now := metav1.Now()
+	start := metav1.NewTime(now.Add(-time.Second))
+	cond := func(t batchv1.JobConditionType) batchv1.JobCondition {
+		return batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, Reason: "CompletionsReached",
+			Message: "Reached expected number of succeeded pods", LastProbeTime: now, LastTransitionTime: now}
+	}
+	patch, err := json.Marshal(map[string]any{"status": batchv1.JobStatus{StartTime: &start, CompletionTime: &now, Succeeded: 1, Ready: ptr.To[int32](0),
+		Conditions: []batchv1.JobCondition{cond(batchv1.JobSuccessCriteriaMet), cond(batchv1.JobComplete)}}})
+	if err != nil {
+		return err
+	}
+	key := r.job()
+	r.sent = time.Now()
+	return c.Status().Patch(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}, client.RawPatch(types.MergePatchType, patch))
+}
+
+// plainClient sends, for each run, exactly wrapup's writes per completion
+// and in its order: the outcome patch (the record's labels and
+// annotations, with an optimistic lock), the CompletionRecord, and the
+// delete with UID and resourceVersion preconditions, Background; conc runs
+// at once. No reads, no decision, no caches.
+func plainClient(ctx context.Context, c client.Client, conc int, runs []*run) error {
+	return bench.Parallel(conc, runs, func(r *run) error {
+		aw := r.aw
+		rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "throughput", FinishedAt: time.Now(),
+			Message: "Job " + aw.Name + "-trigger succeeded", TriggerUID: "9d2f0b1e-0000-4000-8000-000000000000", TriggerRef: "0 batch/v1 Job " + aw.Name + "-trigger"}
+		patched := aw.DeepCopy()
+		rec.Apply(patched)
+		if err := c.Patch(ctx, patched, client.MergeFromWithOptions(aw, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("patching %s: %w", r.key, err)
+		}
+		cr := record(patched, rec)
+		if err := c.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("recording %s: %w", r.key, err)
+		}
+		uid, rv := patched.UID, patched.ResourceVersion
+		if err := c.Delete(ctx, patched, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			return fmt.Errorf("deleting %s: %w", r.key, err)
+		}
+		return nil
+	})
+}
+
+// record is a CompletionRecord of the size wrapup writes for a one-Job
+// run.
+func record(aw *awv1beta2.AppWrapper, rec *decision.Record) *wrapupv1alpha1.CompletionRecord {
+	return &wrapupv1alpha1.CompletionRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: aw.Namespace, Name: gc.RecordName(aw.Name, string(aw.UID)),
+			Labels: map[string]string{label: "limit", wrapupv1alpha1.OutcomeLabel: string(rec.Outcome),
+				wrapupv1alpha1.RecordAppWrapperLabel: aw.Name, wrapupv1alpha1.RecordRuleLabel: rec.Rule}},
+		AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: aw.Name, UID: aw.UID, Labels: aw.Labels},
+		Rule:       rec.Rule, Outcome: rec.Outcome, Message: rec.Message, FinishedAt: metav1.NewMicroTime(rec.FinishedAt),
+		Action: wrapupv1alpha1.RecordedAction{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](0), DeleteAfter: ptr.To(metav1.Now())},
+		Triggers: []wrapupv1alpha1.RecordedTrigger{{APIVersion: "batch/v1", Kind: "Job", Name: aw.Name + "-trigger", UID: rec.TriggerUID,
+			State: "Succeeded", Decided: true, Conditions: []wrapupv1alpha1.RecordedCondition{
+				{Type: "SuccessCriteriaMet", Status: "True", Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods"},
+				{Type: "Complete", Status: "True", Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods"}}}},
+		Retention: wrapupv1alpha1.RecordRetention{TTLSecondsAfterFinished: wrapupv1alpha1.DefaultHistoryTTLSeconds, LimitPerNamespace: wrapupv1alpha1.DefaultHistoryLimit},
+	}
+}
+
+// startWrapup runs wrapup as cmd/manager does (its cache options, the
+// controller's ServiceAccount) with workers workers, on a connection of
+// its own whose deletes are recorded.
+func startWrapup(ctx context.Context, saCfg *rest.Config, s *seen, workers int) (stop func()) {
+	cfg := bench.OwnConnection(saCfg, fmt.Sprintf("wrapup-%d", workers))
+	cfg.WrapTransport = s.wrap
+	mgr := framework.NewBareManager(cfg, func(o *ctrl.Options) { o.Cache = gc.CacheOptions() })
+	Expect(gc.Setup(mgr, gc.Options{Workers: workers})).To(Succeed())
+	return framework.RunManager(ctx, mgr)
+}
+
+// rateOf is a burst's rate from the deletions' times.
+func rateOf(what string, conc int, times []time.Time, start time.Time) Rate {
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	r := Rate{What: what, Concurrency: conc, N: len(times)}
+	if len(times) > 1 {
+		r.PerSecond = float64(len(times)-1) / times[len(times)-1].Sub(times[0]).Seconds()
+		r.FirstAfter = times[0].Sub(start)
+	}
+	return r
+}
+
+// steady writes the runs' Jobs Complete at the times of a seeded Poisson
+// process of rate perSecond (its arrival window at most -tp.steady-max),
+// and measures each completion's time to its deletion.
+func steady(ctx context.Context, c client.Client, s *seen, rng *rand.Rand, what string, fraction, perSecond float64, runs []*run) Steady {
+	at := make([]time.Duration, len(runs))
+	var t float64
+	for i := range at {
+		t += rng.ExpFloat64() / perSecond
+		at[i] = time.Duration(t * float64(time.Second))
+	}
+	if last := at[len(at)-1]; last > *flagSteadyMax {
+		n := sort.Search(len(at), func(i int) bool { return at[i] > *flagSteadyMax })
+		runs, at = runs[:n], at[:n]
+	}
+	res := Steady{Fraction: fraction, PerSecond: perSecond, What: what, N: len(runs), Window: at[len(at)-1]}
+	lag := make([]time.Duration, len(runs))
+	ch := make(chan int, len(runs))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range ch {
+				if err := completeJob(ctx, c, runs[i]); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	for i := range runs {
+		if d := time.Until(start.Add(at[i])); d > 0 {
+			time.Sleep(d)
+		}
+		lag[i] = time.Since(start.Add(at[i]))
+		ch <- i
+	}
+	close(ch)
+	wg.Wait()
+	Expect(firstErr).NotTo(HaveOccurred())
+	deadline := time.Now().Add(*flagDrain)
+	var deleted, request []time.Duration
+	for {
+		deleted, request = deleted[:0], request[:0]
+		for _, r := range runs {
+			if t, ok := s.deletedAt(r.key); ok {
+				deleted = append(deleted, t.Sub(r.sent))
+			}
+			if t, ok := s.requestAt(r.key); ok && r.aw != nil {
+				request = append(request, t.Sub(r.sent))
+			}
+		}
+		if len(deleted) == len(runs) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	res.Undeleted = len(runs) - len(deleted)
+	res.Deleted, res.Request, res.Lag = bench.Summarize(deleted), bench.Summarize(request), bench.Summarize(lag)
+	return res
+}
+
+// Results are what the benchmark measured.
+type Results struct {
+	Machine       bench.Machine
+	Version       map[string]string
+	N, Sweep      int
+	SteadyWorkers int
+	Seed          uint64
+	Sweep_        []Rate
+	Limit         Rate
+	Wrapup, TTL   []Rate
+	Steady        []Steady
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
+}
+
+// WriteMarkdown writes the report.
+func (r *Results) WriteMarkdown(f *os.File) error {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("# wrapup's throughput against the API server's, N=%d\n\n", r.N)
+	p("Run %s; reproduce with `make bench-throughput` (flags `%s`).\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), tpFlags())
+	p("- **Machine**: %d cores (%s), %.1f GiB memory, Linux %s; load average %s at the end. The API server, etcd, kube-controller-manager, wrapup and the benchmark share it.\n",
+		r.Machine.Cores, r.Machine.CPUModel, float64(r.Machine.MemTotal)/(1<<30), r.Machine.Kernel, bench.LoadAvg())
+	p("- **Versions**: %s.\n", versions(r.Version))
+	p("- **Workload**: AppWrappers with one Job component, Running, written by the benchmark as the AppWrapper controller writes them (the controller itself is not running: its writes would load the API server during the measure); one CompletionRule (trigger batch/Job, onSuccess DeleteAll, TTL 0, history on); %d per namespace. Completions are the Job's status write (Complete), as the Job controller's.\n", perNS)
+	p("- **Rate** of a burst: every run's trigger is complete before its controller starts (wrapup, the TTL controller) or before the plain client's first write; completions/s is (deletions − 1) ÷ (last deletion − first deletion), deletions as the benchmark's watch sees them (the object gone, or with a deletionTimestamp).\n")
+	p("- **The limit** is a plain client (no decision, no caches, no reads) sending exactly wrapup's writes per completion, in its order: the outcome patch (labels and annotations, optimistic lock), the CompletionRecord, the delete with UID and resourceVersion preconditions. It runs as wrapup's ServiceAccount (the same API Priority and Fairness flow), unthrottled on the client side as wrapup is by default; swept over its concurrency on %d AppWrappers each, then run at the best on the burst.\n\n", r.Sweep)
+
+	p("## The limit's sweep\n\n| concurrency | AppWrappers | completions/s |\n|---:|---:|---:|\n")
+	for _, s := range r.Sweep_ {
+		p("| %d | %d | %.1f |\n", s.Concurrency, s.N, s.PerSecond)
+	}
+	p("\n## Burst of %d\n\n| controller | completions/s | ÷ the limit | start → first deletion (ms) |\n|---|---:|---:|---:|\n", r.N)
+	p("| the limit: plain client, concurrency %d | %.1f | 1.00 | %s |\n", r.Limit.Concurrency, r.Limit.PerSecond, ms(r.Limit.FirstAfter))
+	for _, w := range r.Wrapup {
+		p("| wrapup, %d workers | %.1f | %.2f | %s |\n", w.Concurrency, w.PerSecond, w.PerSecond/r.Limit.PerSecond, ms(w.FirstAfter))
+	}
+	for _, t := range r.TTL {
+		p("| %s | %.1f | %.2f | %s |\n", t.What, t.PerSecond, t.PerSecond/r.Limit.PerSecond, ms(t.FirstAfter))
+	}
+	p("\n## Steady load\n\nCompletions arrive as a seeded Poisson process (seed %d) at a fraction of the limit; wrapup runs with %d workers. Latency is from the trigger's status write to its deletion as the watch sees it (for wrapup also to its delete request).\n\n", r.Seed, r.SteadyWorkers)
+	p("| rate | controller | completions | window (s) | p50 | p99 | max | not deleted | → delete request p50 / p99 / max | status write lag p99 |\n|---|---|---:|---:|---:|---:|---:|---:|---|---:|\n")
+	for _, s := range r.Steady {
+		req := ""
+		if s.Request.Count > 0 {
+			req = ms(s.Request.P50) + " / " + ms(s.Request.P99) + " / " + ms(s.Request.Max)
+		}
+		p("| %.0f%% (%.1f/s) | %s | %d | %.1f | %s | %s | %s | %d | %s | %s |\n", 100*s.Fraction, s.PerSecond, s.What, s.N, s.Window.Seconds(),
+			ms(s.Deleted.P50), ms(s.Deleted.P99), ms(s.Deleted.Max), s.Undeleted, req, ms(s.Lag.P99))
+	}
+	p("\n## Goals (measured, not asserted)\n\n| goal | measured | |\n|---|---|---|\n")
+	for _, w := range r.Wrapup {
+		ratio := w.PerSecond / r.Limit.PerSecond
+		p("| wrapup ≥ 0.9 × the limit (%d workers) | %.2f × | %s |\n", w.Concurrency, ratio, verdict(ratio >= 0.9))
+	}
+	for _, s := range r.Steady {
+		if s.What == "wrapup" && math.Abs(s.Fraction-0.5) < 1e-9 {
+			p("| p99 ≤ 100 ms at 50%% of the limit | p99 %s ms (to the delete request: %s ms) | %s |\n", ms(s.Deleted.P99), ms(s.Request.P99), verdict(s.Undeleted == 0 && s.Deleted.P99 <= 100*time.Millisecond))
+		}
+	}
+	p("\nGo %s, GOMAXPROCS %d.\n", runtime.Version(), runtime.GOMAXPROCS(0))
+	_, err := f.WriteString(b.String())
+	return err
+}
+
+// tpFlags are the benchmark's flags as this run set them.
+func tpFlags() string {
+	var out []string
+	flag.VisitAll(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, "tp.") && f.Name != "tp.out" {
+			out = append(out, "-"+f.Name+"="+f.Value.String())
+		}
+	})
+	return strings.Join(out, " ")
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**not met**"
+}
+
+func versions(v map[string]string) string {
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + v[k]
+	}
+	return strings.Join(parts, ", ")
+}
