@@ -573,15 +573,30 @@ type awMemory struct {
 	history *decision.Record
 }
 
+// empty is true when e remembers nothing but the AppWrapper's UID, which
+// update compares only to reset what else is remembered.
+func (e awMemory) empty() bool {
+	return e.failure == (decision.FailureSeen{}) && len(e.warned) == 0 && e.unsure == nil && e.counted == nil &&
+		len(e.claims) == 0 && e.history == nil
+}
+
 func (m *memory) get(key types.NamespacedName) awMemory {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.m[key]
 }
 
+// put keeps e; an entry that holds nothing but the UID is dropped instead,
+// as get's zero value means the same: most AppWrappers (running, their
+// trigger not done) need no entry, and an entry weighs as much as a
+// cached AppWrapper's spec.
 func (m *memory) put(key types.NamespacedName, e awMemory) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if e.empty() {
+		delete(m.m, key)
+		return
+	}
 	if m.m == nil {
 		m.m = map[types.NamespacedName]awMemory{}
 	}

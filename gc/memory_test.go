@@ -12,12 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
 // The testdata objects are a running benchmark trigger Job and its
@@ -185,4 +187,25 @@ func BenchmarkCachedCompletionRecord(b *testing.B) {
 		c.Name = fmt.Sprintf("run-%d-0a1b2c3d", i)
 		return c
 	})
+}
+
+// TestMemoryHoldsOnlyWhatItMust: an AppWrapper with nothing to remember
+// (running, its trigger not done) has no entry, however often it is
+// decided on; one with a record counted has one until it is forgotten.
+func TestMemoryHoldsOnlyWhatItMust(t *testing.T) {
+	var m memory
+	key := types.NamespacedName{Namespace: "team-a", Name: "run-0"}
+	e := m.update(key, "uid-1", decision.Decision{}, m.get(key))
+	if n := m.Len(); n != 0 || e.uid != "uid-1" {
+		t.Fatalf("after a decision with nothing to remember: %d entries (want 0), uid %q", n, e.uid)
+	}
+	e.counted = &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded}
+	m.put(key, e)
+	if got := m.get(key); m.Len() != 1 || got.counted == nil || got.uid != "uid-1" {
+		t.Fatalf("a counted record is not remembered: %d entries, %+v", m.Len(), got)
+	}
+	// The same name, another AppWrapper: what was remembered goes.
+	if e := m.update(key, "uid-2", decision.Decision{}, m.get(key)); e.counted != nil || m.Len() != 0 {
+		t.Fatalf("an AppWrapper created again under the same name keeps %+v (%d entries)", e, m.Len())
+	}
 }
