@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -128,7 +130,27 @@ type RuleReconciler struct {
 	// for a kind of it looks again soon, as discovery can lag a CRD
 	// becoming Established by a little.
 	crdSeen sync.Map // group -> time.Time
+	// typeChecks holds each rule's last type check, valid for the rule's
+	// UID and generation, its kind's version and the schemas as of
+	// schemaEpoch: resolving a schema and type-checking costs tens of
+	// milliseconds, and a rule is reconciled again on every change of its
+	// matchedAppWrappers.
+	typeChecks  sync.Map // rule name -> typeChecked
+	schemaEpoch atomic.Uint64
 }
+
+type typeChecked struct {
+	uid        types.UID
+	generation int64
+	gvk        schema.GroupVersionKind
+	epoch      uint64
+	result     *wrapupv1alpha1.TypeChecking
+}
+
+// matchedCountDelay is how long a change of the AppWrappers a rule decides
+// for waits before the rule's status says it: changes in that time are
+// written together, not one status write per AppWrapper finished.
+const matchedCountDelay = 2 * time.Second
 
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 
@@ -141,7 +163,11 @@ func (r *RuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&wrapupv1alpha1.CompletionRule{}).
 		// A CRD that appears may serve a trigger kind a rule is waiting for.
 		WatchesMetadata(crd, handler.EnqueueRequestsFromMapFunc(r.rulesWaitingForKinds), builder.OnlyMetadata).
-		WatchesRawSource(source.Channel(r.Assign.events, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.Assign.events, handler.Funcs{
+			GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Name: e.Object.GetName()}}, matchedCountDelay)
+			},
+		})).
 		WatchesRawSource(source.Channel(r.Watches.Gone(), &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
@@ -150,6 +176,7 @@ func (r *RuleReconciler) rulesWaitingForKinds(ctx context.Context, crd client.Ob
 	// A CRD is named plural.group.
 	_, group, _ := strings.Cut(crd.GetName(), ".")
 	r.crdSeen.Store(group, time.Now())
+	r.schemaEpoch.Add(1)
 	if r.Invalidate != nil {
 		r.Invalidate()
 	}
@@ -350,12 +377,20 @@ func (r *RuleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.Com
 	if err != nil {
 		return nil
 	}
+	epoch := r.schemaEpoch.Load()
+	if v, ok := r.typeChecks.Load(rule.Name); ok {
+		if c := v.(typeChecked); c.uid == rule.UID && c.generation == rule.Generation && c.gvk == mapping.GroupVersionKind && c.epoch == epoch {
+			return c.result.DeepCopy()
+		}
+	}
 	s, err := r.Schemas.ResolveSchema(mapping.GroupVersionKind)
 	if err != nil {
 		logf.FromContext(ctx).V(2).Info("No schema to type-check against", "kind", mapping.GroupVersionKind.String(), "err", err.Error())
 		return nil
 	}
-	return TypeCheck(rule, mapping.GroupVersionKind, s)
+	result := TypeCheck(rule, mapping.GroupVersionKind, s)
+	r.typeChecks.Store(rule.Name, typeChecked{uid: rule.UID, generation: rule.Generation, gvk: mapping.GroupVersionKind, epoch: epoch, result: result.DeepCopy()})
+	return result
 }
 
 // TypeCheck is what a rule's status says of checking its expressions
@@ -376,6 +411,7 @@ func TypeCheck(rule *wrapupv1alpha1.CompletionRule, gvk schema.GroupVersionKind,
 const maxTypeCheckWarnings = 32
 
 func (r *RuleReconciler) forget(name string) {
+	r.typeChecks.Delete(name)
 	if uid, ok := r.uids.LoadAndDelete(name); ok {
 		r.Policies.Forget(uid.(types.UID))
 	}
