@@ -358,7 +358,6 @@ func histogramCount(fams map[string]*dto.MetricFamily, name string) uint64 {
 	return n
 }
 
-
 // writeHeapProfile writes the heap profile (after a collection) to path,
 // and the goroutines, as text, to path.goroutines.
 func writeHeapProfile(path string) {

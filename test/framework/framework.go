@@ -151,13 +151,13 @@ func (f *Framework) startGarbageCollector(assets string, extra ...string) {
 	ginkgo.GinkgoHelper()
 	path := f.adminKubeconfig("gc")
 	f.kcm = f.startProcess(filepath.Join(assets, "kube-controller-manager"), append([]string{
-		"--kubeconfig="+path,
-		"--authentication-kubeconfig="+path,
-		"--authorization-kubeconfig="+path,
+		"--kubeconfig=" + path,
+		"--authentication-kubeconfig=" + path,
+		"--authorization-kubeconfig=" + path,
 		// The garbage collector makes ownerReference cascades real; the
 		// ClusterRole aggregation makes aggregated roles (such as wrapup's
 		// trigger-kinds role) get their rules.
-		"--controllers="+strings.Join(f.kubeControllers(), ","),
+		"--controllers=" + strings.Join(f.kubeControllers(), ","),
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",
 		"--secure-port=0",

@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,6 +73,7 @@ var (
 	flagTTLQPS      = flag.Int("tp.ttl-qps", 1000, "kube-controller-manager's --kube-api-qps and --kube-api-burst for the raised TTL baseline")
 	flagSeed        = flag.Uint64("tp.seed", 1, "seed of the steady load's arrivals")
 	flagOut         = flag.String("tp.out", "", "folder to write throughput-N.md into")
+	flagCPUProfile  = flag.String("tp.cpuprofile", "", "write a CPU profile of each wrapup burst to FILE-<workers>")
 )
 
 const (
@@ -99,6 +101,9 @@ func ints(s string) []int {
 
 func floats(s string) []float64 {
 	var out []float64
+	if s == "" {
+		return nil
+	}
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		Expect(err).NotTo(HaveOccurred(), "parsing %q", s)
@@ -196,6 +201,12 @@ type Rate struct {
 	// FirstAfter is the time from the burst's start (its controller's
 	// start, or the plain client's first write) to the first deletion.
 	FirstAfter time.Duration
+	// CPU is the CPU time per completion over the burst: of this process
+	// (wrapup or the plain client; nothing else of it is busy then), of
+	// kube-apiserver and of etcd.
+	CPUSelf, CPUAPIServer, CPUEtcd time.Duration
+	// Requests are wrapup's requests over the burst, by kind.
+	Requests map[bench.RequestKey]int64
 }
 
 // Steady is one steady-load phase.
@@ -323,7 +334,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 
 	// awaitDeleted waits until the watch saw every run deleted and
 	// returns the burst's rate.
-	awaitDeleted := func(what string, conc int, runs []*run, start time.Time) Rate {
+	awaitDeleted := func(what string, conc int, runs []*run, start time.Time, cpu bench.CPUSample) Rate {
 		var times []time.Time
 		Eventually(func(g Gomega) {
 			times = times[:0]
@@ -337,7 +348,19 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			}
 			g.Expect(missing).To(BeZero(), "%s: runs not deleted yet", what)
 		}).WithTimeout(*flagDrain + time.Duration(len(runs))*100*time.Millisecond).WithPolling(200 * time.Millisecond).Should(Succeed())
-		return rateOf(what, conc, times, start)
+		r := rateOf(what, conc, times, start)
+		after, err := bench.SampleCPU()
+		Expect(err).NotTo(HaveOccurred())
+		per := func(d time.Duration) time.Duration { return d / time.Duration(len(runs)) }
+		r.CPUSelf = per(after.Self - cpu.Self)
+		r.CPUAPIServer = per(after.Children["kube-apiserver"] - cpu.Children["kube-apiserver"])
+		r.CPUEtcd = per(after.Children["etcd"] - cpu.Children["etcd"])
+		return r
+	}
+	sampleCPU := func() bench.CPUSample {
+		s, err := bench.SampleCPU()
+		Expect(err).NotTo(HaveOccurred())
+		return s
 	}
 
 	It("measures the limit, wrapup's rate and the TTL controller's on a burst, then the latency under steady load", func() {
@@ -350,9 +373,9 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		for _, conc := range ints(*flagConcurrency) {
 			runs := create("limit", *flagSweep)
 			complete(runs)
-			start := time.Now()
+			cpu, start := sampleCPU(), time.Now()
 			Expect(plainClient(ctx, limitClient, conc, runs)).To(Succeed())
-			r := awaitDeleted("plain client", conc, runs, start)
+			r := awaitDeleted("plain client", conc, runs, start, cpu)
 			res.Sweep_ = append(res.Sweep_, r)
 			if r.PerSecond > best.PerSecond {
 				best = r
@@ -362,18 +385,29 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		By(fmt.Sprintf("the limit: the plain client at concurrency %d on a burst of %d", best.Concurrency, *flagN))
 		runs := create("limit", *flagN)
 		complete(runs)
-		start := time.Now()
+		cpu, start := sampleCPU(), time.Now()
 		Expect(plainClient(ctx, limitClient, best.Concurrency, runs)).To(Succeed())
-		res.Limit = awaitDeleted("plain client (the limit)", best.Concurrency, runs, start)
+		res.Limit = awaitDeleted("plain client (the limit)", best.Concurrency, runs, start, cpu)
 
 		for _, w := range ints(*flagWorkers) {
 			By(fmt.Sprintf("wrapup with %d workers on a burst of %d", w, *flagN))
 			runs := create("wrapup", *flagN)
 			complete(runs)
-			start := time.Now()
-			stop := startWrapup(ctx, saCfg, watched, w)
-			res.Wrapup = append(res.Wrapup, awaitDeleted("wrapup", w, runs, start))
+			if *flagCPUProfile != "" {
+				f, err := os.Create(fmt.Sprintf("%s-%d", *flagCPUProfile, w))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(pprof.StartCPUProfile(f)).To(Succeed())
+			}
+			cpu, start := sampleCPU(), time.Now()
+			requests := bench.NewRequestCounter("")
+			stop := startWrapup(ctx, saCfg, watched, w, requests.Wrap)
+			r := awaitDeleted("wrapup", w, runs, start, cpu)
 			stop()
+			r.Requests = requests.Snapshot().Requests
+			res.Wrapup = append(res.Wrapup, r)
+			if *flagCPUProfile != "" {
+				pprof.StopCPUProfile()
+			}
 		}
 
 		for _, raised := range []bool{false, true} {
@@ -382,14 +416,14 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			fwk.StopKubeControllerManager()
 			runs := create("ttl", *flagN)
 			complete(runs)
-			start := time.Now()
+			cpu, start := sampleCPU(), time.Now()
 			fwk.RestartKubeControllerManager(args...)
-			res.TTL = append(res.TTL, awaitDeleted(what, 0, runs, start))
+			res.TTL = append(res.TTL, awaitDeleted(what, 0, runs, start, cpu))
 		}
 
 		By("steady load")
 		rng := rand.New(rand.NewPCG(*flagSeed, 0))
-		stop := startWrapup(ctx, saCfg, watched, *flagSteadyW)
+		stop := startWrapup(ctx, saCfg, watched, *flagSteadyW, nil)
 		defer stop()
 		for _, f := range floats(*flagSteady) {
 			perSecond := f * res.Limit.PerSecond
@@ -530,9 +564,12 @@ func record(aw *awv1beta2.AppWrapper, rec *decision.Record) *wrapupv1alpha1.Comp
 // startWrapup runs wrapup as cmd/manager does (its cache options, the
 // controller's ServiceAccount) with workers workers, on a connection of
 // its own whose deletes are recorded.
-func startWrapup(ctx context.Context, saCfg *rest.Config, s *seen, workers int) (stop func()) {
+func startWrapup(ctx context.Context, saCfg *rest.Config, s *seen, workers int, count func(http.RoundTripper) http.RoundTripper) (stop func()) {
 	cfg := bench.OwnConnection(saCfg, fmt.Sprintf("wrapup-%d", workers))
 	cfg.WrapTransport = s.wrap
+	if count != nil {
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return count(s.wrap(rt)) }
+	}
 	mgr := framework.NewBareManager(cfg, func(o *ctrl.Options) { o.Cache = gc.CacheOptions() })
 	Expect(gc.Setup(mgr, gc.Options{Workers: workers})).To(Succeed())
 	return framework.RunManager(ctx, mgr)
@@ -651,13 +688,45 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 	for _, s := range r.Sweep_ {
 		p("| %d | %d | %.1f |\n", s.Concurrency, s.N, s.PerSecond)
 	}
-	p("\n## Burst of %d\n\n| controller | completions/s | ÷ the limit | start → first deletion (ms) |\n|---|---:|---:|---:|\n", r.N)
-	p("| the limit: plain client, concurrency %d | %.1f | 1.00 | %s |\n", r.Limit.Concurrency, r.Limit.PerSecond, ms(r.Limit.FirstAfter))
+	p("\n## Burst of %d\n\nCPU is per completion, over the burst: this process's (wrapup's, or the plain client's; for the TTL controller, only the benchmark's watch), kube-apiserver's and etcd's.\n\n", r.N)
+	p("| controller | completions/s | ÷ the limit | start → first deletion (ms) | CPU ms: own / kube-apiserver / etcd |\n|---|---:|---:|---:|---|\n")
+	row := func(what string, x Rate) {
+		p("| %s | %.1f | %.2f | %s | %s / %s / %s |\n", what, x.PerSecond, x.PerSecond/r.Limit.PerSecond, ms(x.FirstAfter), ms(x.CPUSelf), ms(x.CPUAPIServer), ms(x.CPUEtcd))
+	}
+	row(fmt.Sprintf("the limit: plain client, concurrency %d", r.Limit.Concurrency), r.Limit)
 	for _, w := range r.Wrapup {
-		p("| wrapup, %d workers | %.1f | %.2f | %s |\n", w.Concurrency, w.PerSecond, w.PerSecond/r.Limit.PerSecond, ms(w.FirstAfter))
+		row(fmt.Sprintf("wrapup, %d workers", w.Concurrency), w)
 	}
 	for _, t := range r.TTL {
-		p("| %s | %.1f | %.2f | %s |\n", t.What, t.PerSecond, t.PerSecond/r.Limit.PerSecond, ms(t.FirstAfter))
+		row(t.What, t)
+	}
+	if len(r.Wrapup) > 0 {
+		p("\n### wrapup's requests per completion in the burst\n\nThe plain client sends 1 patch, 1 create and 1 delete per completion. wrapup's requests over the burst (its start included: the lists and watches of its caches) ÷ %d:\n\n| verb | resource |", r.N)
+		keys := map[bench.RequestKey]bool{}
+		for _, w := range r.Wrapup {
+			p(" %d workers |", w.Concurrency)
+			for k := range w.Requests {
+				keys[k] = true
+			}
+		}
+		p("\n|---|---|%s\n", strings.Repeat("---:|", len(r.Wrapup)))
+		sorted := make([]bench.RequestKey, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Slice(sorted, func(i, j int) bool {
+			if sorted[i].IsWrite() != sorted[j].IsWrite() {
+				return sorted[i].IsWrite()
+			}
+			return sorted[i].Resource+sorted[i].Verb < sorted[j].Resource+sorted[j].Verb
+		})
+		for _, k := range sorted {
+			p("| %s | %s |", k.Verb, k.Resource)
+			for _, w := range r.Wrapup {
+				p(" %.2f |", float64(w.Requests[k])/float64(r.N))
+			}
+			p("\n")
+		}
 	}
 	p("\n## Steady load\n\nCompletions arrive as a seeded Poisson process (seed %d) at a fraction of the limit; wrapup runs with %d workers. Latency is from the trigger's status write to its deletion as the watch sees it (for wrapup also to its delete request).\n\n", r.Seed, r.SteadyWorkers)
 	p("| rate | controller | completions | window (s) | p50 | p99 | max | not deleted | → delete request p50 / p99 / max | status write lag p99 |\n|---|---|---:|---:|---:|---:|---:|---:|---|---:|\n")
