@@ -720,3 +720,41 @@ func TestExplainSeveralTriggers(t *testing.T) {
 		t.Errorf("%d candidates marked as deciding, want 2:\n%s", n, ex.String())
 	}
 }
+
+// TestNamespaceReadOnlyForNamespaceSelectors: the final check reads the
+// AppWrapper's Namespace only when a rule selects by namespace, where its
+// labels decide; without such a rule the decision is the same without it.
+func TestNamespaceReadOnlyForNamespaceSelectors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sel     *metav1.LabelSelector
+		reads   int
+		verdict decision.Verdict
+	}{
+		{"no namespaceSelector", nil, 0, decision.VerdictDelete},
+		{"selects the namespace", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}, 1, decision.VerdictDelete},
+		{"excludes the namespace", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}, 1, decision.VerdictNoRule},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			aw := exAppWrapper(t)
+			r := exRule("jobs", 10, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.NamespaceSelector = tc.sel })
+			reads := 0
+			c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithRESTMapper(explainMapper()).
+				WithObjects(aw, exNamespace(), r, exLiveJob(exJob, exJobUID, jobDone)).
+				WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*corev1.Namespace); ok {
+						reads++
+					}
+					return c.Get(ctx, key, obj, opts...)
+				}}).Build()
+			v := &readerView{r: c, labelled: true}
+			in, err := gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := decision.Decide(context.Background(), in); reads != tc.reads || d.Verdict != tc.verdict {
+				t.Errorf("%d Namespace reads, verdict %s (%s); want %d, %s", reads, d.Verdict, d.Reason, tc.reads, tc.verdict)
+			}
+		})
+	}
+}

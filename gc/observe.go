@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
@@ -73,16 +74,20 @@ func gather(ctx context.Context, v view, policies *celpolicies.Cache, key types.
 	if len(rules) == 0 {
 		return in, nil
 	}
-	// Every rule selects by namespace too: without the Namespace's labels,
-	// a rule that excludes it could not be told from one that selects it.
-	ns, err := v.namespace(ctx, aw.Namespace)
-	if err != nil {
-		return in, err
+	// A rule with a namespaceSelector needs the Namespace's labels: without
+	// them, a rule that excludes it could not be told from one that
+	// selects it. Without such a rule, they change nothing, and the read
+	// (one request per final check) is saved.
+	if slices.ContainsFunc(rules, func(r wrapupv1alpha1.CompletionRule) bool { return r.Spec.NamespaceSelector != nil }) {
+		ns, err := v.namespace(ctx, aw.Namespace)
+		if err != nil {
+			return in, err
+		}
+		if ns == nil {
+			return in, fmt.Errorf("reading namespace %s: not found", aw.Namespace)
+		}
+		in.Namespace = ns
 	}
-	if ns == nil {
-		return in, fmt.Errorf("reading namespace %s: not found", aw.Namespace)
-	}
-	in.Namespace = ns
 
 	plan := decision.Plan(in)
 	for _, ref := range plan.Refs {
