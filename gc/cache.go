@@ -19,7 +19,8 @@ import (
 // apiVersion, kind and metadata.name that name the trigger (a component
 // template, a Deployment's or a Job's pod template, is most of an
 // AppWrapper's size); the status keeps its phase, its retries, the
-// Unhealthy and DeletingResources conditions and the components' names.
+// Unhealthy and DeletingResources conditions and the names of the
+// components whose template has none (generateName).
 //
 // Another controller in the same manager (the AppWrapper controller
 // itself) would see AppWrappers without their templates: do not use these
@@ -86,9 +87,11 @@ func slimAppWrapper(obj any) (any, error) {
 		}
 	}
 	aw.Status.Conditions = conds
-	for i := range aw.Status.ComponentStatus {
-		aw.Status.ComponentStatus[i] = awv1beta2.AppWrapperComponentStatus{Name: aw.Status.ComponentStatus[i].Name}
-	}
+	// A component's status is read for its name only, and only when its
+	// template has none (generateName): the others are dropped, and the
+	// slice ends with the last one read.
+	statuses := aw.Status.ComponentStatus
+	aw.Status.ComponentStatus = nil
 	for i := range aw.Spec.Components {
 		c := &aw.Spec.Components[i]
 		c.DeclaredPodSets, c.PodSetInfos = nil, nil
@@ -104,6 +107,13 @@ func slimAppWrapper(obj any) (any, error) {
 			return nil, err
 		}
 		c.Template.Raw, c.Template.Object = raw, nil
+		if id.Metadata.Name == "" && i < len(statuses) {
+			if aw.Status.ComponentStatus == nil {
+				aw.Status.ComponentStatus = make([]awv1beta2.AppWrapperComponentStatus, i+1, len(aw.Spec.Components))
+			}
+			aw.Status.ComponentStatus = aw.Status.ComponentStatus[:i+1]
+			aw.Status.ComponentStatus[i] = awv1beta2.AppWrapperComponentStatus{Name: statuses[i].Name}
+		}
 	}
 	return aw, nil
 }
