@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
@@ -123,7 +125,7 @@ func byKey(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructu
 var managerDefaults = []string{
 	"--enable-webhook=true", "--webhook-port=9443", "--webhook-secret-name=wrapup-webhook-server-cert",
 	"--webhook-service-name=wrapup-webhook-service", "--webhook-configuration-name=wrapup-validating-webhook-configuration",
-	"--metrics-secure=true", "--workers=4", "--kube-api-qps=-1", "--kube-api-burst=0", "--zap-log-level=info",
+	"--metrics-secure=true", "--workers=" + strconv.Itoa(gc.DefaultWorkers), "--kube-api-qps=-1", "--kube-api-burst=0", "--zap-log-level=info",
 }
 
 // TestHelmChart checks charts/wrapup with helm itself: it lints; its
