@@ -105,12 +105,17 @@ BENCH_ARGS ?=
 bench: ## Scale and latency benchmark: N AppWrappers (default 1000) beside the TTL and AppWrapper baselines; writes test/bench/results/.
 	$(call with-controlplane,go test -count=1 -v -timeout 3h ./test/bench/ -run TestBench -args -ginkgo.timeout=3h -bench.n=$(N) -bench.idle=20s -bench.out=$(CURDIR)/test/bench/results $(BENCH_ARGS))
 
-# The throughput benchmark's burst size and steady-load size.
+# The throughput benchmark's burst size, steady-load size and heap size;
+# its lists are variables, as a comma would end an argument of call.
 TP_N ?= 1000
-TP_STEADY_N ?= 2000
+TP_STEADY_N ?= 1000
+TP_HEAP_N ?= 10000
+TP_CONCURRENCY ?= 1,4,16,64
+TP_WORKERS ?= 4,8,16,32
+TP_STEADY ?= 0.25,0.5,0.9
 .PHONY: bench-throughput
-bench-throughput: ## Throughput benchmark: the API server's limit for wrapup's writes, wrapup's and the TTL controller's burst rates, latency under steady Poisson load; writes test/bench/results/throughput-TP_N.md.
-	$(call with-controlplane,go test -count=1 -v -timeout 3h ./test/bench/throughput/ -args -ginkgo.timeout=3h -tp.n=$(TP_N) -tp.sweep=300 -tp.concurrency=1,4,16,64 -tp.workers=4,8,16,32 -tp.steady=0.25,0.5,0.9 -tp.steady-n=$(TP_STEADY_N) -tp.out=$(CURDIR)/test/bench/results $(BENCH_ARGS))
+bench-throughput: ## Throughput benchmark: the API server's limit for wrapup's writes, wrapup's and the TTL controller's burst rates, latency under steady Poisson load, live heap per AppWrapper; writes test/bench/results/throughput-TP_N.md and heap-TP_HEAP_N.md.
+	$(call with-controlplane,go test -count=1 -v -timeout 3h ./test/bench/throughput/ -args -ginkgo.timeout=3h -tp.n=$(TP_N) -tp.sweep=300 -tp.concurrency=$(TP_CONCURRENCY) -tp.workers=$(TP_WORKERS) -tp.steady=$(TP_STEADY) -tp.steady-n=$(TP_STEADY_N) -tp.heap-n=$(TP_HEAP_N) -tp.out=$(CURDIR)/test/bench/results $(BENCH_ARGS))
 
 GPU_NODES ?= 8
 GPU_BENCHMARKS ?= 96

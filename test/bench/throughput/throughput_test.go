@@ -76,6 +76,7 @@ var (
 	flagSeed        = flag.Uint64("tp.seed", 1, "seed of the steady load's arrivals")
 	flagOut         = flag.String("tp.out", "", "folder to write throughput-N.md into")
 	flagCPUProfile  = flag.String("tp.cpuprofile", "", "write a CPU profile of each wrapup burst to FILE-<workers>")
+	flagHeapN       = flag.Int("tp.heap-n", 100, "AppWrappers (a Deployment and a trigger Job each) whose live heap in wrapup is measured; 0: not measured")
 )
 
 const (
@@ -529,7 +530,158 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			Expect(s.Deleted.Count).To(BeNumerically(">", 0), "%s at %.0f%%", s.What, 100*s.Fraction)
 		}
 	})
+
+	It("keeps little per tracked AppWrapper", func() {
+		if *flagHeapN <= 0 {
+			Skip("-tp.heap-n=0")
+		}
+		n := *flagHeapN
+		By(fmt.Sprintf("creating %d AppWrappers with a Deployment and a trigger Job, Running", n))
+		phase++
+		keys := make([]types.NamespacedName, n)
+		for i := range keys {
+			keys[i] = types.NamespacedName{Namespace: fmt.Sprintf("tp-%d-heap-%d", phase, i/perNS), Name: fmt.Sprintf("heap-%d", i)}
+			if i%perNS == 0 {
+				Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: keys[i].Namespace}})).To(Succeed())
+			}
+		}
+		var sample *awv1beta2.AppWrapper
+		var sampleJob *batchv1.Job
+		var mu sync.Mutex
+		Expect(bench.Parallel(writers, keys, func(key types.NamespacedName) error {
+			aw, job, err := createBenchmarkRun(ctx, c, key)
+			if err == nil && key.Name == "heap-0" {
+				mu.Lock()
+				sample, sampleJob = aw, job
+				mu.Unlock()
+			}
+			return err
+		})).To(Succeed())
+
+		By("measuring wrapup's live heap once it tracks them all")
+		before := bench.ReadHeap().Live
+		reconciled, _ := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
+		stop := startWrapup(ctx, saCfg, watched, gc.DefaultWorkers, nil)
+		Eventually(func() float64 {
+			count, _ := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
+			return count - reconciled
+		}).WithTimeout(10*time.Minute).WithPolling(time.Second).Should(BeNumerically(">=", n), "every AppWrapper reconciled")
+		// Its queue drained, and informers settled.
+		time.Sleep(5 * time.Second)
+		after := bench.ReadHeap().Live
+		stop()
+
+		res := HeapResult{N: n, Before: before, After: after, Floor: floorBytes(sample, sampleJob)}
+		out := *flagOut
+		if out == "" {
+			out = GinkgoT().TempDir()
+		}
+		path := filepath.Join(out, fmt.Sprintf("heap-%d.md", n))
+		Expect(os.WriteFile(path, []byte(res.markdown()), 0o644)).To(Succeed())
+		fmt.Fprintf(GinkgoWriter, "Results: %s\n", path)
+		Expect(after).To(BeNumerically(">", 0), "the heap was measured")
+	})
 })
+
+// createBenchmarkRun creates an AppWrapper as test/bench does (a
+// Deployment and a trigger Job; its label and grace-period annotations)
+// and what the AppWrapper controller writes once it runs: its finalizer,
+// its status (Running, the conditions, the components' status) and the
+// trigger Job, controlled by it. Deployments are not created: wrapup does
+// not watch them.
+func createBenchmarkRun(ctx context.Context, c client.Client, key types.NamespacedName) (*awv1beta2.AppWrapper, *batchv1.Job, error) {
+	job := util.MakeJob(key.Name + "-trigger").Obj()
+	aw := util.MakeAppWrapper(key.Name, key.Namespace).Label(label, "wrapup").
+		Annotation(awv1beta2.AdmissionGracePeriodDurationAnnotation, "2h").
+		Annotation(awv1beta2.WarmupGracePeriodDurationAnnotation, "2h").
+		Component(util.MakeDeployment(key.Name+"-server", 1), nil).Component(job, nil).Obj()
+	aw.Finalizers = []string{"workload.codeflare.dev/finalizer"}
+	if err := c.Create(ctx, aw); err != nil {
+		return nil, nil, err
+	}
+	now := metav1.Now()
+	cond := func(t awv1beta2.AppWrapperCondition, status metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: string(t), Status: status, Reason: reason, Message: reason, LastTransitionTime: now}
+	}
+	deployed := []metav1.Condition{{Type: "ResourcesDeployed", Status: metav1.ConditionTrue, Reason: "ComponentCreatedSuccessfully", LastTransitionTime: now}}
+	aw.Status = awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperRunning,
+		Conditions: []metav1.Condition{cond(awv1beta2.QuotaReserved, metav1.ConditionTrue, "Resuming"), cond(awv1beta2.ResourcesDeployed, metav1.ConditionTrue, "Resuming"),
+			cond(awv1beta2.PodsReady, metav1.ConditionTrue, "PodsReady"), cond(awv1beta2.Unhealthy, metav1.ConditionFalse, "Resuming")},
+		ComponentStatus: []awv1beta2.AppWrapperComponentStatus{
+			{Name: key.Name + "-server", Kind: "Deployment", APIVersion: "apps/v1", PodSets: []awv1beta2.AppWrapperPodSet{{Replicas: ptr.To[int32](1), Path: "template.spec.template"}}, Conditions: deployed},
+			{Name: job.Name, Kind: "Job", APIVersion: "batch/v1", PodSets: []awv1beta2.AppWrapperPodSet{{Replicas: ptr.To[int32](1), Path: "template.spec.template"}}, Conditions: deployed}}}
+	if err := c.Status().Update(ctx, aw); err != nil {
+		return nil, nil, err
+	}
+	job.Namespace = key.Namespace
+	job.Labels = map[string]string{awv1beta2.AppWrapperLabel: aw.Name, label: "wrapup"}
+	job.Annotations = map[string]string{"workload.codeflare.dev.appwrapper/componentIndex": "1"}
+	job.OwnerReferences = []metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: aw.Name, UID: aw.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	if err := c.Create(ctx, job); err != nil {
+		return nil, nil, err
+	}
+	job.Status = batchv1.JobStatus{Active: 1, Ready: ptr.To[int32](1), StartTime: &now}
+	return aw, job, c.Status().Update(ctx, job)
+}
+
+// floorBytes estimates what wrapup must keep of a run to decide on it: of
+// the AppWrapper its key, UID (16 bytes) and resourceVersion (8), labels
+// and annotations (a selector or the decision may read any), its
+// components' kinds and names, its phase and the two conditions decisions
+// read; of the trigger its name, UID, owner and the status its rule reads.
+// Bytes of content only: any Go structure adds headers and map buckets.
+func floorBytes(aw *awv1beta2.AppWrapper, job *batchv1.Job) int {
+	n := len(aw.Namespace) + len(aw.Name) + 16 + 8
+	for k, v := range aw.Labels {
+		n += len(k) + len(v)
+	}
+	for k, v := range aw.Annotations {
+		n += len(k) + len(v)
+	}
+	for _, c := range aw.Spec.Components {
+		var id struct {
+			APIVersion, Kind string
+			Metadata         struct{ Name string }
+		}
+		_ = json.Unmarshal(c.Template.Raw, &id)
+		n += len(id.APIVersion) + len(id.Kind) + len(id.Metadata.Name)
+	}
+	n += len(aw.Status.Phase)
+	for _, c := range aw.Status.Conditions {
+		if c.Type == string(awv1beta2.Unhealthy) || c.Type == string(awv1beta2.DeletingResources) {
+			n += len(c.Type) + len(c.Status) + len(c.Reason) + len(c.Message) + 8
+		}
+	}
+	n += len(job.Name) + 16 + 8 + 16 // the trigger's name, UID, resourceVersion, its owner's UID
+	status, _ := json.Marshal(job.Status)
+	return n + len(status)
+}
+
+// HeapResult is wrapup's live heap with n AppWrappers tracked.
+type HeapResult struct {
+	N             int
+	Before, After uint64
+	Floor         int
+}
+
+func (h HeapResult) markdown() string {
+	per := (float64(h.After) - float64(h.Before)) / float64(h.N)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# wrapup's live heap per tracked AppWrapper, N=%d\n\n", h.N)
+	fmt.Fprintf(&b, "Run %s; reproduce with `make bench-throughput` (`-tp.heap-n=%d`). Machine: %d cores, %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), h.N, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(&b, "%d AppWrappers as test/bench makes them (a Deployment and a trigger Job; a label, two annotations, the AppWrapper controller's finalizer, status and conditions), each with its Job Running, all selected by one rule. wrapup starts in the benchmark's process, which runs nothing else then (no AppWrapper controller: the benchmark writes what it would); its share is the growth of the live heap (HeapAlloc after two collections) from just before it starts to once it has reconciled every AppWrapper and is idle: the AppWrapper and its trigger in wrapup's caches, the informers' stores, and what its controllers keep per AppWrapper.\n\n", h.N)
+	fmt.Fprintf(&b, "| measure | value |\n|---|---:|\n")
+	fmt.Fprintf(&b, "| live heap before wrapup / tracking every AppWrapper (MiB) | %.1f / %.1f |\n", float64(h.Before)/(1<<20), float64(h.After)/(1<<20))
+	fmt.Fprintf(&b, "| per tracked AppWrapper, with its trigger (KiB) | %.2f |\n", per/1024)
+	fmt.Fprintf(&b, "| floor: the bytes wrapup must keep per AppWrapper and trigger, content only (B) | ≈ %d |\n\n", h.Floor)
+	verdict := "**not met**"
+	if per <= 2048 {
+		verdict = "met"
+	}
+	fmt.Fprintf(&b, "| goal | measured | |\n|---|---|---|\n| ≤ 2 KiB per tracked AppWrapper at 10,000 | %.2f KiB at %d | %s |\n", per/1024, h.N, verdict)
+	return b.String()
+}
 
 func ttlName(raised bool) (string, []string) {
 	if !raised {
