@@ -834,6 +834,15 @@ func steady(ctx context.Context, c client.Client, s *seen, rng *rand.Rand, what 
 		runs, at = runs[:n], at[:n]
 	}
 	res := Steady{Fraction: fraction, PerSecond: perSecond, What: what, N: len(runs), Window: at[len(at)-1]}
+	// wrapup first reconciles the AppWrappers just created (their
+	// creation, status and Job): the phase starts once it is idle.
+	last := -1.0
+	Eventually(func() bool {
+		count, _ := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
+		idle := count == last
+		last = count
+		return idle
+	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(BeTrue(), "wrapup idle before the phase")
 	qc, qs := histogram("workqueue_queue_duration_seconds", "name", "wrapup-appwrapper")
 	rc, rs := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
 	lag := make([]time.Duration, len(runs))
