@@ -45,6 +45,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -255,6 +256,18 @@ type Steady struct {
 	// wait in its queue, and a reconcile's duration.
 	QueueMean, ReconcileMean time.Duration
 	Reconciles               float64
+}
+
+// awaitWrapupIdle waits until wrapup's AppWrapper controller has not
+// reconciled anything for two seconds.
+func awaitWrapupIdle(what string) {
+	last := -1.0
+	Eventually(func() bool {
+		count, _ := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
+		idle := count == last
+		last = count
+		return idle
+	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(BeTrue(), what)
 }
 
 // histogram is the count and sum of the histogram name's series labelled
@@ -566,8 +579,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			count, _ := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
 			return count - reconciled
 		}).WithTimeout(10*time.Minute).WithPolling(time.Second).Should(BeNumerically(">=", n), "every AppWrapper reconciled")
-		// Its queue drained, and informers settled.
-		time.Sleep(5 * time.Second)
+		awaitWrapupIdle("wrapup idle with every AppWrapper tracked")
 		after := bench.ReadHeap().Live
 		stop()
 
@@ -836,13 +848,7 @@ func steady(ctx context.Context, c client.Client, s *seen, rng *rand.Rand, what 
 	res := Steady{Fraction: fraction, PerSecond: perSecond, What: what, N: len(runs), Window: at[len(at)-1]}
 	// wrapup first reconciles the AppWrappers just created (their
 	// creation, status and Job): the phase starts once it is idle.
-	last := -1.0
-	Eventually(func() bool {
-		count, _ := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
-		idle := count == last
-		last = count
-		return idle
-	}).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(BeTrue(), "wrapup idle before the phase")
+	awaitWrapupIdle("wrapup idle before the phase")
 	qc, qs := histogram("workqueue_queue_duration_seconds", "name", "wrapup-appwrapper")
 	rc, rs := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
 	lag := make([]time.Duration, len(runs))
@@ -867,8 +873,11 @@ func steady(ctx context.Context, c client.Client, s *seen, rng *rand.Rand, what 
 	}
 	start := time.Now()
 	for i := range runs {
-		if d := time.Until(start.Add(at[i])); d > 0 {
-			time.Sleep(d)
+		// The load's schedule: the next completion is due at at[i].
+		select {
+		case <-time.After(time.Until(start.Add(at[i]))):
+		case <-ctx.Done():
+			return res
 		}
 		lag[i] = time.Since(start.Add(at[i]))
 		ch <- i
@@ -876,9 +885,10 @@ func steady(ctx context.Context, c client.Client, s *seen, rng *rand.Rand, what 
 	close(ch)
 	wg.Wait()
 	Expect(firstErr).NotTo(HaveOccurred())
-	deadline := time.Now().Add(*flagDrain)
 	var deleted, request []time.Duration
-	for {
+	// Up to -tp.drain for the deletions; what is not deleted by then is
+	// counted as such, not a failure.
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, *flagDrain, true, func(context.Context) (bool, error) {
 		deleted, request = deleted[:0], request[:0]
 		for _, r := range runs {
 			if t, ok := s.deletedAt(r.key); ok {
@@ -888,11 +898,8 @@ func steady(ctx context.Context, c client.Client, s *seen, rng *rand.Rand, what 
 				request = append(request, t.Sub(r.sent))
 			}
 		}
-		if len(deleted) == len(runs) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return len(deleted) == len(runs), nil
+	})
 	var toRead, toPatch, toDelete []time.Duration
 	for _, r := range runs {
 		if read, patch, del, ok := s.steps(r.key); ok && r.aw != nil {
