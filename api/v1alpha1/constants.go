@@ -121,4 +121,9 @@ const (
 	// nothing, since deleting it makes MultiKueue dispatch the run again.
 	// The manager cluster's wrapup finishes the AppWrapper.
 	ReasonMultiKueueWorker = "MultiKueueWorker"
+	// ReasonWorkerUnreachable: the AppWrapper is dispatched by MultiKueue
+	// to a worker cluster that wrapup cannot read (no kubeconfig Secret, or
+	// the worker's API server does not answer): nothing is recorded or
+	// deleted until it can.
+	ReasonWorkerUnreachable = "WorkerUnreachable"
 )

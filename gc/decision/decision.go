@@ -52,6 +52,10 @@ type Input struct {
 	// trigger, not reported Unhealthy, is given to start a retry; 0 means
 	// DefaultFailureGracePeriod.
 	FailureGracePeriod time.Duration
+	// Worker is, for an AppWrapper that MultiKueue dispatches
+	// (MultiKueueManaged), what was read of the worker cluster it runs on:
+	// its Triggers were read there. Nil otherwise, or when not read.
+	Worker *Worker
 }
 
 // TriggerState is how the live trigger was observed.
@@ -114,6 +118,10 @@ const (
 	// VerdictTriggerNotWatchable: the annotated trigger's kind cannot be
 	// watched (not served, forbidden, cluster-scoped).
 	VerdictTriggerNotWatchable Verdict = "TriggerNotWatchable"
+	// VerdictWorkerUnreachable: MultiKueue dispatches the AppWrapper to a
+	// worker cluster that cannot be read (no credentials, or its API server
+	// does not answer): nothing is recorded or deleted until it can be.
+	VerdictWorkerUnreachable Verdict = "WorkerUnreachable"
 	// VerdictWaitingForTrigger: the trigger is not finished (or not created
 	// yet, or its evaluation failed, which counts as not finished).
 	VerdictWaitingForTrigger Verdict = "WaitingForTrigger"
@@ -159,6 +167,9 @@ type Decision struct {
 	// Trigger is the trigger component and what was read of it; nil when
 	// there is no single one.
 	Trigger *TriggerInfo
+	// Worker is, for an AppWrapper that MultiKueue dispatches, the worker
+	// cluster its triggers were read on; nil otherwise.
+	Worker *WorkerInfo
 	// Evaluation is the winning rule's result on the live trigger; nil when
 	// nothing was evaluated.
 	Evaluation *Evaluation
@@ -295,6 +306,9 @@ const (
 	// NotWatchableRetry is how soon a decision looks again at an
 	// AppWrapper whose annotated trigger's kind cannot be watched.
 	NotWatchableRetry = 5 * time.Minute
+	// WorkerRetry is how soon a decision looks again at an AppWrapper whose
+	// worker cluster cannot be read (the controller backs off from it).
+	WorkerRetry = 5 * time.Second
 	// holdStartRetry is how soon a decision looks again at a failed
 	// AppWrapper whose controller has not yet written when its deletion
 	// hold started; that write brings it back too.
@@ -328,7 +342,7 @@ func Plan(in Input) Needs {
 		return Needs{}
 	}
 	n := Needs{Rule: sel.winner, ReadAppWrapper: !sel.winner.Policy.AppWrapperFields().Empty()}
-	if deployed(aw) {
+	if _, ok, _, _ := componentsOwner(in); ok && deployed(aw) {
 		for _, ref := range refs {
 			if ref.Name != "" {
 				n.Refs = append(n.Refs, ref)
@@ -380,6 +394,16 @@ const (
 // Decide decides what to do with in.AppWrapper. ctx bounds the evaluation
 // of the rule's expressions only.
 func Decide(ctx context.Context, in Input) Decision {
+	d := decideOn(ctx, in)
+	if MultiKueueManaged(in.AppWrapper) {
+		// Its components are on the worker: the gatherer watches their
+		// kinds there, not here.
+		d.Claims = nil
+	}
+	return d
+}
+
+func decideOn(ctx context.Context, in Input) Decision {
 	var d Decision
 	aw := in.AppWrapper
 	if aw == nil {
@@ -427,6 +451,16 @@ func Decide(ctx context.Context, in Input) Decision {
 			d.warn(nt.Reason, "FindTrigger", nt.Message, false)
 		}
 		return d
+	}
+	if MultiKueueManaged(aw) {
+		d.Worker = workerInfo(in)
+		if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil && deployed(aw) {
+			d.Verdict, d.Requeue = VerdictWorkerUnreachable, WorkerRetry
+			d.Reason = fmt.Sprintf("MultiKueue dispatched the AppWrapper to worker cluster %s, which wrapup cannot read: %s; nothing is recorded or deleted until it can",
+				in.Worker.Cluster, problem)
+			d.warn(wrapupv1alpha1.ReasonWorkerUnreachable, "ReadWorker", d.Reason, false)
+			return d
+		}
 	}
 	if len(refs) > 1 {
 		d.decideMany(ctx, in, sel.winner, refs)
@@ -481,10 +515,18 @@ func observeCandidate(ctx context.Context, in Input, policy *celpolicies.Policy,
 	aw := in.AppWrapper
 	t := in.read(ref)
 	c := observed{info: TriggerInfo{Ref: ref}}
+	owner, ok, problem, unknown := componentsOwner(in)
 	switch {
 	case !deployed(aw):
 		c.info.Problem = fmt.Sprintf("the AppWrapper is %s: its components do not exist", phaseOrNone(aw.Status.Phase))
 		c.state = liveAbsent
+		return c
+	case !ok:
+		c.info.Problem = problem
+		c.state = liveAbsent
+		if unknown {
+			c.state = liveUnknown
+		}
 		return c
 	case ref.Name == "":
 		c.info.Problem = "the AppWrapper controller has not created the trigger yet (its template uses generateName)"
@@ -507,8 +549,11 @@ func observeCandidate(ctx context.Context, in Input, policy *celpolicies.Policy,
 		return c
 	}
 	obj := t.Object
-	if !OwnedBy(obj, aw) {
+	if !OwnedBy(obj, owner) {
 		c.info.Problem = fmt.Sprintf("%s %s is not controlled by this AppWrapper: it is not taken as the trigger", ref.Kind.Kind, ref.Name)
+		if owner != aw {
+			c.info.Problem = fmt.Sprintf("%s %s on worker cluster %s is not controlled by MultiKueue's copy of this AppWrapper there: it is not taken as the trigger", ref.Kind.Kind, ref.Name, in.Worker.Cluster)
+		}
 		c.notOwned = true
 		c.state = liveAbsent
 		return c

@@ -1,0 +1,109 @@
+package decision
+
+import (
+	"fmt"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// PrebuiltWorkloadLabel is the label by which MultiKueue's AppWrapper
+// adapter names, on the copy it creates on a worker cluster, the Workload
+// of the AppWrapper on the manager cluster (Kueue's
+// pkg/controller/constants.PrebuiltWorkloadLabel).
+const PrebuiltWorkloadLabel = "kueue.x-k8s.io/prebuilt-workload-name"
+
+// Worker is what was read, for an AppWrapper that MultiKueue dispatches
+// (MultiKueueManaged), of the worker cluster that runs it: the AppWrapper
+// on this cluster has no components, the copy on the worker has them, the
+// trigger among them, and the triggers in Input were read there.
+type Worker struct {
+	// Cluster names the MultiKueueCluster the AppWrapper's Workload is
+	// dispatched to (Workload.status.clusterName); "" while it is not.
+	Cluster string
+	// Workload is the name of the AppWrapper's Workload on this cluster; ""
+	// when it has none yet. MultiKueue's copy on the worker names it.
+	Workload string
+	// Problem says why the worker could not be read; "" when it was.
+	Problem string
+	// AppWrapper is the AppWrapper of the same name on the worker; nil when
+	// there is none.
+	AppWrapper *awv1beta2.AppWrapper
+}
+
+// WorkerInfo is what a decision read on a worker cluster, for people.
+type WorkerInfo struct {
+	// Cluster names the worker; "" when the AppWrapper is not dispatched.
+	Cluster string
+	// Problem says why the triggers there were not read, or why the copy
+	// there is not taken as this AppWrapper's; "" when they were read.
+	Problem string
+	// CopyUID is the UID of MultiKueue's copy there, whose components the
+	// triggers must be.
+	CopyUID string
+	// CopyPhase is that copy's phase.
+	CopyPhase awv1beta2.AppWrapperPhase
+}
+
+// MultiKueueManaged says whether aw is an AppWrapper on a MultiKueue
+// manager cluster that MultiKueue dispatches to a worker cluster
+// (spec.managedBy kueue.x-k8s.io/multikueue): the AppWrapper controller
+// creates no components for it here, the worker's does for its copy there.
+// Deleting it is the one way to finish it: MultiKueue then removes the
+// copy and its Workload from the worker, and both quotas come back.
+func MultiKueueManaged(aw *awv1beta2.AppWrapper) bool {
+	return aw != nil && ptr.Deref(aw.Spec.ManagedBy, "") == kueue.MultiKueueControllerName
+}
+
+// componentsOwner is the AppWrapper that controls in.AppWrapper's
+// components: itself, or, when MultiKueue dispatches it, its copy on the
+// worker. ok is false when there is none to read them from; problem then
+// says why, and unknown says that the worker could not be read (as
+// opposed to its having no components for this AppWrapper).
+func componentsOwner(in Input) (owner *awv1beta2.AppWrapper, ok bool, problem string, unknown bool) {
+	aw := in.AppWrapper
+	if !MultiKueueManaged(aw) {
+		return aw, true, "", false
+	}
+	w := in.Worker
+	switch {
+	case w == nil:
+		return nil, false, "MultiKueue dispatches this AppWrapper, and its worker cluster was not read", true
+	case w.Problem != "":
+		return nil, false, w.Problem, true
+	case w.Cluster == "":
+		return nil, false, "MultiKueue has not dispatched the AppWrapper's Workload to a worker cluster (yet): its components do not exist", false
+	case w.AppWrapper == nil:
+		return nil, false, fmt.Sprintf("worker cluster %s has no copy of the AppWrapper (not created yet, or deleted)", w.Cluster), false
+	case w.Workload == "" || w.AppWrapper.Labels[PrebuiltWorkloadLabel] != w.Workload:
+		return nil, false, fmt.Sprintf("the AppWrapper of this name on worker cluster %s is not MultiKueue's copy of this one (its label %s is %q, this AppWrapper's Workload is %q): its components are not taken as this AppWrapper's",
+			w.Cluster, PrebuiltWorkloadLabel, w.AppWrapper.Labels[PrebuiltWorkloadLabel], w.Workload), false
+	case !w.AppWrapper.DeletionTimestamp.IsZero():
+		return nil, false, fmt.Sprintf("the copy on worker cluster %s is being deleted", w.Cluster), false
+	case !deployed(w.AppWrapper):
+		return nil, false, fmt.Sprintf("the copy on worker cluster %s is %s: its components do not exist", w.Cluster, phaseOrNone(w.AppWrapper.Status.Phase)), false
+	}
+	return w.AppWrapper, true, "", false
+}
+
+// workerInfo is what in says of the worker, for the decision.
+func workerInfo(in Input) *WorkerInfo {
+	if !MultiKueueManaged(in.AppWrapper) || in.Worker == nil {
+		return nil
+	}
+	info := &WorkerInfo{Cluster: in.Worker.Cluster}
+	if _, ok, problem, _ := componentsOwner(in); !ok {
+		info.Problem = problem
+	}
+	if c := in.Worker.AppWrapper; c != nil {
+		info.CopyUID, info.CopyPhase = string(c.UID), c.Status.Phase
+	}
+	return info
+}
+
+// WorkerToRead says whether a decision on in needs the worker read: the
+// AppWrapper is dispatched by MultiKueue, and its components may exist.
+func WorkerToRead(in Input) bool {
+	return MultiKueueManaged(in.AppWrapper) && deployed(in.AppWrapper)
+}

@@ -1,0 +1,232 @@
+package decision
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+)
+
+const (
+	copyUID  = types.UID("copy-uid")
+	workload = "appwrapper-run-1a2b3"
+)
+
+// managed is the AppWrapper "run" on a MultiKueue manager cluster.
+func managed(t *testing.T) *awBuilder {
+	b := appWrapper(t)
+	b.aw.Spec.ManagedBy = ptr.To(kueue.MultiKueueControllerName)
+	return b
+}
+
+// workerCopy is MultiKueue's copy of "run" on worker cluster "worker-1".
+func workerCopy(t *testing.T) *awv1beta2.AppWrapper {
+	aw := appWrapper(t).obj()
+	aw.UID = copyUID
+	aw.Labels[PrebuiltWorkloadLabel] = workload
+	aw.Labels[kueue.MultiKueueOriginLabel] = "multikueue"
+	return aw
+}
+
+// onCopy is a Job as the worker's AppWrapper controller creates it: its
+// controller is the copy there.
+func onCopy(trig Trigger) Trigger {
+	trig.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "workload.codeflare.dev/v1beta2", Kind: "AppWrapper", Name: "run", UID: copyUID, Controller: ptr.To(true)}})
+	return trig
+}
+
+func dispatched(copy *awv1beta2.AppWrapper) *Worker {
+	return &Worker{Cluster: "worker-1", Workload: workload, AppWrapper: copy}
+}
+
+// TestMultiKueueManager holds the decisions on an AppWrapper that
+// MultiKueue dispatches to a worker: the trigger is read there, it must be
+// a component of MultiKueue's copy there, and nothing is recorded or
+// deleted while the worker cannot be read.
+func TestMultiKueueManager(t *testing.T) {
+	tests := []struct {
+		name    string
+		aw      func(t *testing.T) *awv1beta2.AppWrapper
+		worker  func(t *testing.T) *Worker
+		trig    Trigger
+		want    Verdict
+		write   bool
+		reason  string
+		events  []string
+		problem string
+	}{
+		{
+			name: "a trigger complete on the worker deletes the manager's AppWrapper",
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			worker: func(t *testing.T) *Worker {
+				return dispatched(workerCopy(t))
+			},
+			trig: onCopy(job(jobUID, "Complete")), want: VerdictDelete, write: true,
+			events: []string{wrapupv1alpha1.ReasonDeleted, wrapupv1alpha1.ReasonTriggerSucceeded},
+		},
+		{
+			name: "a recorded outcome is acted on after the same trigger is read on the worker",
+			aw: func(t *testing.T) *awv1beta2.AppWrapper {
+				return managed(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Second, jobUID).obj()
+			},
+			worker: func(t *testing.T) *Worker { return dispatched(workerCopy(t)) },
+			trig:   onCopy(job(jobUID, "Complete")), want: VerdictDelete,
+			events: []string{wrapupv1alpha1.ReasonDeleted},
+		},
+		{
+			name: "a worker that cannot be read: nothing is recorded",
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			worker: func(t *testing.T) *Worker {
+				return &Worker{Cluster: "worker-1", Workload: workload, Problem: "reading worker-1: connection refused"}
+			},
+			trig: onCopy(job(jobUID, "Complete")), want: VerdictWorkerUnreachable, reason: "connection refused",
+			events: []string{wrapupv1alpha1.ReasonWorkerUnreachable},
+		},
+		{
+			name: "a worker that cannot be read: a recorded outcome deletes nothing",
+			aw: func(t *testing.T) *awv1beta2.AppWrapper {
+				return managed(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Hour, jobUID).obj()
+			},
+			worker: func(t *testing.T) *Worker {
+				return &Worker{Cluster: "worker-1", Workload: workload, Problem: "no kubeconfig Secret wrapup-system/worker-1"}
+			},
+			want: VerdictWorkerUnreachable, reason: "no kubeconfig Secret", events: []string{wrapupv1alpha1.ReasonWorkerUnreachable},
+		},
+		{
+			name:   "a worker not read yet: nothing is decided",
+			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			worker: func(*testing.T) *Worker { return nil },
+			trig:   onCopy(job(jobUID, "Complete")), want: VerdictWaitingForTrigger, reason: "was not read",
+		},
+		{
+			name:   "not dispatched yet",
+			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			worker: func(*testing.T) *Worker { return &Worker{Workload: workload} },
+			want:   VerdictWaitingForTrigger, reason: "has not dispatched",
+		},
+		{
+			name:   "no copy on the worker yet",
+			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			worker: func(*testing.T) *Worker { return dispatched(nil) },
+			want:   VerdictWaitingForTrigger, reason: "has no copy",
+		},
+		{
+			name: "the AppWrapper of that name on the worker is not MultiKueue's copy of this one",
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			worker: func(t *testing.T) *Worker {
+				c := workerCopy(t)
+				c.Labels[PrebuiltWorkloadLabel] = "appwrapper-run-other"
+				return dispatched(c)
+			},
+			trig: onCopy(job(jobUID, "Complete")), want: VerdictWaitingForTrigger, reason: "is not MultiKueue's copy of this one",
+		},
+		{
+			name: "a copy still suspended on the worker has no components",
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			worker: func(t *testing.T) *Worker {
+				c := workerCopy(t)
+				c.Status.Phase = awv1beta2.AppWrapperSuspended
+				return dispatched(c)
+			},
+			trig: onCopy(job(jobUID, "Complete")), want: VerdictWaitingForTrigger, reason: "is Suspended",
+		},
+		{
+			name:   "a Job on the worker that the copy does not control is not the trigger",
+			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			worker: func(t *testing.T) *Worker { return dispatched(workerCopy(t)) },
+			// Controlled by the manager's UID: not a component of the copy.
+			trig: job(jobUID, "Complete"), want: VerdictNoTrigger, reason: "not controlled by MultiKueue's copy",
+			events: []string{wrapupv1alpha1.ReasonTriggerNotOwned},
+		},
+		{
+			name:   "a running trigger on the worker",
+			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			worker: func(t *testing.T) *Worker { return dispatched(workerCopy(t)) },
+			trig:   onCopy(job(jobUID, "")), want: VerdictWaitingForTrigger,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(t, tc.aw(t), tc.trig, jobRule("jobs", 0))
+			if tc.trig.Object == nil {
+				in.Triggers = nil
+			}
+			in.Worker = tc.worker(t)
+			d := Decide(context.Background(), in)
+			if d.Verdict != tc.want {
+				t.Fatalf("verdict %s, want %s (reason: %s)", d.Verdict, tc.want, d.Reason)
+			}
+			if (d.Write != nil) != tc.write {
+				t.Errorf("write %v, want %v", d.Write, tc.write)
+			}
+			if tc.write && d.Write.TriggerUID != jobUID {
+				t.Errorf("recorded trigger uid %s, want the worker's %s", d.Write.TriggerUID, jobUID)
+			}
+			reason := d.Reason
+			if d.Trigger != nil {
+				reason += " / " + d.Trigger.Problem
+			}
+			if !strings.Contains(reason, tc.reason) {
+				t.Errorf("reason %q, want it to say %q", reason, tc.reason)
+			}
+			var got []string
+			for _, e := range d.Events {
+				got = append(got, e.Reason)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.events, ",") {
+				t.Errorf("events %v, want %v", got, tc.events)
+			}
+			if len(d.Claims) > 0 {
+				t.Errorf("claims %v on the manager, want none: the triggers are watched on the worker", d.Claims)
+			}
+			if tc.want != VerdictDelete && SameDeletion(Decision{Verdict: VerdictDelete, Outcome: d.Outcome}, d) {
+				t.Errorf("the decision would confirm a deletion")
+			}
+		})
+	}
+}
+
+// TestMultiKueuePlan: the triggers of an AppWrapper that MultiKueue
+// dispatches are read only from a worker whose copy is this AppWrapper's.
+func TestMultiKueuePlan(t *testing.T) {
+	aw := managed(t).obj()
+	in := input(t, aw, Trigger{}, jobRule("jobs", 0))
+	in.Triggers = nil
+	if !WorkerToRead(in) {
+		t.Fatal("a Running AppWrapper that MultiKueue dispatches needs its worker read")
+	}
+	if n := Plan(in); len(n.Refs) != 0 {
+		t.Errorf("before the worker is read, Plan names %v, want nothing to read", n.Refs)
+	}
+	in.Worker = dispatched(workerCopy(t))
+	if n := Plan(in); len(n.Refs) != 1 || n.Refs[0] != jobRef {
+		t.Errorf("Plan names %v, want %v", n.Refs, jobRef)
+	}
+	in.Worker = &Worker{Cluster: "worker-1", Workload: workload, Problem: "connection refused"}
+	if n := Plan(in); len(n.Refs) != 0 {
+		t.Errorf("with the worker unreadable, Plan names %v, want nothing to read", n.Refs)
+	}
+	plain := input(t, appWrapper(t).obj(), Trigger{}, jobRule("jobs", 0))
+	if WorkerToRead(plain) {
+		t.Error("an AppWrapper that MultiKueue does not dispatch needs no worker read")
+	}
+	// The annotated trigger's kind is watched on the worker, not here.
+	aw = managed(t).obj()
+	aw.Spec.Components[1].Annotations = map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
+	r := rule("annotated", -1000, nil, nil)
+	in = input(t, aw, onCopy(job(jobUID, "")), r)
+	in.Worker = dispatched(workerCopy(t))
+	in.Namespace = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}
+	if d := Decide(context.Background(), in); d.Verdict != VerdictWaitingForTrigger || len(d.Claims) != 0 {
+		t.Errorf("annotated trigger on the worker: verdict %s claims %v, want WaitingForTrigger and no claim", d.Verdict, d.Claims)
+	}
+}
