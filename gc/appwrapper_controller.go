@@ -83,6 +83,9 @@ type AppWrapperReconciler struct {
 	Triggers  TriggerCache
 	Assign    *Assignments
 	Counters  OutcomeCounter
+	// Clusters reaches the worker clusters of AppWrappers that MultiKueue
+	// dispatches; nil when wrapup runs without MultiKueue support.
+	Clusters *WorkerClusters
 	// FailureGracePeriod defaults to DefaultFailureGracePeriod.
 	FailureGracePeriod time.Duration
 	// Clock defaults to the real clock.
@@ -100,7 +103,11 @@ type AppWrapperReconciler struct {
 // SetupWithManager registers the reconciler and its watches.
 func (r *AppWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents <-chan event.GenericEvent) error {
 	r.defaults()
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.Clusters != nil {
+		b = b.WatchesRawSource(source.Channel(r.Clusters.Events(), &handler.EnqueueRequestForObject{}))
+	}
+	return b.
 		Named("wrapup-appwrapper").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&awv1beta2.AppWrapper{}).
@@ -220,6 +227,27 @@ func (r *AppWrapperReconciler) liveView() *readerView {
 			return gvr.Version, ok
 		},
 		labelled: true,
+		workers: func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
+			w, c := r.readWorker(ctx, r.APIReader, aw)
+			if c == nil || w.Problem != "" {
+				return w, nil
+			}
+			return w, r.workerLiveView(c)
+		},
+	}
+}
+
+// workerLiveView reads triggers from a worker's API server, at the
+// version its watches read them.
+func (r *AppWrapperReconciler) workerLiveView(c *workerConn) *readerView {
+	return &readerView{
+		r:     c.reader,
+		kinds: c.watches.Kind,
+		version: func(gk schema.GroupKind) (string, bool) {
+			gvr, ok := c.watches.Resource(gk)
+			return gvr.Version, ok
+		},
+		labelled: true,
 	}
 }
 
@@ -235,8 +263,9 @@ func (r *AppWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.forget(key)
 		return ctrl.Result{}, nil
 	}
-	// The gather may have remembered a watch claim.
-	mem.claims = r.memory.get(key).claims
+	// The gather may have remembered watch claims.
+	now := r.memory.get(key)
+	mem.claims, mem.worker, mem.workerKinds = now.claims, now.worker, now.workerKinds
 	log := logf.FromContext(ctx).WithValues("appWrapper", klog.KObj(in.AppWrapper))
 	ctx = logf.IntoContext(ctx, log)
 	d := decision.Decide(ctx, in)
@@ -270,7 +299,21 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		log = log.WithValues("rule", d.Winner)
 		ctx = logf.IntoContext(ctx, log)
 	}
+	if d.Worker == nil || d.Worker.Cluster != mem.worker {
+		// Not dispatched there (any more): its triggers there are not watched for it.
+		r.releaseWorker(key, &mem)
+		r.memory.put(key, mem)
+	}
 	r.warn(aw, d, &mem)
+	if d.Verdict == decision.VerdictWorkerUnreachable {
+		mem.unreachable++
+		r.memory.put(key, mem)
+		return ctrl.Result{RequeueAfter: workerBackoff(mem.unreachable)}, nil
+	}
+	if mem.unreachable > 0 {
+		mem.unreachable = 0
+		r.memory.put(key, mem)
+	}
 	if d.Evaluation != nil && d.Evaluation.Error != "" {
 		evaluationErrorsTotal.WithLabelValues(d.Winner).Inc()
 	}
@@ -539,9 +582,11 @@ func contains(list []string, s string) bool {
 
 func (r *AppWrapperReconciler) forget(key types.NamespacedName) {
 	r.Triggers.Release(watchOwner(key))
-	for _, gk := range r.memory.get(key).claims {
+	mem := r.memory.get(key)
+	for _, gk := range mem.claims {
 		r.Triggers.Release(watchOwner(key) + "/" + gk.String())
 	}
+	r.releaseWorker(key, &mem)
 	r.Assign.Set(key, "")
 	r.memory.drop(key)
 }
@@ -571,13 +616,20 @@ type awMemory struct {
 	claims []schema.GroupKind
 	// history is the record whose CompletionRecord is written.
 	history *decision.Record
+	// worker is the worker cluster whose watches hold workerKinds for it
+	// (MultiKueue dispatched it there).
+	worker      string
+	workerKinds []schema.GroupKind
+	// unreachable counts the decisions in a row that found its worker
+	// cluster unreadable: the wait before the next grows with it.
+	unreachable int
 }
 
 // empty is true when e remembers nothing but the AppWrapper's UID, which
 // update compares only to reset what else is remembered.
 func (e awMemory) empty() bool {
 	return e.failure == (decision.FailureSeen{}) && len(e.warned) == 0 && e.unsure == nil && e.counted == nil &&
-		len(e.claims) == 0 && e.history == nil
+		len(e.claims) == 0 && e.history == nil && e.worker == "" && len(e.workerKinds) == 0 && e.unreachable == 0
 }
 
 func (m *memory) get(key types.NamespacedName) awMemory {
@@ -608,7 +660,7 @@ func (m *memory) update(key types.NamespacedName, uid types.UID, d decision.Deci
 	if e.uid != uid {
 		// Watches are claimed by name: an AppWrapper created again under
 		// the same name takes its claims over.
-		e = awMemory{uid: uid, claims: e.claims}
+		e = awMemory{uid: uid, claims: e.claims, worker: e.worker, workerKinds: e.workerKinds}
 	}
 	e.failure = decision.FailureSeen{}
 	if d.FailureSeen != nil {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
@@ -35,6 +36,7 @@ func CacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&awv1beta2.AppWrapper{}:            {Transform: slimAppWrapper},
 			&wrapupv1alpha1.CompletionRecord{}: {Transform: slimCompletionRecord},
+			&kueue.Workload{}:                  {Transform: slimWorkload},
 		},
 	}
 }

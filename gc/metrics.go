@@ -42,6 +42,9 @@ var (
 	informersSyncedGauge = gaugeVec("wrapup_trigger_informer_synced",
 		"1 once a trigger kind's informer has listed its objects, 0 until its first list succeeds (a list that is refused or keeps failing stays 0), by kind.", "kind")
 
+	workerReachableGauge = gaugeVec("wrapup_worker_reachable",
+		"1 if wrapup could last read a MultiKueue worker cluster (its kubeconfig Secret and its API server), 0 if not; by MultiKueueCluster. While 0, nothing dispatched there is recorded or deleted.", "cluster")
+
 	ruleReadyGauge = gaugeVec("wrapup_rule_ready",
 		"1 if a CompletionRule is Ready, 0 if not (its status says why), by rule; the leader serves it.", "rule")
 )

@@ -27,20 +27,29 @@ import (
 // gathers the same things; decision.Decide then decides the same way on
 // whatever any of them saw.
 type view interface {
+	triggerView
 	// appWrapper reads the AppWrapper; nil when it does not exist.
 	appWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error)
 	rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error)
 	// namespace reads a Namespace; nil when it does not exist.
 	namespace(ctx context.Context, name string) (*corev1.Namespace, error)
-	// kind says how far triggers of gk can be read.
-	kind(gk schema.GroupKind) decision.Kind
 	// ruleKind says it for the kind gk that rule names.
 	ruleKind(rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) decision.Kind
-	// trigger reads the live trigger ref of aw, keeping at least fields.
-	trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error)
+	// worker reads, for an AppWrapper that MultiKueue dispatches, what the
+	// decision needs of its worker cluster, and returns the view to read
+	// its triggers through there (nil when they cannot be read there).
+	worker(ctx context.Context, key types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView)
 	// appWrapperVariable is the appWrapper variable for a rule that reads
 	// fields of it.
 	appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, fields celpolicies.Fields) (map[string]any, error)
+}
+
+// triggerView is where triggers are read: the cluster's own, or a worker's.
+type triggerView interface {
+	// kind says how far triggers of gk can be read.
+	kind(gk schema.GroupKind) decision.Kind
+	// trigger reads the live trigger ref of aw, keeping at least fields.
+	trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error)
 }
 
 // gather builds the input of a decision on key from v. aw, when set, is
@@ -90,8 +99,14 @@ func gather(ctx context.Context, v view, policies *celpolicies.Cache, key types.
 	}
 
 	plan := decision.Plan(in)
+	var tv triggerView = v
+	if plan.Rule != nil && decision.WorkerToRead(in) {
+		// MultiKueue dispatched it: its triggers are on a worker cluster.
+		in.Worker, tv = v.worker(ctx, key, aw)
+		plan = decision.Plan(in)
+	}
 	for _, ref := range plan.Refs {
-		t, err := v.trigger(ctx, aw, ref, plan.Rule.Policy.ObjectFields(ref.Kind))
+		t, err := tv.trigger(ctx, aw, ref, plan.Rule.Policy.ObjectFields(ref.Kind))
 		if apimeta.IsNoMatchError(err) {
 			// The API server does not serve the kind: as the controller's
 			// watches would say.
@@ -103,7 +118,7 @@ func gather(ctx context.Context, v view, policies *celpolicies.Cache, key types.
 		}
 		in.Triggers = append(in.Triggers, t)
 		if ref.Annotated {
-			in.Kinds[ref.Kind] = v.kind(ref.Kind)
+			in.Kinds[ref.Kind] = tv.kind(ref.Kind)
 		}
 	}
 	if plan.ReadAppWrapper {
@@ -136,6 +151,16 @@ type readerView struct {
 	// spec and status (the controller's cache): a rule that reads them is
 	// given the AppWrapper read from r.
 	slim bool
+	// workers, when set, reads worker clusters; without it, the worker of
+	// an AppWrapper that MultiKueue dispatches cannot be read.
+	workers func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView)
+}
+
+func (v *readerView) worker(ctx context.Context, _ types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
+	if v.workers == nil {
+		return &decision.Worker{Problem: "this reader has no credentials for worker clusters"}, nil
+	}
+	return v.workers(ctx, aw)
 }
 
 func (v *readerView) appWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error) {
@@ -282,6 +307,56 @@ func (v *cacheView) namespace(ctx context.Context, name string) (*corev1.Namespa
 }
 
 func (v *cacheView) kind(gk schema.GroupKind) decision.Kind { return v.r.Triggers.Kind(gk) }
+
+func (v *cacheView) worker(ctx context.Context, key types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
+	w, c := v.r.readWorker(ctx, nil, aw)
+	if c == nil || w.Problem != "" {
+		return w, nil
+	}
+	return w, &workerCacheView{r: v.r, key: key, c: c}
+}
+
+// workerCacheView reads triggers from the watches on a worker cluster,
+// claimed for the AppWrapper key (of every kind it reads there: the rules
+// claim kinds on this cluster's watches only).
+type workerCacheView struct {
+	r   *AppWrapperReconciler
+	key types.NamespacedName
+	c   *workerConn
+}
+
+func (v *workerCacheView) kind(gk schema.GroupKind) decision.Kind { return v.c.watches.Kind(gk) }
+
+func (v *workerCacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error) {
+	t := decision.Trigger{Ref: ref}
+	w := v.c.watches
+	// Remembered before the claim is made, so that it is released with the
+	// AppWrapper whatever happens to this reconcile.
+	v.r.claimOnWorker(v.key, v.c, ref.Kind)
+	var nf *KindNotFoundError
+	if err := w.Ensure(workerOwner(v.key, ref.Kind), ref.Kind, fields); err != nil && !errors.As(err, &nf) {
+		return t, fmt.Errorf("watching %s on worker cluster %s: %w", ref.Kind, v.c.cluster, err)
+	}
+	if k := w.Kind(ref.Kind); k.State == decision.KindNotServed || k.State == decision.KindNotWatchable {
+		return t, nil
+	}
+	obj, synced, err := w.Get(ref.Kind, aw.Namespace, ref.Name, fields)
+	switch {
+	case err == nil && !synced:
+		w.Wait(ref.Kind, v.key)
+		t.State = decision.TriggerPending
+		return t, nil
+	case errors.Is(err, ErrFieldsNotKept):
+		return v.r.workerLiveView(v.c).trigger(ctx, aw, ref, fields)
+	case err != nil:
+		return t, err
+	case obj == nil:
+		t.State = decision.TriggerAbsent
+	default:
+		t.State, t.Object = decision.TriggerPresent, obj
+	}
+	return t, nil
+}
 
 func (v *cacheView) ruleKind(_ *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) decision.Kind {
 	return v.kind(gk)

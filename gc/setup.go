@@ -1,6 +1,8 @@
 package gc
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	memcache "k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
@@ -24,6 +27,13 @@ type Options struct {
 	// Workers is how many AppWrappers are reconciled at once (never the
 	// same one twice at once). Default DefaultWorkers.
 	Workers int
+	// MultiKueue makes wrapup finish, on a MultiKueue manager cluster, the
+	// AppWrappers that MultiKueue dispatches to worker clusters: it reads
+	// Kueue's Workloads here, and each worker through the kubeconfig
+	// Secret named after its MultiKueueCluster in Namespace.
+	MultiKueue bool
+	// Namespace is wrapup's own namespace (MultiKueue's worker Secrets).
+	Namespace string
 }
 
 // DefaultWorkers: a reconcile waits on a few API round trips (the final
@@ -78,7 +88,21 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if noHistory {
 		mgr.GetLogger().Error(crdErr, "The CompletionRecord CRD is not installed: runs are finished, and no records of them are kept; install config/crd and restart")
 	}
+	var clusters *WorkerClusters
+	if opts.MultiKueue {
+		if opts.Namespace == "" {
+			return errors.New("MultiKueue support needs wrapup's namespace, where the workers' kubeconfig Secrets are")
+		}
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kueue.Workload{}, workloadOwnerIndex, workloadController); err != nil {
+			return fmt.Errorf("indexing Kueue Workloads (is Kueue installed?): %w", err)
+		}
+		clusters = NewWorkerClusters(mgr.GetAPIReader(), opts.Namespace)
+		if err := mgr.Add(clusters); err != nil {
+			return fmt.Errorf("adding the worker clusters: %w", err)
+		}
+	}
 	if err := (&AppWrapperReconciler{
+		Clusters:           clusters,
 		NoHistory:          noHistory,
 		Cache:              mgr.GetClient(),
 		Writer:             mgr.GetClient(),

@@ -39,6 +39,9 @@ import (
 // when no owner needs its kind, and is started again, keeping more, when an
 // owner reads a field it drops.
 type Watches struct {
+	// cluster names the worker cluster these watches are on; "" for the
+	// cluster wrapup runs in, the only one its informer metrics describe.
+	cluster   string
 	client    dynamic.Interface
 	mapper    meta.RESTMapper
 	discovery discovery.DiscoveryInterface
@@ -128,8 +131,10 @@ func (w *Watches) Start(ctx context.Context) error {
 	for gk, inf := range w.informers {
 		inf.stop()
 		delete(w.informers, gk)
-		informersGauge.DeleteLabelValues(gk.String())
-		informersSyncedGauge.DeleteLabelValues(gk.String())
+		if w.cluster == "" {
+			informersGauge.DeleteLabelValues(gk.String())
+			informersSyncedGauge.DeleteLabelValues(gk.String())
+		}
 	}
 	return nil
 }
@@ -270,8 +275,10 @@ func (w *Watches) releaseLocked(owner string) {
 func (w *Watches) stopLocked(gk schema.GroupKind, inf *kindInformer) {
 	inf.stop()
 	delete(w.informers, gk)
-	informersGauge.DeleteLabelValues(gk.String())
-	informersSyncedGauge.DeleteLabelValues(gk.String())
+	if w.cluster == "" {
+		informersGauge.DeleteLabelValues(gk.String())
+		informersSyncedGauge.DeleteLabelValues(gk.String())
+	}
 }
 
 // Kinds lists the kinds with a running informer, sorted.
@@ -417,8 +424,10 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 	w.informers[gk] = inf
 	go informer.RunWithContext(ctx)
 	go w.announceSync(ctx, gk, inf)
-	informersGauge.WithLabelValues(gk.String()).Set(1)
-	informersSyncedGauge.WithLabelValues(gk.String()).Set(0)
+	if w.cluster == "" {
+		informersGauge.WithLabelValues(gk.String()).Set(1)
+		informersSyncedGauge.WithLabelValues(gk.String()).Set(0)
+	}
 	logf.FromContext(w.ctx).Info("Watching trigger kind", "kind", gk.String(), "resource", mapping.Resource.String(), "fields", keep.String())
 	return nil
 }
@@ -437,7 +446,9 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 		w.mu.Unlock()
 		return
 	}
-	informersSyncedGauge.WithLabelValues(gk.String()).Set(1)
+	if w.cluster == "" {
+		informersSyncedGauge.WithLabelValues(gk.String()).Set(1)
+	}
 	inf.forbidden = nil
 	keys := make([]types.NamespacedName, 0, len(w.waiters[gk]))
 	for k := range w.waiters[gk] {

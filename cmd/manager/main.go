@@ -31,6 +31,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc"
 )
@@ -63,6 +65,7 @@ func main() {
 		qps                float64
 		burst              int
 		enableHTTP2        bool
+		multiKueue         bool
 		wh                 webhookOptions
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
@@ -80,6 +83,8 @@ func main() {
 	flag.IntVar(&burst, "kube-api-burst", 0, "Burst above --kube-api-qps, when that is positive.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false,
 		"Serve the metrics and the webhook over HTTP/2 too; off by default, as in Kubernetes' own components, for HTTP/2's stream-reset and rapid-reset weaknesses (CVE-2023-44487, CVE-2023-39325).")
+	flag.BoolVar(&multiKueue, "multikueue", false,
+		"On a MultiKueue manager cluster: finish the AppWrappers that MultiKueue dispatches to worker clusters, reading each worker through the kubeconfig Secret named after its MultiKueueCluster in --namespace (see docs/multikueue.md).")
 	wh.bindFlags(flag.CommandLine)
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	opts := zap.Options{}
@@ -115,6 +120,7 @@ func main() {
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	utilruntime.Must(awv1beta2.AddToScheme(scheme))
 	utilruntime.Must(wrapupv1alpha1.AddToScheme(scheme))
+	utilruntime.Must(kueue.AddToScheme(scheme))
 
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS, cfg.Burst = float32(qps), burst
@@ -146,7 +152,7 @@ func main() {
 		log.Error(err, "Creating the manager")
 		os.Exit(1)
 	}
-	if err := gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod, Workers: workers}); err != nil {
+	if err := gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod, Workers: workers, MultiKueue: multiKueue, Namespace: namespace}); err != nil {
 		log.Error(err, "Setting up the controllers")
 		os.Exit(1)
 	}

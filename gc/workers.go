@@ -1,0 +1,376 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/wrapup-dev/wrapup/gc/decision"
+)
+
+// KubeconfigKey is the key of a worker's kubeconfig in its Secret.
+const KubeconfigKey = "kubeconfig"
+
+// workloadOwnerIndex indexes Kueue Workloads by the UID of the object that
+// controls them: an AppWrapper's Workload, whose name Kueue derives.
+const workloadOwnerIndex = "wrapup.dev/controller-uid"
+
+// Timings of the worker connections.
+const (
+	// secretRecheck is how long a worker's Secret is trusted before it is
+	// read again (an edited Secret is taken up within it).
+	secretRecheck = 30 * time.Second
+	// workerTimeout bounds each request to a worker.
+	workerTimeout = 10 * time.Second
+	// workerBackoffMax is the longest wait before an unreachable worker
+	// is tried again for an AppWrapper.
+	workerBackoffMax = 2 * time.Minute
+)
+
+// WorkerClusters reaches the worker clusters of a MultiKueue manager cluster, one
+// connection per MultiKueueCluster, each made from a kubeconfig Secret of
+// wrapup's own in its namespace, named after the MultiKueueCluster (key
+// "kubeconfig"): wrapup needs only to read AppWrappers and trigger kinds on
+// a worker, and Kueue's MultiKueueCluster Secrets carry Kueue's much
+// broader rights there. Each connection keeps trigger watches (Watches) of
+// the kinds the AppWrappers dispatched to that worker read, claimed per
+// AppWrapper and stopped when none does; their events reconcile the
+// AppWrapper of the same namespace and name here.
+type WorkerClusters struct {
+	// Secrets reads the kubeconfig Secrets (uncached: wrapup neither lists
+	// nor watches Secrets).
+	Secrets client.Reader
+	// Namespace is where the Secrets are: wrapup's own.
+	Namespace string
+	// Clock defaults to the real clock.
+	Clock clock.PassiveClock
+
+	events chan event.GenericEvent
+	scheme *runtime.Scheme
+
+	mu    sync.Mutex
+	ctx   context.Context
+	conns map[string]*workerConn
+}
+
+// workerConn is the connection to one worker.
+type workerConn struct {
+	cluster string
+	// secretRV is the resourceVersion of the Secret it was made from.
+	secretRV string
+	checked  time.Time
+	reader   client.Reader
+	watches  *Watches
+	cancel   context.CancelFunc
+}
+
+// NewWorkerClusters returns the worker connections of wrapup in namespace,
+// reading their Secrets with secrets.
+func NewWorkerClusters(secrets client.Reader, namespace string) *WorkerClusters {
+	s := runtime.NewScheme()
+	utilruntime.Must(awv1beta2.AddToScheme(s))
+	return &WorkerClusters{Secrets: secrets, Namespace: namespace, events: make(chan event.GenericEvent, 1024), scheme: s, conns: map[string]*workerConn{}}
+}
+
+// Events is where changes of triggers on workers arrive, as the AppWrapper
+// (on this cluster) to reconcile.
+func (ws *WorkerClusters) Events() <-chan event.GenericEvent { return ws.events }
+
+// Start records the manager's context and stops every connection when it ends.
+func (ws *WorkerClusters) Start(ctx context.Context) error {
+	ws.mu.Lock()
+	ws.ctx = ctx
+	ws.mu.Unlock()
+	<-ctx.Done()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for name, c := range ws.conns {
+		c.cancel()
+		delete(ws.conns, name)
+	}
+	return nil
+}
+
+// NeedLeaderElection: workers are read by the acting replica only.
+func (ws *WorkerClusters) NeedLeaderElection() bool { return true }
+
+func (ws *WorkerClusters) now() time.Time {
+	if ws.Clock == nil {
+		return time.Now()
+	}
+	return ws.Clock.Now()
+}
+
+// conn returns the connection to cluster, made or remade from its Secret
+// when that changed.
+func (ws *WorkerClusters) conn(ctx context.Context, cluster string) (*workerConn, error) {
+	ws.mu.Lock()
+	c := ws.conns[cluster]
+	base := ws.ctx
+	ws.mu.Unlock()
+	if base == nil {
+		return nil, errors.New("the worker connections are not started yet")
+	}
+	if c != nil && ws.now().Sub(c.checked) < secretRecheck {
+		return c, nil
+	}
+	secret := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: ws.Namespace, Name: cluster}
+	if err := ws.Secrets.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("no kubeconfig Secret %s for worker cluster %s: create it with key %q (see docs/multikueue.md)", key, cluster, KubeconfigKey)
+		}
+		return nil, fmt.Errorf("reading the kubeconfig Secret %s of worker cluster %s: %w", key, cluster, err)
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if c := ws.conns[cluster]; c != nil && c.secretRV == secret.ResourceVersion {
+		c.checked = ws.now()
+		return c, nil
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[KubeconfigKey])
+	if err != nil {
+		return nil, fmt.Errorf("the kubeconfig Secret %s of worker cluster %s: key %q: %w", key, cluster, KubeconfigKey, err)
+	}
+	nc, err := ws.connect(base, cluster, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("worker cluster %s: %w", cluster, err)
+	}
+	nc.secretRV, nc.checked = secret.ResourceVersion, ws.now()
+	if old := ws.conns[cluster]; old != nil {
+		// The Secret changed: the AppWrappers claim their kinds again on
+		// the new connection, whose informers list afresh.
+		old.cancel()
+	}
+	ws.conns[cluster] = nc
+	return nc, nil
+}
+
+// connect makes the clients and the watches of one worker.
+func (ws *WorkerClusters) connect(base context.Context, cluster string, cfg *rest.Config) (*workerConn, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = workerTimeout
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	reader, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: ws.scheme, Mapper: mapper})
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	w := NewWatches(dyn, mapper, disc)
+	w.cluster = cluster
+	ctx, cancel := context.WithCancel(base)
+	go func() { _ = w.Start(ctx) }()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e := <-w.Events():
+				select {
+				case ws.events <- e:
+				case <-ctx.Done():
+					return
+				}
+			case <-w.Gone():
+				// Rules are claimed on this cluster's watches only.
+			}
+		}
+	}()
+	<-w.started
+	return &workerConn{cluster: cluster, reader: reader, watches: w, cancel: cancel}, nil
+}
+
+// lookup returns the connection to cluster, if one is made.
+func (ws *WorkerClusters) lookup(cluster string) *workerConn {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.conns[cluster]
+}
+
+// release drops the claims of owner on the watches of cluster.
+func (ws *WorkerClusters) release(cluster, owner string) {
+	if c := ws.lookup(cluster); c != nil {
+		c.watches.Release(owner)
+	}
+}
+
+// workload finds the Workload of aw (on this cluster): by the controller
+// index in cache, then, when live is set, read from it.
+func findWorkload(ctx context.Context, cache, live client.Reader, aw *awv1beta2.AppWrapper) (*kueue.Workload, error) {
+	var list kueue.WorkloadList
+	if err := cache.List(ctx, &list, client.InNamespace(aw.Namespace), client.MatchingFields{workloadOwnerIndex: string(aw.UID)}); err != nil {
+		return nil, fmt.Errorf("finding the AppWrapper's Workload: %w", err)
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	// Kueue makes one Workload per AppWrapper; the newest is the one in use.
+	wl := slices.MaxFunc(list.Items, func(a, b kueue.Workload) int {
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
+	if live == nil {
+		return &wl, nil
+	}
+	fresh := &kueue.Workload{}
+	if err := live.Get(ctx, client.ObjectKeyFromObject(&wl), fresh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the AppWrapper's Workload %s: %w", wl.Name, err)
+	}
+	return fresh, nil
+}
+
+// workloadController is the index function of workloadOwnerIndex.
+func workloadController(obj client.Object) []string {
+	if ref := metav1.GetControllerOf(obj); ref != nil && ref.Kind == "AppWrapper" {
+		return []string{string(ref.UID)}
+	}
+	return nil
+}
+
+// slimWorkload is the cache transform of Workloads: wrapup reads their
+// owner and the cluster they are dispatched to, nothing of their spec.
+func slimWorkload(obj any) (any, error) {
+	wl, ok := obj.(*kueue.Workload)
+	if !ok {
+		return obj, nil
+	}
+	return &kueue.Workload{
+		TypeMeta: wl.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: wl.Name, Namespace: wl.Namespace, UID: wl.UID, ResourceVersion: wl.ResourceVersion,
+			CreationTimestamp: wl.CreationTimestamp, OwnerReferences: wl.OwnerReferences},
+		Status: kueue.WorkloadStatus{ClusterName: wl.Status.ClusterName},
+	}, nil
+}
+
+// workerReach says, per worker, whether wrapup could last read it.
+func workerReach(cluster string, err error) {
+	v := 1.0
+	if err != nil {
+		v = 0
+	}
+	workerReachableGauge.WithLabelValues(cluster).Set(v)
+}
+
+// readWorker reads what a decision on aw needs of its worker cluster: the
+// Workload here (from cache, and from live when set), the connection, and
+// MultiKueue's copy there, read from the worker's API server. A worker
+// that cannot be read comes back with its Problem said.
+func (r *AppWrapperReconciler) readWorker(ctx context.Context, live client.Reader, aw *awv1beta2.AppWrapper) (*decision.Worker, *workerConn) {
+	w := &decision.Worker{}
+	if r.Clusters == nil {
+		w.Problem = "wrapup was started without MultiKueue support (Kueue's Workload kind is not served here, or wrapup has no namespace for worker Secrets)"
+		return w, nil
+	}
+	wl, err := findWorkload(ctx, r.Cache, live, aw)
+	if err != nil {
+		w.Problem = err.Error()
+		return w, nil
+	}
+	if wl == nil {
+		return w, nil
+	}
+	w.Workload = wl.Name
+	if wl.Status.ClusterName == nil || *wl.Status.ClusterName == "" {
+		return w, nil
+	}
+	w.Cluster = *wl.Status.ClusterName
+	c, err := r.Clusters.conn(ctx, w.Cluster)
+	if err != nil {
+		workerReach(w.Cluster, err)
+		w.Problem = err.Error()
+		return w, nil
+	}
+	cp := &awv1beta2.AppWrapper{}
+	err = c.reader.Get(ctx, client.ObjectKeyFromObject(aw), cp)
+	workerReach(w.Cluster, client.IgnoreNotFound(err))
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		w.Problem = fmt.Sprintf("reading the AppWrapper on worker cluster %s: %v", w.Cluster, err)
+		return w, nil
+	default:
+		w.AppWrapper = cp
+	}
+	return w, c
+}
+
+// workerOwner is the owner of the claim on a worker's watches of kind gk
+// for the AppWrapper key.
+func workerOwner(key types.NamespacedName, gk schema.GroupKind) string {
+	return watchOwner(key) + "/" + gk.String()
+}
+
+// claimOnWorker claims kind gk on the worker c for the AppWrapper key,
+// remembering it (and releasing its claims on any other worker) first.
+func (r *AppWrapperReconciler) claimOnWorker(key types.NamespacedName, c *workerConn, gk schema.GroupKind) {
+	mem := r.memory.get(key)
+	if mem.worker != c.cluster {
+		r.releaseWorker(key, &mem)
+		mem.worker = c.cluster
+	}
+	if !slices.Contains(mem.workerKinds, gk) {
+		mem.workerKinds = append(slices.Clone(mem.workerKinds), gk)
+	}
+	r.memory.put(key, mem)
+}
+
+// releaseWorker drops the claims of the AppWrapper key on its worker.
+func (r *AppWrapperReconciler) releaseWorker(key types.NamespacedName, mem *awMemory) {
+	if mem.worker == "" || r.Clusters == nil {
+		return
+	}
+	for _, gk := range mem.workerKinds {
+		r.Clusters.release(mem.worker, workerOwner(key, gk))
+	}
+	mem.worker, mem.workerKinds = "", nil
+}
+
+// workerBackoff is how long to wait before reading an unreachable worker
+// again for an AppWrapper, after n failed reads in a row.
+func workerBackoff(n int) time.Duration {
+	d := decision.WorkerRetry
+	for i := 1; i < n && d < workerBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, workerBackoffMax)
+}
