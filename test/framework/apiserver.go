@@ -23,8 +23,9 @@ const ControllerUser = "system:serviceaccount:" + ControllerNamespace + ":" + Co
 
 // auditPolicy logs, at Metadata level (who, what, which object, the
 // response code; no bodies), only the writes to AppWrappers and
-// CompletionRecords: the audit log is then a complete and small record of
-// every deletion and of every run's record. Deletions are
+// CompletionRecords, and the creations of Jobs: the audit log is then a
+// complete and small record of every deletion, of every run's record and of
+// every benchmark started. Deletions are
 // logged when received too, so that a deletion the server accepted but
 // never answered would show.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
@@ -47,6 +48,12 @@ rules:
   resources:
   - group: wrapup.dev
     resources: ["completionrecords"]
+- level: Metadata
+  verbs: ["create"]
+  omitStages: ["RequestReceived"]
+  resources:
+  - group: batch
+    resources: ["jobs"]
 - level: None
 `
 
@@ -171,7 +178,7 @@ func (f *Framework) AuditedAppWrapperRequests(verb, user, namespace string) []Au
 }
 
 // AuditedRequests is AuditedAppWrapperRequests for resource (appwrappers,
-// completionrecords).
+// completionrecords, jobs: creations only).
 func (f *Framework) AuditedRequests(resource, verb, user, namespace string) []AuditedRequest {
 	ginkgo.GinkgoHelper()
 	events := f.auditEvents()
