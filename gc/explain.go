@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
@@ -47,10 +48,27 @@ type Explanation struct {
 // served, or not watchable: wrapup may not list it) stands, as the
 // controller's watches said it. policies may be nil.
 func Explain(ctx context.Context, r client.Reader, policies *celpolicies.Cache, key types.NamespacedName, now time.Time) (*Explanation, error) {
+	return ExplainWithWorkers(ctx, r, nil, policies, key, now)
+}
+
+// WorkerReader gives a reader of the MultiKueue worker cluster named
+// cluster (its MultiKueueCluster's name).
+type WorkerReader func(ctx context.Context, cluster string) (client.Reader, error)
+
+// ExplainWithWorkers is Explain, reading through workers, for an AppWrapper
+// that MultiKueue dispatches, the worker cluster it runs on, as the
+// controller does: MultiKueue's copy there and the trigger. Without
+// workers, such an AppWrapper's worker counts as unreadable.
+func ExplainWithWorkers(ctx context.Context, r client.Reader, workers WorkerReader, policies *celpolicies.Cache, key types.NamespacedName, now time.Time) (*Explanation, error) {
 	if policies == nil {
 		policies = &celpolicies.Cache{}
 	}
 	v := &readerView{r: r, labelled: true, kinds: explainKinds(r), ruleStatus: true}
+	if workers != nil {
+		v.workers = func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
+			return explainWorker(ctx, r, workers, aw)
+		}
+	}
 	in, err := gather(ctx, v, policies, key, nil, decision.Input{Now: now})
 	if err != nil {
 		return nil, err
@@ -60,6 +78,48 @@ func Explain(ctx context.Context, r client.Reader, policies *celpolicies.Cache, 
 			apierrors.NewNotFound(awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource(), key.Name))
 	}
 	return explainInput(ctx, in), nil
+}
+
+// explainWorker reads, for Explain, the worker cluster of aw: its Workload
+// through r (listed, as a tool has no index), the copy and the triggers
+// through the worker's reader.
+func explainWorker(ctx context.Context, r client.Reader, workers WorkerReader, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
+	w := &decision.Worker{}
+	var list kueue.WorkloadList
+	if err := r.List(ctx, &list, client.InNamespace(aw.Namespace)); err != nil {
+		w.Problem = fmt.Sprintf("listing Kueue Workloads: %v", err)
+		return w, nil
+	}
+	var wl *kueue.Workload
+	for i := range list.Items {
+		if uids := workloadController(&list.Items[i]); len(uids) == 1 && uids[0] == string(aw.UID) &&
+			(wl == nil || wl.CreationTimestamp.Before(&list.Items[i].CreationTimestamp)) {
+			wl = &list.Items[i]
+		}
+	}
+	if wl == nil {
+		return w, nil
+	}
+	w.Workload = wl.Name
+	if wl.Status.ClusterName == nil || *wl.Status.ClusterName == "" {
+		return w, nil
+	}
+	w.Cluster = *wl.Status.ClusterName
+	wr, err := workers(ctx, w.Cluster)
+	if err != nil {
+		w.Problem = err.Error()
+		return w, nil
+	}
+	cp := &awv1beta2.AppWrapper{}
+	if err := wr.Get(ctx, client.ObjectKeyFromObject(aw), cp); err != nil {
+		if !apierrors.IsNotFound(err) {
+			w.Problem = fmt.Sprintf("reading the AppWrapper on worker cluster %s: %v", w.Cluster, err)
+			return w, nil
+		}
+		return w, nil
+	}
+	w.AppWrapper = cp
+	return w, &readerView{r: wr, labelled: true, kinds: explainKinds(wr)}
 }
 
 // explainKinds says, from r's REST mapper when it has one, which trigger
@@ -143,6 +203,20 @@ func (ex *Explanation) String() string {
 		b.WriteString("\n")
 		if t.Problem != "" {
 			fmt.Fprintf(&b, "            not evaluated: %s\n", t.Problem)
+		}
+	}
+
+	if w := ex.Worker; w != nil {
+		switch {
+		case w.Cluster == "":
+			b.WriteString("Worker:     none: MultiKueue has not dispatched the AppWrapper yet\n")
+		case w.CopyUID != "":
+			fmt.Fprintf(&b, "Worker:     %s (MultiKueue): its copy uid %s, phase %s; the trigger was read there\n", w.Cluster, w.CopyUID, phaseOrNone(w.CopyPhase))
+		default:
+			fmt.Fprintf(&b, "Worker:     %s (MultiKueue)\n", w.Cluster)
+		}
+		if w.Problem != "" && w.Cluster != "" {
+			fmt.Fprintf(&b, "            %s\n", w.Problem)
 		}
 	}
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,7 +20,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc"
@@ -39,8 +44,40 @@ var scheme = func() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(awv1beta2.AddToScheme(s))
 	utilruntime.Must(wrapupv1alpha1.AddToScheme(s))
+	utilruntime.Must(kueue.AddToScheme(s))
 	return s
 }()
+
+// workerReaders reads MultiKueue worker clusters for explain: from the
+// kubeconfig files given per MultiKueueCluster name, else from wrapup's
+// own kubeconfig Secret of that name in secretsNS (which the user may not
+// be allowed to read).
+func workerReaders(c client.Reader, files map[string]string, secretsNS string) gc.WorkerReader {
+	return func(ctx context.Context, cluster string) (client.Reader, error) {
+		var cfg *rest.Config
+		var err error
+		if path, ok := files[cluster]; ok {
+			cfg, err = clientcmd.BuildConfigFromFlags("", path)
+			if err != nil {
+				return nil, fmt.Errorf("worker cluster %s: loading %s: %w", cluster, path, err)
+			}
+		} else {
+			secret := &corev1.Secret{}
+			if err := c.Get(ctx, types.NamespacedName{Namespace: secretsNS, Name: cluster}, secret); err != nil {
+				return nil, fmt.Errorf("worker cluster %s: reading wrapup's kubeconfig Secret %s/%s: %w (or give --worker-kubeconfig %s=PATH)", cluster, secretsNS, cluster, err, cluster)
+			}
+			if cfg, err = clientcmd.RESTConfigFromKubeConfig(secret.Data[gc.KubeconfigKey]); err != nil {
+				return nil, fmt.Errorf("worker cluster %s: the kubeconfig in Secret %s/%s: %w", cluster, secretsNS, cluster, err)
+			}
+		}
+		cfg.Timeout = requestTimeout
+		wc, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return nil, fmt.Errorf("worker cluster %s: %w", cluster, err)
+		}
+		return wc, nil
+	}
+}
 
 // newClient connects to the cluster kubectl's flags pick, and returns the
 // namespace to use.
@@ -83,7 +120,8 @@ the trigger, and decides with the controller's own decision code. Read-only.
 For an AppWrapper that is gone, its CompletionRecord: how its run ended.`
 
 func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	var output string
+	var output, workerSecrets string
+	var workerFiles map[string]string
 	cmd := &cobra.Command{
 		Use:   "explain APPWRAPPER",
 		Short: "Say what wrapup does with a live AppWrapper, and why",
@@ -108,7 +146,7 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 				return failed("%v", err)
 			}
 			key := types.NamespacedName{Namespace: ns, Name: args[0]}
-			ex, err := gc.Explain(cmd.Context(), c, nil, key, time.Now())
+			ex, err := gc.ExplainWithWorkers(cmd.Context(), c, workerReaders(c, workerFiles, workerSecrets), nil, key, time.Now())
 			if apierrors.IsNotFound(err) {
 				// Gone: its CompletionRecord says how its run ended.
 				records, lerr := gc.Records(cmd.Context(), c, ns, args[0], nil)
@@ -138,6 +176,9 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: for people).")
+	cmd.Flags().StringToStringVar(&workerFiles, "worker-kubeconfig", nil,
+		"For an AppWrapper that MultiKueue dispatched: the kubeconfig file of its worker cluster, as MULTIKUEUECLUSTER=PATH (repeatable; default: wrapup's kubeconfig Secret of that name, see --worker-secrets-namespace).")
+	cmd.Flags().StringVar(&workerSecrets, "worker-secrets-namespace", "wrapup-system", "Where wrapup keeps the kubeconfig Secrets of MultiKueue's worker clusters.")
 	return cmd
 }
 
@@ -203,6 +244,15 @@ func explanationObject(ex *gc.Explanation) (*unstructured.Unstructured, error) {
 	}
 	if d.Trigger != nil {
 		obj["trigger"] = trig(*d.Trigger, "", d.Evaluation)
+	}
+	if w := d.Worker; w != nil {
+		m := map[string]any{}
+		for k, v := range map[string]string{"cluster": w.Cluster, "problem": w.Problem, "copyUID": w.CopyUID, "copyPhase": string(w.CopyPhase)} {
+			if v != "" {
+				m[k] = v
+			}
+		}
+		obj["worker"] = m
 	}
 	if len(d.Candidates) > 0 {
 		var cs []any

@@ -1,6 +1,7 @@
 package multikueue
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
@@ -231,6 +233,24 @@ var _ = Describe("AppWrappers that MultiKueue dispatches to worker clusters", fu
 		Expect(err).NotTo(HaveOccurred())
 		Expect(wl).NotTo(BeNil())
 		Expect(findCondition(wl.Status.Conditions, kueue.WorkloadQuotaReserved)).To(Or(BeNil(), HaveField("Status", metav1.ConditionFalse)))
+
+		By("explain reads the trigger on the worker, as the controller does")
+		live := &batchv1.Job{}
+		Expect(w.client.Get(ctx, job, live)).To(Succeed())
+		ex, err := gc.ExplainWithWorkers(ctx, manager.client, func(_ context.Context, name string) (client.Reader, error) {
+			for _, c := range workers {
+				if c.name == name {
+					return c.client, nil
+				}
+			}
+			return nil, fmt.Errorf("no worker %s", name)
+		}, nil, client.ObjectKeyFromObject(first), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ex.Verdict).To(Equal(decision.VerdictWaitingForTrigger), ex.String())
+		Expect(ex.Worker).NotTo(BeNil(), ex.String())
+		Expect(ex.Worker.Cluster).To(Equal(w.name))
+		Expect(ex.Trigger.UID).To(Equal(live.UID), ex.String())
+		Expect(ex.String()).To(ContainSubstring("Worker:     "+w.name+" (MultiKueue)"))
 
 		util.JobComplete(ctx, w.client, job)
 		By("the manager's AppWrapper is recorded and deleted, and the worker's copy, Workload and components follow")
