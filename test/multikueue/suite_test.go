@@ -98,6 +98,7 @@ var _ = BeforeSuite(func() {
 		return framework.SetupMultiKueueManager(ctx, mgr, framework.MultiKueueOptions{ConfigNamespace: kueueNamespace, GCInterval: 5 * time.Second})
 	})
 	framework.InstallControllerRBAC(ctx, manager.client)
+	applyManifests(manager.client, filepath.Join(framework.RepoRoot(), "config", "multikueue", "manager", "worker_kubeconfigs_role.yaml"))
 	var clusters []string
 	for _, w := range workers {
 		admin, err := framework.Kubeconfig(w.cfg, "")
