@@ -94,7 +94,7 @@ sim: ## Run the decision simulation for HISTORIES random histories (default 1000
 
 .PHONY: test-integration
 test-integration: ## Run the integration and end-to-end suites against the local control plane.
-	$(call with-controlplane,go test $(GO_TEST_FLAGS) ./test/integration/... ./test/e2e/...)
+	$(call with-controlplane,go test $(GO_TEST_FLAGS) ./test/integration/... ./test/e2e/... ./test/multikueue/...)
 
 # The benchmark's size (`make bench N=10000`) and extra flags for it, e.g.
 # BENCH_ARGS="-bench.cpuprofile=/tmp/cpu.pprof -bench.waves=100".

@@ -1,0 +1,128 @@
+package gc
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/wrapup-dev/wrapup/gc/decision"
+)
+
+const kubeconfigFor = `apiVersion: v1
+kind: Config
+clusters:
+- name: w
+  cluster: {server: "https://%s"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: c
+  context: {cluster: w, user: u}
+current-context: c
+`
+
+func workerSecret(name, server string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "wrapup-system"},
+		Data: map[string][]byte{KubeconfigKey: []byte(strings.ReplaceAll(kubeconfigFor, "%s", server))}}
+}
+
+// TestWorkerConnections: a worker is reached through wrapup's Secret of its
+// name; a missing or broken Secret is an error that names it; a Secret is
+// trusted for secretRecheck, then read again, and a changed one replaces
+// the connection (and stops the old one's watches).
+func TestWorkerConnections(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(workerSecret("worker-1", "127.0.0.1:1")).Build()
+	ws := NewWorkerClusters(c, "wrapup-system")
+	clock := clocktesting.NewFakePassiveClock(time.Now())
+	ws.Clock = clock
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := ws.conn(ctx, "worker-1"); err == nil || !strings.Contains(err.Error(), "not started") {
+		t.Fatalf("before Start: %v, want an error that says so", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = ws.Start(ctx); close(done) }()
+	for {
+		ws.mu.Lock()
+		started := ws.ctx != nil
+		ws.mu.Unlock()
+		if started {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	if _, err := ws.conn(ctx, "worker-2"); err == nil || !strings.Contains(err.Error(), "no kubeconfig Secret wrapup-system/worker-2") {
+		t.Errorf("missing Secret: %v, want an error naming it", err)
+	}
+	first, err := ws.conn(ctx, "worker-1")
+	if err != nil {
+		t.Fatalf("worker-1: %v", err)
+	}
+	if again, _ := ws.conn(ctx, "worker-1"); again != first {
+		t.Error("a second read within secretRecheck made a new connection")
+	}
+	clock.SetTime(clock.Now().Add(secretRecheck))
+	if again, _ := ws.conn(ctx, "worker-1"); again != first {
+		t.Error("an unchanged Secret made a new connection")
+	}
+
+	sec := workerSecret("worker-1", "127.0.0.1:2")
+	sec.ResourceVersion = ""
+	cur := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(sec), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Data = sec.Data
+	if err := c.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	clock.SetTime(clock.Now().Add(secretRecheck))
+	second, err := ws.conn(ctx, "worker-1")
+	if err != nil || second == first {
+		t.Fatalf("a changed Secret: %v, same connection %v; want a new one", err, second == first)
+	}
+	first.watches.mu.Lock()
+	oldCtx := first.watches.ctx
+	first.watches.mu.Unlock()
+	select {
+	case <-oldCtx.Done():
+	case <-time.After(5 * time.Second):
+		t.Error("the old connection's watches still run")
+	}
+
+	cur.Data = map[string][]byte{KubeconfigKey: []byte("not: [a kubeconfig")}
+	if err := c.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	clock.SetTime(clock.Now().Add(secretRecheck))
+	if _, err := ws.conn(ctx, "worker-1"); err == nil || !strings.Contains(err.Error(), "wrapup-system/worker-1") {
+		t.Errorf("a broken kubeconfig: %v, want an error naming the Secret", err)
+	}
+	cancel()
+	<-done
+	if ws.lookup("worker-1") != nil {
+		t.Error("connections outlive the manager")
+	}
+}
+
+func TestWorkerBackoff(t *testing.T) {
+	want := []time.Duration{decision.WorkerRetry, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, workerBackoffMax, workerBackoffMax}
+	for i, w := range want {
+		if got := workerBackoff(i + 1); got != w {
+			t.Errorf("after %d failures: %s, want %s", i+1, got, w)
+		}
+	}
+}
