@@ -117,6 +117,11 @@ TP_STEADY ?= 0.25,0.5,0.9
 bench-throughput: ## Throughput benchmark: the API server's limit for wrapup's writes, wrapup's and the TTL controller's burst rates, latency under steady Poisson load, live heap per AppWrapper; writes test/bench/results/throughput-TP_N.md and heap-TP_HEAP_N.md.
 	$(call with-controlplane,go test -count=1 -v -timeout 3h ./test/bench/throughput/ -args -ginkgo.timeout=3h -tp.n=$(TP_N) -tp.sweep=300 -tp.concurrency=$(TP_CONCURRENCY) -tp.workers=$(TP_WORKERS) -tp.steady=$(TP_STEADY) -tp.steady-n=$(TP_STEADY_N) -tp.heap-n=$(TP_HEAP_N) -tp.out=$(CURDIR)/test/bench/results $(BENCH_ARGS))
 
+MK_RUNS ?= 100
+.PHONY: bench-multikueue
+bench-multikueue: ## MultiKueue latency: MK_RUNS benchmarks finished on a worker, trigger to the manager's delete and to the next admission, beside one cluster; writes test/bench/results/multikueue-MK_RUNS.md.
+	$(call with-controlplane,go test -count=1 -v -timeout 2h ./test/multikueue/ -args -ginkgo.timeout=2h -ginkgo.focus=Latency -mk.runs=$(MK_RUNS) -mk.out=$(CURDIR)/test/bench/results)
+
 GPU_NODES ?= 8
 GPU_BENCHMARKS ?= 96
 .PHONY: bench-gpu

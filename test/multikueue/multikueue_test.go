@@ -96,70 +96,17 @@ var _ = Describe("AppWrappers that MultiKueue dispatches to worker clusters", fu
 		}
 	}
 
-	// submit queues on the manager an llm-d style benchmark AppWrapper for
-	// MultiKueue: two inference Deployments, a ConfigMap and the benchmark
-	// Job (the trigger).
 	submit := func(name string, annotations map[string]string) *awv1beta2.AppWrapper {
 		GinkgoHelper()
-		w := util.MakeAppWrapper(name, ns).
-			Label("llm-d.ai/role", "benchmark").
-			Label(util.QueueNameLabel, "benchmarks").
-			Suspend(true).
-			Component(util.MakeDeployment(name+"-prefill", 1), nil).
-			Component(util.MakeDeployment(name+"-decode", 1), nil).
-			Component(util.MakeConfigMap(name+"-config", map[string]string{"rate": "sweep"}), nil).
-			Component(util.MakeJob(name+"-guidellm").Obj(), nil)
-		for k, v := range annotations {
-			w.Annotation(k, v)
-		}
-		aw := w.Obj()
-		aw.Spec.ManagedBy = ptr.To(kueue.MultiKueueControllerName)
-		Expect(manager.client.Create(ctx, aw)).To(Succeed())
-		return aw
+		return submitTo(&manager, ns, name, true, annotations)
 	}
-
-	// dispatched waits until one worker holds MultiKueue's copy of aw, and
-	// returns that worker.
 	dispatched := func(aw *awv1beta2.AppWrapper) *cluster {
 		GinkgoHelper()
-		var on *cluster
-		Eventually(func(g Gomega) {
-			on = nil
-			for _, w := range workers {
-				cp := &awv1beta2.AppWrapper{}
-				err := w.client.Get(ctx, client.ObjectKeyFromObject(aw), cp)
-				if apierrors.IsNotFound(err) {
-					continue
-				}
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(on).To(BeNil(), "copies of %s on two workers", aw.Name)
-				on = w
-			}
-			g.Expect(on).NotTo(BeNil(), "no worker has a copy of %s yet", aw.Name)
-		}, util.LongTimeout, util.Interval).Should(Succeed())
-		return on
+		return dispatchedTo(aw)
 	}
-
-	// run plays, on the worker, the Deployment controller, the Job
-	// controller and the kubelet for the copy of aw: its pods run. It
-	// returns the benchmark Job's key.
 	run := func(w *cluster, aw *awv1beta2.AppWrapper) types.NamespacedName {
 		GinkgoHelper()
-		util.ExpectAppWrapperPhase(ctx, w.client, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
-		for _, d := range []string{aw.Name + "-prefill", aw.Name + "-decode"} {
-			deploy := &appsv1.Deployment{}
-			Eventually(func() error {
-				return w.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: d}, deploy)
-			}, util.Timeout, util.Interval).Should(Succeed())
-			deploy.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
-			util.CreatePod(ctx, w.client, ns, d+"-0", aw.Name, deploy, corev1.PodRunning)
-		}
-		job := types.NamespacedName{Namespace: ns, Name: aw.Name + "-guidellm"}
-		Eventually(func() error { return w.client.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
-		util.JobStarted(ctx, w.client, job)
-		// The manager sees it Running once MultiKueue copied the status.
-		util.ExpectAppWrapperPhase(ctx, manager.client, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
-		return job
+		return runOn(w, aw, &manager)
 	}
 
 	// jobsCreated counts the benchmark Jobs of aw created on every worker.
@@ -214,7 +161,6 @@ var _ = Describe("AppWrappers that MultiKueue dispatches to worker clusters", fu
 			var list kueue.WorkloadList
 			g.Expect(w.client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 			for _, wl := range list.Items {
-				g.Expect(wl.Labels[decision.PrebuiltWorkloadLabel]).NotTo(BeEmpty())
 				g.Expect(wl.Name).NotTo(HavePrefix("appwrapper-"+aw.Name+"-"), "Workload %s of %s still on %s", wl.Name, aw.Name, w.name)
 			}
 		}, util.LongTimeout, util.Interval).Should(Succeed())
@@ -375,4 +321,73 @@ func workerWorkload(g Gomega, c *cluster, aw *awv1beta2.AppWrapper) *kueue.Workl
 	wl := &kueue.Workload{}
 	g.Expect(c.client.Get(ctx, types.NamespacedName{Namespace: aw.Namespace, Name: name}, wl)).To(Succeed(), fmt.Sprintf("Workload %s on %s", name, c.name))
 	return wl
+}
+
+// submitTo queues on c an llm-d style benchmark AppWrapper: two inference
+// Deployments, a ConfigMap and the benchmark Job (the trigger); for
+// MultiKueue to dispatch when managed.
+func submitTo(c *cluster, ns, name string, managed bool, annotations map[string]string) *awv1beta2.AppWrapper {
+	GinkgoHelper()
+	w := util.MakeAppWrapper(name, ns).
+		Label("llm-d.ai/role", "benchmark").
+		Label(util.QueueNameLabel, "benchmarks").
+		Suspend(true).
+		Component(util.MakeDeployment(name+"-prefill", 1), nil).
+		Component(util.MakeDeployment(name+"-decode", 1), nil).
+		Component(util.MakeConfigMap(name+"-config", map[string]string{"rate": "sweep"}), nil).
+		Component(util.MakeJob(name+"-guidellm").Obj(), nil)
+	for k, v := range annotations {
+		w.Annotation(k, v)
+	}
+	aw := w.Obj()
+	if managed {
+		aw.Spec.ManagedBy = ptr.To(kueue.MultiKueueControllerName)
+	}
+	Expect(c.client.Create(ctx, aw)).To(Succeed())
+	return aw
+}
+
+// dispatchedTo waits until one worker holds MultiKueue's copy of aw, and
+// returns that worker.
+func dispatchedTo(aw *awv1beta2.AppWrapper) *cluster {
+	GinkgoHelper()
+	var on *cluster
+	Eventually(func(g Gomega) {
+		on = nil
+		for _, w := range workers {
+			cp := &awv1beta2.AppWrapper{}
+			err := w.client.Get(ctx, client.ObjectKeyFromObject(aw), cp)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(on).To(BeNil(), "copies of %s on two workers", aw.Name)
+			on = w
+		}
+		g.Expect(on).NotTo(BeNil(), "no worker has a copy of %s yet", aw.Name)
+	}, util.LongTimeout, 20*time.Millisecond).Should(Succeed())
+	return on
+}
+
+// runOn plays, on w, the Deployment controller, the Job controller and the
+// kubelet for (the copy of) aw: its pods run. It returns the benchmark
+// Job's key once home (the cluster aw was submitted to) sees it Running.
+func runOn(w *cluster, aw *awv1beta2.AppWrapper, home *cluster) types.NamespacedName {
+	GinkgoHelper()
+	ns := aw.Namespace
+	util.ExpectAppWrapperPhase(ctx, w.client, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+	for _, d := range []string{aw.Name + "-prefill", aw.Name + "-decode"} {
+		deploy := &appsv1.Deployment{}
+		Eventually(func() error {
+			return w.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: d}, deploy)
+		}, util.Timeout, 20*time.Millisecond).Should(Succeed())
+		deploy.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+		util.CreatePod(ctx, w.client, ns, d+"-0", aw.Name, deploy, corev1.PodRunning)
+	}
+	job := types.NamespacedName{Namespace: ns, Name: aw.Name + "-guidellm"}
+	Eventually(func() error { return w.client.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, 20*time.Millisecond).Should(Succeed())
+	util.JobStarted(ctx, w.client, job)
+	// The manager sees it Running once MultiKueue copied the status.
+	util.ExpectAppWrapperPhase(ctx, home.client, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+	return job
 }

@@ -1,0 +1,206 @@
+package multikueue
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/wrapup-dev/wrapup/test/bench"
+	"github.com/wrapup-dev/wrapup/test/framework"
+	"github.com/wrapup-dev/wrapup/test/util"
+)
+
+var (
+	latencyRuns = flag.Int("mk.runs", 3, "benchmark runs per setup in the latency measure (make test: a smoke size; make bench-multikueue: 100)")
+	latencyOut  = flag.String("mk.out", "", "folder to write the latency results to (multikueue-RUNS.md); empty: only log them")
+)
+
+// latencies are one setup's measured runs.
+type latencies struct {
+	toDelete, toAdmitted []time.Duration
+}
+
+// The latency measure: benchmark AppWrappers queued one behind the other
+// (the ClusterQueue holds one at a time), each finished by its trigger.
+// For each run: the trigger's status write (Complete) → wrapup's delete
+// request of the AppWrapper that holds the quota (as the audit log
+// received it), and → the next AppWrapper admitted (as a watch of the
+// Workloads sees it). Once through MultiKueue (the trigger on a worker,
+// the quota and the next admission on the manager), once in one cluster
+// (worker-1 alone, with wrapup there), on the same machine in the same run.
+var _ = Describe("Latency from a trigger on a worker to the manager's quota", Ordered, func() {
+	var multi, single latencies
+	started := time.Now()
+
+	It("measures it through MultiKueue", func() {
+		ns := latencyNamespace("lat-mk")
+		createLatencyRule(&manager)
+		multi = measureLatency(&manager, ns, true, *latencyRuns)
+	})
+
+	It("measures it in one cluster", func() {
+		stop := startWrapup(*workers[0], false)
+		defer stop()
+		ns := latencyNamespace("lat-one")
+		createLatencyRule(workers[0])
+		single = measureLatency(workers[0], ns, false, *latencyRuns)
+	})
+
+	AfterAll(func() {
+		if len(multi.toDelete) == 0 || len(single.toDelete) == 0 {
+			return
+		}
+		report := latencyReport(multi, single, time.Since(started))
+		GinkgoWriter.Println(report)
+		AddReportEntry("latency", report)
+		if *latencyOut != "" {
+			path := filepath.Join(*latencyOut, fmt.Sprintf("multikueue-%d.md", *latencyRuns))
+			Expect(os.WriteFile(path, []byte(report), 0o644)).To(Succeed())
+		}
+	})
+})
+
+// latencyNamespace makes a namespace of the same name on every cluster,
+// with a flavor and a ClusterQueue for one benchmark on each (the manager's
+// through the MultiKueue admission check), and room for several on the
+// workers.
+func latencyNamespace(prefix string) string {
+	GinkgoHelper()
+	ns := framework.CreateNamespace(ctx, manager.client, prefix, nil).Name
+	for _, c := range append([]*cluster{&manager}, workers...) {
+		if c != &manager {
+			Expect(c.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		}
+		quota := managerQuota
+		if c != &manager && strings.HasPrefix(prefix, "lat-mk") {
+			quota = workerQuota
+		}
+		Expect(c.client.Create(ctx, util.MakeResourceFlavor(ns))).To(Succeed())
+		cq := util.MakeClusterQueue(ns, ns, quota)
+		if c == &manager {
+			cq.Spec.AdmissionChecksStrategy = &kueue.AdmissionChecksStrategy{AdmissionChecks: []kueue.AdmissionCheckStrategyRule{{Name: admissionCheck}}}
+		}
+		Expect(c.client.Create(ctx, cq)).To(Succeed())
+		Expect(c.client.Create(ctx, util.MakeLocalQueue("benchmarks", ns, cq.Name))).To(Succeed())
+		cl := c.client
+		DeferCleanup(func() {
+			Expect(client.IgnoreNotFound(cl.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+			Expect(client.IgnoreNotFound(cl.Delete(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "benchmarks"}}))).To(Succeed())
+			Expect(client.IgnoreNotFound(cl.Delete(ctx, &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+			Expect(client.IgnoreNotFound(cl.Delete(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+		})
+	}
+	return ns
+}
+
+func createLatencyRule(c *cluster) {
+	GinkgoHelper()
+	r := util.MakeRule("").AppWrapperLabels(map[string]string{"llm-d.ai/role": "benchmark"}).TriggerKind("batch", "Job", "").Obj()
+	r.Name = "latency-benchmarks"
+	Expect(c.client.Create(ctx, r)).To(Succeed())
+	DeferCleanup(func() { Expect(client.IgnoreNotFound(c.client.Delete(ctx, r))).To(Succeed()) })
+}
+
+// measureLatency runs runs benchmarks through home's queue in ns, each
+// behind the one before, and measures each trigger's completion to the
+// delete request of its AppWrapper and to the next one's admission.
+func measureLatency(home *cluster, ns string, managed bool, runs int) latencies {
+	GinkgoHelper()
+	wc, err := client.NewWithWatch(home.cfg, client.Options{Scheme: framework.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	wi, err := wc.Watch(wctx, &kueue.WorkloadList{}, client.InNamespace(ns))
+	Expect(err).NotTo(HaveOccurred())
+	var mu sync.Mutex
+	admitted := map[string]time.Time{}
+	go func() {
+		defer GinkgoRecover()
+		for e := range wi.ResultChan() {
+			wl, ok := e.Object.(*kueue.Workload)
+			if !ok || e.Type == watch.Deleted || !apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadAdmitted) {
+				continue
+			}
+			if ref := metav1.GetControllerOf(wl); ref != nil {
+				mu.Lock()
+				if _, seen := admitted[ref.Name]; !seen {
+					admitted[ref.Name] = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+
+	name := func(i int) string { return fmt.Sprintf("bench-%03d", i) }
+	aws := []*awv1beta2.AppWrapper{submitTo(home, ns, name(0), managed, nil), submitTo(home, ns, name(1), managed, nil)}
+	var out latencies
+	for i := 0; i < runs; i++ {
+		aw := aws[i]
+		w := home
+		if managed {
+			w = dispatchedTo(aw)
+		}
+		job := runOn(w, aw, home)
+		if i+2 <= runs {
+			aws = append(aws, submitTo(home, ns, name(i+2), managed, nil))
+		}
+		t0 := time.Now()
+		util.JobComplete(ctx, w.client, job)
+		var deleted time.Time
+		Eventually(func(g Gomega) {
+			for _, r := range home.fwk.AuditedAppWrapperRequests("delete", wrapupUser, ns) {
+				if r.Name == aw.Name {
+					deleted = r.Received
+				}
+			}
+			g.Expect(deleted).NotTo(BeZero(), "no delete request of %s yet", aw.Name)
+		}, util.LongTimeout, 20*time.Millisecond).Should(Succeed())
+		var next time.Time
+		Eventually(func(g Gomega) {
+			mu.Lock()
+			next = admitted[aws[i+1].Name]
+			mu.Unlock()
+			g.Expect(next).NotTo(BeZero(), "%s not admitted yet", aws[i+1].Name)
+		}, util.LongTimeout, 20*time.Millisecond).Should(Succeed())
+		out.toDelete = append(out.toDelete, deleted.Sub(t0))
+		out.toAdmitted = append(out.toAdmitted, next.Sub(t0))
+		util.ExpectGone(ctx, home.client, aw.DeepCopy(), util.LongTimeout)
+	}
+	return out
+}
+
+// latencyReport renders the two setups side by side.
+func latencyReport(multi, single latencies, took time.Duration) string {
+	md, ma := bench.Summarize(multi.toDelete), bench.Summarize(multi.toAdmitted)
+	sd, sa := bench.Summarize(single.toDelete), bench.Summarize(single.toAdmitted)
+	ms := func(d time.Duration) string { return fmt.Sprintf("%d", d.Milliseconds()) }
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Trigger on a worker to the manager's quota: %d runs per setup\n\n", len(multi.toDelete))
+	fmt.Fprintf(&b, "Machine: %d cores, %s; three control planes (a manager, two workers) in one test process (test/multikueue, `make bench-multikueue`), one run; %s in all.\n\n",
+		runtime.NumCPU(), runtime.Version(), took.Round(time.Second))
+	b.WriteString("Each run: a benchmark AppWrapper (two Deployments, a ConfigMap, the benchmark Job) holds the ClusterQueue's quota, the next waits behind it; the trigger's status write (Complete) starts the clock. " +
+		"**→ delete** is wrapup's delete request of the AppWrapper that holds the quota, as the API server's audit log received it; **→ next admitted** is the next AppWrapper's Workload Admitted, as a watch sees it. " +
+		"Through MultiKueue, the Job is on a worker and the quota, the delete and the next admission on the manager; in one cluster (worker-1 alone, with wrapup there), everything is on one API server.\n\n")
+	b.WriteString("| setup | → delete p50 / p99 / max (ms) | → next admitted p50 / p99 / max (ms) |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| MultiKueue (manager, 2 workers) | %s / %s / %s | %s / %s / %s |\n", ms(md.P50), ms(md.P99), ms(md.Max), ms(ma.P50), ms(ma.P99), ms(ma.Max))
+	fmt.Fprintf(&b, "| one cluster | %s / %s / %s | %s / %s / %s |\n", ms(sd.P50), ms(sd.P99), ms(sd.Max), ms(sa.P50), ms(sa.P99), ms(sa.Max))
+	rd, ra := bench.RatioOf(md, sd), bench.RatioOf(ma, sa)
+	fmt.Fprintf(&b, "| ratio MultiKueue ÷ one cluster | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f |\n", rd.P50, rd.P99, rd.Max, ra.P50, ra.P99, ra.Max)
+	return b.String()
+}
