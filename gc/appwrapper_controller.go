@@ -85,7 +85,7 @@ type AppWrapperReconciler struct {
 	Counters  OutcomeCounter
 	// Clusters reaches the worker clusters of AppWrappers that MultiKueue
 	// dispatches; nil when wrapup runs without MultiKueue support.
-	Clusters *WorkerClusters
+	Clusters WorkerSource
 	// FailureGracePeriod defaults to DefaultFailureGracePeriod.
 	FailureGracePeriod time.Duration
 	// Clock defaults to the real clock.
@@ -104,8 +104,8 @@ type AppWrapperReconciler struct {
 func (r *AppWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents <-chan event.GenericEvent) error {
 	r.defaults()
 	b := ctrl.NewControllerManagedBy(mgr)
-	if r.Clusters != nil {
-		b = b.WatchesRawSource(source.Channel(r.Clusters.Events(), &handler.EnqueueRequestForObject{}))
+	if ws, ok := r.Clusters.(*WorkerClusters); ok && ws != nil {
+		b = b.WatchesRawSource(source.Channel(ws.Events(), &handler.EnqueueRequestForObject{}))
 	}
 	return b.
 		Named("wrapup-appwrapper").
@@ -228,7 +228,7 @@ func (r *AppWrapperReconciler) liveView() *readerView {
 		},
 		labelled: true,
 		workers: func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
-			w, c := r.readWorker(ctx, r.APIReader, aw)
+			w, c := r.readWorker(ctx, true, aw)
 			if c == nil || w.Problem != "" {
 				return w, nil
 			}
@@ -242,9 +242,9 @@ func (r *AppWrapperReconciler) liveView() *readerView {
 func (r *AppWrapperReconciler) workerLiveView(c *workerConn) *readerView {
 	return &readerView{
 		r:     c.reader,
-		kinds: c.watches.Kind,
+		kinds: c.triggers.Kind,
 		version: func(gk schema.GroupKind) (string, bool) {
-			gvr, ok := c.watches.Resource(gk)
+			gvr, ok := c.triggers.Resource(gk)
 			return gvr.Version, ok
 		},
 		labelled: true,

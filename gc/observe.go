@@ -309,7 +309,7 @@ func (v *cacheView) namespace(ctx context.Context, name string) (*corev1.Namespa
 func (v *cacheView) kind(gk schema.GroupKind) decision.Kind { return v.r.Triggers.Kind(gk) }
 
 func (v *cacheView) worker(ctx context.Context, key types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
-	w, c := v.r.readWorker(ctx, nil, aw)
+	w, c := v.r.readWorker(ctx, false, aw)
 	if c == nil || w.Problem != "" {
 		return w, nil
 	}
@@ -325,11 +325,11 @@ type workerCacheView struct {
 	c   *workerConn
 }
 
-func (v *workerCacheView) kind(gk schema.GroupKind) decision.Kind { return v.c.watches.Kind(gk) }
+func (v *workerCacheView) kind(gk schema.GroupKind) decision.Kind { return v.c.triggers.Kind(gk) }
 
 func (v *workerCacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error) {
 	t := decision.Trigger{Ref: ref}
-	w := v.c.watches
+	w := v.c.triggers
 	// Remembered before the claim is made, so that it is released with the
 	// AppWrapper whatever happens to this reconcile.
 	v.r.claimOnWorker(v.key, v.c, ref.Kind)

@@ -88,7 +88,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if noHistory {
 		mgr.GetLogger().Error(crdErr, "The CompletionRecord CRD is not installed: runs are finished, and no records of them are kept; install config/crd and restart")
 	}
-	var clusters *WorkerClusters
+	var clusters WorkerSource
 	if opts.MultiKueue {
 		if opts.Namespace == "" {
 			return errors.New("MultiKueue support needs wrapup's namespace, where the workers' kubeconfig Secrets are")
@@ -96,8 +96,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kueue.Workload{}, workloadOwnerIndex, workloadController); err != nil {
 			return fmt.Errorf("indexing Kueue Workloads (is Kueue installed?): %w", err)
 		}
-		clusters = NewWorkerClusters(mgr.GetAPIReader(), opts.Namespace)
-		if err := mgr.Add(clusters); err != nil {
+		ws := NewWorkerClusters(mgr.GetAPIReader(), opts.Namespace)
+		ws.Cache, ws.Live = mgr.GetClient(), mgr.GetAPIReader()
+		clusters = ws
+		if err := mgr.Add(ws); err != nil {
 			return fmt.Errorf("adding the worker clusters: %w", err)
 		}
 	}

@@ -61,6 +61,9 @@ type WorkerClusters struct {
 	// Secrets reads the kubeconfig Secrets (uncached: wrapup neither lists
 	// nor watches Secrets).
 	Secrets client.Reader
+	// Cache finds Workloads here by their controller (workloadOwnerIndex);
+	// Live reads them from the API server.
+	Cache, Live client.Reader
 	// Namespace is where the Secrets are: wrapup's own.
 	Namespace string
 	// Clock defaults to the real clock.
@@ -74,13 +77,28 @@ type WorkerClusters struct {
 	conns map[string]*workerConn
 }
 
+// WorkerSource is how the AppWrapper controller reaches the worker
+// clusters of AppWrappers that MultiKueue dispatches: WorkerClusters.
+type WorkerSource interface {
+	// workload finds the Workload of aw on this cluster, from the cache, or
+	// read from the API server when live; nil when it has none.
+	workload(ctx context.Context, aw *awv1beta2.AppWrapper, live bool) (*kueue.Workload, error)
+	// conn returns the connection to the worker named cluster.
+	conn(ctx context.Context, cluster string) (*workerConn, error)
+	// release drops the claims of owner on the watches of cluster.
+	release(cluster, owner string)
+}
+
 // workerConn is the connection to one worker.
 type workerConn struct {
 	cluster string
 	// secretRV is the resourceVersion of the Secret it was made from.
 	secretRV string
 	checked  time.Time
-	reader   client.Reader
+	// reader reads the worker's API server.
+	reader client.Reader
+	// triggers are the worker's trigger watches.
+	triggers TriggerCache
 	watches  *Watches
 	cancel   context.CancelFunc
 }
@@ -215,7 +233,7 @@ func (ws *WorkerClusters) connect(base context.Context, cluster string, cfg *res
 		}
 	}()
 	<-w.started
-	return &workerConn{cluster: cluster, reader: reader, watches: w, cancel: cancel}, nil
+	return &workerConn{cluster: cluster, reader: reader, triggers: w, watches: w, cancel: cancel}, nil
 }
 
 // lookup returns the connection to cluster, if one is made.
@@ -232,8 +250,15 @@ func (ws *WorkerClusters) release(cluster, owner string) {
 	}
 }
 
-// workload finds the Workload of aw (on this cluster): by the controller
-// index in cache, then, when live is set, read from it.
+func (ws *WorkerClusters) workload(ctx context.Context, aw *awv1beta2.AppWrapper, live bool) (*kueue.Workload, error) {
+	if live {
+		return findWorkload(ctx, ws.Cache, ws.Live, aw)
+	}
+	return findWorkload(ctx, ws.Cache, nil, aw)
+}
+
+// findWorkload finds the Workload of aw (on this cluster): by the
+// controller index in cache, then, when live is set, read from it.
 func findWorkload(ctx context.Context, cache, live client.Reader, aw *awv1beta2.AppWrapper) (*kueue.Workload, error) {
 	var list kueue.WorkloadList
 	if err := cache.List(ctx, &list, client.InNamespace(aw.Namespace), client.MatchingFields{workloadOwnerIndex: string(aw.UID)}); err != nil {
@@ -295,13 +320,13 @@ func workerReach(cluster string, err error) {
 // Workload here (from cache, and from live when set), the connection, and
 // MultiKueue's copy there, read from the worker's API server. A worker
 // that cannot be read comes back with its Problem said.
-func (r *AppWrapperReconciler) readWorker(ctx context.Context, live client.Reader, aw *awv1beta2.AppWrapper) (*decision.Worker, *workerConn) {
+func (r *AppWrapperReconciler) readWorker(ctx context.Context, live bool, aw *awv1beta2.AppWrapper) (*decision.Worker, *workerConn) {
 	w := &decision.Worker{}
 	if r.Clusters == nil {
 		w.Problem = "wrapup was started without MultiKueue support (Kueue's Workload kind is not served here, or wrapup has no namespace for worker Secrets)"
 		return w, nil
 	}
-	wl, err := findWorkload(ctx, r.Cache, live, aw)
+	wl, err := r.Clusters.workload(ctx, aw, live)
 	if err != nil {
 		w.Problem = err.Error()
 		return w, nil
