@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +29,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
@@ -105,7 +107,13 @@ func (r *AppWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents 
 	r.defaults()
 	b := ctrl.NewControllerManagedBy(mgr)
 	if ws, ok := r.Clusters.(*WorkerClusters); ok && ws != nil {
-		b = b.WatchesRawSource(source.Channel(ws.Events(), &handler.EnqueueRequestForObject{}))
+		// Trigger changes on the workers; and a Workload dispatched (or
+		// evicted), which names the worker to read: its AppWrapper's own
+		// status may not change with it.
+		b = b.WatchesRawSource(source.Channel(ws.Events(), &handler.EnqueueRequestForObject{})).
+			Watches(&kueue.Workload{},
+				handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &awv1beta2.AppWrapper{}, handler.OnlyControllerOwner()),
+				builder.WithPredicates(clusterNameChanged{}))
 	}
 	return b.
 		Named("wrapup-appwrapper").
@@ -131,6 +139,16 @@ func (r *AppWrapperReconciler) defaults() {
 	if r.Workers <= 0 {
 		r.Workers = DefaultWorkers
 	}
+}
+
+// clusterNameChanged passes Workload updates that change the worker
+// cluster it is dispatched to (status.clusterName).
+type clusterNameChanged struct{ predicate.Funcs }
+
+func (clusterNameChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*kueue.Workload)
+	n, ok2 := e.ObjectNew.(*kueue.Workload)
+	return ok1 && ok2 && ptr.Deref(o.Status.ClusterName, "") != ptr.Deref(n.Status.ClusterName, "")
 }
 
 // readyChanged passes rule updates that change the Ready condition: a rule

@@ -36,9 +36,20 @@ func CacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&awv1beta2.AppWrapper{}:            {Transform: slimAppWrapper},
 			&wrapupv1alpha1.CompletionRecord{}: {Transform: slimCompletionRecord},
-			&kueue.Workload{}:                  {Transform: slimWorkload},
 		},
 	}
+}
+
+// WithMultiKueue adds to o what wrapup on a MultiKueue manager cluster
+// caches besides (Options.MultiKueue): Kueue's Workloads, of which it keeps
+// the owner and the cluster they are dispatched to. Only with Kueue's
+// Workload kind served: the cache maps it when it is made.
+func WithMultiKueue(o cache.Options) cache.Options {
+	if o.ByObject == nil {
+		o.ByObject = map[client.Object]cache.ByObject{}
+	}
+	o.ByObject[&kueue.Workload{}] = cache.ByObject{Transform: slimWorkload}
+	return o
 }
 
 // slimCompletionRecord keeps of a CompletionRecord what its retention and

@@ -52,6 +52,12 @@ type triggerView interface {
 	trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error)
 }
 
+// claimer is a triggerView that watches kinds for the AppWrapper it reads
+// for.
+type claimer interface {
+	claim(gk schema.GroupKind, fields celpolicies.Fields) error
+}
+
 // gather builds the input of a decision on key from v. aw, when set, is
 // the AppWrapper as v would read it (the answer to a write just made).
 func gather(ctx context.Context, v view, policies *celpolicies.Cache, key types.NamespacedName, aw *awv1beta2.AppWrapper, in decision.Input) (decision.Input, error) {
@@ -100,10 +106,21 @@ func gather(ctx context.Context, v view, policies *celpolicies.Cache, key types.
 
 	plan := decision.Plan(in)
 	var tv triggerView = v
-	if plan.Rule != nil && decision.WorkerToRead(in) {
+	if rule := plan.Rule; rule != nil && decision.WorkerToRead(in) {
 		// MultiKueue dispatched it: its triggers are on a worker cluster.
 		in.Worker, tv = v.worker(ctx, key, aw)
 		plan = decision.Plan(in)
+		if c, ok := tv.(claimer); ok && len(plan.Refs) == 0 {
+			// Not read there yet (no copy of it, or not started): its
+			// triggers' kinds are watched there all the same, so that the
+			// components' creation brings it back.
+			refs, _ := decision.FindTriggers(aw, rule.Rule)
+			for _, ref := range refs {
+				if err := c.claim(ref.Kind, rule.Policy.ObjectFields(ref.Kind)); err != nil {
+					return in, err
+				}
+			}
+		}
 	}
 	for _, ref := range plan.Refs {
 		t, err := tv.trigger(ctx, aw, ref, plan.Rule.Policy.ObjectFields(ref.Kind))
@@ -327,15 +344,23 @@ type workerCacheView struct {
 
 func (v *workerCacheView) kind(gk schema.GroupKind) decision.Kind { return v.c.triggers.Kind(gk) }
 
+// claim watches gk on the worker for the AppWrapper.
+func (v *workerCacheView) claim(gk schema.GroupKind, fields celpolicies.Fields) error {
+	// Remembered before the claim is made, so that it is released with the
+	// AppWrapper whatever happens to this reconcile.
+	v.r.claimOnWorker(v.key, v.c, gk)
+	var nf *KindNotFoundError
+	if err := v.c.triggers.Ensure(workerOwner(v.key, gk), gk, fields); err != nil && !errors.As(err, &nf) {
+		return fmt.Errorf("watching %s on worker cluster %s: %w", gk, v.c.cluster, err)
+	}
+	return nil
+}
+
 func (v *workerCacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error) {
 	t := decision.Trigger{Ref: ref}
 	w := v.c.triggers
-	// Remembered before the claim is made, so that it is released with the
-	// AppWrapper whatever happens to this reconcile.
-	v.r.claimOnWorker(v.key, v.c, ref.Kind)
-	var nf *KindNotFoundError
-	if err := w.Ensure(workerOwner(v.key, ref.Kind), ref.Kind, fields); err != nil && !errors.As(err, &nf) {
-		return t, fmt.Errorf("watching %s on worker cluster %s: %w", ref.Kind, v.c.cluster, err)
+	if err := v.claim(ref.Kind, fields); err != nil {
+		return t, err
 	}
 	if k := w.Kind(ref.Kind); k.State == decision.KindNotServed || k.State == decision.KindNotWatchable {
 		return t, nil

@@ -14,7 +14,6 @@ package gc
 // +kubebuilder:rbac:groups=wrapup.dev,resources=completionrules,verbs=get;list;watch
 // +kubebuilder:rbac:groups=wrapup.dev,resources=completionrules/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=wrapup.dev,resources=completionrecords,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch

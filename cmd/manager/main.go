@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -137,7 +138,7 @@ func main() {
 		Scheme: scheme,
 		// wrapup runs alone in this manager: its cache may drop what it
 		// never reads.
-		Cache:                   gc.CacheOptions(),
+		Cache:                   cacheOptions(multiKueue),
 		Metrics:                 metricsOptions(metricsAddr, metricsSecure, metricsCertDir, tlsOptions(enableHTTP2)),
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
@@ -186,6 +187,15 @@ func main() {
 		log.Error(err, "Running the manager")
 		os.Exit(1)
 	}
+}
+
+// cacheOptions are the manager's cache options: gc's, with Kueue's
+// Workloads for --multikueue.
+func cacheOptions(multiKueue bool) cache.Options {
+	if multiKueue {
+		return gc.WithMultiKueue(gc.CacheOptions())
+	}
+	return gc.CacheOptions()
 }
 
 // podNamespace is the namespace of the pod the manager runs in, or "" out of

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"maps"
@@ -227,6 +228,22 @@ func TestHelmChart(t *testing.T) {
 		}
 		if d := deployment(t, off["Deployment wrapup-controller"]); !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--enable-webhook=false") || len(d.Spec.Template.Spec.Volumes) != 0 {
 			t.Errorf("webhook.enabled=false: args %v, volumes %v", d.Spec.Template.Spec.Containers[0].Args, d.Spec.Template.Spec.Volumes)
+		}
+		mk := kinds(helmTemplate(t, helm, "wrapup", ns, "multikueue.enabled=true", "multikueue.workers={worker-1,worker-2}"))
+		if d := deployment(t, mk["Deployment wrapup-controller"]); !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--multikueue=true") {
+			t.Errorf("multikueue.enabled=true: args %v", d.Spec.Template.Spec.Containers[0].Args)
+		}
+		for _, k := range []string{"ClusterRole wrapup-multikueue-workloads", "ClusterRoleBinding wrapup-multikueue-workloads", "Role wrapup-worker-kubeconfigs", "RoleBinding wrapup-worker-kubeconfigs"} {
+			if _, ok := mk[k]; !ok {
+				t.Errorf("multikueue.enabled=true renders no %s", k)
+			}
+			if _, ok := one[k]; ok {
+				t.Errorf("the defaults render %s, which only MultiKueue needs", k)
+			}
+		}
+		if rules, _, _ := unstructured.NestedSlice(mk["Role wrapup-worker-kubeconfigs"].Object, "rules"); len(rules) != 1 ||
+			fmt.Sprint(rules[0].(map[string]any)["resourceNames"]) != "[worker-1 worker-2]" || fmt.Sprint(rules[0].(map[string]any)["verbs"]) != "[get]" {
+			t.Errorf("multikueue.workers: the Secrets Role's rules %v, want get on worker-1 and worker-2 only", rules)
 		}
 		cm := kinds(helmTemplate(t, helm, "wrapup", ns, "webhook.certManagement=certManager"))
 		if _, ok := cm["Certificate wrapup-serving-cert"]; !ok {

@@ -196,7 +196,7 @@ var _ = Describe("AppWrappers that MultiKueue dispatches to worker clusters", fu
 		Expect(ex.Worker).NotTo(BeNil(), ex.String())
 		Expect(ex.Worker.Cluster).To(Equal(w.name))
 		Expect(ex.Trigger.UID).To(Equal(live.UID), ex.String())
-		Expect(ex.String()).To(ContainSubstring("Worker:     "+w.name+" (MultiKueue)"))
+		Expect(ex.String()).To(ContainSubstring("Worker:     " + w.name + " (MultiKueue)"))
 
 		util.JobComplete(ctx, w.client, job)
 		By("the manager's AppWrapper is recorded and deleted, and the worker's copy, Workload and components follow")

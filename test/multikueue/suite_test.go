@@ -99,6 +99,7 @@ var _ = BeforeSuite(func() {
 	})
 	framework.InstallControllerRBAC(ctx, manager.client)
 	applyManifests(manager.client, filepath.Join(framework.RepoRoot(), "config", "multikueue", "manager", "worker_kubeconfigs_role.yaml"))
+	applyManifests(manager.client, filepath.Join(framework.RepoRoot(), "config", "multikueue", "manager", "workloads_role.yaml"))
 	var clusters []string
 	for _, w := range workers {
 		admin, err := framework.Kubeconfig(w.cfg, "")
@@ -148,7 +149,12 @@ func startWrapup(c cluster, multiKueue bool) (stop func()) {
 	GinkgoHelper()
 	framework.InstallControllerRBAC(ctx, c.client)
 	sa := framework.ServiceAccountConfig(c.cfg, framework.ControllerNamespace, framework.ControllerServiceAccount)
-	mgr := framework.NewBareManager(sa, func(o *ctrl.Options) { o.Cache = gc.CacheOptions() })
+	mgr := framework.NewBareManager(sa, func(o *ctrl.Options) {
+		o.Cache = gc.CacheOptions()
+		if multiKueue {
+			o.Cache = gc.WithMultiKueue(o.Cache)
+		}
+	})
 	Expect(gc.Setup(mgr, gc.Options{FailureGracePeriod: 2 * time.Second, MultiKueue: multiKueue, Namespace: framework.ControllerNamespace})).To(Succeed())
 	return framework.RunManager(ctx, mgr)
 }

@@ -1,0 +1,994 @@
+package gc
+
+// The simulation of AppWrappers that MultiKueue dispatches: a manager
+// cluster (the AppWrappers, their Workloads) and two worker clusters (the
+// copies MultiKueue creates there, their benchmark Jobs), in the manner of
+// sim_test.go but on its own world. MultiKueue dispatches, evicts and
+// dispatches again (to the same worker or the other), copies each copy's
+// status back late, and removes what a deleted AppWrapper left on a
+// worker once it can reach it; workers go down and come back; users
+// delete an AppWrapper and create it again under the same name (a stale
+// copy of the old one may still be on a worker); worker reads fail now and
+// then; wrapup restarts. wrapup's AppWrapperReconciler runs against it
+// through the interfaces it has in production (WorkerSource for the
+// workers). The oracle, written apart from the decision code, checks:
+//
+//   - never a wrong delete: wrapup deletes only a manager's AppWrapper
+//     whose record names a Job that MultiKueue's copy of that AppWrapper
+//     controlled and that finished so, under a rule that deletes on it,
+//     and never while the worker it is dispatched to is down;
+//   - every record names such a Job, with its outcome;
+//   - never a lost completion: once the world settles (every worker up),
+//     every AppWrapper whose Job on its worker finished is deleted (or,
+//     under UpdateStatus, recorded).
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
+)
+
+var (
+	simMKHistories = flag.Int("sim.mk-histories", 400, "how many MultiKueue histories TestSimulationMultiKueue runs")
+	simMKSeed      = flag.Int64("sim.mk-seed", 0, "run only the MultiKueue history of this seed, and print its trace")
+)
+
+// mkWorkload is the manager's Workload of an AppWrapper.
+type mkWorkload struct {
+	name    string
+	owner   types.UID
+	cluster string
+}
+
+// mkTruth is what happened to a Job on a worker.
+type mkTruth struct {
+	// aw is the manager's AppWrapper whose copy controlled it.
+	aw      types.UID
+	outcome wrapupv1alpha1.Outcome
+}
+
+// mkWorker is one worker cluster.
+type mkWorker struct {
+	name   string
+	up     bool
+	copies map[types.NamespacedName]*awv1beta2.AppWrapper
+	jobs   map[types.NamespacedName]*unstructured.Unstructured
+	// cache is wrapup's informer of Jobs there, which lags.
+	cache  map[types.NamespacedName]*unstructured.Unstructured
+	claims map[string]bool
+	syncAt time.Time
+	// last is when the latest change reaches the informer: a watch
+	// delivers in order.
+	last time.Time
+}
+
+type mkEvent struct {
+	at  time.Time
+	seq int
+	do  func()
+}
+
+type mkWorld struct {
+	rng  *rand.Rand
+	now  time.Time
+	rv   int64
+	uids int
+	seq  int
+
+	aws     map[types.NamespacedName]*awv1beta2.AppWrapper
+	wls     map[types.NamespacedName]*mkWorkload
+	wlCache map[types.NamespacedName]mkWorkload
+	wlLast  time.Time
+	workers map[string]*mkWorker
+	truth   map[types.UID]mkTruth
+	rule    *wrapupv1alpha1.CompletionRule
+	ns      *corev1.Namespace
+	faults  float64
+
+	events   []mkEvent
+	r        *AppWrapperReconciler
+	clock    *clocktesting.FakeClock
+	queue    map[types.NamespacedName]time.Time
+	failures map[types.NamespacedName]int
+	deleted  map[types.UID]bool
+
+	trace     []string
+	violation string
+	// deletes and records count what wrapup did, for the summary.
+	deletes, records int
+}
+
+func newMKWorld(seed int64) *mkWorld {
+	w := &mkWorld{rng: rand.New(rand.NewSource(seed)), now: simStart,
+		aws: map[types.NamespacedName]*awv1beta2.AppWrapper{}, wls: map[types.NamespacedName]*mkWorkload{},
+		wlCache: map[types.NamespacedName]mkWorkload{}, workers: map[string]*mkWorker{},
+		truth: map[types.UID]mkTruth{}, deleted: map[types.UID]bool{},
+		ns: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}}
+	for _, name := range []string{"worker-1", "worker-2"} {
+		w.workers[name] = &mkWorker{name: name, up: true, copies: map[types.NamespacedName]*awv1beta2.AppWrapper{},
+			jobs: map[types.NamespacedName]*unstructured.Unstructured{}, cache: map[types.NamespacedName]*unstructured.Unstructured{},
+			claims: map[string]bool{}}
+	}
+	action := func() wrapupv1alpha1.ActionSpec {
+		a := wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll}
+		switch w.rng.Intn(5) {
+		case 0:
+			a.Action = wrapupv1alpha1.ActionUpdateStatus
+		case 1:
+			a.TTLSecondsAfterFinished = ptr.To[int32](30)
+		}
+		return a
+	}
+	w.rule = simRule{name: "benchmarks", kind: "Job", onSuccess: action(), onFailure: action(), noHistory: true}.object(1, "rule-uid")
+	w.faults = []float64{0, 0.05, 0.2}[w.rng.Intn(3)]
+	w.startWrapup()
+	return w
+}
+
+func (w *mkWorld) logf(format string, args ...any) {
+	w.trace = append(w.trace, fmt.Sprintf("%8.1fs ", w.now.Sub(simStart).Seconds())+fmt.Sprintf(format, args...))
+}
+
+func (w *mkWorld) fail(format string, args ...any) {
+	if w.violation == "" {
+		w.violation = fmt.Sprintf(format, args...)
+		w.logf("VIOLATION: %s", w.violation)
+	}
+}
+
+func (w *mkWorld) newUID(prefix string) types.UID {
+	w.uids++
+	return types.UID(fmt.Sprintf("%s-%d", prefix, w.uids))
+}
+
+func (w *mkWorld) nextRV() string {
+	w.rv++
+	return strconv.FormatInt(w.rv, 10)
+}
+
+func (w *mkWorld) later(d time.Duration, do func()) {
+	w.seq++
+	w.events = append(w.events, mkEvent{at: w.now.Add(d), seq: w.seq, do: do})
+}
+
+func (w *mkWorld) lag() time.Duration { return time.Duration(w.rng.Int63n(int64(2 * time.Second))) }
+
+// --- the manager: AppWrappers, Workloads, MultiKueue ---
+
+func (w *mkWorld) putAW(aw *awv1beta2.AppWrapper) {
+	aw.ResourceVersion = w.nextRV()
+	w.aws[client.ObjectKeyFromObject(aw)] = aw
+	w.enqueue(client.ObjectKeyFromObject(aw), w.now.Add(w.lag()))
+}
+
+// setWorkload changes a Workload; wrapup's cache of it follows late.
+func (w *mkWorld) setWorkload(key types.NamespacedName, wl *mkWorkload) {
+	if wl == nil {
+		delete(w.wls, key)
+	} else {
+		w.wls[key] = wl
+	}
+	var snap *mkWorkload
+	if wl != nil {
+		c := *wl
+		snap = &c
+	}
+	// A watch delivers in order.
+	at := w.now.Add(w.lag())
+	if at.Before(w.wlLast) {
+		at = w.wlLast
+	}
+	w.wlLast = at
+	w.later(at.Sub(w.now), func() {
+		old, had := w.wlCache[key]
+		if snap == nil {
+			delete(w.wlCache, key)
+		} else {
+			w.wlCache[key] = *snap
+		}
+		// The AppWrapper controller watches Workloads whose cluster changes.
+		if snap != nil && (!had || old.cluster != snap.cluster) {
+			w.enqueue(key, w.now)
+		}
+	})
+}
+
+func (w *mkWorld) newAppWrapper(name string) {
+	key := types.NamespacedName{Namespace: "ns", Name: name}
+	uid := w.newUID("aw")
+	aw := &awv1beta2.AppWrapper{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: uid, CreationTimestamp: metav1.NewTime(w.now.Truncate(time.Second))},
+		Spec: awv1beta2.AppWrapperSpec{ManagedBy: ptr.To(kueue.MultiKueueControllerName), Suspend: true, Components: []awv1beta2.AppWrapperComponent{
+			simComponent("apps/v1", "Deployment", name+"-inference", nil),
+			simComponent("batch/v1", "Job", name+"-bench", nil),
+		}},
+	}
+	w.logf("user creates AppWrapper %s (%s)", key, uid)
+	w.putAW(aw)
+	w.setWorkload(key, &mkWorkload{name: "appwrapper-" + name + "-" + string(uid), owner: uid})
+}
+
+// dispatch: MultiKueue dispatches the Workload of key to worker wk, which
+// creates its copy there (or finds a copy of that name already there, as
+// its adapter does) and the copy's Job.
+func (w *mkWorld) dispatch(key types.NamespacedName, wk *mkWorker) {
+	wl := *w.wls[key]
+	wl.cluster = wk.name
+	w.setWorkload(key, &wl)
+	cp, ok := wk.copies[key]
+	if !ok {
+		cp = &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, UID: w.newUID("copy"),
+			Labels: map[string]string{decision.PrebuiltWorkloadLabel: wl.name, kueue.MultiKueueOriginLabel: "multikueue"}},
+			Spec: w.aws[key].Spec}
+		cp.Spec.ManagedBy = nil
+		cp.Status.Phase = awv1beta2.AppWrapperSuspended
+		wk.copies[key] = cp
+	}
+	w.logf("MultiKueue dispatches %s (%s) to %s: copy %s (workload label %s)", key, w.aws[key].UID, wk.name, cp.UID, cp.Labels[decision.PrebuiltWorkloadLabel])
+	w.later(w.lag(), func() { w.mirror(key) })
+	// The worker's Kueue admits it, and its AppWrapper controller creates
+	// the components.
+	w.later(w.lag(), func() {
+		if wk.copies[key] != cp || cp.Status.Phase != awv1beta2.AppWrapperSuspended {
+			return
+		}
+		cp.Status.Phase = awv1beta2.AppWrapperRunning
+		jobKey := types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-bench"}
+		if _, ok := wk.jobs[jobKey]; !ok {
+			job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job", "status": map[string]any{"active": int64(1)}}}
+			job.SetName(jobKey.Name)
+			job.SetNamespace(jobKey.Namespace)
+			job.SetUID(w.newUID("job"))
+			job.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: key.Name})
+			job.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "workload.codeflare.dev/v1beta2", Kind: "AppWrapper", Name: key.Name, UID: cp.UID, Controller: ptr.To(true)}})
+			if owner := w.ownerOfCopy(cp); owner != "" {
+				w.truth[job.GetUID()] = mkTruth{aw: owner}
+			}
+			w.putJob(wk, job)
+		}
+		w.later(w.lag(), func() { w.mirror(key) })
+	})
+	w.later(w.lag(), func() { w.mirror(key) })
+}
+
+// ownerOfCopy is the manager's AppWrapper a copy was made for: the one
+// whose Workload its label names (alive or not).
+func (w *mkWorld) ownerOfCopy(cp *awv1beta2.AppWrapper) types.UID {
+	name := cp.Labels[decision.PrebuiltWorkloadLabel]
+	if i := strings.LastIndex(name, "-aw-"); i >= 0 {
+		return types.UID(name[i+1:])
+	}
+	return ""
+}
+
+// mirror: MultiKueue copies the status of the copy on the dispatched
+// worker to the manager's AppWrapper.
+func (w *mkWorld) mirror(key types.NamespacedName) {
+	aw, wl := w.aws[key], w.wls[key]
+	if aw == nil || wl == nil || wl.cluster == "" {
+		return
+	}
+	wk := w.workers[wl.cluster]
+	cp := wk.copies[key]
+	if !wk.up || cp == nil || cp.Status.Phase == aw.Status.Phase {
+		return
+	}
+	next := aw.DeepCopy()
+	next.Status = cp.Status
+	w.logf("MultiKueue copies %s's phase %s from %s", key, cp.Status.Phase, wk.name)
+	w.putAW(next)
+}
+
+func (w *mkWorld) putJob(wk *mkWorker, job *unstructured.Unstructured) {
+	key := client.ObjectKeyFromObject(job)
+	job.SetResourceVersion(w.nextRV())
+	wk.jobs[key] = job
+	w.deliver(wk, key, job.DeepCopy())
+}
+
+func (w *mkWorld) deleteJob(wk *mkWorker, key types.NamespacedName) {
+	delete(wk.jobs, key)
+	w.deliver(wk, key, nil)
+}
+
+// deliver brings a Job change to wrapup's informer on wk, late, if wk is
+// up then (else its relist, when it is back, brings it).
+func (w *mkWorld) deliver(wk *mkWorker, key types.NamespacedName, job *unstructured.Unstructured) {
+	at := w.now.Add(w.lag())
+	if at.Before(wk.last) {
+		at = wk.last
+	}
+	wk.last = at
+	w.later(at.Sub(w.now), func() {
+		if !wk.up {
+			return
+		}
+		if job == nil {
+			delete(wk.cache, key)
+		} else {
+			wk.cache[key] = job
+		}
+		if len(wk.claims) > 0 {
+			w.enqueue(types.NamespacedName{Namespace: key.Namespace, Name: strings.TrimSuffix(key.Name, "-bench")}, w.now)
+		}
+	})
+}
+
+// finishJob: the benchmark finishes on its worker; the worker's AppWrapper
+// controller (no retries) fails a copy whose Job failed.
+func (w *mkWorld) finishJob(wk *mkWorker, key types.NamespacedName, outcome wrapupv1alpha1.Outcome) {
+	job := wk.jobs[key].DeepCopy()
+	cond := map[wrapupv1alpha1.Outcome][2]string{wrapupv1alpha1.OutcomeSucceeded: {"SuccessCriteriaMet", "Complete"}, wrapupv1alpha1.OutcomeFailed: {"FailureTarget", "Failed"}}[outcome]
+	job.Object["status"] = map[string]any{"conditions": []any{
+		map[string]any{"type": cond[0], "status": "True"}, map[string]any{"type": cond[1], "status": "True"}}}
+	if t, ok := w.truth[job.GetUID()]; ok {
+		t.outcome = outcome
+		w.truth[job.GetUID()] = t
+	}
+	w.logf("Job %s (%s) on %s: %s", key, job.GetUID(), wk.name, outcome)
+	w.putJob(wk, job)
+	awKey := types.NamespacedName{Namespace: key.Namespace, Name: strings.TrimSuffix(key.Name, "-bench")}
+	if outcome == wrapupv1alpha1.OutcomeFailed {
+		if cp := wk.copies[awKey]; cp != nil {
+			// The worker's own controllers run whether or not the
+			// manager reaches the worker.
+			w.later(w.lag(), func() {
+				if wk.copies[awKey] == cp {
+					cp.Status.Phase = awv1beta2.AppWrapperFailed
+					w.later(w.lag(), func() { w.mirror(awKey) })
+				}
+			})
+		}
+	}
+}
+
+// gcWorkers: MultiKueue removes, from each worker it reaches, the copies
+// (and so the Jobs) of Workloads that are gone or dispatched elsewhere.
+func (w *mkWorld) gcWorkers() {
+	for _, wk := range w.sortedWorkers() {
+		if !wk.up {
+			continue
+		}
+		for _, key := range sortedNames(wk.copies) {
+			cp := wk.copies[key]
+			wl := w.wls[key]
+			if wl != nil && wl.cluster == wk.name && wl.name == cp.Labels[decision.PrebuiltWorkloadLabel] {
+				continue
+			}
+			w.logf("MultiKueue removes the copy of %s (%s) from %s", key, cp.UID, wk.name)
+			delete(wk.copies, key)
+			jk := types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-bench"}
+			if _, ok := wk.jobs[jk]; ok {
+				w.deleteJob(wk, jk)
+			}
+		}
+	}
+}
+
+func (w *mkWorld) sortedWorkers() []*mkWorker {
+	return []*mkWorker{w.workers["worker-1"], w.workers["worker-2"]}
+}
+
+func (w *mkWorld) sortedAWs() []*awv1beta2.AppWrapper {
+	var out []*awv1beta2.AppWrapper
+	for _, aw := range w.aws {
+		out = append(out, aw)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// --- wrapup ---
+
+func (w *mkWorld) startWrapup() {
+	w.clock = clocktesting.NewFakeClock(w.now)
+	w.queue, w.failures = map[types.NamespacedName]time.Time{}, map[types.NamespacedName]int{}
+	for _, wk := range w.sortedWorkers() {
+		wk.claims = map[string]bool{}
+		wk.cache = map[types.NamespacedName]*unstructured.Unstructured{}
+		wk.syncAt = w.now.Add(time.Duration(w.rng.Int63n(int64(3 * time.Second))))
+		if wk.up {
+			for k, j := range wk.jobs {
+				wk.cache[k] = j.DeepCopy()
+			}
+		}
+	}
+	w.r = &AppWrapperReconciler{
+		Cache: &mkReader{w: w}, Writer: &mkWriter{w: w}, APIReader: &mkReader{w: w, fresh: true},
+		Recorder: &mkRecorder{}, Policies: &celpolicies.Cache{}, Triggers: mkNoTriggers{}, Assign: NewAssignments(),
+		Counters: mkNoCounters{}, Clock: w.clock, NoHistory: true, Clusters: &mkSource{w: w},
+	}
+	w.r.defaults()
+	w.r.observe = func(stage string, in decision.Input, d decision.Decision) {
+		where := ""
+		if d.Worker != nil {
+			where = " on " + d.Worker.Cluster
+		}
+		w.logf("wrapup decides (%s) %s%s: %s: %s", stage, client.ObjectKeyFromObject(in.AppWrapper), where, d.Verdict, d.Reason)
+	}
+	for key := range w.aws {
+		w.enqueue(key, w.now)
+	}
+}
+
+func (w *mkWorld) enqueue(key types.NamespacedName, at time.Time) {
+	if cur, ok := w.queue[key]; !ok || at.Before(cur) {
+		w.queue[key] = at
+	}
+}
+
+func (w *mkWorld) reconcile(key types.NamespacedName) {
+	delete(w.queue, key)
+	w.clock.SetTime(w.now)
+	res, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+	switch {
+	case err != nil || res.Requeue:
+		n := w.failures[key]
+		w.failures[key] = n + 1
+		w.enqueue(key, w.now.Add(5*time.Millisecond<<min(n, 13)))
+	default:
+		delete(w.failures, key)
+		if res.RequeueAfter > 0 {
+			w.enqueue(key, w.now.Add(res.RequeueAfter))
+		}
+	}
+}
+
+// runUntil does what falls due up to t: world events, then wrapup's queue.
+func (w *mkWorld) runUntil(t time.Time) {
+	for n := 0; w.violation == ""; n++ {
+		if n > 200000 {
+			w.fail("the world does not settle")
+			return
+		}
+		var at time.Time
+		kind := ""
+		var ev int
+		for i, e := range w.events {
+			if kind == "" || e.at.Before(at) || e.at.Equal(at) && e.seq < w.events[ev].seq {
+				at, kind, ev = e.at, "event", i
+			}
+		}
+		var qk types.NamespacedName
+		for k, qt := range w.queue {
+			if kind == "" || qt.Before(at) || (kind == "queue" && qt.Equal(at) && k.String() < qk.String()) {
+				at, kind, qk = qt, "queue", k
+			}
+		}
+		if kind == "" || at.After(t) {
+			break
+		}
+		if at.After(w.now) {
+			w.now = at
+		}
+		if kind == "event" {
+			e := w.events[ev]
+			w.events = append(w.events[:ev], w.events[ev+1:]...)
+			e.do()
+			continue
+		}
+		w.reconcile(qk)
+	}
+	if t.After(w.now) {
+		w.now = t
+	}
+}
+
+// step makes one random change, then lets time pass.
+func (w *mkWorld) step() {
+	aws := w.sortedAWs()
+	switch x := w.rng.Intn(100); {
+	case x < 12 && len(aws) < 3:
+		for {
+			name := fmt.Sprintf("bench-%d", w.rng.Intn(3))
+			if _, taken := w.aws[types.NamespacedName{Namespace: "ns", Name: name}]; !taken {
+				w.newAppWrapper(name)
+				break
+			}
+		}
+	case x < 30:
+		// MultiKueue dispatches a queued Workload to a worker it reaches.
+		for _, aw := range aws {
+			if wl := w.wls[client.ObjectKeyFromObject(aw)]; wl != nil && wl.cluster == "" {
+				var up []*mkWorker
+				for _, wk := range w.sortedWorkers() {
+					if wk.up {
+						up = append(up, wk)
+					}
+				}
+				if len(up) > 0 {
+					w.dispatch(client.ObjectKeyFromObject(aw), up[w.rng.Intn(len(up))])
+				}
+				break
+			}
+		}
+	case x < 50:
+		// A benchmark finishes.
+		for _, wk := range w.sortedWorkers() {
+			keys := make([]types.NamespacedName, 0, len(wk.jobs))
+			for k := range wk.jobs {
+				keys = append(keys, k)
+			}
+			sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+			for _, k := range keys {
+				if _, done := w.truth[wk.jobs[k].GetUID()]; done && w.truth[wk.jobs[k].GetUID()].outcome == "" && wk.up && w.rng.Intn(2) == 0 {
+					outcome := wrapupv1alpha1.OutcomeSucceeded
+					if w.rng.Intn(3) == 0 {
+						outcome = wrapupv1alpha1.OutcomeFailed
+					}
+					w.finishJob(wk, k, outcome)
+					return
+				}
+			}
+		}
+	case x < 60:
+		// A worker goes down, or comes back (its informer lists again).
+		wk := w.sortedWorkers()[w.rng.Intn(2)]
+		wk.up = !wk.up
+		w.logf("%s is %s", wk.name, map[bool]string{true: "back", false: "down"}[wk.up])
+		if wk.up {
+			wk.cache = map[types.NamespacedName]*unstructured.Unstructured{}
+			for _, k := range sortedNames(wk.jobs) {
+				wk.cache[k] = wk.jobs[k].DeepCopy()
+				if len(wk.claims) > 0 {
+					w.enqueue(types.NamespacedName{Namespace: k.Namespace, Name: strings.TrimSuffix(k.Name, "-bench")}, w.now.Add(w.lag()))
+				}
+			}
+		}
+	case x < 68:
+		// MultiKueue evicts a dispatched Workload (its worker lost, or
+		// preempted) and queues it again.
+		for _, aw := range aws {
+			key := client.ObjectKeyFromObject(aw)
+			if wl := w.wls[key]; wl != nil && wl.cluster != "" && w.rng.Intn(2) == 0 {
+				w.logf("MultiKueue evicts %s from %s", key, wl.cluster)
+				c := *wl
+				c.cluster = ""
+				w.setWorkload(key, &c)
+				break
+			}
+		}
+	case x < 74 && len(aws) > 0:
+		// A user deletes an AppWrapper (to create it again later).
+		aw := aws[w.rng.Intn(len(aws))]
+		key := client.ObjectKeyFromObject(aw)
+		w.logf("user deletes %s (%s)", key, aw.UID)
+		delete(w.aws, key)
+		w.setWorkload(key, nil)
+	case x < 78:
+		w.logf("wrapup restarts")
+		w.startWrapup()
+	case x < 85:
+		w.gcWorkers()
+	default:
+		for _, aw := range aws {
+			w.later(w.lag(), func() { w.mirror(client.ObjectKeyFromObject(aw)) })
+		}
+	}
+	w.runUntil(w.now.Add(time.Duration(w.rng.Int63n(int64(20 * time.Second)))))
+}
+
+// settle brings every worker back and lets MultiKueue and wrapup finish.
+func (w *mkWorld) settle() {
+	for _, wk := range w.sortedWorkers() {
+		if !wk.up {
+			wk.up = true
+			w.logf("%s is back (settling)", wk.name)
+			for k, j := range wk.jobs {
+				wk.cache[k] = j.DeepCopy()
+				w.enqueue(types.NamespacedName{Namespace: k.Namespace, Name: strings.TrimSuffix(k.Name, "-bench")}, w.now)
+			}
+		}
+	}
+	w.faults = 0
+	for i := 0; i < 30 && w.violation == ""; i++ {
+		for _, aw := range w.sortedAWs() {
+			w.mirror(client.ObjectKeyFromObject(aw))
+		}
+		w.gcWorkers()
+		w.runUntil(w.now.Add(20 * time.Second))
+	}
+	w.checkSettled()
+}
+
+// --- the oracle ---
+
+func (w *mkWorld) actionFor(o wrapupv1alpha1.Outcome) wrapupv1alpha1.ActionSpec {
+	return decision.ActionFor(w.rule, o)
+}
+
+// checkRecord: a record names a Job that MultiKueue's copy of this
+// AppWrapper controlled and that finished with the recorded outcome (or,
+// with no Job named, the AppWrapper's copied phase says so).
+func (w *mkWorld) checkRecord(aw *awv1beta2.AppWrapper, rec *decision.Record) {
+	if rec == nil {
+		return
+	}
+	if rec.TriggerUID == "" || rec.Outcome == wrapupv1alpha1.OutcomeFailed && aw.Status.Phase == awv1beta2.AppWrapperFailed {
+		// Decided by the AppWrapper's phase (as MultiKueue copied it):
+		// Failed is final whatever the trigger says, as in one cluster.
+		if aw.Status.Phase != awv1beta2.AppWrapperFailed && aw.Status.Phase != awv1beta2.AppWrapperSucceeded {
+			w.fail("%s: record %s names no trigger, and the AppWrapper is %s", aw.Name, describeRecord(rec), aw.Status.Phase)
+		}
+		return
+	}
+	t, ok := w.truth[rec.TriggerUID]
+	switch {
+	case !ok:
+		w.fail("%s (%s): record %s names a Job that no copy of it controlled", aw.Name, aw.UID, describeRecord(rec))
+	case t.aw != aw.UID:
+		w.fail("%s (%s): record %s names a Job of the copy of another AppWrapper (%s)", aw.Name, aw.UID, describeRecord(rec), t.aw)
+	case t.outcome != rec.Outcome:
+		w.fail("%s: record %s, but the Job's outcome is %q", aw.Name, describeRecord(rec), t.outcome)
+	}
+}
+
+func (w *mkWorld) checkDelete(aw *awv1beta2.AppWrapper) {
+	rec := decision.ReadRecord(aw)
+	if rec == nil {
+		w.fail("wrapup deleted %s (%s), which carries no record", aw.Name, aw.UID)
+		return
+	}
+	w.checkRecord(aw, rec)
+	if a := w.actionFor(rec.Outcome); a.Action != wrapupv1alpha1.ActionDeleteAll {
+		w.fail("wrapup deleted %s on %s, whose action is %s", aw.Name, rec.Outcome, a.Action)
+	}
+	if wl := w.wls[client.ObjectKeyFromObject(aw)]; wl != nil && wl.cluster != "" && !w.workers[wl.cluster].up {
+		w.fail("wrapup deleted %s while its worker %s was down", aw.Name, wl.cluster)
+	}
+}
+
+// checkSettled: no completion is lost.
+func (w *mkWorld) checkSettled() {
+	for _, aw := range w.sortedAWs() {
+		key := client.ObjectKeyFromObject(aw)
+		wl := w.wls[key]
+		if wl == nil || wl.cluster == "" {
+			continue
+		}
+		wk := w.workers[wl.cluster]
+		job := wk.jobs[types.NamespacedName{Namespace: key.Namespace, Name: key.Name + "-bench"}]
+		cp := wk.copies[key]
+		if job == nil || cp == nil || cp.Labels[decision.PrebuiltWorkloadLabel] != wl.name {
+			continue
+		}
+		t := w.truth[job.GetUID()]
+		if t.aw != aw.UID || t.outcome == "" {
+			continue
+		}
+		rec := decision.ReadRecord(aw)
+		outcome := t.outcome
+		if rec != nil && rec.Outcome == wrapupv1alpha1.OutcomeSucceeded && w.truth[rec.TriggerUID].aw == aw.UID {
+			// A recorded success is final: a run again after it (a
+			// re-dispatch) does not change what is done.
+			outcome = rec.Outcome
+		}
+		switch a := w.actionFor(outcome); {
+		case a.Action == wrapupv1alpha1.ActionDeleteAll:
+			w.fail("lost completion: %s (%s), whose Job %s on %s %s, still exists (record %s)", key, aw.UID, job.GetUID(), wk.name, t.outcome, describeRecord(rec))
+		case rec == nil || rec.Outcome != outcome:
+			w.fail("lost completion: %s, whose Job on %s %s, has record %s", key, wk.name, t.outcome, describeRecord(rec))
+		}
+	}
+}
+
+// --- what wrapup sees ---
+
+type mkReader struct {
+	w     *mkWorld
+	fresh bool
+}
+
+func (r *mkReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	w := r.w
+	switch o := obj.(type) {
+	case *awv1beta2.AppWrapper:
+		aw, ok := w.aws[key]
+		if !ok {
+			return apierrors.NewNotFound(schema.GroupResource{Group: "workload.codeflare.dev", Resource: "appwrappers"}, key.Name)
+		}
+		aw.DeepCopyInto(o)
+	case *corev1.Namespace:
+		w.ns.DeepCopyInto(o)
+	default:
+		return fmt.Errorf("the manager reader does not read %T", obj)
+	}
+	return nil
+}
+
+func (r *mkReader) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	switch l := list.(type) {
+	case *wrapupv1alpha1.CompletionRuleList:
+		l.Items = []wrapupv1alpha1.CompletionRule{*r.w.rule.DeepCopy()}
+	case *awv1beta2.AppWrapperList:
+		for _, aw := range r.w.sortedAWs() {
+			l.Items = append(l.Items, *aw.DeepCopy())
+		}
+	default:
+		return fmt.Errorf("the manager reader does not list %T", list)
+	}
+	return nil
+}
+
+type mkWriter struct{ w *mkWorld }
+
+func (s *mkWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
+	w := s.w
+	key := client.ObjectKeyFromObject(obj)
+	if w.faults > 0 && w.rng.Float64() < w.faults {
+		return apierrors.NewServiceUnavailable("simulated outage")
+	}
+	cur, ok := w.aws[key]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "appwrappers"}, key.Name)
+	}
+	data, err := patch.Data(obj)
+	if err != nil {
+		return err
+	}
+	var p struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(data, &p)
+	if p.Metadata.ResourceVersion != cur.ResourceVersion {
+		return apierrors.NewConflict(schema.GroupResource{Resource: "appwrappers"}, key.Name, fmt.Errorf("modified"))
+	}
+	orig, _ := json.Marshal(cur)
+	merged, err := jsonpatch.MergePatch(orig, data)
+	if err != nil {
+		return err
+	}
+	next := &awv1beta2.AppWrapper{}
+	if err := json.Unmarshal(merged, next); err != nil {
+		return err
+	}
+	w.checkRecord(next, decision.ReadRecord(next))
+	w.records++
+	w.logf("wrapup records on %s (%s): %s", key, cur.UID, describeRecord(decision.ReadRecord(next)))
+	w.putAW(next)
+	next.DeepCopyInto(obj.(*awv1beta2.AppWrapper))
+	return nil
+}
+
+func (s *mkWriter) Delete(_ context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	w := s.w
+	key := client.ObjectKeyFromObject(obj)
+	if w.faults > 0 && w.rng.Float64() < w.faults {
+		return apierrors.NewServiceUnavailable("simulated outage")
+	}
+	cur, ok := w.aws[key]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "appwrappers"}, key.Name)
+	}
+	do := (&client.DeleteOptions{}).ApplyOptions(opts)
+	if pre := do.Preconditions; pre == nil || pre.UID == nil || *pre.UID != cur.UID || pre.ResourceVersion == nil || *pre.ResourceVersion != cur.ResourceVersion {
+		return apierrors.NewConflict(schema.GroupResource{Resource: "appwrappers"}, key.Name, fmt.Errorf("precondition failed"))
+	}
+	w.checkDelete(cur)
+	if w.deleted[cur.UID] {
+		w.fail("wrapup deleted %s (%s) twice", key, cur.UID)
+	}
+	w.deleted[cur.UID] = true
+	w.deletes++
+	w.logf("wrapup DELETE %s (%s)", key, cur.UID)
+	delete(w.aws, key)
+	w.setWorkload(key, nil)
+	return nil
+}
+
+func (s *mkWriter) Create(context.Context, client.Object, ...client.CreateOption) error {
+	return fmt.Errorf("wrapup creates nothing here")
+}
+func (s *mkWriter) Update(context.Context, client.Object, ...client.UpdateOption) error {
+	return fmt.Errorf("wrapup updates nothing here")
+}
+func (s *mkWriter) DeleteAllOf(context.Context, client.Object, ...client.DeleteAllOfOption) error {
+	return fmt.Errorf("wrapup deletes no collection")
+}
+func (s *mkWriter) Apply(context.Context, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+	return fmt.Errorf("wrapup applies nothing")
+}
+
+// mkSource is the worker clusters as WorkerClusters gives them.
+type mkSource struct{ w *mkWorld }
+
+func (s *mkSource) workload(_ context.Context, aw *awv1beta2.AppWrapper, live bool) (*kueue.Workload, error) {
+	key := client.ObjectKeyFromObject(aw)
+	var wl mkWorkload
+	if live {
+		cur := s.w.wls[key]
+		if cur == nil {
+			return nil, nil
+		}
+		wl = *cur
+	} else {
+		cur, ok := s.w.wlCache[key]
+		if !ok {
+			return nil, nil
+		}
+		wl = cur
+	}
+	if wl.owner != aw.UID {
+		// The index is by controller UID: another AppWrapper's Workload.
+		return nil, nil
+	}
+	out := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: wl.name, Namespace: key.Namespace}}
+	if wl.cluster != "" {
+		out.Status.ClusterName = ptr.To(wl.cluster)
+	}
+	return out, nil
+}
+
+func (s *mkSource) conn(_ context.Context, cluster string) (*workerConn, error) {
+	wk := s.w.workers[cluster]
+	return &workerConn{cluster: cluster, reader: &mkWorkerReader{w: s.w, wk: wk}, triggers: &mkWorkerTriggers{w: s.w, wk: wk}}, nil
+}
+
+func (s *mkSource) release(cluster, owner string) { delete(s.w.workers[cluster].claims, owner) }
+
+type mkWorkerReader struct {
+	w  *mkWorld
+	wk *mkWorker
+}
+
+func (r *mkWorkerReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if !r.wk.up {
+		return fmt.Errorf("dial tcp %s: connection refused", r.wk.name)
+	}
+	if r.w.faults > 0 && r.w.rng.Float64() < r.w.faults {
+		return apierrors.NewServiceUnavailable("simulated outage")
+	}
+	switch o := obj.(type) {
+	case *awv1beta2.AppWrapper:
+		cp, ok := r.wk.copies[key]
+		if !ok {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: "appwrappers"}, key.Name)
+		}
+		cp.DeepCopyInto(o)
+	case *unstructured.Unstructured:
+		job, ok := r.wk.jobs[key]
+		if !ok {
+			return apierrors.NewNotFound(schema.GroupResource{Group: "batch", Resource: "jobs"}, key.Name)
+		}
+		o.Object = job.DeepCopy().Object
+	default:
+		return fmt.Errorf("the worker reader does not read %T", obj)
+	}
+	return nil
+}
+
+func (r *mkWorkerReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return fmt.Errorf("wrapup lists nothing on a worker")
+}
+
+type mkWorkerTriggers struct {
+	w  *mkWorld
+	wk *mkWorker
+}
+
+func (t *mkWorkerTriggers) Ensure(owner string, _ schema.GroupKind, _ celpolicies.Fields) error {
+	t.wk.claims[owner] = true
+	return nil
+}
+func (t *mkWorkerTriggers) Release(owner string) { delete(t.wk.claims, owner) }
+func (t *mkWorkerTriggers) Get(_ schema.GroupKind, namespace, name string, _ celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
+	if t.w.now.Before(t.wk.syncAt) {
+		return nil, false, nil
+	}
+	if j, ok := t.wk.cache[types.NamespacedName{Namespace: namespace, Name: name}]; ok {
+		return j.DeepCopy(), true, nil
+	}
+	return nil, true, nil
+}
+func (t *mkWorkerTriggers) Kind(schema.GroupKind) decision.Kind {
+	return decision.Kind{State: decision.KindWatched}
+}
+func (t *mkWorkerTriggers) Resource(schema.GroupKind) (schema.GroupVersionResource, bool) {
+	return schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, true
+}
+func (t *mkWorkerTriggers) Wait(_ schema.GroupKind, key types.NamespacedName) {
+	t.w.later(t.wk.syncAt.Sub(t.w.now), func() { t.w.enqueue(key, t.w.now) })
+}
+
+// The manager's own trigger watches: an AppWrapper that MultiKueue
+// dispatches has no trigger here.
+type mkNoTriggers struct{}
+
+func (mkNoTriggers) Ensure(string, schema.GroupKind, celpolicies.Fields) error { return nil }
+func (mkNoTriggers) Release(string)                                            {}
+func (mkNoTriggers) Get(schema.GroupKind, string, string, celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
+	return nil, true, nil
+}
+func (mkNoTriggers) Kind(schema.GroupKind) decision.Kind {
+	return decision.Kind{State: decision.KindWatched}
+}
+func (mkNoTriggers) Resource(schema.GroupKind) (schema.GroupVersionResource, bool) {
+	return schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, true
+}
+func (mkNoTriggers) Wait(schema.GroupKind, types.NamespacedName) {}
+
+type mkRecorder struct{}
+
+func (mkRecorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...interface{}) {
+}
+
+type mkNoCounters struct{}
+
+func (mkNoCounters) Add(context.Context, string, wrapupv1alpha1.Outcome) {}
+
+// --- the test ---
+
+func runMKHistory(seed int64, steps int) *mkWorld {
+	w := newMKWorld(seed)
+	for i := 0; i < steps && w.violation == ""; i++ {
+		w.step()
+	}
+	if w.violation == "" {
+		w.settle()
+	}
+	return w
+}
+
+// TestSimulationMultiKueue runs random MultiKueue histories (seeded) and
+// checks the oracle's invariants in each.
+func TestSimulationMultiKueue(t *testing.T) {
+	if *simMKSeed != 0 {
+		w := runMKHistory(*simMKSeed, *simSteps)
+		t.Log("\n" + strings.Join(w.trace, "\n"))
+		if w.violation != "" {
+			t.Fatalf("seed %d: %s", *simMKSeed, w.violation)
+		}
+		return
+	}
+	deletes, records := 0, 0
+	for seed := int64(1); seed <= int64(*simMKHistories); seed++ {
+		w := runMKHistory(seed, *simSteps)
+		if w.violation != "" {
+			t.Fatalf("seed %d: %s (replay: go test ./gc -run TestSimulationMultiKueue -sim.mk-seed=%d)\n%s", seed, w.violation, seed,
+				strings.Join(w.trace[max(0, len(w.trace)-60):], "\n"))
+		}
+		deletes += w.deletes
+		records += w.records
+	}
+	if deletes == 0 || records == 0 {
+		t.Fatalf("%d histories made %d deletes and %d records: the world never finishes a benchmark", *simMKHistories, deletes, records)
+	}
+	t.Logf("%d histories: %d records, %d deletes of manager AppWrappers", *simMKHistories, records, deletes)
+}
+
+func sortedNames[V any](m map[types.NamespacedName]V) []types.NamespacedName {
+	keys := make([]types.NamespacedName, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	return keys
+}
