@@ -34,6 +34,9 @@ type Options struct {
 	MultiKueue bool
 	// Namespace is wrapup's own namespace (MultiKueue's worker Secrets).
 	Namespace string
+	// WorkerSecretRecheck is how long a worker's kubeconfig Secret is
+	// trusted before it is read again; default 30s.
+	WorkerSecretRecheck time.Duration
 }
 
 // DefaultWorkers: a reconcile waits on a few API round trips (the final
@@ -97,7 +100,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("indexing Kueue Workloads (is Kueue installed?): %w", err)
 		}
 		ws := NewWorkerClusters(mgr.GetAPIReader(), opts.Namespace)
-		ws.Cache, ws.Live = mgr.GetClient(), mgr.GetAPIReader()
+		ws.Cache, ws.Live, ws.Recheck = mgr.GetClient(), mgr.GetAPIReader(), opts.WorkerSecretRecheck
 		clusters = ws
 		if err := mgr.Add(ws); err != nil {
 			return fmt.Errorf("adding the worker clusters: %w", err)

@@ -68,6 +68,9 @@ type WorkerClusters struct {
 	Namespace string
 	// Clock defaults to the real clock.
 	Clock clock.PassiveClock
+	// Recheck is how long a Secret is trusted before it is read again;
+	// default secretRecheck.
+	Recheck time.Duration
 
 	events chan event.GenericEvent
 	scheme *runtime.Scheme
@@ -150,7 +153,11 @@ func (ws *WorkerClusters) conn(ctx context.Context, cluster string) (*workerConn
 	if base == nil {
 		return nil, errors.New("the worker connections are not started yet")
 	}
-	if c != nil && ws.now().Sub(c.checked) < secretRecheck {
+	recheck := ws.Recheck
+	if recheck <= 0 {
+		recheck = secretRecheck
+	}
+	if c != nil && ws.now().Sub(c.checked) < recheck {
 		return c, nil
 	}
 	secret := &corev1.Secret{}

@@ -3,6 +3,7 @@ package multikueue
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -277,6 +278,37 @@ var _ = Describe("AppWrappers that MultiKueue dispatches to worker clusters", fu
 			By("no second run: MultiKueue does not dispatch it again")
 			Consistently(func() int { return jobsCreated(aw) }, 5*time.Second, util.Interval).Should(Equal(1))
 		})
+	})
+
+	It("deletes nothing while wrapup has no Secret for the worker, and finishes the AppWrapper once it has", func() {
+		createRule(&manager, util.MakeRule(""))
+		aw := submit("bench-nosecret", nil)
+		expectAdmitted(&manager, aw)
+		w := dispatched(aw)
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: framework.ControllerNamespace, Name: w.name}}
+		Expect(manager.client.Delete(ctx, secret)).To(Succeed())
+		DeferCleanup(func() { setWrapupSecret(w, nil) })
+		job := run(w, aw)
+		util.JobComplete(ctx, w.client, job)
+		By("without the Secret, a Warning says so and nothing is deleted")
+		Eventually(func(g Gomega) {
+			var list eventsv1.EventList
+			g.Expect(manager.client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			found := false
+			for _, e := range list.Items {
+				if e.Regarding.Name == aw.Name && e.Reason == wrapupv1alpha1.ReasonWorkerUnreachable && strings.Contains(e.Note, "no kubeconfig Secret") {
+					found = true
+				}
+			}
+			g.Expect(found).To(BeTrue(), "no %s Event naming the missing Secret on %s", wrapupv1alpha1.ReasonWorkerUnreachable, aw.Name)
+		}, util.LongTimeout, util.Interval).Should(Succeed())
+		Consistently(func() error {
+			return manager.client.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
+		}, 5*time.Second, util.Interval).Should(Succeed())
+		By("with the Secret back, the AppWrapper is finished")
+		setWrapupSecret(w, nil)
+		expectFinishedEverywhere(w, aw, job)
+		Expect(deletes(&manager, aw, wrapupUser)).To(HaveLen(1))
 	})
 
 	It("deletes nothing while the worker's API server is down, and finishes the AppWrapper once it is back", func() {

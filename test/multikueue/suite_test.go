@@ -155,7 +155,10 @@ func startWrapup(c cluster, multiKueue bool) (stop func()) {
 			o.Cache = gc.WithMultiKueue(o.Cache)
 		}
 	})
-	Expect(gc.Setup(mgr, gc.Options{FailureGracePeriod: 2 * time.Second, MultiKueue: multiKueue, Namespace: framework.ControllerNamespace})).To(Succeed())
+	// A worker's Secret is read again after 1s (30s by default), so that
+	// a spec may take it away.
+	Expect(gc.Setup(mgr, gc.Options{FailureGracePeriod: 2 * time.Second, MultiKueue: multiKueue, Namespace: framework.ControllerNamespace,
+		WorkerSecretRecheck: time.Second})).To(Succeed())
 	return framework.RunManager(ctx, mgr)
 }
 
