@@ -271,6 +271,18 @@ func findWorkload(ctx context.Context, cache, live client.Reader, aw *awv1beta2.
 	if err := cache.List(ctx, &list, client.InNamespace(aw.Namespace), client.MatchingFields{workloadOwnerIndex: string(aw.UID)}); err != nil {
 		return nil, fmt.Errorf("finding the AppWrapper's Workload: %w", err)
 	}
+	if len(list.Items) == 0 && live != nil {
+		// Not in the cache yet: the final check asks the API server.
+		var all kueue.WorkloadList
+		if err := live.List(ctx, &all, client.InNamespace(aw.Namespace)); err != nil {
+			return nil, fmt.Errorf("listing the Workloads of namespace %s: %w", aw.Namespace, err)
+		}
+		for _, wl := range all.Items {
+			if uids := workloadController(&wl); len(uids) == 1 && uids[0] == string(aw.UID) {
+				list.Items = append(list.Items, wl)
+			}
+		}
+	}
 	if len(list.Items) == 0 {
 		return nil, nil
 	}

@@ -6,13 +6,17 @@ import (
 	"testing"
 	"time"
 
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/wrapup-dev/wrapup/gc/decision"
 )
@@ -124,5 +128,45 @@ func TestWorkerBackoff(t *testing.T) {
 		if got := workerBackoff(i + 1); got != w {
 			t.Errorf("after %d failures: %s, want %s", i+1, got, w)
 		}
+	}
+}
+
+// TestFindWorkload: an AppWrapper's Workload is found by its controller in
+// the cache, read again from the API server for the final check, and
+// found there when the cache does not have it yet.
+func TestFindWorkload(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = awv1beta2.AddToScheme(s)
+	_ = kueue.AddToScheme(s)
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"}}
+	wl := func(name string, uid types.UID, cluster string) *kueue.Workload {
+		w := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "workload.codeflare.dev/v1beta2", Kind: "AppWrapper", Name: "run", UID: uid, Controller: ptr.To(true)}}}}
+		if cluster != "" {
+			w.Status.ClusterName = ptr.To(cluster)
+		}
+		return w
+	}
+	mine, other := wl("appwrapper-run-1", "aw-uid", "worker-1"), wl("appwrapper-run-2", "old-uid", "worker-2")
+	cache := fake.NewClientBuilder().WithScheme(s).WithObjects(mine.DeepCopy(), other.DeepCopy()).
+		WithIndex(&kueue.Workload{}, workloadOwnerIndex, workloadController).Build()
+	dispatched := mine.DeepCopy()
+	dispatched.Status.ClusterName = ptr.To("worker-2")
+	live := fake.NewClientBuilder().WithScheme(s).WithObjects(dispatched, other.DeepCopy()).Build()
+	ctx := context.Background()
+	got, err := findWorkload(ctx, cache, nil, aw)
+	if err != nil || got == nil || got.Name != mine.Name || *got.Status.ClusterName != "worker-1" {
+		t.Fatalf("from the cache: %v, %v; want %s on worker-1", got, err, mine.Name)
+	}
+	if got, err = findWorkload(ctx, cache, live, aw); err != nil || got == nil || *got.Status.ClusterName != "worker-2" {
+		t.Fatalf("for the final check: %v, %v; want it as the API server has it (worker-2)", got, err)
+	}
+	empty := fake.NewClientBuilder().WithScheme(s).WithIndex(&kueue.Workload{}, workloadOwnerIndex, workloadController).Build()
+	if got, err = findWorkload(ctx, empty, nil, aw); err != nil || got != nil {
+		t.Fatalf("an empty cache: %v, %v; want none", got, err)
+	}
+	if got, err = findWorkload(ctx, empty, live, aw); err != nil || got == nil || got.Name != mine.Name {
+		t.Fatalf("not in the cache yet, for the final check: %v, %v; want %s from the API server", got, err, mine.Name)
 	}
 }
