@@ -163,9 +163,8 @@ func measureLatency(home *cluster, ns string, managed bool, runs int) latencies 
 			w = dispatchedTo(aw)
 		}
 		job := runOn(w, aw, home)
-		if i+2 <= runs {
-			aws = append(aws, submitTo(home, ns, name(i+2), managed, nil))
-		}
+		// One AppWrapper waits behind it, no more: Kueue's BestEffortFIFO
+		// would admit any of several, not the first.
 		t0 := time.Now()
 		util.JobComplete(ctx, w.client, job)
 		var deleted time.Time
@@ -204,9 +203,26 @@ func measureLatency(home *cluster, ns string, managed bool, runs int) latencies 
 			}
 			cq.Annotations["wrapup.test/requeue"] = fmt.Sprint(i)
 			Expect(home.client.Update(ctx, cq)).To(Succeed())
-			Expect(admittedAt(util.LongTimeout)).NotTo(BeZero(), "%s not admitted, even after its ClusterQueue changed", aws[i+1].Name)
+			if admittedAt(util.LongTimeout).IsZero() {
+				var wls kueue.WorkloadList
+				Expect(home.client.List(ctx, &wls, client.InNamespace(ns))).To(Succeed())
+				var state []string
+				for _, wl := range wls.Items {
+					var conds []string
+					for _, c := range wl.Status.Conditions {
+						conds = append(conds, c.Type+"="+string(c.Status)+"("+c.Reason+")")
+					}
+					state = append(state, fmt.Sprintf("%s deleting=%v finalizers=%v %v", wl.Name, wl.DeletionTimestamp != nil, wl.Finalizers, conds))
+				}
+				Expect(home.client.Get(ctx, client.ObjectKey{Name: ns}, cq)).To(Succeed())
+				Fail(fmt.Sprintf("%s not admitted, even after its ClusterQueue changed; Workloads: %s; ClusterQueue usage %+v pending %d admitted %d",
+					aws[i+1].Name, strings.Join(state, "; "), cq.Status.FlavorsUsage, cq.Status.PendingWorkloads, cq.Status.AdmittedWorkloads))
+			}
 		}
 		util.ExpectGone(ctx, home.client, aw.DeepCopy(), util.LongTimeout)
+		if i+2 <= runs {
+			aws = append(aws, submitTo(home, ns, name(i+2), managed, nil))
+		}
 	}
 	return out
 }
