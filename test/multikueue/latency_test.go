@@ -191,10 +191,10 @@ func measureLatency(home *cluster, ns string, managed bool, runs int) latencies 
 		if next := admittedAt(stallAfter); !next.IsZero() {
 			out.toAdmitted = append(out.toAdmitted, next.Sub(t0))
 		} else {
-			// Kueue v0.17 may not requeue a Workload it found inadmissible
-			// when the quota it waits for is released (kubernetes-sigs/kueue
-			// #8653): a change of its ClusterQueue does. Such a run is
-			// counted as stalled, not measured.
+			// Not admitted in time: counted as stalled, not measured, and a
+			// change of its ClusterQueue makes Kueue look at it again (it
+			// requeues a Workload found inadmissible on such events; see
+			// kubernetes-sigs/kueue#8653 for the ones it may miss).
 			out.stalled++
 			cq := &kueue.ClusterQueue{}
 			Expect(home.client.Get(ctx, client.ObjectKey{Name: ns}, cq)).To(Succeed())
@@ -244,7 +244,7 @@ func latencyReport(multi, single latencies, took time.Duration) string {
 	fmt.Fprintf(&b, "| one cluster | %s / %s / %s | %s / %s / %s |\n", ms(sd.P50), ms(sd.P99), ms(sd.Max), ms(sa.P50), ms(sa.P99), ms(sa.Max))
 	rd, ra := bench.RatioOf(md, sd), bench.RatioOf(ma, sa)
 	fmt.Fprintf(&b, "| ratio MultiKueue ÷ one cluster | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f |\n", rd.P50, rd.P99, rd.Max, ra.P50, ra.P99, ra.Max)
-	fmt.Fprintf(&b, "\nRuns whose next AppWrapper Kueue did not admit within %s (it had found it inadmissible and did not requeue it when the quota came back, kubernetes-sigs/kueue#8653; a change of the ClusterQueue then did), left out of → next admitted: MultiKueue %d of %d, one cluster %d of %d.\n",
+	fmt.Fprintf(&b, "\nRuns whose next AppWrapper was not admitted within %s of the trigger (left out of → next admitted; a change of the ClusterQueue then makes Kueue look at it again): MultiKueue %d of %d, one cluster %d of %d.\n",
 		stallAfter, multi.stalled, len(multi.toDelete), single.stalled, len(single.toDelete))
 	return b.String()
 }
