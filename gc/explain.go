@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
@@ -84,43 +83,28 @@ func ExplainWithWorkers(ctx context.Context, r client.Reader, workers WorkerRead
 // through r (listed, as a tool has no index), the copy and the triggers
 // through the worker's reader.
 func explainWorker(ctx context.Context, r client.Reader, workers WorkerReader, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
-	w := &decision.Worker{}
-	var list kueue.WorkloadList
-	if err := r.List(ctx, &list, client.InNamespace(aw.Namespace)); err != nil {
-		w.Problem = fmt.Sprintf("listing Kueue Workloads: %v", err)
+	// A tool has no index: the Workloads are listed.
+	wl, err := findWorkload(ctx, emptyReader{}, r, aw)
+	var wr client.Reader
+	w := workerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
+		var err error
+		wr, err = workers(ctx, cluster)
+		return wr, err
+	})
+	if w.Problem != "" || wr == nil {
 		return w, nil
 	}
-	var wl *kueue.Workload
-	for i := range list.Items {
-		if uids := workloadController(&list.Items[i]); len(uids) == 1 && uids[0] == string(aw.UID) &&
-			(wl == nil || wl.CreationTimestamp.Before(&list.Items[i].CreationTimestamp)) {
-			wl = &list.Items[i]
-		}
-	}
-	if wl == nil {
-		return w, nil
-	}
-	w.Workload = wl.Name
-	if wl.Status.ClusterName == nil || *wl.Status.ClusterName == "" {
-		return w, nil
-	}
-	w.Cluster = *wl.Status.ClusterName
-	wr, err := workers(ctx, w.Cluster)
-	if err != nil {
-		w.Problem = err.Error()
-		return w, nil
-	}
-	cp := &awv1beta2.AppWrapper{}
-	if err := wr.Get(ctx, client.ObjectKeyFromObject(aw), cp); err != nil {
-		if !apierrors.IsNotFound(err) {
-			w.Problem = fmt.Sprintf("reading the AppWrapper on worker cluster %s: %v", w.Cluster, err)
-			return w, nil
-		}
-		return w, nil
-	}
-	w.AppWrapper = cp
 	return w, &readerView{r: wr, labelled: true, kinds: explainKinds(wr)}
 }
+
+// emptyReader is a cache with nothing in it.
+type emptyReader struct{}
+
+func (emptyReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return apierrors.NewNotFound(schema.GroupResource{}, "")
+}
+
+func (emptyReader) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
 
 // explainKinds says, from r's REST mapper when it has one, which trigger
 // kinds the API server serves; nil (every kind counts as served) without.

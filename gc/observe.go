@@ -365,14 +365,24 @@ func (v *workerCacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper,
 	if k := w.Kind(ref.Kind); k.State == decision.KindNotServed || k.State == decision.KindNotWatchable {
 		return t, nil
 	}
-	obj, synced, err := w.Get(ref.Kind, aw.Namespace, ref.Name, fields)
+	return readCached(ctx, w, v.key, aw, ref, fields, v.r.workerLiveView(v.c))
+}
+
+// readCached reads the trigger ref of aw (the AppWrapper key) from the
+// trigger cache tc, or through live when tc drops fields it reads.
+func readCached(ctx context.Context, tc TriggerCache, key types.NamespacedName, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields, live triggerView) (decision.Trigger, error) {
+	t := decision.Trigger{Ref: ref}
+	obj, synced, err := tc.Get(ref.Kind, aw.Namespace, ref.Name, fields)
 	switch {
 	case err == nil && !synced:
-		w.Wait(ref.Kind, v.key)
+		// Its first list is under way: it tells this AppWrapper when done.
+		tc.Wait(ref.Kind, key)
 		t.State = decision.TriggerPending
 		return t, nil
 	case errors.Is(err, ErrFieldsNotKept):
-		return v.r.workerLiveView(v.c).trigger(ctx, aw, ref, fields)
+		// A rule was changed to read more, and its informer has not been
+		// started again yet: read this one from the API server.
+		return live.trigger(ctx, aw, ref, fields)
 	case err != nil:
 		return t, err
 	case obj == nil:
@@ -406,25 +416,7 @@ func (v *cacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 			return t, nil
 		}
 	}
-	obj, synced, err := v.r.Triggers.Get(ref.Kind, aw.Namespace, ref.Name, fields)
-	switch {
-	case err == nil && !synced:
-		// Its first list is under way: it tells this AppWrapper when done.
-		v.r.Triggers.Wait(ref.Kind, v.key)
-		t.State = decision.TriggerPending
-		return t, nil
-	case errors.Is(err, ErrFieldsNotKept):
-		// A rule was changed to read more, and its informer has not been
-		// started again yet: read this one from the API server.
-		return v.r.liveView().trigger(ctx, aw, ref, fields)
-	case err != nil:
-		return t, err
-	case obj == nil:
-		t.State = decision.TriggerAbsent
-	default:
-		t.State, t.Object = decision.TriggerPresent, obj
-	}
-	return t, nil
+	return readCached(ctx, v.r.Triggers, v.key, aw, ref, fields, v.r.liveView())
 }
 
 // appWrapperVariable: wrapup's cache (CacheOptions) keeps of the spec and

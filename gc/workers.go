@@ -346,36 +346,61 @@ func (r *AppWrapperReconciler) readWorker(ctx context.Context, live bool, aw *aw
 		return w, nil
 	}
 	wl, err := r.Clusters.workload(ctx, aw, live)
-	if err != nil {
-		w.Problem = err.Error()
+	var c *workerConn
+	w = workerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
+		var err error
+		if c, err = r.Clusters.conn(ctx, cluster); err != nil {
+			return nil, err
+		}
+		return c.reader, nil
+	})
+	if w.Cluster != "" {
+		workerReach(w.Cluster, errIf(w.Problem))
+	}
+	if w.Problem != "" {
 		return w, nil
 	}
-	if wl == nil {
-		return w, nil
+	return w, c
+}
+
+func errIf(problem string) error {
+	if problem == "" {
+		return nil
+	}
+	return errors.New(problem)
+}
+
+// workerOf is what a decision needs of the worker of aw, whose Workload
+// here is wl (nil: none; werr: it could not be read): the worker it is
+// dispatched to and the copy there, read through connect's reader.
+func workerOf(ctx context.Context, aw *awv1beta2.AppWrapper, wl *kueue.Workload, werr error, connect func(cluster string) (client.Reader, error)) *decision.Worker {
+	w := &decision.Worker{}
+	switch {
+	case werr != nil:
+		w.Problem = werr.Error()
+		return w
+	case wl == nil:
+		return w
 	}
 	w.Workload = wl.Name
 	if wl.Status.ClusterName == nil || *wl.Status.ClusterName == "" {
-		return w, nil
+		return w
 	}
 	w.Cluster = *wl.Status.ClusterName
-	c, err := r.Clusters.conn(ctx, w.Cluster)
+	reader, err := connect(w.Cluster)
 	if err != nil {
-		workerReach(w.Cluster, err)
 		w.Problem = err.Error()
-		return w, nil
+		return w
 	}
 	cp := &awv1beta2.AppWrapper{}
-	err = c.reader.Get(ctx, client.ObjectKeyFromObject(aw), cp)
-	workerReach(w.Cluster, client.IgnoreNotFound(err))
-	switch {
+	switch err := reader.Get(ctx, client.ObjectKeyFromObject(aw), cp); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		w.Problem = fmt.Sprintf("reading the AppWrapper on worker cluster %s: %v", w.Cluster, err)
-		return w, nil
 	default:
 		w.AppWrapper = cp
 	}
-	return w, c
+	return w
 }
 
 // workerOwner is the owner of the claim on a worker's watches of kind gk

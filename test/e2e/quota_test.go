@@ -68,14 +68,7 @@ var _ = Describe("Kueue quota after a benchmark finishes", func() {
 	// Deployments, a ConfigMap and the benchmark Job (the trigger).
 	submit := func(name string, annotations map[string]string) *awv1beta2.AppWrapper {
 		GinkgoHelper()
-		w := util.MakeAppWrapper(name, ns.Name).
-			Label("llm-d.ai/role", "benchmark").
-			Label(util.QueueNameLabel, lq.Name).
-			Suspend(true).
-			Component(util.MakeDeployment(name+"-prefill", 1), nil).
-			Component(util.MakeDeployment(name+"-decode", 1), nil).
-			Component(util.MakeConfigMap(name+"-config", map[string]string{"rate": "sweep"}), nil).
-			Component(util.MakeJob(name+"-guidellm").Obj(), nil)
+		w := util.MakeBenchmarkAppWrapper(name, ns.Name, lq.Name)
 		for k, v := range annotations {
 			w.Annotation(k, v)
 		}

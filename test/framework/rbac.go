@@ -38,30 +38,37 @@ func InstallControllerRBAC(ctx context.Context, c client.Client) {
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	n := 0
 	for _, f := range files {
-		if filepath.Base(f) == "kustomization.yaml" {
-			continue
-		}
-		data, err := os.ReadFile(f)
-		gomega.Expect(err).NotTo(gomega.HaveOccurred())
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				gomega.Expect(err).NotTo(gomega.HaveOccurred(), f)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
-				gomega.Expect(err).NotTo(gomega.HaveOccurred(), "%s: %s", f, u.GetName())
-			}
-			n++
+		if filepath.Base(f) != "kustomization.yaml" {
+			n += ApplyManifests(ctx, c, f)
 		}
 	}
 	gomega.Expect(n).To(gomega.BeNumerically(">=", 6), "config/rbac has fewer objects than an install needs")
+}
+
+// ApplyManifests creates the objects of a YAML file (one or several
+// documents) on c, leaving those that exist; it returns how many the file has.
+func ApplyManifests(ctx context.Context, c client.Client, path string) int {
+	ginkgo.GinkgoHelper()
+	data, err := os.ReadFile(path)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	n := 0
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return n
+			}
+			gomega.Expect(err).NotTo(gomega.HaveOccurred(), path)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
+			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "%s: %s", path, u.GetName())
+		}
+		n++
+	}
 }
 
 // ServiceAccountConfig returns cfg acting as a ServiceAccount.

@@ -360,14 +360,7 @@ func workerWorkload(g Gomega, c *cluster, aw *awv1beta2.AppWrapper) *kueue.Workl
 // MultiKueue to dispatch when managed.
 func submitTo(c *cluster, ns, name string, managed bool, annotations map[string]string) *awv1beta2.AppWrapper {
 	GinkgoHelper()
-	w := util.MakeAppWrapper(name, ns).
-		Label("llm-d.ai/role", "benchmark").
-		Label(util.QueueNameLabel, "benchmarks").
-		Suspend(true).
-		Component(util.MakeDeployment(name+"-prefill", 1), nil).
-		Component(util.MakeDeployment(name+"-decode", 1), nil).
-		Component(util.MakeConfigMap(name+"-config", map[string]string{"rate": "sweep"}), nil).
-		Component(util.MakeJob(name+"-guidellm").Obj(), nil)
+	w := util.MakeBenchmarkAppWrapper(name, ns, "benchmarks")
 	for k, v := range annotations {
 		w.Annotation(k, v)
 	}

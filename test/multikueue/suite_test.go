@@ -11,11 +11,7 @@
 package multikueue
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,8 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,7 +83,7 @@ var _ = BeforeSuite(func() {
 		w.fwk.StartManager(ctx, w.cfg, func(ctx context.Context, mgr ctrl.Manager) error {
 			return framework.SetupKueue(ctx, mgr)
 		})
-		applyManifests(w.client, filepath.Join(framework.RepoRoot(), "config", "multikueue", "worker", "reader.yaml"))
+		framework.ApplyManifests(ctx, w.client, filepath.Join(framework.RepoRoot(), "config", "multikueue", "worker", "reader.yaml"))
 	}
 
 	By("running Kueue with MultiKueue and the AppWrapper controller on the manager")
@@ -98,8 +92,8 @@ var _ = BeforeSuite(func() {
 		return framework.SetupMultiKueueManager(ctx, mgr, framework.MultiKueueOptions{ConfigNamespace: kueueNamespace, GCInterval: 5 * time.Second})
 	})
 	framework.InstallControllerRBAC(ctx, manager.client)
-	applyManifests(manager.client, filepath.Join(framework.RepoRoot(), "config", "multikueue", "manager", "worker_kubeconfigs_role.yaml"))
-	applyManifests(manager.client, filepath.Join(framework.RepoRoot(), "config", "multikueue", "manager", "workloads_role.yaml"))
+	framework.ApplyManifests(ctx, manager.client, filepath.Join(framework.RepoRoot(), "config", "multikueue", "manager", "worker_kubeconfigs_role.yaml"))
+	framework.ApplyManifests(ctx, manager.client, filepath.Join(framework.RepoRoot(), "config", "multikueue", "manager", "workloads_role.yaml"))
 	var clusters []string
 	for _, w := range workers {
 		admin, err := framework.Kubeconfig(w.cfg, "")
@@ -183,29 +177,6 @@ func setWrapupSecret(w *cluster, mutate func(*rest.Config)) {
 	Expect(err).NotTo(HaveOccurred())
 	s.Data = map[string][]byte{gc.KubeconfigKey: kc}
 	Expect(manager.client.Update(ctx, s)).To(Succeed())
-}
-
-// applyManifests creates the objects of a YAML file on c.
-func applyManifests(c client.Client, path string) {
-	GinkgoHelper()
-	data, err := os.ReadFile(path)
-	Expect(err).NotTo(HaveOccurred())
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			Expect(err).NotTo(HaveOccurred(), path)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
-			Expect(err).NotTo(HaveOccurred(), "%s: %s", path, u.GetName())
-		}
-	}
 }
 
 func findCondition(conds []metav1.Condition, t string) *metav1.Condition {

@@ -72,6 +72,21 @@ func (w *AppWrapperWrapper) Suspend(s bool) *AppWrapperWrapper {
 // Obj returns the built AppWrapper.
 func (w *AppWrapperWrapper) Obj() *awv1beta2.AppWrapper { return &w.AppWrapper }
 
+// MakeBenchmarkAppWrapper starts an llm-d style benchmark AppWrapper,
+// suspended in Kueue's LocalQueue queue: two inference Deployments, a
+// ConfigMap and the benchmark Job NAME-guidellm (the trigger), labelled
+// llm-d.ai/role=benchmark.
+func MakeBenchmarkAppWrapper(name, ns, queue string) *AppWrapperWrapper {
+	return MakeAppWrapper(name, ns).
+		Label("llm-d.ai/role", "benchmark").
+		Label(QueueNameLabel, queue).
+		Suspend(true).
+		Component(MakeDeployment(name+"-prefill", 1), nil).
+		Component(MakeDeployment(name+"-decode", 1), nil).
+		Component(MakeConfigMap(name+"-config", map[string]string{"rate": "sweep"}), nil).
+		Component(MakeJob(name+"-guidellm").Obj(), nil)
+}
+
 func podSpec() corev1.PodSpec {
 	return corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
