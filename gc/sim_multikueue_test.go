@@ -630,11 +630,16 @@ func (w *mkWorld) checkRecord(aw *awv1beta2.AppWrapper, rec *decision.Record) {
 	if rec == nil {
 		return
 	}
-	if rec.TriggerUID == "" || rec.Outcome == wrapupv1alpha1.OutcomeFailed && aw.Status.Phase == awv1beta2.AppWrapperFailed {
-		// Decided by the AppWrapper's phase (as MultiKueue copied it):
-		// Failed is final whatever the trigger says, as in one cluster.
-		if aw.Status.Phase != awv1beta2.AppWrapperFailed && aw.Status.Phase != awv1beta2.AppWrapperSucceeded {
-			w.fail("%s: record %s names no trigger, and the AppWrapper is %s", aw.Name, describeRecord(rec), aw.Status.Phase)
+	if cp := w.ownCopy(aw); rec.TriggerUID == "" || rec.Outcome == wrapupv1alpha1.OutcomeFailed && cp != nil && cp.Status.Phase == awv1beta2.AppWrapperFailed {
+		// Decided by the AppWrapper controller's phase: Failed is final
+		// whatever the trigger says, as in one cluster; but only the phase
+		// of this AppWrapper's own copy, on the worker it is dispatched to.
+		if cp == nil || cp.Status.Phase != awv1beta2.AppWrapperFailed && cp.Status.Phase != awv1beta2.AppWrapperSucceeded {
+			phase := awv1beta2.AppWrapperPhase("no copy")
+			if cp != nil {
+				phase = cp.Status.Phase
+			}
+			w.fail("%s (%s): record %s is decided by a phase, and its own copy is %s (the manager's status says %s)", aw.Name, aw.UID, describeRecord(rec), phase, aw.Status.Phase)
 		}
 		return
 	}
@@ -647,6 +652,20 @@ func (w *mkWorld) checkRecord(aw *awv1beta2.AppWrapper, rec *decision.Record) {
 	case t.outcome != rec.Outcome:
 		w.fail("%s: record %s, but the Job's outcome is %q", aw.Name, describeRecord(rec), t.outcome)
 	}
+}
+
+// ownCopy is MultiKueue's copy of aw on the worker it is dispatched to,
+// when that worker holds one made for aw.
+func (w *mkWorld) ownCopy(aw *awv1beta2.AppWrapper) *awv1beta2.AppWrapper {
+	key := client.ObjectKeyFromObject(aw)
+	wl := w.wls[key]
+	if wl == nil || wl.cluster == "" {
+		return nil
+	}
+	if cp := w.workers[wl.cluster].copies[key]; cp != nil && cp.Labels[decision.PrebuiltWorkloadLabel] == wl.name {
+		return cp
+	}
+	return nil
 }
 
 func (w *mkWorld) checkDelete(aw *awv1beta2.AppWrapper) {

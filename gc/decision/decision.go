@@ -394,6 +394,9 @@ const (
 // Decide decides what to do with in.AppWrapper. ctx bounds the evaluation
 // of the rule's expressions only.
 func Decide(ctx context.Context, in Input) Decision {
+	if MultiKueueManaged(in.AppWrapper) && in.Worker != nil {
+		in.AppWrapper = withCopyStatus(in)
+	}
 	d := decideOn(ctx, in)
 	if MultiKueueManaged(in.AppWrapper) {
 		// Its components are on the worker: the gatherer watches their
@@ -454,7 +457,9 @@ func decideOn(ctx context.Context, in Input) Decision {
 	}
 	if MultiKueueManaged(aw) {
 		d.Worker = workerInfo(in)
-		if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil && deployed(aw) {
+		// (Whatever the AppWrapper's status says: with the worker
+		// unread, it is the status of no copy known to be this one's.)
+		if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil {
 			d.Verdict, d.Requeue = VerdictWorkerUnreachable, WorkerRetry
 			d.Reason = fmt.Sprintf("MultiKueue dispatched the AppWrapper to worker cluster %s, which wrapup cannot read: %s; nothing is recorded or deleted until it can",
 				in.Worker.Cluster, problem)
@@ -517,16 +522,16 @@ func observeCandidate(ctx context.Context, in Input, policy *celpolicies.Policy,
 	c := observed{info: TriggerInfo{Ref: ref}}
 	owner, ok, problem, unknown := componentsOwner(in)
 	switch {
-	case !deployed(aw):
-		c.info.Problem = fmt.Sprintf("the AppWrapper is %s: its components do not exist", phaseOrNone(aw.Status.Phase))
-		c.state = liveAbsent
-		return c
 	case !ok:
 		c.info.Problem = problem
 		c.state = liveAbsent
 		if unknown {
 			c.state = liveUnknown
 		}
+		return c
+	case !deployed(aw):
+		c.info.Problem = fmt.Sprintf("the AppWrapper is %s: its components do not exist", phaseOrNone(aw.Status.Phase))
+		c.state = liveAbsent
 		return c
 	case ref.Name == "":
 		c.info.Problem = "the AppWrapper controller has not created the trigger yet (its template uses generateName)"

@@ -87,6 +87,23 @@ func componentsOwner(in Input) (owner *awv1beta2.AppWrapper, ok bool, problem st
 	return w.AppWrapper, true, "", false
 }
 
+// withCopyStatus is in.AppWrapper, for an AppWrapper that MultiKueue
+// dispatches, with the status of its verified copy on the worker (none
+// when there is no such copy): every decision that reads the AppWrapper
+// controller's status (Failed or Succeeded, retries, the failure hold)
+// reads the controller's status of the copy that ran this AppWrapper's
+// components. The manager's own status is MultiKueue's copy of whatever
+// AppWrapper of that name the worker holds (Kueue v0.17.0's adapter does
+// not check which), possibly an older one's, and late.
+func withCopyStatus(in Input) *awv1beta2.AppWrapper {
+	aw := in.AppWrapper.DeepCopy()
+	aw.Status = awv1beta2.AppWrapperStatus{}
+	if owner, ok, _, _ := componentsOwner(in); ok {
+		owner.Status.DeepCopyInto(&aw.Status)
+	}
+	return aw
+}
+
 // workerInfo is what in says of the worker, for the decision.
 func workerInfo(in Input) *WorkerInfo {
 	if !MultiKueueManaged(in.AppWrapper) || in.Worker == nil {

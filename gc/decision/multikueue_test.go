@@ -148,6 +148,31 @@ func TestMultiKueueManager(t *testing.T) {
 			events: []string{wrapupv1alpha1.ReasonTriggerNotOwned},
 		},
 		{
+			// MultiKueue copies the status of whatever AppWrapper of that
+			// name the worker holds: here a stale copy of an older one,
+			// which failed. This AppWrapper never ran.
+			name: "a Failed status mirrored from another AppWrapper's stale copy records nothing",
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).phase(awv1beta2.AppWrapperFailed).obj() },
+			worker: func(t *testing.T) *Worker {
+				c := workerCopy(t)
+				c.Labels[PrebuiltWorkloadLabel] = "appwrapper-run-older"
+				c.Status.Phase = awv1beta2.AppWrapperFailed
+				return dispatched(c)
+			},
+			want: VerdictWaitingForTrigger, reason: "is not MultiKueue's copy of this one",
+		},
+		{
+			name: "the verified copy's Failed phase is final, whatever the manager's late status says",
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			worker: func(t *testing.T) *Worker {
+				c := workerCopy(t)
+				c.Status.Phase = awv1beta2.AppWrapperFailed
+				return dispatched(c)
+			},
+			trig: onCopy(job(jobUID, "")), want: VerdictDelete, write: true,
+			events: []string{wrapupv1alpha1.ReasonDeleted, wrapupv1alpha1.ReasonTriggerFailed},
+		},
+		{
 			name:   "a running trigger on the worker",
 			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
 			worker: func(t *testing.T) *Worker { return dispatched(workerCopy(t)) },
