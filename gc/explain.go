@@ -194,8 +194,10 @@ func (ex *Explanation) String() string {
 		switch {
 		case w.Cluster == "":
 			b.WriteString("Worker:     none: MultiKueue has not dispatched the AppWrapper yet\n")
-		case w.CopyUID != "":
+		case w.CopyUID != "" && w.Problem == "":
 			fmt.Fprintf(&b, "Worker:     %s (MultiKueue): its copy uid %s, phase %s; the trigger was read there\n", w.Cluster, w.CopyUID, phaseOrNone(w.CopyPhase))
+		case w.CopyUID != "":
+			fmt.Fprintf(&b, "Worker:     %s (MultiKueue): an AppWrapper of this name, uid %s, phase %s\n", w.Cluster, w.CopyUID, phaseOrNone(w.CopyPhase))
 		default:
 			fmt.Fprintf(&b, "Worker:     %s (MultiKueue)\n", w.Cluster)
 		}

@@ -124,6 +124,19 @@ func gather(ctx context.Context, v view, policies *celpolicies.Cache, key types.
 	}
 	for _, ref := range plan.Refs {
 		t, err := tv.trigger(ctx, aw, ref, plan.Rule.Policy.ObjectFields(ref.Kind))
+		if in.Worker != nil {
+			// On a worker, a kind that cannot be read there says nothing
+			// of the rule here: the worker cannot be read for it.
+			k := tv.kind(ref.Kind)
+			switch {
+			case apimeta.IsNoMatchError(err):
+				in.Worker.Problem = fmt.Sprintf("the trigger kind %s is not served on worker cluster %s (is its CRD installed there?)", ref.Kind, in.Worker.Cluster)
+				continue
+			case err == nil && (k.State == decision.KindNotServed || k.State == decision.KindNotWatchable):
+				in.Worker.Problem = fmt.Sprintf("wrapup cannot watch the trigger kind %s on worker cluster %s: %s", ref.Kind, in.Worker.Cluster, k.Message)
+				continue
+			}
+		}
 		if apimeta.IsNoMatchError(err) {
 			// The API server does not serve the kind: as the controller's
 			// watches would say.

@@ -480,6 +480,21 @@ func (w *Watches) send(ctx context.Context, keys []types.NamespacedName, rules [
 }
 
 // appWrapperOwner parses an owner name of watchOwner.
+// claimants are the AppWrappers that claim kinds here.
+func (w *Watches) claimants() []types.NamespacedName {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seen := map[types.NamespacedName]bool{}
+	var out []types.NamespacedName
+	for owner := range w.owners {
+		if k, ok := appWrapperOwner(owner); ok && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 func appWrapperOwner(owner string) (types.NamespacedName, bool) {
 	rest, ok := strings.CutPrefix(owner, "appwrapper/")
 	if !ok {

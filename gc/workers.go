@@ -46,6 +46,9 @@ const (
 	// workerBackoffMax is the longest wait before an unreachable worker
 	// is tried again for an AppWrapper.
 	workerBackoffMax = 2 * time.Minute
+	// workerFailFast is how long after a worker failed to answer its
+	// AppWrappers are decided unreachable without asking it again.
+	workerFailFast = 5 * time.Second
 )
 
 // WorkerClusters reaches the worker clusters of a MultiKueue manager cluster, one
@@ -104,6 +107,12 @@ type workerConn struct {
 	triggers TriggerCache
 	watches  *Watches
 	cancel   context.CancelFunc
+
+	mu sync.Mutex
+	// failure is the error of the worker's last failed answer, at failedAt;
+	// nil once it answers again.
+	failure  error
+	failedAt time.Time
 }
 
 // NewWorkerClusters returns the worker connections of wrapup in namespace,
@@ -149,15 +158,16 @@ func (ws *WorkerClusters) conn(ctx context.Context, cluster string) (*workerConn
 	ws.mu.Lock()
 	c := ws.conns[cluster]
 	base := ws.ctx
-	ws.mu.Unlock()
-	if base == nil {
-		return nil, errors.New("the worker connections are not started yet")
-	}
 	recheck := ws.Recheck
 	if recheck <= 0 {
 		recheck = secretRecheck
 	}
-	if c != nil && ws.now().Sub(c.checked) < recheck {
+	fresh := c != nil && ws.now().Sub(c.checked) < recheck
+	ws.mu.Unlock()
+	if base == nil {
+		return nil, errors.New("the worker connections are not started yet")
+	}
+	if fresh {
 		return c, nil
 	}
 	secret := &corev1.Secret{}
@@ -184,12 +194,47 @@ func (ws *WorkerClusters) conn(ctx context.Context, cluster string) (*workerConn
 	}
 	nc.secretRV, nc.checked = secret.ResourceVersion, ws.now()
 	if old := ws.conns[cluster]; old != nil {
-		// The Secret changed: the AppWrappers claim their kinds again on
-		// the new connection, whose informers list afresh.
+		// The Secret changed: the AppWrappers that watched kinds on the old
+		// connection are reconciled, to claim them again on the new one,
+		// whose informers list afresh (else a trigger that finishes before
+		// their next reconcile would go unseen).
 		old.cancel()
+		keys := old.watches.claimants()
+		go func() {
+			for _, k := range keys {
+				select {
+				case ws.events <- appWrapperEvent(k):
+				case <-base.Done():
+					return
+				}
+			}
+		}()
 	}
 	ws.conns[cluster] = nc
 	return nc, nil
+}
+
+// failFast says, when the worker of c failed to answer less than
+// workerFailFast ago, why: its AppWrappers do not each wait on it again
+// (up to workerTimeout), which would hold the controller's workers.
+func (c *workerConn) failFast(now time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failure != nil && now.Sub(c.failedAt) < workerFailFast {
+		return fmt.Errorf("%w (at %s; asked again after %s)", c.failure, c.failedAt.UTC().Format(time.RFC3339), workerFailFast)
+	}
+	return nil
+}
+
+// answered records whether the worker of c answered a read.
+func (c *workerConn) answered(now time.Time, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.failure, c.failedAt = err, now
+		return
+	}
+	c.failure = nil
 }
 
 // connect makes the clients and the watches of one worker.
@@ -352,7 +397,10 @@ func (r *AppWrapperReconciler) readWorker(ctx context.Context, live bool, aw *aw
 		if c, err = r.Clusters.conn(ctx, cluster); err != nil {
 			return nil, err
 		}
-		return c.reader, nil
+		if err := c.failFast(r.Clock.Now()); err != nil {
+			return nil, err
+		}
+		return &answerReader{Reader: c.reader, c: c, clock: r.Clock}, nil
 	})
 	if w.Cluster != "" {
 		workerReach(w.Cluster, errIf(w.Problem))
@@ -361,6 +409,19 @@ func (r *AppWrapperReconciler) readWorker(ctx context.Context, live bool, aw *aw
 		return w, nil
 	}
 	return w, c
+}
+
+// answerReader records on its connection whether the worker answered.
+type answerReader struct {
+	client.Reader
+	c     *workerConn
+	clock clock.PassiveClock
+}
+
+func (a *answerReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := a.Reader.Get(ctx, key, obj, opts...)
+	a.c.answered(a.clock.Now(), err)
+	return err
 }
 
 func errIf(problem string) error {

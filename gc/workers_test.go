@@ -2,14 +2,17 @@ package gc
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -93,10 +96,22 @@ func TestWorkerConnections(t *testing.T) {
 	if err := c.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
+	// An AppWrapper watching a kind on the old connection.
+	first.watches.mu.Lock()
+	first.watches.owners[workerOwner(types.NamespacedName{Namespace: "ns", Name: "run"}, schema.GroupKind{Group: "batch", Kind: "Job"})] = claim{}
+	first.watches.mu.Unlock()
 	clock.SetTime(clock.Now().Add(secretRecheck))
 	second, err := ws.conn(ctx, "worker-1")
 	if err != nil || second == first {
 		t.Fatalf("a changed Secret: %v, same connection %v; want a new one", err, second == first)
+	}
+	select {
+	case e := <-ws.Events():
+		if e.Object.GetNamespace() != "ns" || e.Object.GetName() != "run" {
+			t.Errorf("after the connection was replaced, an event for %s/%s, want ns/run", e.Object.GetNamespace(), e.Object.GetName())
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the AppWrapper that watched a kind on the old connection is not reconciled to claim it again")
 	}
 	first.watches.mu.Lock()
 	oldCtx := first.watches.ctx
@@ -119,6 +134,32 @@ func TestWorkerConnections(t *testing.T) {
 	<-done
 	if ws.lookup("worker-1") != nil {
 		t.Error("connections outlive the manager")
+	}
+}
+
+// TestWorkerFailFast: after a worker failed to answer, its AppWrappers are
+// decided unreachable without asking it again for workerFailFast; a
+// NotFound is an answer.
+func TestWorkerFailFast(t *testing.T) {
+	c := &workerConn{}
+	now := time.Now()
+	if err := c.failFast(now); err != nil {
+		t.Fatalf("a worker that never failed: %v", err)
+	}
+	c.answered(now, apierrors.NewNotFound(schema.GroupResource{Resource: "appwrappers"}, "run"))
+	if err := c.failFast(now); err != nil {
+		t.Fatalf("after a NotFound: %v", err)
+	}
+	c.answered(now, errors.New("dial tcp: i/o timeout"))
+	if err := c.failFast(now.Add(workerFailFast / 2)); err == nil || !strings.Contains(err.Error(), "i/o timeout") {
+		t.Errorf("within workerFailFast of a failure: %v, want the failure", err)
+	}
+	if err := c.failFast(now.Add(workerFailFast)); err != nil {
+		t.Errorf("after workerFailFast: %v, want it asked again", err)
+	}
+	c.answered(now, nil)
+	if err := c.failFast(now); err != nil {
+		t.Errorf("after an answer: %v", err)
 	}
 }
 

@@ -178,7 +178,7 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: for people).")
 	cmd.Flags().StringToStringVar(&workerFiles, "worker-kubeconfig", nil,
 		"For an AppWrapper that MultiKueue dispatched: the kubeconfig file of its worker cluster, as MULTIKUEUECLUSTER=PATH (repeatable; default: wrapup's kubeconfig Secret of that name, see --worker-secrets-namespace).")
-	cmd.Flags().StringVar(&workerSecrets, "worker-secrets-namespace", "wrapup-system", "Where wrapup keeps the kubeconfig Secrets of MultiKueue's worker clusters.")
+	cmd.Flags().StringVar(&workerSecrets, "worker-secrets-namespace", "wrapup-system", "Where wrapup keeps the kubeconfig Secrets of MultiKueue's worker clusters: the namespace it is installed in (the Helm release's).")
 	return cmd
 }
 
