@@ -289,6 +289,12 @@ var _ = Describe("AppWrappers that MultiKueue dispatches to worker clusters", fu
 		Expect(manager.client.Delete(ctx, secret)).To(Succeed())
 		DeferCleanup(func() { setWrapupSecret(w, nil) })
 		job := run(w, aw)
+		// wrapup trusts a Secret it read for WorkerSecretRecheck (1s here):
+		// the Secret stays away longer than that before the trigger
+		// completes.
+		Consistently(func() bool {
+			return apierrors.IsNotFound(manager.client.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}))
+		}, 2*time.Second, util.Interval).Should(BeTrue())
 		util.JobComplete(ctx, w.client, job)
 		By("without the Secret, a Warning says so and nothing is deleted")
 		Eventually(func(g Gomega) {
