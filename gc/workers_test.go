@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -61,14 +62,12 @@ func TestWorkerConnections(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { _ = ws.Start(ctx); close(done) }()
-	for {
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		ws.mu.Lock()
-		started := ws.ctx != nil
-		ws.mu.Unlock()
-		if started {
-			break
-		}
-		time.Sleep(time.Millisecond)
+		defer ws.mu.Unlock()
+		return ws.ctx != nil, nil
+	}); err != nil {
+		t.Fatalf("the worker connections did not start: %v", err)
 	}
 
 	if _, err := ws.conn(ctx, "worker-2"); err == nil || !strings.Contains(err.Error(), "no kubeconfig Secret wrapup-system/worker-2") {

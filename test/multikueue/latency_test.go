@@ -136,6 +136,8 @@ func measureLatency(home *cluster, ns string, managed bool, runs int) latencies 
 	Expect(err).NotTo(HaveOccurred())
 	var mu sync.Mutex
 	admitted := map[string]time.Time{}
+	// seen is told of each admission the watch records.
+	seen := make(chan struct{}, 1)
 	go func() {
 		defer GinkgoRecover()
 		for e := range wi.ResultChan() {
@@ -145,8 +147,12 @@ func measureLatency(home *cluster, ns string, managed bool, runs int) latencies 
 			}
 			if ref := metav1.GetControllerOf(wl); ref != nil {
 				mu.Lock()
-				if _, seen := admitted[ref.Name]; !seen {
+				if _, ok := admitted[ref.Name]; !ok {
 					admitted[ref.Name] = time.Now()
+					select {
+					case seen <- struct{}{}:
+					default:
+					}
 				}
 				mu.Unlock()
 			}
@@ -176,16 +182,23 @@ func measureLatency(home *cluster, ns string, managed bool, runs int) latencies 
 			}
 			g.Expect(deleted).NotTo(BeZero(), "no delete request of %s yet", aw.Name)
 		}, util.LongTimeout, 20*time.Millisecond).Should(Succeed())
+		// admittedAt waits up to timeout for the watch to see the next one admitted.
 		admittedAt := func(timeout time.Duration) time.Time {
-			for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			timer := time.NewTimer(timeout)
+			defer timer.Stop()
+			for {
 				mu.Lock()
 				at := admitted[aws[i+1].Name]
 				mu.Unlock()
 				if !at.IsZero() {
 					return at
 				}
+				select {
+				case <-seen:
+				case <-timer.C:
+					return time.Time{}
+				}
 			}
-			return time.Time{}
 		}
 		out.toDelete = append(out.toDelete, deleted.Sub(t0))
 		if next := admittedAt(stallAfter); !next.IsZero() {
