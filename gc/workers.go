@@ -372,10 +372,10 @@ func slimWorkload(obj any) (any, error) {
 }
 
 // workerReach says, per worker, whether wrapup could last read it.
-func workerReach(cluster string, err error) {
-	v := 1.0
-	if err != nil {
-		v = 0
+func workerReach(cluster string, reached bool) {
+	v := 0.0
+	if reached {
+		v = 1
 	}
 	workerReachableGauge.WithLabelValues(cluster).Set(v)
 }
@@ -403,7 +403,7 @@ func (r *AppWrapperReconciler) readWorker(ctx context.Context, live bool, aw *aw
 		return &answerReader{Reader: c.reader, c: c, clock: r.Clock}, nil
 	})
 	if w.Cluster != "" {
-		workerReach(w.Cluster, errIf(w.Problem))
+		workerReach(w.Cluster, w.Problem == "")
 	}
 	if w.Problem != "" {
 		return w, nil
@@ -422,13 +422,6 @@ func (a *answerReader) Get(ctx context.Context, key client.ObjectKey, obj client
 	err := a.Reader.Get(ctx, key, obj, opts...)
 	a.c.answered(a.clock.Now(), err)
 	return err
-}
-
-func errIf(problem string) error {
-	if problem == "" {
-		return nil
-	}
-	return errors.New(problem)
 }
 
 // workerOf is what a decision needs of the worker of aw, whose Workload
