@@ -11,6 +11,7 @@ import (
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -367,8 +368,16 @@ func slimWorkload(obj any) (any, error) {
 		TypeMeta: wl.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: wl.Name, Namespace: wl.Namespace, UID: wl.UID, ResourceVersion: wl.ResourceVersion,
 			CreationTimestamp: wl.CreationTimestamp, OwnerReferences: wl.OwnerReferences},
-		Status: kueue.WorkloadStatus{ClusterName: wl.Status.ClusterName},
+		Status: kueue.WorkloadStatus{ClusterName: wl.Status.ClusterName, Conditions: finishedOnly(wl.Status.Conditions)},
 	}, nil
+}
+
+// finishedOnly keeps of conds the Finished condition.
+func finishedOnly(conds []metav1.Condition) []metav1.Condition {
+	if c := apimeta.FindStatusCondition(conds, kueue.WorkloadFinished); c != nil {
+		return []metav1.Condition{*c}
+	}
+	return nil
 }
 
 // workerReach says, per worker, whether wrapup could last read it.
@@ -437,6 +446,7 @@ func workerOf(ctx context.Context, aw *awv1beta2.AppWrapper, wl *kueue.Workload,
 		return w
 	}
 	w.Workload = wl.Name
+	w.Finished = apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)
 	if wl.Status.ClusterName == nil || *wl.Status.ClusterName == "" {
 		return w
 	}

@@ -30,6 +30,10 @@ type Worker struct {
 	// AppWrapper is the AppWrapper of the same name on the worker; nil when
 	// there is none.
 	AppWrapper *awv1beta2.AppWrapper
+	// Finished says that Kueue finished the Workload here (condition
+	// Finished): its run on the worker ended, and MultiKueue removes the
+	// copy there, whose last status the AppWrapper here keeps.
+	Finished bool
 }
 
 // WorkerInfo is what a decision read on a worker cluster, for people.
@@ -98,8 +102,14 @@ func componentsOwner(in Input) (owner *awv1beta2.AppWrapper, ok bool, problem st
 func withCopyStatus(in Input) *awv1beta2.AppWrapper {
 	aw := in.AppWrapper.DeepCopy()
 	aw.Status = awv1beta2.AppWrapperStatus{}
-	if owner, ok, _, _ := componentsOwner(in); ok {
+	owner, ok, _, _ := componentsOwner(in)
+	switch {
+	case ok:
 		owner.Status.DeepCopyInto(&aw.Status)
+	case in.Worker.Finished && in.Worker.AppWrapper == nil && in.Worker.Problem == "":
+		// The run ended and MultiKueue removed its copy: the status kept
+		// here is the last one of the copy that finished this Workload.
+		in.AppWrapper.Status.DeepCopyInto(&aw.Status)
 	}
 	return aw
 }

@@ -173,6 +173,19 @@ func TestMultiKueueManager(t *testing.T) {
 			events: []string{wrapupv1alpha1.ReasonDeleted, wrapupv1alpha1.ReasonTriggerFailed},
 		},
 		{
+			// The copy failed, Kueue finished the Workload, and MultiKueue
+			// removed the copy before wrapup looked again.
+			name: "a finished Workload whose copy MultiKueue removed is decided on the status kept here",
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).phase(awv1beta2.AppWrapperFailed).obj() },
+			worker: func(t *testing.T) *Worker {
+				w := dispatched(nil)
+				w.Finished = true
+				return w
+			},
+			want: VerdictDelete, write: true, reason: "",
+			events: []string{wrapupv1alpha1.ReasonDeleted, wrapupv1alpha1.ReasonTriggerFailed},
+		},
+		{
 			name:   "a running trigger on the worker",
 			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
 			worker: func(t *testing.T) *Worker { return dispatched(workerCopy(t)) },
@@ -193,7 +206,7 @@ func TestMultiKueueManager(t *testing.T) {
 			if (d.Write != nil) != tc.write {
 				t.Errorf("write %v, want %v", d.Write, tc.write)
 			}
-			if tc.write && d.Write.TriggerUID != jobUID {
+			if tc.write && tc.trig.Object != nil && d.Write.TriggerUID != jobUID {
 				t.Errorf("recorded trigger uid %s, want the worker's %s", d.Write.TriggerUID, jobUID)
 			}
 			reason := d.Reason
