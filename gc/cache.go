@@ -2,6 +2,7 @@ package gc
 
 import (
 	"encoding/json"
+	"slices"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -11,12 +12,14 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
 // CacheOptions are the manager cache options for a manager that runs
 // wrapup alone, as cmd/manager does. Objects are cached without
-// managedFields, and AppWrappers without what wrapup never reads: each
-// component keeps its annotations and, of its template, only the
+// managedFields, and AppWrappers without what wrapup never reads: of the
+// annotations only those a decision reads (decision.ReadsAppWrapperAnnotation);
+// each component keeps its annotations and, of its template, only the
 // apiVersion, kind and metadata.name that name the trigger (a component
 // template, a Deployment's or a Job's pod template, is most of an
 // AppWrapper's size); the status keeps its phase, its retries, the
@@ -27,9 +30,10 @@ import (
 // itself) would see AppWrappers without their templates: do not use these
 // options for a shared manager. wrapup works with a full cache too; it
 // never writes an AppWrapper from the cache other than by a patch of its
-// own labels and annotations, and a rule that reads appWrapper.spec or
-// appWrapper.status is evaluated on the AppWrapper read from the API
-// server.
+// own labels and annotations, and a rule that reads appWrapper.metadata,
+// appWrapper.spec or appWrapper.status is evaluated on the AppWrapper read
+// from the API server. Strings, label and annotation sets that many
+// AppWrappers carry alike are kept once (interner).
 func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -93,13 +97,32 @@ func slimAppWrapper(obj any) (any, error) {
 		return obj, nil
 	}
 	aw.ManagedFields = nil
+	in := cacheStrings
+	// Labels are kept whole (a rule may select on any), annotations only
+	// if a decision reads them: a kubectl last-applied-configuration alone
+	// can be larger than the rest.
+	aw.Labels = in.labels(aw.Labels)
+	for k := range aw.Annotations {
+		if !decision.ReadsAppWrapperAnnotation(k) {
+			delete(aw.Annotations, k)
+		}
+	}
+	aw.Annotations = in.labels(aw.Annotations)
+	aw.Namespace = in.str(aw.Namespace)
+	in.strs(aw.Finalizers)
+	for i := range aw.OwnerReferences {
+		o := &aw.OwnerReferences[i]
+		o.APIVersion, o.Kind = in.str(o.APIVersion), in.str(o.Kind)
+	}
 	var conds []metav1.Condition
 	for _, t := range keptConditions {
 		if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(t)); c != nil {
+			c.Type, c.Status, c.Reason, c.Message = in.str(c.Type), metav1.ConditionStatus(in.str(string(c.Status))), in.str(c.Reason), in.str(c.Message)
 			conds = append(conds, *c)
 		}
 	}
-	aw.Status.Conditions = conds
+	aw.Status.Conditions = slices.Clip(conds)
+	aw.Status.Phase = awv1beta2.AppWrapperPhase(in.str(string(aw.Status.Phase)))
 	// A component's status is read for its name only, and only when its
 	// template has none (generateName): the others are dropped, and the
 	// slice ends with the last one read.
@@ -108,6 +131,7 @@ func slimAppWrapper(obj any) (any, error) {
 	for i := range aw.Spec.Components {
 		c := &aw.Spec.Components[i]
 		c.DeclaredPodSets, c.PodSetInfos = nil, nil
+		c.Annotations = in.labels(c.Annotations)
 		var id templateIdentity
 		if err := json.Unmarshal(c.Template.Raw, &id); err != nil {
 			// Not an object: decision.FindTrigger reports it as a component with no

@@ -289,10 +289,11 @@ func (v *readerView) appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWr
 }
 
 // fullAppWrapperVariable is the appWrapper variable of aw, which may be the
-// cache's: a rule that reads its spec or status is given the AppWrapper
-// read from r.
+// cache's: a rule that reads its metadata (the cache keeps only the
+// annotations decisions read), spec or status is given the AppWrapper read
+// from r.
 func fullAppWrapperVariable(ctx context.Context, r client.Reader, aw *awv1beta2.AppWrapper, fields celpolicies.Fields) (map[string]any, error) {
-	if fields.Has("spec") || fields.Has("status") {
+	if fields.Has("metadata") || fields.Has("spec") || fields.Has("status") {
 		live := &awv1beta2.AppWrapper{}
 		if err := r.Get(ctx, client.ObjectKeyFromObject(aw), live); err != nil {
 			return nil, fmt.Errorf("reading the AppWrapper for a rule that reads its spec or status: %w", err)
@@ -432,9 +433,10 @@ func (v *cacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 	return readCached(ctx, v.r.Triggers, v.key, aw, ref, fields, v.r.liveView())
 }
 
-// appWrapperVariable: wrapup's cache (CacheOptions) keeps of the spec and
-// status only what wrapup reads; a rule that reads either is given the
-// AppWrapper read from the API server.
+// appWrapperVariable: wrapup's cache (CacheOptions) keeps of the
+// annotations, spec and status only what wrapup reads; a rule that reads
+// the metadata, spec or status is given the AppWrapper read from the API
+// server.
 func (v *cacheView) appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, fields celpolicies.Fields) (map[string]any, error) {
 	return fullAppWrapperVariable(ctx, v.r.APIReader, aw, fields)
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -119,5 +120,61 @@ func TestKeepFields(t *testing.T) {
 		if _, ok := got.Object["spec"]; ok != tc.wantSpec {
 			t.Errorf("%s: spec kept = %v, want %v", tc.keep, ok, tc.wantSpec)
 		}
+	}
+}
+
+// TestIdentityTriggerRoundTrip: a trigger kept with its identity apart from
+// its JSON (no expression reads its metadata) reads back as the object
+// identityOnly trims, but for the ownerReferences that are not the
+// controller's, which nothing reads.
+func TestIdentityTriggerRoundTrip(t *testing.T) {
+	for name, doc := range map[string]string{
+		"controlled and labelled, being deleted": `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"ns","uid":"u1","resourceVersion":"7",
+			"deletionTimestamp":"2026-12-01T10:00:00Z","generation":3,"labels":{"workload.codeflare.dev/appwrapper":"aw","team":"a"},"annotations":{"keep":"me"},
+			"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"cm","uid":"u9"},
+				{"apiVersion":"workload.codeflare.dev/v1beta2","kind":"AppWrapper","name":"aw","uid":"u2","controller":true,"blockOwnerDeletion":true}],
+			"managedFields":[{"manager":"m"}]},
+			"spec":{"parallelism":1},"status":{"active":1,"ready":0,"startTime":"2026-12-01T09:00:00Z","uncountedTerminatedPods":{},"ratio":0.5,"conditions":[{"type":"Complete","status":"True"}]}}`,
+		"no controller, no label": `{"apiVersion":"ray.io/v1","kind":"RayJob","metadata":{"name":"r","namespace":"ns","uid":"u3","resourceVersion":"9",
+			"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"cm","uid":"u9","controller":false}]},"status":{}}`,
+		"a controller that is not an AppWrapper": `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u4","resourceVersion":"1",
+			"labels":{"workload.codeflare.dev/appwrapper":"aw"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"u5","controller":true}]},"status":{"phase":"Running"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			decode := func() *unstructured.Unstructured {
+				u := &unstructured.Unstructured{}
+				if err := u.UnmarshalJSON([]byte(doc)); err != nil {
+					t.Fatal(err)
+				}
+				return u
+			}
+			keep := celpolicies.FieldsOf("status")
+			out, err := keepFields(keep)(decode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cached := out.(*cachedTrigger)
+			if cached.id == nil {
+				t.Fatal("identity not kept apart")
+			}
+			got, err := cached.deepCopy().object()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := decode()
+			keep.Keep(want.Object)
+			identityOnly(want)
+			var refs []metav1.OwnerReference
+			if c := metav1.GetControllerOf(want); c != nil {
+				refs = append(refs, *c)
+			}
+			want.SetOwnerReferences(refs)
+			if !apiequality.Semantic.DeepEqual(got.Object, want.Object) {
+				t.Errorf("read back as\n%v\nwant\n%v", got.Object, want.Object)
+			}
+			if owningAppWrapper(got) != owningAppWrapper(decode()) {
+				t.Errorf("owner %q, want %q", owningAppWrapper(got), owningAppWrapper(decode()))
+			}
+		})
 	}
 }

@@ -668,10 +668,9 @@ func keepFields(keep celpolicies.Fields) cache.TransformFunc {
 		keep.Keep(u.Object)
 		if keep.Has("metadata") {
 			stripMetadata(u)
-		} else {
-			identityOnly(u)
+			return newCachedTrigger(u)
 		}
-		return newCachedTrigger(u)
+		return newIdentityTrigger(identityOnly(u))
 	}
 }
 

@@ -3,6 +3,7 @@ package decision
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
@@ -41,6 +42,19 @@ const (
 	// grace periods its annotations set.
 	gracePeriodMaximum = 24 * time.Hour
 )
+
+// ReadsAppWrapperAnnotation says whether a decision reads the AppWrapper
+// annotation key: wrapup's own (its record, wrapup.dev/ignore), and those
+// of the AppWrapper controller that say how it retries and holds a failed
+// run. wrapup's cache keeps no other annotation of an AppWrapper; a read
+// of another one here must be added to this list.
+func ReadsAppWrapperAnnotation(key string) bool {
+	switch key {
+	case awv1beta2.RetryLimitAnnotation, awv1beta2.FailureGracePeriodDurationAnnotation, awv1beta2.DeletionOnFailureGracePeriodAnnotation:
+		return true
+	}
+	return strings.HasPrefix(key, "wrapup.dev/")
+}
 
 // annotationDuration reads a duration annotation of aw as the AppWrapper
 // controller does (capped at its maximum); ok is false when it is absent

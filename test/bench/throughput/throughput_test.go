@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +40,7 @@ import (
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -77,6 +79,7 @@ var (
 	flagSeed        = flag.Uint64("tp.seed", 1, "seed of the steady load's arrivals")
 	flagOut         = flag.String("tp.out", "", "folder to write throughput-N.md into")
 	flagCPUProfile  = flag.String("tp.cpuprofile", "", "write a CPU profile of each wrapup burst to FILE-<workers>")
+	flagHeapProfile = flag.String("tp.heapprofile", "", "write heap profiles of the heap phase to FILE-before and FILE-tracking")
 	flagHeapN       = flag.Int("tp.heap-n", 100, "AppWrappers (a Deployment and a trigger Job each) whose live heap in wrapup is measured; 0: not measured")
 )
 
@@ -126,6 +129,18 @@ type seen struct {
 	// reads and patches are when wrapup sent its read of each
 	// AppWrapper's trigger (the final check) and its outcome patch.
 	reads, patches map[types.NamespacedName]time.Time
+	// rulesList and triggerGet are the round trips of wrapup's final
+	// check's reads: its consistent LIST of the rules, its GET of the
+	// trigger.
+	rulesList, triggerGet []time.Duration
+}
+
+// readTimes returns the round trips of the final check's reads recorded from
+// the indexes from on, and the indexes to start from next.
+func (s *seen) readTimes(from [2]int) (rules, trigger []time.Duration, next [2]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.rulesList[from[0]:]), slices.Clone(s.triggerGet[from[1]:]), [2]int{len(s.rulesList), len(s.triggerGet)}
 }
 
 func (s *seen) see(obj any, gone bool) {
@@ -175,6 +190,16 @@ func (s *seen) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		// /apis/GROUP/VERSION/namespaces/NS/RESOURCE/NAME
 		p := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+		var took *[]time.Duration
+		q := req.URL.Query()
+		switch {
+		case q.Has("watch") || q.Has("resourceVersion"):
+			// An informer's list or watch, not a read of the final check.
+		case len(p) == 4 && p[1] == wrapupv1alpha1.GroupVersion.Group && p[3] == "completionrules" && req.Method == http.MethodGet:
+			took = &s.rulesList
+		case len(p) == 7 && p[1] == "batch" && p[5] == "jobs" && req.Method == http.MethodGet:
+			took = &s.triggerGet
+		}
 		if len(p) == 7 && p[0] == "apis" && p[3] == "namespaces" {
 			var m map[types.NamespacedName]time.Time
 			key := types.NamespacedName{Namespace: p[4], Name: p[6]}
@@ -195,7 +220,15 @@ func (s *seen) wrap(rt http.RoundTripper) http.RoundTripper {
 				s.mu.Unlock()
 			}
 		}
-		return rt.RoundTrip(req)
+		start := time.Now()
+		resp, err := rt.RoundTrip(req)
+		if took != nil {
+			d := time.Since(start)
+			s.mu.Lock()
+			*took = append(*took, d)
+			s.mu.Unlock()
+		}
+		return resp, err
 	})
 }
 
@@ -256,6 +289,9 @@ type Steady struct {
 	// wait in its queue, and a reconcile's duration.
 	QueueMean, ReconcileMean time.Duration
 	Reconciles               float64
+	// RulesList and TriggerGet are the round trips of wrapup's final
+	// check's reads over the phase.
+	RulesList, TriggerGet bench.Summary
 }
 
 // awaitWrapupIdle waits until wrapup's AppWrapper controller has not
@@ -444,7 +480,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			runs := create("limit", *flagSweep)
 			complete(runs)
 			cpu, start := sampleCPU(), time.Now()
-			Expect(plainClient(ctx, limitClient, conc, runs)).To(Succeed())
+			Expect(plainClient(ctx, limitClient, conc, runs, plain{events: true})).To(Succeed())
 			r := awaitDeleted("plain client", conc, runs, start, cpu)
 			res.Sweep_ = append(res.Sweep_, r)
 			if r.PerSecond > best.PerSecond {
@@ -456,14 +492,21 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		runs := create("limit", *flagN)
 		complete(runs)
 		cpu, start := sampleCPU(), time.Now()
-		Expect(plainClient(ctx, limitClient, best.Concurrency, runs)).To(Succeed())
+		Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{events: true})).To(Succeed())
 		res.Limit = awaitDeleted("plain client (the limit)", best.Concurrency, runs, start, cpu)
+
+		By(fmt.Sprintf("the plain client without the Events, at concurrency %d on a burst of %d", best.Concurrency, *flagN))
+		runs = create("limit", *flagN)
+		complete(runs)
+		cpu, start = sampleCPU(), time.Now()
+		Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{})).To(Succeed())
+		res.LimitNoEvents = awaitDeleted("plain client without Events", best.Concurrency, runs, start, cpu)
 
 		By(fmt.Sprintf("the plain client with the final check's reads, at concurrency %d on a burst of %d", best.Concurrency, *flagN))
 		runs = create("limit", *flagN)
 		complete(runs)
 		cpu, start = sampleCPU(), time.Now()
-		Expect(plainClientWith(ctx, limitClient, best.Concurrency, runs, true)).To(Succeed())
+		Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{events: true, reads: true})).To(Succeed())
 		res.LimitReads = awaitDeleted("plain client with reads", best.Concurrency, runs, start, cpu)
 
 		for _, w := range ints(*flagWorkers) {
@@ -549,6 +592,12 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			Skip("-tp.heap-n=0")
 		}
 		n := *flagHeapN
+		if *flagHeapProfile != "" {
+			// Every allocation sampled: the profile accounts for the heap
+			// per AppWrapper to the byte, not in 512 KiB samples.
+			defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+			runtime.MemProfileRate = 64
+		}
 		By(fmt.Sprintf("creating %d AppWrappers with a Deployment and a trigger Job, Running", n))
 		phase++
 		keys := make([]types.NamespacedName, n)
@@ -573,6 +622,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 
 		By("measuring wrapup's live heap once it tracks them all")
 		before := bench.ReadHeap().Live
+		writeHeapProfile(*flagHeapProfile, "before")
 		reconciled, _ := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
 		stop := startWrapup(ctx, saCfg, watched, gc.DefaultWorkers, nil)
 		Eventually(func() float64 {
@@ -581,6 +631,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		}).WithTimeout(10*time.Minute).WithPolling(time.Second).Should(BeNumerically(">=", n), "every AppWrapper reconciled")
 		awaitWrapupIdle("wrapup idle with every AppWrapper tracked")
 		after := bench.ReadHeap().Live
+		writeHeapProfile(*flagHeapProfile, "tracking")
 		stop()
 
 		res := HeapResult{N: n, Before: before, After: after, Floor: floorBytes(sample, sampleJob)}
@@ -594,6 +645,18 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		Expect(after).To(BeNumerically(">", 0), "the heap was measured")
 	})
 })
+
+// writeHeapProfile writes the live heap's profile to path-suffix, if a
+// path is given.
+func writeHeapProfile(path, suffix string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path + "-" + suffix)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(pprof.Lookup("heap").WriteTo(f, 0)).To(Succeed())
+	Expect(f.Close()).To(Succeed())
+}
 
 // createBenchmarkRun creates an AppWrapper as test/bench does (a
 // Deployment and a trigger Job; its label and grace-period annotations)
@@ -744,21 +807,26 @@ func completeJob(ctx context.Context, c client.Client, r *run) error {
 	return c.Status().Patch(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}, client.RawPatch(types.MergePatchType, patch))
 }
 
+// plain is what the plain client sends besides wrapup's writes.
+type plain struct {
+	// events: wrapup's two Events per completion (events.k8s.io/v1, to
+	// the same API server and etcd: they share the writes' path), after
+	// the outcome patch and after the delete.
+	events bool
+	// reads: the reads of wrapup's final check, before the writes: the
+	// rules and the live trigger.
+	reads bool
+}
+
 // plainClient sends, for each run, exactly wrapup's writes per completion
 // and in its order: the outcome patch (the record's labels and
 // annotations, with an optimistic lock), the CompletionRecord, and the
-// delete with UID and resourceVersion preconditions, Background; conc runs
-// at once. No reads, no decision, no caches.
-func plainClient(ctx context.Context, c client.Client, conc int, runs []*run) error {
-	return plainClientWith(ctx, c, conc, runs, false)
-}
-
-// plainClientWith is plainClient, and with reads, the reads of wrapup's
-// final check before the writes too: the rules and the live trigger.
-func plainClientWith(ctx context.Context, c client.Client, conc int, runs []*run, reads bool) error {
+// delete with UID and resourceVersion preconditions, Background, and what
+// with adds; conc runs at once. No decision, no caches.
+func plainClient(ctx context.Context, c client.Client, conc int, runs []*run, with plain) error {
 	return bench.Parallel(conc, runs, func(r *run) error {
 		aw := r.aw
-		if reads {
+		if with.reads {
 			if err := c.List(ctx, &wrapupv1alpha1.CompletionRuleList{}); err != nil {
 				return fmt.Errorf("listing rules: %w", err)
 			}
@@ -776,6 +844,11 @@ func plainClientWith(ctx context.Context, c client.Client, conc int, runs []*run
 		if err := c.Patch(ctx, patched, client.MergeFromWithOptions(aw, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("patching %s: %w", r.key, err)
 		}
+		if with.events {
+			if err := c.Create(ctx, event(patched, wrapupv1alpha1.ReasonTriggerSucceeded, "RecordOutcome", rec.Message)); err != nil {
+				return fmt.Errorf("event for %s: %w", r.key, err)
+			}
+		}
 		cr := record(patched, rec)
 		if err := c.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("recording %s: %w", r.key, err)
@@ -784,8 +857,25 @@ func plainClientWith(ctx context.Context, c client.Client, conc int, runs []*run
 		if err := c.Delete(ctx, patched, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 			return fmt.Errorf("deleting %s: %w", r.key, err)
 		}
+		if with.events {
+			if err := c.Create(ctx, event(patched, wrapupv1alpha1.ReasonDeleted, "Delete", "rule throughput: trigger succeeded; AppWrapper deleted with its components")); err != nil {
+				return fmt.Errorf("event for %s: %w", r.key, err)
+			}
+		}
 		return nil
 	})
+}
+
+// event is an Event as wrapup's recorder writes it about aw.
+func event(aw *awv1beta2.AppWrapper, reason, action, note string) *eventsv1.Event {
+	now := time.Now()
+	return &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: aw.Namespace, Name: fmt.Sprintf("%s.%x", aw.Name, now.UnixNano())},
+		EventTime:  metav1.NewMicroTime(now), ReportingController: "wrapup", ReportingInstance: "wrapup-limit",
+		Action: action, Reason: reason, Note: note, Type: corev1.EventTypeNormal,
+		Regarding: corev1.ObjectReference{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Namespace: aw.Namespace, Name: aw.Name,
+			UID: aw.UID, ResourceVersion: aw.ResourceVersion},
+	}
 }
 
 // record is a CompletionRecord of the size wrapup writes for a one-Job
@@ -851,6 +941,7 @@ func steady(ctx context.Context, c client.Client, s *seen, rng *rand.Rand, what 
 	awaitWrapupIdle("wrapup idle before the phase")
 	qc, qs := histogram("workqueue_queue_duration_seconds", "name", "wrapup-appwrapper")
 	rc, rs := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
+	_, _, readsFrom := s.readTimes([2]int{})
 	lag := make([]time.Duration, len(runs))
 	ch := make(chan int, len(runs))
 	var wg sync.WaitGroup
@@ -907,6 +998,8 @@ func steady(ctx context.Context, c client.Client, s *seen, rng *rand.Rand, what 
 		}
 	}
 	res.ToRead, res.ToPatch, res.ToDelete = bench.Summarize(toRead), bench.Summarize(toPatch), bench.Summarize(toDelete)
+	rules, trigger, _ := s.readTimes(readsFrom)
+	res.RulesList, res.TriggerGet = bench.Summarize(rules), bench.Summarize(trigger)
 	qc2, qs2 := histogram("workqueue_queue_duration_seconds", "name", "wrapup-appwrapper")
 	rc2, rs2 := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
 	if qc2 > qc {
@@ -930,10 +1023,11 @@ type Results struct {
 	Seed          uint64
 	Sweep_        []Rate
 	Limit         Rate
-	// LimitReads is the plain client with the final check's reads.
-	LimitReads  Rate
-	Wrapup, TTL []Rate
-	Steady      []Steady
+	// LimitNoEvents is the plain client without wrapup's Events,
+	// LimitReads with the final check's reads.
+	LimitNoEvents, LimitReads Rate
+	Wrapup, TTL               []Rate
+	Steady                    []Steady
 }
 
 func ms(d time.Duration) string {
@@ -951,7 +1045,7 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 	p("- **Versions**: %s.\n", versions(r.Version))
 	p("- **Workload**: AppWrappers with one Job component, Running, written by the benchmark as the AppWrapper controller writes them (the controller itself is not running: its writes would load the API server during the measure); one CompletionRule (trigger batch/Job, onSuccess DeleteAll, TTL 0, history on); %d per namespace. Completions are the Job's status write (Complete), as the Job controller's.\n", perNS)
 	p("- **Rate** of a burst: every run's trigger is complete before its controller starts (wrapup, the TTL controller) or before the plain client's first write; completions/s is (deletions − 1) ÷ (last deletion − first deletion), deletions as the benchmark's watch sees them (the object gone, or with a deletionTimestamp).\n")
-	p("- **The limit** is a plain client (no decision, no caches, no reads) sending exactly wrapup's writes per completion, in its order: the outcome patch (labels and annotations, optimistic lock), the CompletionRecord, the delete with UID and resourceVersion preconditions. It runs as wrapup's ServiceAccount (the same API Priority and Fairness flow), unthrottled on the client side as wrapup is by default; swept over its concurrency on %d AppWrappers each, then run at the best on the burst.\n\n", r.Sweep)
+	p("- **The limit** is a plain client (no decision, no caches, no reads) sending exactly wrapup's writes per completion, in its order: the outcome patch (labels and annotations, optimistic lock), its Event, the CompletionRecord, the delete with UID and resourceVersion preconditions, its Event. The Events go to the same API server and etcd as the writes (they share the path), so they are part of the limit; the table also shows the plain client without them. It runs as wrapup's ServiceAccount (the same API Priority and Fairness flow), unthrottled on the client side as wrapup is by default; swept over its concurrency on %d AppWrappers each, then run at the best on the burst.\n\n", r.Sweep)
 
 	p("## The limit's sweep\n\n| concurrency | AppWrappers | completions/s |\n|---:|---:|---:|\n")
 	for _, s := range r.Sweep_ {
@@ -962,8 +1056,9 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 	row := func(what string, x Rate) {
 		p("| %s | %.1f | %.2f | %s | %s / %s / %s |\n", what, x.PerSecond, x.PerSecond/r.Limit.PerSecond, ms(x.FirstAfter), ms(x.CPUSelf), ms(x.CPUAPIServer), ms(x.CPUEtcd))
 	}
-	row(fmt.Sprintf("the limit: plain client, concurrency %d", r.Limit.Concurrency), r.Limit)
-	row(fmt.Sprintf("plain client with the final check's reads (the rules, the live trigger), concurrency %d", r.LimitReads.Concurrency), r.LimitReads)
+	row(fmt.Sprintf("the limit: plain client, wrapup's writes and Events, concurrency %d", r.Limit.Concurrency), r.Limit)
+	row(fmt.Sprintf("plain client, wrapup's writes without the Events, concurrency %d", r.LimitNoEvents.Concurrency), r.LimitNoEvents)
+	row(fmt.Sprintf("plain client, writes, Events and the final check's reads (the rules, the live trigger), concurrency %d", r.LimitReads.Concurrency), r.LimitReads)
 	for _, w := range r.Wrapup {
 		row(fmt.Sprintf("wrapup, %d workers", w.Concurrency), w)
 	}
@@ -971,7 +1066,7 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 		row(t.What, t)
 	}
 	if len(r.Wrapup) > 0 {
-		p("\n### wrapup's requests per completion in the burst\n\nThe plain client sends 1 patch, 1 create and 1 delete per completion. wrapup's requests over the burst (its start included: the lists and watches of its caches) ÷ %d:\n\n| verb | resource |", r.N)
+		p("\n### wrapup's requests per completion in the burst\n\nThe plain client sends 1 patch, 1 create of a CompletionRecord, 1 delete and 2 creates of Events per completion. wrapup's requests over the burst (its start included: the lists and watches of its caches) ÷ %d:\n\n| verb | resource |", r.N)
 		keys := map[bench.RequestKey]bool{}
 		for _, w := range r.Wrapup {
 			p(" %d workers |", w.Concurrency)
@@ -1008,11 +1103,11 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 		p("| %.0f%% (%.1f/s) | %s | %d | %.1f | %s | %s | %s | %d | %s | %s |\n", 100*s.Fraction, s.PerSecond, s.What, s.N, s.Window.Seconds(),
 			ms(s.Deleted.P50), ms(s.Deleted.P99), ms(s.Deleted.Max), s.Undeleted, req, ms(s.Lag.P99))
 	}
-	p("\nwrapup's steps (p50 / p99, ms): status write → its read of the live trigger (watch event, queue, decision on the caches, the rules' read) → its outcome patch → its delete request; and its AppWrapper controller's mean wait in the queue and mean reconcile, with reconciles per completion:\n\n| rate | → read | → patch | → delete request | queue wait (mean) | reconcile (mean) | reconciles per completion |\n|---|---|---|---|---:|---:|---:|\n")
+	p("\nwrapup's steps (p50 / p99, ms): status write → its read of the live trigger (watch event, queue, decision on the caches, the rules' read) → its outcome patch → its delete request; and its AppWrapper controller's mean wait in the queue and mean reconcile, with reconciles per completion:\n\n| rate | → read | → patch | → delete request | queue wait (mean) | reconcile (mean) | reconciles per completion | the final check's LIST of the rules, round trip | its GET of the trigger, round trip |\n|---|---|---|---|---:|---:|---:|---|---|\n")
 	for _, s := range r.Steady {
 		if s.ToRead.Count > 0 {
-			p("| %.0f%% | %s / %s | %s / %s | %s / %s | %s | %s | %.2f |\n", 100*s.Fraction, ms(s.ToRead.P50), ms(s.ToRead.P99), ms(s.ToPatch.P50), ms(s.ToPatch.P99), ms(s.ToDelete.P50), ms(s.ToDelete.P99),
-				ms(s.QueueMean), ms(s.ReconcileMean), s.Reconciles/float64(s.N))
+			p("| %.0f%% | %s / %s | %s / %s | %s / %s | %s | %s | %.2f | %s / %s | %s / %s |\n", 100*s.Fraction, ms(s.ToRead.P50), ms(s.ToRead.P99), ms(s.ToPatch.P50), ms(s.ToPatch.P99), ms(s.ToDelete.P50), ms(s.ToDelete.P99),
+				ms(s.QueueMean), ms(s.ReconcileMean), s.Reconciles/float64(s.N), ms(s.RulesList.P50), ms(s.RulesList.P99), ms(s.TriggerGet.P50), ms(s.TriggerGet.P99))
 		}
 	}
 	p("\n## Goals (measured, not asserted)\n\n| goal | measured | |\n|---|---|---|\n")

@@ -1,0 +1,145 @@
+package gc
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
+)
+
+// TestCachedAppWrapperDecidesAsWhole: the AppWrapper as wrapup's cache keeps
+// it (slimAppWrapper: only the annotations decisions read, shared label and
+// annotation sets) is decided as the whole one, whatever the annotations of
+// the AppWrapper controller and of wrapup say, and keeps exactly the
+// annotations that decisions read.
+func TestCachedAppWrapperDecidesAsWhole(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	const uid = "aw-uid"
+	annotations := []map[string]string{
+		nil,
+		{"kubectl.kubernetes.io/last-applied-configuration": `{"a":"b"}`, awv1beta2.AdmissionGracePeriodDurationAnnotation: "2h", awv1beta2.WarmupGracePeriodDurationAnnotation: "2h"},
+		{awv1beta2.RetryLimitAnnotation: "0"},
+		{awv1beta2.RetryLimitAnnotation: "5"},
+		{awv1beta2.FailureGracePeriodDurationAnnotation: "1s", awv1beta2.RetryPausePeriodDurationAnnotation: "1s"},
+		{awv1beta2.DeletionOnFailureGracePeriodAnnotation: "1h", awv1beta2.ForcefulDeletionGracePeriodAnnotation: "1m", awv1beta2.SuccessTTLAnnotation: "1s"},
+		{wrapupv1alpha1.IgnoreAnnotation: "true", awv1beta2.TerminalExitCodesAnnotation: "1", awv1beta2.RetryableExitCodesAnnotation: "2"},
+	}
+	type variant struct {
+		phase     awv1beta2.AppWrapperPhase
+		unhealthy bool
+		job       string
+		recorded  bool
+	}
+	var variants []variant
+	for _, phase := range []awv1beta2.AppWrapperPhase{awv1beta2.AppWrapperRunning, awv1beta2.AppWrapperFailed, awv1beta2.AppWrapperSucceeded} {
+		for _, unhealthy := range []bool{false, true} {
+			for _, job := range []string{"", "Complete", "Failed"} {
+				for _, recorded := range []bool{false, true} {
+					variants = append(variants, variant{phase, unhealthy, job, recorded})
+				}
+			}
+		}
+	}
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs", UID: "rule-uid"},
+		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"},
+			OnSuccess: wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](0)},
+			OnFailure: wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](60)}}}
+	policy, err := celpolicies.Compile(&rule.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobGK := schema.GroupKind{Group: "batch", Kind: "Job"}
+	decided := 0
+	for i, ann := range annotations {
+		for _, v := range variants {
+			t.Run(fmt.Sprintf("annotations %d, %+v", i, v), func(t *testing.T) {
+				aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: uid, ResourceVersion: "5",
+					Labels: map[string]string{"team": "a"}, Annotations: map[string]string{}}}
+				for k, val := range ann {
+					aw.Annotations[k] = val
+				}
+				tmpl, _ := json.Marshal(map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "bench"}, "spec": map[string]any{"parallelism": 1}})
+				aw.Spec.Components = []awv1beta2.AppWrapperComponent{{Template: runtime.RawExtension{Raw: tmpl}}}
+				aw.Status.Phase, aw.Status.Retries = v.phase, 1
+				status := metav1.ConditionFalse
+				if v.unhealthy {
+					status = metav1.ConditionTrue
+				}
+				aw.Status.Conditions = []metav1.Condition{{Type: string(awv1beta2.Unhealthy), Status: status, Reason: "r", LastTransitionTime: metav1.NewTime(now.Add(-2 * time.Minute))},
+					{Type: string(awv1beta2.QuotaReserved), Status: metav1.ConditionTrue, Reason: "r"}}
+				if v.recorded {
+					(&decision.Record{Outcome: wrapupv1alpha1.OutcomeFailed, Rule: "jobs", FinishedAt: now.Add(-10 * time.Minute), Message: "failed",
+						TriggerUID: "job-uid", TriggerRef: "0 batch/v1 Job bench"}).Apply(aw)
+				}
+				status2 := map[string]any{"active": int64(1)}
+				if v.job != "" {
+					first := map[string]string{"Complete": "SuccessCriteriaMet", "Failed": "FailureTarget"}[v.job]
+					status2 = map[string]any{"conditions": []any{map[string]any{"type": first, "status": "True"}, map[string]any{"type": v.job, "status": "True"}}}
+				}
+				job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job", "status": status2}}
+				job.SetName("bench")
+				job.SetNamespace("ns")
+				job.SetUID("job-uid")
+				job.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: "run", UID: uid, Controller: ptr.To(true)}})
+
+				slimObj, err := slimAppWrapper(aw.DeepCopy())
+				if err != nil {
+					t.Fatal(err)
+				}
+				slim := slimObj.(*awv1beta2.AppWrapper)
+				for k := range aw.Annotations {
+					if _, kept := slim.Annotations[k]; kept != decision.ReadsAppWrapperAnnotation(k) {
+						t.Errorf("annotation %s kept = %v", k, kept)
+					}
+				}
+				decide := func(a *awv1beta2.AppWrapper) decision.Decision {
+					in := decision.Input{Now: now, AppWrapper: a, Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}},
+						Rules: []decision.Rule{{Rule: rule, Policy: policy}}, Kinds: map[schema.GroupKind]decision.Kind{jobGK: {State: decision.KindWatched}}}
+					plan := decision.Plan(in)
+					for _, ref := range plan.Refs {
+						in.Triggers = append(in.Triggers, decision.Trigger{Ref: ref, State: decision.TriggerPresent, Object: job.DeepCopy()})
+					}
+					return decision.Decide(context.Background(), in)
+				}
+				whole, cached := decide(aw), decide(slim)
+				type summary struct {
+					Verdict            decision.Verdict
+					Reason             string
+					Outcome            wrapupv1alpha1.Outcome
+					Write              *decision.Record
+					Clear              bool
+					Requeue            time.Duration
+					DueAt              time.Time
+					Events             int
+					Assigned, Deciding string
+				}
+				sum := func(d decision.Decision) summary {
+					return summary{d.Verdict, d.Reason, d.Outcome, d.Write, d.Clear, d.Requeue, d.DueAt, len(d.Events), d.Assigned, d.Winner}
+				}
+				if !reflect.DeepEqual(sum(whole), sum(cached)) {
+					t.Errorf("on the cached AppWrapper:\n%+v\non the whole one:\n%+v", sum(cached), sum(whole))
+				}
+				if whole.Verdict == decision.VerdictDelete || whole.Write != nil {
+					decided++
+				}
+			})
+		}
+	}
+	if decided == 0 {
+		t.Error("no case records or deletes: the comparison tests nothing that acts")
+	}
+}

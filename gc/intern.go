@@ -1,0 +1,112 @@
+package gc
+
+import (
+	"slices"
+	"strings"
+	"sync"
+)
+
+// interner keeps one copy of the short strings and of the small string maps
+// that many cached objects carry alike: namespaces, finalizers, condition
+// types and reasons, label and annotation sets of AppWrappers made from one
+// template. A Go map costs about 300 bytes however few its entries, and a
+// decoded string is an allocation of its own per object.
+//
+// Cached objects are never written (the cache hands out deep copies), so
+// objects may share a map. The interner is bounded: when it holds limit
+// entries it starts again empty (the objects keep what they share).
+type interner struct {
+	mu      sync.Mutex
+	limit   int
+	strings map[string]string
+	maps    map[string]map[string]string
+}
+
+const (
+	// internLimit bounds the strings and the maps an interner keeps.
+	internLimit = 1 << 14
+	// internMaxLen is the longest string (and the largest map, in bytes of
+	// content) that is interned: longer ones are rarely shared.
+	internMaxLen = 256
+)
+
+func newInterner(limit int) *interner {
+	return &interner{limit: limit, strings: map[string]string{}, maps: map[string]map[string]string{}}
+}
+
+// cacheStrings interns what the cache transforms keep.
+var cacheStrings = newInterner(internLimit)
+
+// str returns the interned copy of s.
+func (in *interner) str(s string) string {
+	if s == "" || len(s) > internMaxLen {
+		return s
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.strLocked(s)
+}
+
+func (in *interner) strLocked(s string) string {
+	if c, ok := in.strings[s]; ok {
+		return c
+	}
+	if len(in.strings) >= in.limit {
+		in.strings = map[string]string{}
+	}
+	in.strings[s] = s
+	return s
+}
+
+// strs interns each string of ss, in place.
+func (in *interner) strs(ss []string) {
+	for i := range ss {
+		ss[i] = in.str(ss[i])
+	}
+}
+
+// labels returns a map with the content of m that may be shared with other
+// cached objects (nil for an empty one), or m itself, its strings interned,
+// when it is too large to share.
+func (in *interner) labels(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	size := 0
+	for k, v := range m {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 2
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if size > internMaxLen {
+		out := make(map[string]string, len(m))
+		for k, v := range m {
+			out[in.strLocked(k)] = in.strLocked(v)
+		}
+		return out
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	b.Grow(size)
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(m[k])
+		b.WriteByte(0)
+	}
+	id := b.String()
+	if shared, ok := in.maps[id]; ok {
+		return shared
+	}
+	if len(in.maps) >= in.limit {
+		in.maps = map[string]map[string]string{}
+	}
+	shared := make(map[string]string, len(m))
+	for k, v := range m {
+		shared[in.strLocked(k)] = in.strLocked(v)
+	}
+	in.maps[id] = shared
+	return shared
+}
