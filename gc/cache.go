@@ -116,7 +116,13 @@ func slimAppWrapper(obj any) (any, error) {
 	}
 	var conds []metav1.Condition
 	for _, t := range keptConditions {
-		if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(t)); c != nil {
+		c := apimeta.FindStatusCondition(aw.Status.Conditions, string(t))
+		if t == awv1beta2.Unhealthy && c != nil && c.Status != metav1.ConditionTrue && aw.Status.Phase != awv1beta2.AppWrapperFailed {
+			// Read only when True (the controller may retry), or for its
+			// message once the AppWrapper Failed.
+			c = nil
+		}
+		if c != nil {
 			c.Type, c.Status, c.Reason, c.Message = in.str(c.Type), metav1.ConditionStatus(in.str(string(c.Status))), in.str(c.Reason), in.str(c.Message)
 			conds = append(conds, *c)
 		}
@@ -128,6 +134,8 @@ func slimAppWrapper(obj any) (any, error) {
 	// slice ends with the last one read.
 	statuses := aw.Status.ComponentStatus
 	aw.Status.ComponentStatus = nil
+	// The components' identities share one buffer.
+	var ids []byte
 	for i := range aw.Spec.Components {
 		c := &aw.Spec.Components[i]
 		c.DeclaredPodSets, c.PodSetInfos = nil, nil
@@ -143,7 +151,15 @@ func slimAppWrapper(obj any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.Template.Raw, c.Template.Object = raw, nil
+		if ids == nil {
+			ids = make([]byte, 0, len(raw)*len(aw.Spec.Components))
+		}
+		if len(ids)+len(raw) > cap(ids) {
+			ids = make([]byte, 0, len(raw)*(len(aw.Spec.Components)-i))
+		}
+		start := len(ids)
+		ids = append(ids, raw...)
+		c.Template.Raw, c.Template.Object = ids[start:len(ids):len(ids)], nil
 		if id.Metadata.Name == "" && i < len(statuses) {
 			if aw.Status.ComponentStatus == nil {
 				aw.Status.ComponentStatus = make([]awv1beta2.AppWrapperComponentStatus, i+1, len(aw.Spec.Components))
