@@ -109,7 +109,9 @@ func slimAppWrapper(obj any) (any, error) {
 	}
 	aw.Annotations = in.labels(aw.Annotations)
 	aw.Namespace = in.str(aw.Namespace)
-	in.strs(aw.Finalizers)
+	// No decision reads the finalizers (a deletion shows in the
+	// deletionTimestamp), and a patch of the record leaves them as they are.
+	aw.Finalizers = nil
 	for i := range aw.OwnerReferences {
 		o := &aw.OwnerReferences[i]
 		o.APIVersion, o.Kind = in.str(o.APIVersion), in.str(o.Kind)

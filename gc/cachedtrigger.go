@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/google/uuid"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 )
 
@@ -21,31 +22,73 @@ import (
 // values per JSON object), and triggers are read only when they change.
 type cachedTrigger struct {
 	name, namespace string
-	uid             types.UID
+	uid             compactUID
 	// owner is the name of the AppWrapper that controls the object.
 	owner string
 	raw   []byte
-	// id, when set, is the object's identity, kept apart from raw (which
-	// then lacks apiVersion, kind and metadata): when no expression reads
-	// the metadata, it is all of the metadata wrapup reads.
-	id *triggerIdentity
+	// identity, when set (no expression reads the metadata), is all of
+	// the metadata wrapup reads, kept apart from raw (which then lacks
+	// apiVersion, kind and metadata): as fields, it takes a fraction of
+	// the JSON.
+	identity bool
+	// flags say which of the identity's optional parts are set.
+	flags                                identityFlags
+	apiVersion, kind                     string
+	resourceVersion                      string
+	controllerAPIVersion, controllerKind string
+	controllerUID                        compactUID
+	// rare holds what few triggers carry: a deletionTimestamp, an
+	// AppWrapper label other than the owner's name, a controller named
+	// otherwise.
+	rare *rareIdentity
 }
 
-// triggerIdentity is what wrapup reads of a trigger's metadata when no
-// expression reads it (see identityOnly): its apiVersion and kind, its
-// resourceVersion, its deletionTimestamp, its AppWrapper label and its
-// controller reference. As fields, it takes a fraction of the JSON.
-type triggerIdentity struct {
-	apiVersion, kind string
-	resourceVersion  string
-	// deletionTimestamp is as the API server wrote it (RFC 3339), or "".
+// identityFlags say which optional parts of a trigger's identity are set.
+type identityFlags uint8
+
+const (
+	hasController identityFlags = 1 << iota
+	hasBlockOwnerDeletion
+	blockOwnerDeletion
+	hasLabel
+)
+
+// rareIdentity is the part of a trigger's identity that few triggers have.
+type rareIdentity struct {
 	deletionTimestamp string
-	// label is the AppWrapper label's value; hasLabel says it is set.
-	label    string
-	hasLabel bool
-	// controller is the controller ownerReference, if hasController.
-	controller    metav1.OwnerReference
-	hasController bool
+	// label, when set, is the AppWrapper label's value, which is not the
+	// owner's name; controllerName is the controller's name, which is not
+	// the owner's.
+	label, controllerName string
+}
+
+// compactUID is a UID in canonical UUID form as its 16 bytes, or any other
+// (rare, hand-made) UID as a string.
+type compactUID struct {
+	b     uuid.UUID
+	other *string
+}
+
+func newCompactUID(s types.UID) compactUID {
+	if s == "" {
+		return compactUID{}
+	}
+	if u, err := uuid.Parse(string(s)); err == nil && u.String() == string(s) && u != uuid.Nil {
+		return compactUID{b: u}
+	}
+	str := string(s)
+	return compactUID{other: &str}
+}
+
+func (c compactUID) get() types.UID {
+	switch {
+	case c.other != nil:
+		return types.UID(*c.other)
+	case c.b == uuid.Nil:
+		return ""
+	default:
+		return types.UID(c.b.String())
+	}
 }
 
 var (
@@ -59,7 +102,7 @@ func newCachedTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
-	return &cachedTrigger{name: u.GetName(), namespace: u.GetNamespace(), uid: u.GetUID(), owner: owningAppWrapper(u), raw: raw}, nil
+	return &cachedTrigger{name: u.GetName(), namespace: cacheStrings.str(u.GetNamespace()), uid: newCompactUID(u.GetUID()), owner: owningAppWrapper(u), raw: raw}, nil
 }
 
 // newIdentityTrigger keeps u, already trimmed to what is kept and to its
@@ -67,22 +110,33 @@ func newCachedTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 // ownerReferences only the controller's is kept: it is the only one read.
 func newIdentityTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 	in := cacheStrings
-	id := &triggerIdentity{apiVersion: in.str(u.GetAPIVersion()), kind: in.str(u.GetKind()), resourceVersion: u.GetResourceVersion()}
+	t := &cachedTrigger{name: u.GetName(), namespace: in.str(u.GetNamespace()), uid: newCompactUID(u.GetUID()), owner: owningAppWrapper(u),
+		identity: true, apiVersion: in.str(u.GetAPIVersion()), kind: in.str(u.GetKind()), resourceVersion: u.GetResourceVersion()}
+	rare := rareIdentity{}
 	if ts, ok, _ := unstructured.NestedString(u.Object, "metadata", "deletionTimestamp"); ok {
-		id.deletionTimestamp = ts
+		rare.deletionTimestamp = ts
 	}
-	id.label, id.hasLabel = u.GetLabels()[awv1beta2.AppWrapperLabel]
+	if label, ok := u.GetLabels()[awv1beta2.AppWrapperLabel]; ok {
+		t.flags |= hasLabel
+		if label != t.owner {
+			rare.label = label
+		}
+	}
 	if ref := metav1.GetControllerOfNoCopy(u); ref != nil {
-		id.controller, id.hasController = *ref, true
-		id.controller.APIVersion, id.controller.Kind = in.str(ref.APIVersion), in.str(ref.Kind)
-		id.controller.Controller, id.controller.BlockOwnerDeletion = sharedBool(ref.Controller), sharedBool(ref.BlockOwnerDeletion)
+		t.flags |= hasController
+		t.controllerAPIVersion, t.controllerKind, t.controllerUID = in.str(ref.APIVersion), in.str(ref.Kind), newCompactUID(ref.UID)
+		if ref.Name != t.owner {
+			rare.controllerName = ref.Name
+		}
+		if ref.BlockOwnerDeletion != nil {
+			t.flags |= hasBlockOwnerDeletion
+			if *ref.BlockOwnerDeletion {
+				t.flags |= blockOwnerDeletion
+			}
+		}
 	}
-	t := &cachedTrigger{name: u.GetName(), namespace: in.str(u.GetNamespace()), uid: u.GetUID(), owner: owningAppWrapper(u), id: id}
-	if id.controller.Name == t.owner {
-		id.controller.Name = t.owner
-	}
-	if id.label == t.owner {
-		id.label = t.owner
+	if rare != (rareIdentity{}) {
+		t.rare = &rare
 	}
 	rest := make(map[string]any, len(u.Object))
 	for k, v := range u.Object {
@@ -100,24 +154,10 @@ func newIdentityTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 	return t, nil
 }
 
-var sharedTrue, sharedFalse = true, false
-
-// sharedBool is a pointer to a bool of b's value that cached objects share.
-func sharedBool(b *bool) *bool {
-	switch {
-	case b == nil:
-		return nil
-	case *b:
-		return &sharedTrue
-	default:
-		return &sharedFalse
-	}
-}
-
 // object decodes the kept object into new maps, which the caller owns.
 func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	if t.id == nil {
+	if !t.identity {
 		if err := u.UnmarshalJSON(t.raw); err != nil {
 			return nil, fmt.Errorf("decoding cached trigger %s/%s: %w", t.namespace, t.name, err)
 		}
@@ -128,33 +168,41 @@ func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 	if err := utiljson.Unmarshal(t.raw, &u.Object); err != nil {
 		return nil, fmt.Errorf("decoding cached trigger %s/%s: %w", t.namespace, t.name, err)
 	}
-	{
-		id := t.id
-		u.Object["apiVersion"], u.Object["kind"] = id.apiVersion, id.kind
-		md := map[string]any{"name": t.name, "namespace": t.namespace, "uid": string(t.uid), "resourceVersion": id.resourceVersion}
-		if id.deletionTimestamp != "" {
-			md["deletionTimestamp"] = id.deletionTimestamp
-		}
-		if id.hasLabel {
-			md["labels"] = map[string]any{awv1beta2.AppWrapperLabel: id.label}
-		}
-		if id.hasController {
-			c := id.controller
-			ref := map[string]any{"apiVersion": c.APIVersion, "kind": c.Kind, "name": c.Name, "uid": string(c.UID), "controller": true}
-			if c.BlockOwnerDeletion != nil {
-				ref["blockOwnerDeletion"] = *c.BlockOwnerDeletion
-			}
-			md["ownerReferences"] = []any{ref}
-		}
-		u.Object["metadata"] = md
+	u.Object["apiVersion"], u.Object["kind"] = t.apiVersion, t.kind
+	md := map[string]any{"name": t.name, "namespace": t.namespace, "uid": string(t.uid.get()), "resourceVersion": t.resourceVersion}
+	var rare rareIdentity
+	if t.rare != nil {
+		rare = *t.rare
 	}
+	if rare.deletionTimestamp != "" {
+		md["deletionTimestamp"] = rare.deletionTimestamp
+	}
+	if t.flags&hasLabel != 0 {
+		label := t.owner
+		if rare.label != "" {
+			label = rare.label
+		}
+		md["labels"] = map[string]any{awv1beta2.AppWrapperLabel: label}
+	}
+	if t.flags&hasController != 0 {
+		name := t.owner
+		if rare.controllerName != "" {
+			name = rare.controllerName
+		}
+		ref := map[string]any{"apiVersion": t.controllerAPIVersion, "kind": t.controllerKind, "name": name, "uid": string(t.controllerUID.get()), "controller": true}
+		if t.flags&hasBlockOwnerDeletion != 0 {
+			ref["blockOwnerDeletion"] = t.flags&blockOwnerDeletion != 0
+		}
+		md["ownerReferences"] = []any{ref}
+	}
+	u.Object["metadata"] = md
 	return u, nil
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor, for the store's key
 // and namespace index functions.
 func (t *cachedTrigger) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Name: t.name, Namespace: t.namespace, UID: t.uid}
+	return &metav1.ObjectMeta{Name: t.name, Namespace: t.namespace, UID: t.uid.get()}
 }
 
 // GetObjectKind implements runtime.Object.
@@ -166,10 +214,9 @@ func (t *cachedTrigger) DeepCopyObject() runtime.Object { return t.deepCopy() }
 func (t *cachedTrigger) deepCopy() *cachedTrigger {
 	c := *t
 	c.raw = append([]byte(nil), t.raw...)
-	if t.id != nil {
-		id := *t.id
-		id.controller = *t.id.controller.DeepCopy()
-		c.id = &id
+	if t.rare != nil {
+		rare := *t.rare
+		c.rare = &rare
 	}
 	return &c
 }

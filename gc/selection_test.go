@@ -90,7 +90,7 @@ func TestKeepFields(t *testing.T) {
 			t.Fatal(err)
 		}
 		cached := out.(*cachedTrigger)
-		if cached.name != "j" || cached.namespace != "ns" || cached.uid != "u1" || cached.owner != "aw" {
+		if cached.name != "j" || cached.namespace != "ns" || cached.uid.get() != "u1" || cached.owner != "aw" {
 			t.Errorf("%s: cached as %+v", tc.keep, cached)
 		}
 		if again, err := keepFields(tc.keep)(cached); err != nil || again != cached {
@@ -154,7 +154,7 @@ func TestIdentityTriggerRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			cached := out.(*cachedTrigger)
-			if cached.id == nil {
+			if !cached.identity {
 				t.Fatal("identity not kept apart")
 			}
 			got, err := cached.deepCopy().object()
