@@ -109,6 +109,7 @@ func slimAppWrapper(obj any) (any, error) {
 	}
 	aw.Annotations = in.labels(aw.Annotations)
 	aw.Namespace = in.str(aw.Namespace)
+	aw.APIVersion, aw.Kind = in.str(aw.APIVersion), in.str(aw.Kind)
 	// No decision reads the finalizers (a deletion shows in the
 	// deletionTimestamp), and a patch of the record leaves them as they are.
 	aw.Finalizers = nil

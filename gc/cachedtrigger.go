@@ -22,7 +22,7 @@ import (
 // values per JSON object), and triggers are read only when they change.
 type cachedTrigger struct {
 	name, namespace string
-	uid             compactUID
+	uid             uuid.UUID
 	// owner is the name of the AppWrapper that controls the object.
 	owner string
 	raw   []byte
@@ -36,7 +36,7 @@ type cachedTrigger struct {
 	apiVersion, kind                     string
 	resourceVersion                      string
 	controllerAPIVersion, controllerKind string
-	controllerUID                        compactUID
+	controllerUID                        uuid.UUID
 	// rare holds what few triggers carry: a deletionTimestamp, an
 	// AppWrapper label other than the owner's name, a controller named
 	// otherwise.
@@ -51,6 +51,8 @@ const (
 	hasBlockOwnerDeletion
 	blockOwnerDeletion
 	hasLabel
+	otherUID
+	otherControllerUID
 )
 
 // rareIdentity is the part of a trigger's identity that few triggers have.
@@ -60,41 +62,55 @@ type rareIdentity struct {
 	// owner's name; controllerName is the controller's name, which is not
 	// the owner's.
 	label, controllerName string
+	// uid and controllerUID are UIDs that are not canonical UUIDs.
+	uid, controllerUID string
 }
 
-// compactUID is a UID in canonical UUID form as its 16 bytes, or any other
-// (rare, hand-made) UID as a string.
-type compactUID struct {
-	b     uuid.UUID
-	other *string
+// canonicalUID is s as its 16 bytes, if s is a UUID in canonical form
+// (as the API server makes UIDs).
+func canonicalUID(s types.UID) (uuid.UUID, bool) {
+	u, err := uuid.Parse(string(s))
+	return u, err == nil && u != uuid.Nil && u.String() == string(s)
 }
 
-func newCompactUID(s types.UID) compactUID {
-	if s == "" {
-		return compactUID{}
+// setUIDs keeps the trigger's UID and its controller's, as 16 bytes each
+// or, in any other form, in rare.
+func (t *cachedTrigger) setUIDs(uid, controller types.UID) {
+	var ok bool
+	if t.uid, ok = canonicalUID(uid); !ok && uid != "" {
+		t.rareIdentity().uid, t.flags = string(uid), t.flags|otherUID
 	}
-	if u, err := uuid.Parse(string(s)); err == nil && u.String() == string(s) && u != uuid.Nil {
-		return compactUID{b: u}
+	if t.controllerUID, ok = canonicalUID(controller); !ok && controller != "" {
+		t.rareIdentity().controllerUID, t.flags = string(controller), t.flags|otherControllerUID
 	}
-	str := string(s)
-	return compactUID{other: &str}
 }
 
-func (c compactUID) get() types.UID {
+func (t *cachedTrigger) rareIdentity() *rareIdentity {
+	if t.rare == nil {
+		t.rare = &rareIdentity{}
+	}
+	return t.rare
+}
+
+func (t *cachedTrigger) getUID() types.UID {
 	switch {
-	case c.other != nil:
-		return types.UID(*c.other)
-	case c.b == uuid.Nil:
+	case t.flags&otherUID != 0:
+		return types.UID(t.rare.uid)
+	case t.uid == uuid.Nil:
 		return ""
-	default:
-		return types.UID(c.b.String())
 	}
+	return types.UID(t.uid.String())
 }
 
-var (
-	_ runtime.Object            = (*cachedTrigger)(nil)
-	_ metav1.ObjectMetaAccessor = (*cachedTrigger)(nil)
-)
+func (t *cachedTrigger) getControllerUID() types.UID {
+	switch {
+	case t.flags&otherControllerUID != 0:
+		return types.UID(t.rare.controllerUID)
+	case t.controllerUID == uuid.Nil:
+		return ""
+	}
+	return types.UID(t.controllerUID.String())
+}
 
 // newCachedTrigger encodes u, already trimmed to what is kept.
 func newCachedTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
@@ -102,7 +118,9 @@ func newCachedTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
-	return &cachedTrigger{name: u.GetName(), namespace: cacheStrings.str(u.GetNamespace()), uid: newCompactUID(u.GetUID()), owner: owningAppWrapper(u), raw: raw}, nil
+	t := &cachedTrigger{name: u.GetName(), namespace: cacheStrings.str(u.GetNamespace()), owner: owningAppWrapper(u), raw: raw}
+	t.setUIDs(u.GetUID(), "")
+	return t, nil
 }
 
 // newIdentityTrigger keeps u, already trimmed to what is kept and to its
@@ -110,9 +128,10 @@ func newCachedTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 // ownerReferences only the controller's is kept: it is the only one read.
 func newIdentityTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 	in := cacheStrings
-	t := &cachedTrigger{name: u.GetName(), namespace: in.str(u.GetNamespace()), uid: newCompactUID(u.GetUID()), owner: owningAppWrapper(u),
+	t := &cachedTrigger{name: u.GetName(), namespace: in.str(u.GetNamespace()), owner: owningAppWrapper(u),
 		identity: true, apiVersion: in.str(u.GetAPIVersion()), kind: in.str(u.GetKind()), resourceVersion: u.GetResourceVersion()}
-	rare := rareIdentity{}
+	var rare rareIdentity
+	var controllerUID types.UID
 	if ts, ok, _ := unstructured.NestedString(u.Object, "metadata", "deletionTimestamp"); ok {
 		rare.deletionTimestamp = ts
 	}
@@ -124,7 +143,7 @@ func newIdentityTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 	}
 	if ref := metav1.GetControllerOfNoCopy(u); ref != nil {
 		t.flags |= hasController
-		t.controllerAPIVersion, t.controllerKind, t.controllerUID = in.str(ref.APIVersion), in.str(ref.Kind), newCompactUID(ref.UID)
+		t.controllerAPIVersion, t.controllerKind, controllerUID = in.str(ref.APIVersion), in.str(ref.Kind), ref.UID
 		if ref.Name != t.owner {
 			rare.controllerName = ref.Name
 		}
@@ -138,6 +157,7 @@ func newIdentityTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 	if rare != (rareIdentity{}) {
 		t.rare = &rare
 	}
+	t.setUIDs(u.GetUID(), controllerUID)
 	rest := make(map[string]any, len(u.Object))
 	for k, v := range u.Object {
 		switch k {
@@ -169,7 +189,7 @@ func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("decoding cached trigger %s/%s: %w", t.namespace, t.name, err)
 	}
 	u.Object["apiVersion"], u.Object["kind"] = t.apiVersion, t.kind
-	md := map[string]any{"name": t.name, "namespace": t.namespace, "uid": string(t.uid.get()), "resourceVersion": t.resourceVersion}
+	md := map[string]any{"name": t.name, "namespace": t.namespace, "uid": string(t.getUID()), "resourceVersion": t.resourceVersion}
 	var rare rareIdentity
 	if t.rare != nil {
 		rare = *t.rare
@@ -189,7 +209,7 @@ func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 		if rare.controllerName != "" {
 			name = rare.controllerName
 		}
-		ref := map[string]any{"apiVersion": t.controllerAPIVersion, "kind": t.controllerKind, "name": name, "uid": string(t.controllerUID.get()), "controller": true}
+		ref := map[string]any{"apiVersion": t.controllerAPIVersion, "kind": t.controllerKind, "name": name, "uid": string(t.getControllerUID()), "controller": true}
 		if t.flags&hasBlockOwnerDeletion != 0 {
 			ref["blockOwnerDeletion"] = t.flags&blockOwnerDeletion != 0
 		}
@@ -202,7 +222,7 @@ func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 // GetObjectMeta implements metav1.ObjectMetaAccessor, for the store's key
 // and namespace index functions.
 func (t *cachedTrigger) GetObjectMeta() metav1.Object {
-	return &metav1.ObjectMeta{Name: t.name, Namespace: t.namespace, UID: t.uid.get()}
+	return &metav1.ObjectMeta{Name: t.name, Namespace: t.namespace, UID: t.getUID()}
 }
 
 // GetObjectKind implements runtime.Object.

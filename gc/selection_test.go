@@ -90,7 +90,7 @@ func TestKeepFields(t *testing.T) {
 			t.Fatal(err)
 		}
 		cached := out.(*cachedTrigger)
-		if cached.name != "j" || cached.namespace != "ns" || cached.uid.get() != "u1" || cached.owner != "aw" {
+		if cached.name != "j" || cached.namespace != "ns" || cached.getUID() != "u1" || cached.owner != "aw" {
 			t.Errorf("%s: cached as %+v", tc.keep, cached)
 		}
 		if again, err := keepFields(tc.keep)(cached); err != nil || again != cached {
@@ -135,6 +135,11 @@ func TestIdentityTriggerRoundTrip(t *testing.T) {
 				{"apiVersion":"workload.codeflare.dev/v1beta2","kind":"AppWrapper","name":"aw","uid":"u2","controller":true,"blockOwnerDeletion":true}],
 			"managedFields":[{"manager":"m"}]},
 			"spec":{"parallelism":1},"status":{"active":1,"ready":0,"startTime":"2026-12-01T09:00:00Z","uncountedTerminatedPods":{},"ratio":0.5,"conditions":[{"type":"Complete","status":"True"}]}}`,
+		"canonical UIDs": `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"ns","uid":"0b5f6d2a-9c1e-4f3b-8a7d-2e4c6f8a0b1c","resourceVersion":"8",
+			"labels":{"workload.codeflare.dev/appwrapper":"aw"},"ownerReferences":[{"apiVersion":"workload.codeflare.dev/v1beta2","kind":"AppWrapper","name":"aw",
+			"uid":"7d9e1f3a-5b2c-4d6e-8f0a-1b3c5d7e9f2a","controller":true}]},"status":{"succeeded":1}}`,
+		"upper-case UIDs are kept as written": `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"ns","uid":"0B5F6D2A-9C1E-4F3B-8A7D-2E4C6F8A0B1C","resourceVersion":"8",
+			"ownerReferences":[{"apiVersion":"workload.codeflare.dev/v1beta2","kind":"AppWrapper","name":"other","uid":"7D9E1F3A-5B2C-4D6E-8F0A-1B3C5D7E9F2A","controller":true,"blockOwnerDeletion":false}]},"status":{}}`,
 		"no controller, no label": `{"apiVersion":"ray.io/v1","kind":"RayJob","metadata":{"name":"r","namespace":"ns","uid":"u3","resourceVersion":"9",
 			"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"cm","uid":"u9","controller":false}]},"status":{}}`,
 		"a controller that is not an AppWrapper": `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u4","resourceVersion":"1",
