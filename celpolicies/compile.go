@@ -84,15 +84,19 @@ type program struct {
 // expressions read.
 type reads struct {
 	object, appWrapper Fields
+	// appWrapperMetadata are the fields of appWrapper.metadata read.
+	appWrapperMetadata Fields
 }
 
 func (r reads) union(o reads) reads {
-	return reads{object: r.object.Union(o.object), appWrapper: r.appWrapper.Union(o.appWrapper)}
+	return reads{object: r.object.Union(o.object), appWrapper: r.appWrapper.Union(o.appWrapper),
+		appWrapperMetadata: r.appWrapperMetadata.Union(o.appWrapperMetadata)}
 }
 
 func readsOf(a *cel.Ast) reads {
 	e := a.NativeRep().Expr()
-	return reads{object: fieldReads(e, ObjectVarName), appWrapper: fieldReads(e, AppWrapperVarName)}
+	return reads{object: fieldReads(e, ObjectVarName), appWrapper: fieldReads(e, AppWrapperVarName),
+		appWrapperMetadata: subFieldReads(e, AppWrapperVarName, "metadata")}
 }
 
 // variable is one compiled rule variable.

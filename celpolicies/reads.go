@@ -178,6 +178,102 @@ func fieldReads(e ast.Expr, root string) Fields {
 	return f
 }
 
+// subFieldReads walks a compiled expression and returns the fields of
+// root.field that it reads (root.field.f, root.field["f"] and their
+// optional and has() forms). A use of root or of root.field whole reads
+// all of them; other fields of root are not looked at.
+func subFieldReads(e ast.Expr, root, field string) Fields {
+	var f Fields
+	isRoot := func(x ast.Expr, shadowed bool) bool {
+		if x.Kind() != ast.IdentKind {
+			return false
+		}
+		name := x.AsIdent()
+		return name == "."+root || name == root && !shadowed
+	}
+	// literalKey is the field a select or a literal index names.
+	literalKey := func(x ast.Expr) (operand ast.Expr, key string, ok bool) {
+		switch x.Kind() {
+		case ast.SelectKind:
+			return x.AsSelect().Operand(), x.AsSelect().FieldName(), true
+		case ast.CallKind:
+			c := x.AsCall()
+			args := c.Args()
+			switch c.FunctionName() {
+			case operators.Index, operators.OptSelect, operators.OptIndex:
+				if len(args) == 2 && args[1].Kind() == ast.LiteralKind {
+					if s, ok := args[1].AsLiteral().(types.String); ok {
+						return args[0], string(s), true
+					}
+				}
+			}
+		}
+		return nil, "", false
+	}
+	isField := func(x ast.Expr, shadowed bool) bool {
+		op, key, ok := literalKey(x)
+		return ok && key == field && isRoot(op, shadowed)
+	}
+	var walk func(ast.Expr, bool)
+	walk = func(e ast.Expr, shadowed bool) {
+		if f.All || e == nil {
+			return
+		}
+		if op, key, ok := literalKey(e); ok {
+			switch {
+			case isField(op, shadowed):
+				f = f.with(key)
+				return
+			case isRoot(op, shadowed) && key != field:
+				return
+			case isRoot(op, shadowed):
+				f = AllFields // root.field whole
+				return
+			}
+		}
+		switch e.Kind() {
+		case ast.IdentKind:
+			if isRoot(e, shadowed) {
+				f = AllFields
+			}
+		case ast.SelectKind:
+			walk(e.AsSelect().Operand(), shadowed)
+		case ast.CallKind:
+			c := e.AsCall()
+			if c.IsMemberFunction() {
+				walk(c.Target(), shadowed)
+			}
+			for _, a := range c.Args() {
+				walk(a, shadowed)
+			}
+		case ast.ComprehensionKind:
+			c := e.AsComprehension()
+			walk(c.IterRange(), shadowed)
+			walk(c.AccuInit(), shadowed)
+			inner := shadowed || c.IterVar() == root || c.AccuVar() == root || c.HasIterVar2() && c.IterVar2() == root
+			walk(c.LoopCondition(), inner)
+			walk(c.LoopStep(), inner)
+			walk(c.Result(), inner)
+		case ast.ListKind:
+			for _, el := range e.AsList().Elements() {
+				walk(el, shadowed)
+			}
+		case ast.MapKind:
+			for _, en := range e.AsMap().Entries() {
+				me := en.AsMapEntry()
+				walk(me.Key(), shadowed)
+				walk(me.Value(), shadowed)
+			}
+		case ast.StructKind:
+			for _, fl := range e.AsStruct().Fields() {
+				walk(fl.AsStructField().Value(), shadowed)
+			}
+		}
+	}
+	walk(e, false)
+	return f
+}
+
 // ObjectFields are the fields of a trigger of kind gk that an evaluation
 // reads: the rule's expressions', and the built-in ones' that stand in for
 // a missing success or failure.
@@ -205,6 +301,10 @@ func (p *Policy) ObjectFields(gk schema.GroupKind) Fields {
 // AppWrapperFields are the fields of the AppWrapper that the rule's
 // expressions read (the built-ins read none).
 func (p *Policy) AppWrapperFields() Fields { return p.reads.appWrapper }
+
+// AppWrapperMetadataFields are the fields of the AppWrapper's metadata that
+// the rule's expressions read.
+func (p *Policy) AppWrapperMetadataFields() Fields { return p.reads.appWrapperMetadata }
 
 // Keep drops from obj, in place, every top-level field that f does not
 // read, except apiVersion, kind and metadata, which identify the object and

@@ -71,6 +71,30 @@ func TestAppWrapperFields(t *testing.T) {
 	}
 }
 
+func TestAppWrapperMetadataFields(t *testing.T) {
+	for expr, want := range map[string]Fields{
+		"object.status.done":                                                  {},
+		"appWrapper.status.phase == 'Running'":                                {},
+		"appWrapper.metadata.labels['x'] == 'y'":                              FieldsOf("labels"),
+		"appWrapper.metadata.name == 'a' && has(appWrapper.metadata.uid)":     FieldsOf("name", "uid"),
+		"appWrapper['metadata'].?annotations.orValue({}).size() > 0":          FieldsOf("annotations"),
+		"appWrapper.metadata.exists(k, k == 'annotations')":                   AllFields,
+		"size(appWrapper.metadata) > 0":                                       AllFields,
+		"appWrapper.exists(k, k == 'spec')":                                   AllFields,
+		"[appWrapper][0].metadata.labels.size() > 0":                          AllFields,
+		"object.metadata.annotations.size() > 0":                              {},
+		"appWrapper.metadata.labels.exists(k, appWrapper.metadata.name == k)": FieldsOf("labels", "name"),
+	} {
+		p, err := Compile(&v1alpha1.CompletionRuleSpec{Success: expr})
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", expr, err)
+		}
+		if got := p.AppWrapperMetadataFields(); !reflect.DeepEqual(got, want) {
+			t.Errorf("AppWrapperMetadataFields(%q) = %+v, want %+v", expr, got, want)
+		}
+	}
+}
+
 func TestFieldsSetOperations(t *testing.T) {
 	a, b := FieldsOf("status", "spec", "status"), FieldsOf("metadata")
 	if !reflect.DeepEqual(a.Names, []string{"spec", "status"}) {

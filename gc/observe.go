@@ -41,7 +41,7 @@ type view interface {
 	worker(ctx context.Context, key types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView)
 	// appWrapperVariable is the appWrapper variable for a rule that reads
 	// fields of it.
-	appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, fields celpolicies.Fields) (map[string]any, error)
+	appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, p *celpolicies.Policy) (map[string]any, error)
 }
 
 // triggerView is where triggers are read: the cluster's own, or a worker's.
@@ -152,7 +152,7 @@ func gather(ctx context.Context, v view, policies *celpolicies.Cache, key types.
 		}
 	}
 	if plan.ReadAppWrapper {
-		if in.AppWrapperVariable, err = v.appWrapperVariable(ctx, aw, plan.Rule.Policy.AppWrapperFields()); err != nil {
+		if in.AppWrapperVariable, err = v.appWrapperVariable(ctx, aw, plan.Rule.Policy); err != nil {
 			return in, err
 		}
 	}
@@ -281,19 +281,19 @@ func (v *readerView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref 
 	return t, nil
 }
 
-func (v *readerView) appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, fields celpolicies.Fields) (map[string]any, error) {
+func (v *readerView) appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, p *celpolicies.Policy) (map[string]any, error) {
 	if v.slim {
-		return fullAppWrapperVariable(ctx, v.r, aw, fields)
+		return fullAppWrapperVariable(ctx, v.r, aw, p)
 	}
 	return appWrapperMap(aw)
 }
 
 // fullAppWrapperVariable is the appWrapper variable of aw, which may be the
-// cache's: a rule that reads its metadata (the cache keeps only the
-// annotations decisions read), spec or status is given the AppWrapper read
-// from r.
-func fullAppWrapperVariable(ctx context.Context, r client.Reader, aw *awv1beta2.AppWrapper, fields celpolicies.Fields) (map[string]any, error) {
-	if fields.Has("metadata") || fields.Has("spec") || fields.Has("status") {
+// cache's: a rule that reads its annotations (the cache keeps only those
+// decisions read), spec or status is given the AppWrapper read from r.
+func fullAppWrapperVariable(ctx context.Context, r client.Reader, aw *awv1beta2.AppWrapper, p *celpolicies.Policy) (map[string]any, error) {
+	fields := p.AppWrapperFields()
+	if fields.Has("spec") || fields.Has("status") || fields.Has("metadata") && p.AppWrapperMetadataFields().Has("annotations") {
 		live := &awv1beta2.AppWrapper{}
 		if err := r.Get(ctx, client.ObjectKeyFromObject(aw), live); err != nil {
 			return nil, fmt.Errorf("reading the AppWrapper for a rule that reads its spec or status: %w", err)
@@ -435,8 +435,8 @@ func (v *cacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 
 // appWrapperVariable: wrapup's cache (CacheOptions) keeps of the
 // annotations, spec and status only what wrapup reads; a rule that reads
-// the metadata, spec or status is given the AppWrapper read from the API
-// server.
-func (v *cacheView) appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, fields celpolicies.Fields) (map[string]any, error) {
-	return fullAppWrapperVariable(ctx, v.r.APIReader, aw, fields)
+// the annotations, spec or status is given the AppWrapper read from the
+// API server.
+func (v *cacheView) appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, p *celpolicies.Policy) (map[string]any, error) {
+	return fullAppWrapperVariable(ctx, v.r.APIReader, aw, p)
 }

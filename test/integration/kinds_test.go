@@ -180,6 +180,29 @@ var _ = Describe("Trigger kinds", func() {
 		Expect(countEvents(aw, wrapupv1alpha1.ReasonEvaluationError)).To(BeZero())
 	})
 
+	It("sees the AppWrapper's annotations in a rule that reads them, though wrapup's cache keeps only those it reads itself", func() {
+		createRule(util.MakeRule("evalmeta").TriggerKind("example.wrapup.dev", "EvalRun", "").
+			Success("object.?status.?phase.orValue('') == 'Done'").
+			Message("'run ' + appWrapper.metadata.annotations['team.example.com/run'] + ' of ' + appWrapper.metadata.labels['team']").Obj())
+		aw := util.MakeAppWrapper("annotated", ns.Name).Label("team", "evals").Annotation("team.example.com/run", "r42").
+			Component(object("example.wrapup.dev/v1", "EvalRun", "meta", map[string]any{"suite": "mmlu"}), nil).Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.wrapup.dev", Version: "v1", Kind: "EvalRun"})
+		key := types.NamespacedName{Namespace: ns.Name, Name: "meta"}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, key, live)).To(Succeed())
+			g.Expect(unstructured.SetNestedField(live.Object, "Done", "status", "phase")).To(Succeed())
+			g.Expect(k8sClient.Status().Update(ctx, live)).To(Succeed())
+		}, util.Timeout, util.Interval).Should(Succeed())
+		// An annotation missing from what the rule is given would be a "no
+		// such key" error: an EvaluationError Event, and nothing finished.
+		expectEvent(aw, "", "TriggerSucceeded", "run r42 of evals")
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+		Expect(countEvents(aw, wrapupv1alpha1.ReasonEvaluationError)).To(BeZero())
+	})
+
 	It("starts working when the trigger kind's CRD is installed after the rule, and stops its informer when the rule goes", func() {
 		gk := schema.GroupKind{Group: "late.wrapup.dev", Kind: "LateRun"}
 		r := util.MakeRule("late").TriggerKind(gk.Group, gk.Kind, "").Success("object.status.?phase.orValue('') == 'Done'").Obj()
