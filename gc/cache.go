@@ -18,22 +18,23 @@ import (
 // CacheOptions are the manager cache options for a manager that runs
 // wrapup alone, as cmd/manager does. Objects are cached without
 // managedFields, and AppWrappers without what wrapup never reads: of the
-// annotations only those a decision reads (decision.ReadsAppWrapperAnnotation);
-// each component keeps its annotations and, of its template, only the
-// apiVersion, kind and metadata.name that name the trigger (a component
-// template, a Deployment's or a Job's pod template, is most of an
-// AppWrapper's size); the status keeps its phase, its retries, the
-// Unhealthy and DeletingResources conditions and the names of the
-// components whose template has none (generateName).
+// annotations only those a decision reads (decision.ReadsAppWrapperAnnotation),
+// no finalizers; each component keeps its annotations and, of its
+// template, only the apiVersion, kind and metadata.name that name the
+// trigger (a component template, a Deployment's or a Job's pod template,
+// is most of an AppWrapper's size); the status keeps its phase, its
+// retries, the Unhealthy condition when True or once the AppWrapper
+// Failed, the DeletingResources condition and the names of the components
+// whose template has none (generateName). Strings, label and annotation
+// sets that many AppWrappers carry alike are kept once (interner).
 //
 // Another controller in the same manager (the AppWrapper controller
 // itself) would see AppWrappers without their templates: do not use these
 // options for a shared manager. wrapup works with a full cache too; it
 // never writes an AppWrapper from the cache other than by a patch of its
-// own labels and annotations, and a rule that reads appWrapper.metadata,
-// appWrapper.spec or appWrapper.status is evaluated on the AppWrapper read
-// from the API server. Strings, label and annotation sets that many
-// AppWrappers carry alike are kept once (interner).
+// own labels and annotations, and a rule that reads the AppWrapper's
+// annotations, spec or status is evaluated on the AppWrapper read from
+// the API server.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
