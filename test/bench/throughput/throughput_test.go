@@ -75,6 +75,8 @@ var (
 	flagSteadyMax   = flag.Duration("tp.steady-max", 10*time.Minute, "longest arrival window of a steady-load phase")
 	flagSteadyW     = flag.Int("tp.steady-workers", gc.DefaultWorkers, "wrapup's workers under steady load")
 	flagDrain       = flag.Duration("tp.drain", time.Minute, "how long a phase waits for its deletions after its last completion")
+	flagTTL         = flag.Bool("tp.ttl", true, "measure the TTL-after-finished controller too (bursts and steady load)")
+	flagVariants    = flag.Bool("tp.variants", true, "measure the plain client without the Events and with the final check's reads too")
 	flagTTLQPS      = flag.Int("tp.ttl-qps", 1000, "kube-controller-manager's --kube-api-qps and --kube-api-burst for the raised TTL baseline")
 	flagSeed        = flag.Uint64("tp.seed", 1, "seed of the steady load's arrivals")
 	flagOut         = flag.String("tp.out", "", "folder to write throughput-N.md into")
@@ -495,19 +497,21 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{events: true})).To(Succeed())
 		res.Limit = awaitDeleted("plain client (the limit)", best.Concurrency, runs, start, cpu)
 
-		By(fmt.Sprintf("the plain client without the Events, at concurrency %d on a burst of %d", best.Concurrency, *flagN))
-		runs = create("limit", *flagN)
-		complete(runs)
-		cpu, start = sampleCPU(), time.Now()
-		Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{})).To(Succeed())
-		res.LimitNoEvents = awaitDeleted("plain client without Events", best.Concurrency, runs, start, cpu)
+		if *flagVariants {
+			By(fmt.Sprintf("the plain client without the Events, at concurrency %d on a burst of %d", best.Concurrency, *flagN))
+			runs = create("limit", *flagN)
+			complete(runs)
+			cpu, start = sampleCPU(), time.Now()
+			Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{})).To(Succeed())
+			res.LimitNoEvents = awaitDeleted("plain client without Events", best.Concurrency, runs, start, cpu)
 
-		By(fmt.Sprintf("the plain client with the final check's reads, at concurrency %d on a burst of %d", best.Concurrency, *flagN))
-		runs = create("limit", *flagN)
-		complete(runs)
-		cpu, start = sampleCPU(), time.Now()
-		Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{events: true, reads: true})).To(Succeed())
-		res.LimitReads = awaitDeleted("plain client with reads", best.Concurrency, runs, start, cpu)
+			By(fmt.Sprintf("the plain client with the final check's reads, at concurrency %d on a burst of %d", best.Concurrency, *flagN))
+			runs = create("limit", *flagN)
+			complete(runs)
+			cpu, start = sampleCPU(), time.Now()
+			Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{events: true, reads: true})).To(Succeed())
+			res.LimitReads = awaitDeleted("plain client with reads", best.Concurrency, runs, start, cpu)
+		}
 
 		for _, w := range ints(*flagWorkers) {
 			By(fmt.Sprintf("wrapup with %d workers on a burst of %d", w, *flagN))
@@ -531,6 +535,9 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		}
 
 		for _, raised := range []bool{false, true} {
+			if !*flagTTL {
+				break
+			}
 			what, args := ttlName(raised)
 			By(fmt.Sprintf("%s on a burst of %d Jobs", what, *flagN))
 			fwk.StopKubeControllerManager()
@@ -550,6 +557,9 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			for _, v := range []struct {
 				ttl, raised bool
 			}{{}, {ttl: true}, {ttl: true, raised: true}} {
+				if v.ttl && !*flagTTL {
+					continue
+				}
 				name, mode := "wrapup", "wrapup"
 				if v.ttl {
 					var args []string
@@ -1057,8 +1067,12 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 		p("| %s | %.1f | %.2f | %s | %s / %s / %s |\n", what, x.PerSecond, x.PerSecond/r.Limit.PerSecond, ms(x.FirstAfter), ms(x.CPUSelf), ms(x.CPUAPIServer), ms(x.CPUEtcd))
 	}
 	row(fmt.Sprintf("the limit: plain client, wrapup's writes and Events, concurrency %d", r.Limit.Concurrency), r.Limit)
-	row(fmt.Sprintf("plain client, wrapup's writes without the Events, concurrency %d", r.LimitNoEvents.Concurrency), r.LimitNoEvents)
-	row(fmt.Sprintf("plain client, writes, Events and the final check's reads (the rules, the live trigger), concurrency %d", r.LimitReads.Concurrency), r.LimitReads)
+	if r.LimitNoEvents.PerSecond > 0 {
+		row(fmt.Sprintf("plain client, wrapup's writes without the Events, concurrency %d", r.LimitNoEvents.Concurrency), r.LimitNoEvents)
+	}
+	if r.LimitReads.PerSecond > 0 {
+		row(fmt.Sprintf("plain client, writes, Events and the final check's reads (the rules, the live trigger), concurrency %d", r.LimitReads.Concurrency), r.LimitReads)
+	}
 	for _, w := range r.Wrapup {
 		row(fmt.Sprintf("wrapup, %d workers", w.Concurrency), w)
 	}
