@@ -51,6 +51,9 @@ const (
 	hasBlockOwnerDeletion
 	blockOwnerDeletion
 	hasLabel
+	// labelApart: the AppWrapper label's value is not the owner's name,
+	// and is in rare.
+	labelApart
 	otherUID
 	otherControllerUID
 )
@@ -138,7 +141,7 @@ func newIdentityTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 	if label, ok := u.GetLabels()[awv1beta2.AppWrapperLabel]; ok {
 		t.flags |= hasLabel
 		if label != t.owner {
-			rare.label = label
+			rare.label, t.flags = label, t.flags|labelApart
 		}
 	}
 	if ref := metav1.GetControllerOfNoCopy(u); ref != nil {
@@ -189,7 +192,13 @@ func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("decoding cached trigger %s/%s: %w", t.namespace, t.name, err)
 	}
 	u.Object["apiVersion"], u.Object["kind"] = t.apiVersion, t.kind
-	md := map[string]any{"name": t.name, "namespace": t.namespace, "uid": string(t.getUID()), "resourceVersion": t.resourceVersion}
+	md := map[string]any{"name": t.name, "namespace": t.namespace}
+	if uid := t.getUID(); uid != "" {
+		md["uid"] = string(uid)
+	}
+	if t.resourceVersion != "" {
+		md["resourceVersion"] = t.resourceVersion
+	}
 	var rare rareIdentity
 	if t.rare != nil {
 		rare = *t.rare
@@ -199,7 +208,7 @@ func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 	}
 	if t.flags&hasLabel != 0 {
 		label := t.owner
-		if rare.label != "" {
+		if t.flags&labelApart != 0 {
 			label = rare.label
 		}
 		md["labels"] = map[string]any{awv1beta2.AppWrapperLabel: label}

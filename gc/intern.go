@@ -1,6 +1,7 @@
 package gc
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -98,7 +99,16 @@ func (in *interner) labels(m map[string]string) map[string]string {
 	}
 	id := b.String()
 	if shared, ok := in.maps[id]; ok {
-		return shared
+		if maps.Equal(shared, m) {
+			return shared
+		}
+		// Values may hold the separator: another content under the same
+		// key is kept apart, not shared.
+		out := make(map[string]string, len(m))
+		for k, v := range m {
+			out[in.strLocked(k)] = in.strLocked(v)
+		}
+		return out
 	}
 	if len(in.maps) >= in.limit {
 		in.maps = map[string]map[string]string{}

@@ -288,12 +288,18 @@ func (v *readerView) appWrapperVariable(ctx context.Context, aw *awv1beta2.AppWr
 	return appWrapperMap(aw)
 }
 
+// cachedMetadata are the fields of an AppWrapper's metadata that wrapup's
+// cache keeps as they are (CacheOptions): not the annotations, the
+// finalizers or the managedFields.
+var cachedMetadata = celpolicies.FieldsOf("name", "generateName", "namespace", "uid", "resourceVersion", "generation",
+	"creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "ownerReferences")
+
 // fullAppWrapperVariable is the appWrapper variable of aw, which may be the
-// cache's: a rule that reads its annotations (the cache keeps only those
-// decisions read), spec or status is given the AppWrapper read from r.
+// cache's: a rule that reads its spec, its status or any of its metadata
+// that the cache does not keep as it is is given the AppWrapper read from r.
 func fullAppWrapperVariable(ctx context.Context, r client.Reader, aw *awv1beta2.AppWrapper, p *celpolicies.Policy) (map[string]any, error) {
 	fields := p.AppWrapperFields()
-	if fields.Has("spec") || fields.Has("status") || fields.Has("metadata") && p.AppWrapperMetadataFields().Has("annotations") {
+	if fields.Has("spec") || fields.Has("status") || fields.Has("metadata") && !cachedMetadata.Covers(p.AppWrapperMetadataFields()) {
 		live := &awv1beta2.AppWrapper{}
 		if err := r.Get(ctx, client.ObjectKeyFromObject(aw), live); err != nil {
 			return nil, fmt.Errorf("reading the AppWrapper for a rule that reads its spec or status: %w", err)

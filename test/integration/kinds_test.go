@@ -185,6 +185,7 @@ var _ = Describe("Trigger kinds", func() {
 			Success("object.?status.?phase.orValue('') == 'Done'").
 			Message("'run ' + appWrapper.metadata.annotations['team.example.com/run'] + ' of ' + appWrapper.metadata.labels['team']").Obj())
 		aw := util.MakeAppWrapper("annotated", ns.Name).Label("team", "evals").Annotation("team.example.com/run", "r42").
+			Component(util.MakeDeployment("inference", 1), nil).
 			Component(object("example.wrapup.dev/v1", "EvalRun", "meta", map[string]any{"suite": "mmlu"}), nil).Obj()
 		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
 		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
