@@ -96,23 +96,25 @@ func (t *cachedTrigger) rareIdentity() *rareIdentity {
 }
 
 func (t *cachedTrigger) getUID() types.UID {
-	switch {
-	case t.flags&otherUID != 0:
+	if t.flags&otherUID != 0 {
 		return types.UID(t.rare.uid)
-	case t.uid == uuid.Nil:
-		return ""
 	}
-	return types.UID(t.uid.String())
+	return uidString(t.uid)
 }
 
 func (t *cachedTrigger) getControllerUID() types.UID {
-	switch {
-	case t.flags&otherControllerUID != 0:
+	if t.flags&otherControllerUID != 0 {
 		return types.UID(t.rare.controllerUID)
-	case t.controllerUID == uuid.Nil:
+	}
+	return uidString(t.controllerUID)
+}
+
+// uidString is u as a UID, "" for the nil UUID (no UID).
+func uidString(u uuid.UUID) types.UID {
+	if u == uuid.Nil {
 		return ""
 	}
-	return types.UID(t.controllerUID.String())
+	return types.UID(u.String())
 }
 
 // newCachedTrigger encodes u, already trimmed to what is kept.
@@ -161,17 +163,13 @@ func newIdentityTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 		t.rare = &rare
 	}
 	t.setUIDs(u.GetUID(), controllerUID)
-	rest := make(map[string]any, len(u.Object))
-	for k, v := range u.Object {
-		switch k {
-		case "apiVersion", "kind", "metadata":
-		default:
-			rest[k] = v
-		}
-	}
-	raw, err := json.Marshal(rest)
+	// u is the transform's own: what the fields hold leaves the JSON.
+	delete(u.Object, "apiVersion")
+	delete(u.Object, "kind")
+	delete(u.Object, "metadata")
+	raw, err := json.Marshal(u.Object)
 	if err != nil {
-		return nil, fmt.Errorf("encoding %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		return nil, fmt.Errorf("encoding %s %s/%s: %w", t.kind, t.namespace, t.name, err)
 	}
 	t.raw = raw
 	return t, nil

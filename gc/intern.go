@@ -59,13 +59,6 @@ func (in *interner) strLocked(s string) string {
 	return s
 }
 
-// strs interns each string of ss, in place.
-func (in *interner) strs(ss []string) {
-	for i := range ss {
-		ss[i] = in.str(ss[i])
-	}
-}
-
 // labels returns a map with the content of m that may be shared with other
 // cached objects (nil for an empty one), or m itself, its strings interned,
 // when it is too large to share.
