@@ -123,13 +123,13 @@ func fieldReads(e ast.Expr, root string) Fields {
 			if isRoot(e.AsIdent(), shadowed) {
 				f = AllFields
 			}
+			return
 		case ast.SelectKind:
 			s := e.AsSelect()
 			if op := s.Operand(); op.Kind() == ast.IdentKind && isRoot(op.AsIdent(), shadowed) {
 				f = f.with(s.FieldName())
 				return
 			}
-			walk(s.Operand(), shadowed)
 		case ast.CallKind:
 			c := e.AsCall()
 			args := c.Args()
@@ -143,39 +143,51 @@ func fieldReads(e ast.Expr, root string) Fields {
 					}
 				}
 			}
-			if c.IsMemberFunction() {
-				walk(c.Target(), shadowed)
-			}
-			for _, a := range args {
-				walk(a, shadowed)
-			}
-		case ast.ComprehensionKind:
-			c := e.AsComprehension()
-			walk(c.IterRange(), shadowed)
-			walk(c.AccuInit(), shadowed)
-			// The loop's own variables shadow root inside it.
-			inner := shadowed || c.IterVar() == root || c.AccuVar() == root || c.HasIterVar2() && c.IterVar2() == root
-			walk(c.LoopCondition(), inner)
-			walk(c.LoopStep(), inner)
-			walk(c.Result(), inner)
-		case ast.ListKind:
-			for _, el := range e.AsList().Elements() {
-				walk(el, shadowed)
-			}
-		case ast.MapKind:
-			for _, en := range e.AsMap().Entries() {
-				me := en.AsMapEntry()
-				walk(me.Key(), shadowed)
-				walk(me.Value(), shadowed)
-			}
-		case ast.StructKind:
-			for _, fl := range e.AsStruct().Fields() {
-				walk(fl.AsStructField().Value(), shadowed)
-			}
 		}
+		walkChildren(e, root, shadowed, walk)
 	}
 	walk(e, false)
 	return f
+}
+
+// walkChildren calls walk on each child of e, with whether root is
+// shadowed there: inside a comprehension's loop, its own variables shadow
+// root.
+func walkChildren(e ast.Expr, root string, shadowed bool, walk func(ast.Expr, bool)) {
+	switch e.Kind() {
+	case ast.SelectKind:
+		walk(e.AsSelect().Operand(), shadowed)
+	case ast.CallKind:
+		c := e.AsCall()
+		if c.IsMemberFunction() {
+			walk(c.Target(), shadowed)
+		}
+		for _, a := range c.Args() {
+			walk(a, shadowed)
+		}
+	case ast.ComprehensionKind:
+		c := e.AsComprehension()
+		walk(c.IterRange(), shadowed)
+		walk(c.AccuInit(), shadowed)
+		inner := shadowed || c.IterVar() == root || c.AccuVar() == root || c.HasIterVar2() && c.IterVar2() == root
+		walk(c.LoopCondition(), inner)
+		walk(c.LoopStep(), inner)
+		walk(c.Result(), inner)
+	case ast.ListKind:
+		for _, el := range e.AsList().Elements() {
+			walk(el, shadowed)
+		}
+	case ast.MapKind:
+		for _, en := range e.AsMap().Entries() {
+			me := en.AsMapEntry()
+			walk(me.Key(), shadowed)
+			walk(me.Value(), shadowed)
+		}
+	case ast.StructKind:
+		for _, fl := range e.AsStruct().Fields() {
+			walk(fl.AsStructField().Value(), shadowed)
+		}
+	}
 }
 
 // subFieldReads walks a compiled expression and returns the fields of
@@ -231,44 +243,11 @@ func subFieldReads(e ast.Expr, root, field string) Fields {
 				return
 			}
 		}
-		switch e.Kind() {
-		case ast.IdentKind:
-			if isRoot(e, shadowed) {
-				f = AllFields
-			}
-		case ast.SelectKind:
-			walk(e.AsSelect().Operand(), shadowed)
-		case ast.CallKind:
-			c := e.AsCall()
-			if c.IsMemberFunction() {
-				walk(c.Target(), shadowed)
-			}
-			for _, a := range c.Args() {
-				walk(a, shadowed)
-			}
-		case ast.ComprehensionKind:
-			c := e.AsComprehension()
-			walk(c.IterRange(), shadowed)
-			walk(c.AccuInit(), shadowed)
-			inner := shadowed || c.IterVar() == root || c.AccuVar() == root || c.HasIterVar2() && c.IterVar2() == root
-			walk(c.LoopCondition(), inner)
-			walk(c.LoopStep(), inner)
-			walk(c.Result(), inner)
-		case ast.ListKind:
-			for _, el := range e.AsList().Elements() {
-				walk(el, shadowed)
-			}
-		case ast.MapKind:
-			for _, en := range e.AsMap().Entries() {
-				me := en.AsMapEntry()
-				walk(me.Key(), shadowed)
-				walk(me.Value(), shadowed)
-			}
-		case ast.StructKind:
-			for _, fl := range e.AsStruct().Fields() {
-				walk(fl.AsStructField().Value(), shadowed)
-			}
+		if isRoot(e, shadowed) {
+			f = AllFields
+			return
 		}
+		walkChildren(e, root, shadowed, walk)
 	}
 	walk(e, false)
 	return f
