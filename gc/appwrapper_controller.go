@@ -2,6 +2,7 @@ package gc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -509,7 +510,29 @@ func (r *AppWrapperReconciler) count(ctx context.Context, rec *decision.Record) 
 func (r *AppWrapperReconciler) writeRecord(ctx context.Context, aw *awv1beta2.AppWrapper, rec *decision.Record) (*awv1beta2.AppWrapper, error) {
 	patched := aw.DeepCopy()
 	rec.Apply(patched)
-	if err := r.Writer.Patch(ctx, patched, client.MergeFromWithOptions(aw, client.MergeFromWithOptimisticLock{})); err != nil {
+	// The patch names the record's keys alone (set, or null to remove),
+	// never whole maps: aw may be the cache's, which keeps only some
+	// annotations, and a diff against it could remove the others.
+	keys := func(after map[string]string, names ...string) map[string]any {
+		m := make(map[string]any, len(names))
+		for _, k := range names {
+			if v, ok := after[k]; ok {
+				m[k] = v
+			} else {
+				m[k] = nil
+			}
+		}
+		return m
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": aw.ResourceVersion,
+		"labels":          keys(patched.Labels, wrapupv1alpha1.OutcomeLabel),
+		"annotations":     keys(patched.Annotations, decision.RecordAnnotations()...),
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the record's patch: %w", err)
+	}
+	if err := r.Writer.Patch(ctx, patched, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return nil, err
 	}
 	return patched, nil

@@ -10,11 +10,14 @@ import (
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
@@ -141,5 +144,57 @@ func TestCachedAppWrapperDecidesAsWhole(t *testing.T) {
 	}
 	if decided == 0 {
 		t.Error("no case records or deletes: the comparison tests nothing that acts")
+	}
+}
+
+// TestRecordWriteTouchesOnlyItsKeys: the record's write and its clear,
+// patched onto the AppWrapper as wrapup's cache keeps it (without the
+// annotations no decision reads), change the record's keys and nothing
+// else the API server holds.
+func TestRecordWriteTouchesOnlyItsKeys(t *testing.T) {
+	live := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns",
+		Labels:      map[string]string{"team": "x"},
+		Annotations: map[string]string{awv1beta2.TerminalExitCodesAnnotation: "1", "example.com/keep": "true"}}}
+	c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithObjects(live).Build()
+	ctx := context.Background()
+	r := &AppWrapperReconciler{Writer: c}
+	cached := func() *awv1beta2.AppWrapper {
+		server := &awv1beta2.AppWrapper{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(live), server); err != nil {
+			t.Fatal(err)
+		}
+		o, err := slimAppWrapper(server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.(*awv1beta2.AppWrapper)
+	}
+	kept := func(what string) *awv1beta2.AppWrapper {
+		after := &awv1beta2.AppWrapper{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(live), after); err != nil {
+			t.Fatal(err)
+		}
+		if after.Annotations["example.com/keep"] != "true" || after.Annotations[awv1beta2.TerminalExitCodesAnnotation] != "1" || after.Labels["team"] != "x" {
+			t.Errorf("after %s: labels %v, annotations %v", what, after.Labels, after.Annotations)
+		}
+		return after
+	}
+	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeFailed, Rule: "r", FinishedAt: time.Now(), Message: "failed", TriggerUID: "u"}
+	if _, err := r.writeRecord(ctx, cached(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if after := kept("the write"); decision.ReadRecord(after) == nil {
+		t.Errorf("the record did not land: %v", after.Annotations)
+	}
+	if _, err := r.writeRecord(ctx, cached(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if after := kept("the clear"); decision.ReadRecord(after) != nil || after.Labels[wrapupv1alpha1.OutcomeLabel] != "" {
+		t.Errorf("the record stayed: %v %v", after.Labels, after.Annotations)
+	}
+	stale := cached()
+	stale.ResourceVersion = "1"
+	if _, err := r.writeRecord(ctx, stale, rec); !apierrors.IsConflict(err) {
+		t.Errorf("a write on a stale AppWrapper: %v, want a conflict", err)
 	}
 }

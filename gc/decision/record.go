@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -226,6 +227,11 @@ func (rec *Record) Apply(aw *awv1beta2.AppWrapper) {
 		}
 	}
 }
+
+// RecordAnnotations are the annotations a record is written in (its
+// label is wrapupv1alpha1.OutcomeLabel): a write or a clear of the record
+// changes these and nothing else.
+func RecordAnnotations() []string { return slices.Clone(recordAnnotations) }
 
 var recordAnnotations = []string{
 	wrapupv1alpha1.RuleAnnotation, wrapupv1alpha1.FinishedAtAnnotation,
