@@ -116,14 +116,14 @@ func gather(ctx context.Context, v view, policies *celpolicies.Cache, key types.
 			// components' creation brings it back.
 			refs, _ := decision.FindTriggers(aw, rule.Rule)
 			for _, ref := range refs {
-				if err := c.claim(ref.Kind, rule.Policy.ObjectFields(ref.Kind)); err != nil {
+				if err := c.claim(ref.Kind, decision.TriggerFields(rule.Policy, ref.Kind)); err != nil {
 					return in, err
 				}
 			}
 		}
 	}
 	for _, ref := range plan.Refs {
-		t, err := tv.trigger(ctx, aw, ref, plan.Rule.Policy.ObjectFields(ref.Kind))
+		t, err := tv.trigger(ctx, aw, ref, decision.TriggerFields(plan.Rule.Policy, ref.Kind))
 		if in.Worker != nil {
 			// On a worker, a kind that cannot be read there says nothing
 			// of the rule here: the worker cannot be read for it.

@@ -236,7 +236,7 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		terminal = selectorErr
 	case rule.Spec.Trigger.Kind != "":
 		gk := decision.RuleKind(rule)
-		err := r.Watches.Ensure(ruleOwner(rule.Name), gk, policy.ObjectFields(gk))
+		err := r.Watches.Ensure(ruleOwner(rule.Name), gk, decision.TriggerFields(policy, gk))
 		var nf *KindNotFoundError
 		switch {
 		case errors.As(err, &nf):

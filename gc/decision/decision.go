@@ -226,7 +226,8 @@ type Candidate struct {
 	// Evaluation is the rule's result on it; nil when not evaluated.
 	Evaluation *Evaluation
 	// State says, in one word, where it stands: Running, Succeeded,
-	// Failed, Error (its evaluation failed), Absent or Unknown (not read).
+	// Failed, Error (its evaluation failed), TornDown (being deleted or
+	// disrupted, which is no completion), Absent or Unknown (not read).
 	State string
 	// Decided is true for the candidates whose states decided the outcome.
 	Decided bool
@@ -389,7 +390,52 @@ const (
 	liveSucceeded
 	liveFailed
 	liveError
+	// liveTornDown: being deleted (a deletionTimestamp) or, for a Pod,
+	// disrupted (DisruptionTarget=True): whatever it says, it is not a
+	// completion (see tornDown).
+	liveTornDown
 )
+
+// present says whether the live object was there to be read.
+func (s liveState) present() bool {
+	return s == liveRunning || s == liveSucceeded || s == liveFailed || s == liveError || s == liveTornDown
+}
+
+// tornDown says why obj, a live trigger, is being torn down; "" when it is
+// not. A trigger being torn down says nothing of how its run went:
+//   - any object with a deletionTimestamp: the AppWrapper controller
+//     deletes its components (Background propagation) when it suspends
+//     (Kueue preempts), resets (a retry) or fails the AppWrapper
+//     (appwrapper v1.2.2 internal/controller/appwrapper/resource_management.go,
+//     deleteComponents), and kubectl drain and the scheduler's preemption
+//     delete pods gracefully;
+//   - while a Pod is deleted, the kubelet gives it a terminal phase before
+//     it goes: Succeeded when every container exited 0, whatever its
+//     restartPolicy (k8s v1.37.2 pkg/kubelet/kubelet_pods.go, getPhase
+//     with podIsTerminal, from SyncTerminatingPod), so a harness that
+//     exits 0 on SIGTERM reads as succeeded;
+//   - a Pod with the condition DisruptionTarget=True is being evicted,
+//     preempted or shut down (the scheduler's preemption, the taint
+//     manager, the eviction API, the pod GC, the kubelet's node-pressure
+//     eviction and node shutdown), possibly left Failed or Succeeded
+//     without being deleted.
+func tornDown(obj *unstructured.Unstructured) string {
+	if ts := obj.GetDeletionTimestamp(); ts != nil {
+		return "is being deleted (deletionTimestamp " + ts.UTC().Format(time.RFC3339) + ")"
+	}
+	if obj.GetKind() != "Pod" || obj.GroupVersionKind().Group != "" {
+		return ""
+	}
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == string(corev1.DisruptionTarget) && m["status"] == string(corev1.ConditionTrue) {
+			reason, _ := m["reason"].(string)
+			return fmt.Sprintf("is disrupted (condition DisruptionTarget=True, reason %s)", reason)
+		}
+	}
+	return ""
+}
 
 // Decide decides what to do with in.AppWrapper. ctx bounds the evaluation
 // of the rule's expressions only.
@@ -513,6 +559,8 @@ type observed struct {
 	state    liveState
 	res      celpolicies.Result
 	notOwned bool
+	// torn says why the object is being torn down; "" when it is not.
+	torn string
 }
 
 // observeCandidate evaluates the live trigger ref, when there is one.
@@ -564,11 +612,22 @@ func observeCandidate(ctx context.Context, in Input, policy *celpolicies.Policy,
 		return c
 	}
 	c.info.UID = obj.GetUID()
+	if why := tornDown(obj); why != "" {
+		c.torn = fmt.Sprintf("%s %s %s: a trigger being torn down is never taken as finished", ref.Kind.Kind, ref.Name, why)
+	}
 	res, err := policy.Evaluate(ctx, ref.Kind, obj.Object, in.AppWrapperVariable)
 	c.res = res
 	c.eval = &Evaluation{Outcome: res.Outcome, Message: res.Message, Cost: res.Cost,
 		BuiltinSuccess: res.BuiltinSuccess, BuiltinFailure: res.BuiltinFailure}
 	switch {
+	case c.torn != "":
+		// Evaluated all the same, for people: explain shows what it
+		// says while it is torn down.
+		if err != nil {
+			c.eval.Error = err.Error()
+		}
+		c.info.Problem = c.torn
+		c.state = liveTornDown
 	case err != nil:
 		c.eval.Error = err.Error()
 		c.state = liveError
@@ -602,7 +661,7 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, state l
 	}
 	// What the controller remembers of a failure follows the live trigger.
 	switch state {
-	case liveRunning, liveSucceeded, liveAbsent:
+	case liveRunning, liveSucceeded, liveAbsent, liveTornDown:
 		d.FailureSeen = nil
 	case liveFailed:
 		first := now
@@ -653,6 +712,9 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, state l
 	case state == liveError:
 		d.Verdict = VerdictWaitingForTrigger
 		d.Reason = "the evaluation failed, which counts as not finished (Warning Event EvaluationError); wrapup evaluates again when the trigger changes"
+	case state == liveTornDown:
+		d.Verdict = VerdictWaitingForTrigger
+		d.Reason = d.Trigger.Problem + "; wrapup looks again when it changes"
 	case state == liveAbsent && d.notOwned:
 		d.Verdict = VerdictNoTrigger
 		d.Reason = d.Trigger.Problem
@@ -674,7 +736,7 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 	aw := in.AppWrapper
 	rec := d.Recorded
 	uid := d.Trigger.UID
-	present := state == liveRunning || state == liveSucceeded || state == liveFailed || state == liveError
+	present := state.present()
 	same := present && uid == rec.TriggerUID
 	phase := aw.Status.Phase
 	newAttempt := present && !same && rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed
@@ -900,4 +962,21 @@ func MultiKueueWorkerCopy(aw *awv1beta2.AppWrapper) (origin string, ok bool) {
 // the deletion that first decided: the final check before a delete.
 func SameDeletion(first, fresh Decision) bool {
 	return fresh.Verdict == VerdictDelete && fresh.Write == nil && !fresh.Clear && fresh.Outcome == first.Outcome
+}
+
+// podStatus is what a decision reads of a Pod trigger besides what its
+// rule reads: its status, whose DisruptionTarget condition says that it is
+// torn down.
+var podStatus = celpolicies.FieldsOf("status")
+
+// TriggerFields are the top-level fields of a trigger of kind gk that a
+// decision under policy p reads: those its evaluation reads
+// (Policy.ObjectFields), and a Pod's status (see tornDown). The metadata
+// that says it is being deleted is kept whatever the fields.
+func TriggerFields(p *celpolicies.Policy, gk schema.GroupKind) celpolicies.Fields {
+	f := p.ObjectFields(gk)
+	if gk.Group == "" && gk.Kind == "Pod" {
+		f = f.Union(podStatus)
+	}
+	return f
 }

@@ -90,6 +90,8 @@ func (c *observed) stateWord() string {
 		return "Error"
 	case liveAbsent:
 		return "Absent"
+	case liveTornDown:
+		return "TornDown"
 	}
 	return "Unknown"
 }
@@ -255,7 +257,7 @@ func (d *Decision) decideManyRecorded(in Input, rule *wrapupv1alpha1.CompletionR
 		i := at[t.Index]
 		c := &cs[i]
 		d.Candidates[i].Decided = true
-		present := c.state == liveRunning || c.state == liveSucceeded || c.state == liveFailed || c.state == liveError
+		present := c.state.present()
 		if present && t.UID != "" && c.info.UID == t.UID && c.state == liveRunning && phase != awv1beta2.AppWrapperFailed && again == nil {
 			again = c
 		}

@@ -1,0 +1,213 @@
+package decision
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+)
+
+// A finished status of each built-in kind, as its operator writes it
+// (the shapes of celpolicies' samples, taken from the upstream types).
+var finishedStatuses = []struct {
+	apiVersion, kind string
+	succeeded        map[string]any
+	failed           map[string]any
+}{
+	{"batch/v1", "Job",
+		conds("SuccessCriteriaMet", "Complete"), conds("FailureTarget", "Failed")},
+	{"jobset.x-k8s.io/v1alpha2", "JobSet",
+		withField(conds("Completed"), "terminalState", "Completed"), withField(conds("Failed"), "terminalState", "Failed")},
+	{"kubeflow.org/v1", "PyTorchJob",
+		conds("Created", "Running", "Succeeded"), conds("Created", "Running", "Failed")},
+	{"kubeflow.org/v2beta1", "MPIJob",
+		conds("Created", "Running", "Succeeded"), conds("Created", "Running", "Failed")},
+	{"trainer.kubeflow.org/v1alpha1", "TrainJob",
+		conds("Complete"), conds("Failed")},
+	{"ray.io/v1", "RayJob",
+		map[string]any{"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED"}, map[string]any{"jobDeploymentStatus": "Failed", "jobStatus": "FAILED"}},
+	{"argoproj.io/v1alpha1", "Workflow",
+		map[string]any{"phase": "Succeeded"}, map[string]any{"phase": "Failed"}},
+	{"v1", "Pod",
+		map[string]any{"phase": "Succeeded"}, map[string]any{"phase": "Failed"}},
+}
+
+// conds is a status whose conditions of the given types are all True.
+func conds(types ...string) map[string]any {
+	cs := make([]any, len(types))
+	for i, t := range types {
+		cs[i] = map[string]any{"type": t, "status": "True", "reason": t, "message": t}
+	}
+	return map[string]any{"conditions": cs}
+}
+
+func withField(m map[string]any, k string, v any) map[string]any { m[k] = v; return m }
+
+// kindInput is an AppWrapper that wraps the inference Deployment and a
+// trigger "bench" of apiVersion/kind, whose live object has status, under
+// a rule for that kind with its built-in expressions.
+func kindInput(t *testing.T, apiVersion, kind string, status map[string]any, mod func(*unstructured.Unstructured)) Input {
+	t.Helper()
+	b := appWrapper(t)
+	b.aw.Spec.Components[1] = component(t, apiVersion, kind, "bench", nil)
+	gv, _ := schema.ParseGroupVersion(apiVersion)
+	ref := Ref{Index: 1, Kind: schema.GroupKind{Group: gv.Group, Kind: kind}, Version: gv.Version, Name: "bench", Template: "bench"}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "status": status}}
+	u.SetName("bench")
+	u.SetNamespace("ns")
+	u.SetUID(jobUID)
+	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "workload.codeflare.dev/v1beta2", Kind: "AppWrapper", Name: "run", UID: awUID, Controller: ptr.To(true)}})
+	if mod != nil {
+		mod(u)
+	}
+	r := rule("by-kind", 0, nil, nil)
+	r.UID = "uid-by-kind"
+	r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: gv.Group, Kind: kind}
+	in := input(t, b.obj(), Trigger{Ref: ref, State: TriggerPresent, Object: u}, r)
+	in.Kinds = map[schema.GroupKind]Kind{ref.Kind: {State: KindWatched}}
+	return in
+}
+
+func deleting(u *unstructured.Unstructured) {
+	ts := metav1.NewTime(now.Add(-time.Second))
+	u.SetDeletionTimestamp(&ts)
+	u.SetDeletionGracePeriodSeconds(ptr.To(int64(30)))
+}
+
+// A trigger being torn down is never a new completion, whatever its
+// status says: the kubelet makes a Pod being deleted Succeeded when its
+// containers exit 0 on SIGTERM, and a Job, a JobSet or a PyTorchJob being
+// deleted may be finished by its operator on the way. Each case's control
+// (the same object, not being deleted) is recorded, so that the case is
+// the deletion's doing.
+func TestTornDownTriggerIsNoCompletion(t *testing.T) {
+	for _, k := range finishedStatuses {
+		for _, outcome := range []wrapupv1alpha1.Outcome{wrapupv1alpha1.OutcomeSucceeded, wrapupv1alpha1.OutcomeFailed} {
+			status := k.succeeded
+			if outcome == wrapupv1alpha1.OutcomeFailed {
+				status = k.failed
+			}
+			t.Run(k.kind+"/"+string(outcome), func(t *testing.T) {
+				// A failure needs the AppWrapper controller to be done
+				// retrying: it was seen failed long enough ago.
+				decide := func(mod func(*unstructured.Unstructured)) Decision {
+					in := kindInput(t, k.apiVersion, k.kind, status, mod)
+					in.FailureSeen = FailureSeen{TriggerUID: jobUID, At: now.Add(-time.Hour)}
+					return Decide(context.Background(), in)
+				}
+				if control := decide(nil); control.Write == nil || control.Write.Outcome != outcome {
+					t.Fatalf("control: %s, write %+v: %s", control.Verdict, control.Write, control.Reason)
+				}
+				d := decide(deleting)
+				if d.Write != nil || d.Verdict != VerdictWaitingForTrigger || d.Outcome != "" {
+					t.Fatalf("being deleted: %s, outcome %q, write %+v; want %s and nothing recorded", d.Verdict, d.Outcome, d.Write, VerdictWaitingForTrigger)
+				}
+				if !strings.Contains(d.Reason, "being deleted") || d.Trigger.UID != jobUID {
+					t.Errorf("reason %q, trigger %+v: want it to say the trigger is being deleted", d.Reason, d.Trigger)
+				}
+				for _, e := range d.Events {
+					if e.Type == "Warning" {
+						t.Errorf("a trigger torn down is no news: Warning %s %q", e.Reason, e.Message)
+					}
+				}
+			})
+		}
+	}
+}
+
+// A Pod with DisruptionTarget=True is being evicted, preempted or shut
+// down: Succeeded or Failed, it is no completion, deleted or not.
+func TestDisruptedPodIsNoCompletion(t *testing.T) {
+	disrupted := func(phase string) map[string]any {
+		return map[string]any{"phase": phase, "conditions": []any{
+			map[string]any{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler", "message": "Kueue preempted it"},
+			map[string]any{"type": "Ready", "status": "False", "reason": "PodCompleted"},
+		}}
+	}
+	for _, phase := range []string{"Succeeded", "Failed"} {
+		t.Run(phase, func(t *testing.T) {
+			in := kindInput(t, "v1", "Pod", disrupted(phase), nil)
+			in.FailureSeen = FailureSeen{TriggerUID: jobUID, At: now.Add(-time.Hour)}
+			d := Decide(context.Background(), in)
+			if d.Write != nil || d.Verdict != VerdictWaitingForTrigger {
+				t.Fatalf("%s, write %+v; want %s: %s", d.Verdict, d.Write, VerdictWaitingForTrigger, d.Reason)
+			}
+			if !strings.Contains(d.Reason, "DisruptionTarget=True, reason PreemptionByScheduler") {
+				t.Errorf("reason %q does not say why", d.Reason)
+			}
+		})
+	}
+	// A condition that is not True changes nothing.
+	st := map[string]any{"phase": "Succeeded", "conditions": []any{map[string]any{"type": "DisruptionTarget", "status": "False"}}}
+	if d := Decide(context.Background(), kindInput(t, "v1", "Pod", st, nil)); d.Write == nil {
+		t.Errorf("DisruptionTarget=False: %s, want a record", d.Verdict)
+	}
+	// A DisruptionTarget condition is a Pod's: another kind's is its own.
+	if d := Decide(context.Background(), kindInput(t, "batch/v1", "Job",
+		map[string]any{"conditions": []any{map[string]any{"type": "DisruptionTarget", "status": "True"}, map[string]any{"type": "Complete", "status": "True"}}}, nil)); d.Write == nil {
+		t.Errorf("a Job's DisruptionTarget: %s, want a record", d.Verdict)
+	}
+}
+
+// A record already there keeps its meaning when its trigger is torn down:
+// not cleared, acted on; and an AppWrapper its controller failed is failed,
+// whatever the trigger being torn down says.
+func TestTornDownTriggerAndTheRecord(t *testing.T) {
+	running := map[string]any{"phase": "Running"}
+	t.Run("a recorded success is kept while its Pod is deleted", func(t *testing.T) {
+		in := kindInput(t, "v1", "Pod", running, deleting)
+		(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "by-kind", FinishedAt: now.Add(-time.Minute), TriggerUID: jobUID, TriggerRef: "/Pod/bench"}).Apply(in.AppWrapper)
+		d := Decide(context.Background(), in)
+		if d.Clear || d.Verdict != VerdictDelete || d.Outcome != wrapupv1alpha1.OutcomeSucceeded {
+			t.Fatalf("%s, clear %v, outcome %q; want %s of the recorded success: %s", d.Verdict, d.Clear, d.Outcome, VerdictDelete, d.Reason)
+		}
+	})
+	t.Run("the same Pod running, not being deleted, clears it", func(t *testing.T) {
+		in := kindInput(t, "v1", "Pod", running, nil)
+		(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "by-kind", FinishedAt: now.Add(-time.Minute), TriggerUID: jobUID, TriggerRef: "/Pod/bench"}).Apply(in.AppWrapper)
+		if d := Decide(context.Background(), in); !d.Clear {
+			t.Fatalf("%s: want the record cleared", d.Verdict)
+		}
+	})
+	t.Run("a Failed AppWrapper whose trigger is torn down Succeeded failed", func(t *testing.T) {
+		in := kindInput(t, "v1", "Pod", map[string]any{"phase": "Succeeded"}, deleting)
+		in.AppWrapper.Status.Phase = awv1beta2.AppWrapperFailed
+		d := Decide(context.Background(), in)
+		if d.Write == nil || d.Write.Outcome != wrapupv1alpha1.OutcomeFailed || !d.Evaluation.FromAppWrapperPhase {
+			t.Fatalf("%s, write %+v: want Failed by the AppWrapper's phase: %s", d.Verdict, d.Write, d.Reason)
+		}
+	})
+}
+
+// Under a policy of several candidates, a candidate torn down has not
+// finished: it neither completes All nor decides Any.
+func TestTornDownCandidate(t *testing.T) {
+	torn := func(tr Trigger) Trigger { deleting(tr.Object); return tr }
+	for _, tc := range []struct {
+		policy   wrapupv1alpha1.TriggerPolicy
+		triggers []Trigger
+	}{
+		{wrapupv1alpha1.TriggerPolicyAll, []Trigger{hjob(0, 0, "Complete"), torn(hjob(1, 0, "Complete"))}},
+		{wrapupv1alpha1.TriggerPolicyAny, []Trigger{hjob(0, 0, ""), torn(hjob(1, 0, "Complete"))}},
+	} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			in := input(t, harnessAW(t, 2).obj(), tc.triggers[0], harnessRule(tc.policy))
+			in.Triggers = tc.triggers
+			d := Decide(context.Background(), in)
+			if d.Write != nil || d.Verdict != VerdictWaitingForTrigger {
+				t.Fatalf("%s, write %+v; want %s: %s", d.Verdict, d.Write, VerdictWaitingForTrigger, d.Reason)
+			}
+			if got := d.Candidates[1].State; got != "TornDown" {
+				t.Errorf("candidate 1 is %q, want TornDown", got)
+			}
+		})
+	}
+}
