@@ -13,7 +13,6 @@ import (
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,6 +51,10 @@ type simChecks struct {
 	// crecWrites counts CompletionRecord writes; crecLate, deletions
 	// without one, past the deadline for writing it.
 	crecWrites, crecLate int
+	// deletedAgain counts deletions of a recorded success whose run
+	// started again (before its TTL); tornDown counts triggers the
+	// kubelet made terminal while they were deleted.
+	deletedAgain, tornDown int
 	verdicts             map[decision.Verdict]int
 }
 
@@ -77,6 +80,8 @@ func (c *simChecks) add(o *simChecks) {
 	c.manyDeletes += o.manyDeletes
 	c.crecWrites += o.crecWrites
 	c.crecLate += o.crecLate
+	c.deletedAgain += o.deletedAgain
+	c.tornDown += o.tornDown
 	c.settledMany += o.settledMany
 	c.manyDecisions += o.manyDecisions
 	c.histories++
@@ -93,9 +98,9 @@ func (c *simChecks) summary() string {
 	sort.Strings(vs)
 	out := fmt.Sprintf("%d records written, %d cleared, %d deletions, %d lost answers to record writes, %d explain checks, %d settled AppWrappers checked; "+
 		"of several candidates: %d decisions, %d records written, %d cleared, %d deletions, %d settled AppWrappers; "+
-		"%d CompletionRecord writes, %d deletions without one past its deadline; verdicts:",
+		"%d CompletionRecord writes, %d deletions without one past its deadline; %d triggers made terminal while deleted, %d successes deleted as their run started again; verdicts:",
 		c.written, c.cleared, c.deletes, c.lostRecordWrites, c.explained, c.settled, c.manyDecisions, c.manyWritten, c.manyCleared, c.manyDeletes, c.settledMany,
-		c.crecWrites, c.crecLate)
+		c.crecWrites, c.crecLate, c.tornDown, c.deletedAgain)
 	for _, v := range vs {
 		out += fmt.Sprintf(" %s %d", v, c.verdicts[decision.Verdict(v)])
 	}
@@ -273,8 +278,12 @@ func recKey(rec *decision.Record) types.UID {
 }
 
 // evaluate is what rule r says of trigger t: Running, Succeeded, Failed or
-// Error.
+// Error; TornDown for a trigger being torn down (deleted, or a Pod
+// disrupted), which is no completion whatever its status says.
 func evaluate(r simRule, t *unstructured.Unstructured) string {
+	if tornDownTrig(t) {
+		return "TornDown"
+	}
 	if r.success == "error" {
 		return "Error"
 	}
@@ -562,7 +571,9 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 		case d.eval == "Error":
 			w.fail("wrapup deleted %s while rule %s's evaluation of its trigger %d (%s) errs", key, r.name, d.t.index, d.uid())
 		case d.obj != nil && d.uid() == d.recorded && phase != awv1beta2.AppWrapperFailed &&
-			d.eval != string(wrapupv1alpha1.OutcomeSucceeded) && d.eval != string(wrapupv1alpha1.OutcomeFailed):
+			d.eval != string(wrapupv1alpha1.OutcomeSucceeded) && d.eval != string(wrapupv1alpha1.OutcomeFailed) && d.eval != "TornDown":
+			// (A trigger torn down after its outcome was recorded keeps
+			// the record's meaning.)
 			w.fail("wrapup deleted %s while rule %s says its trigger %d (%s) is %s", key, r.name, d.t.index, d.uid(), d.eval)
 		}
 		// The record tells the truth.
@@ -600,6 +611,12 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	if a.TTLSecondsAfterFinished != nil {
 		ttl = time.Duration(*a.TTLSecondsAfterFinished) * time.Second
 	}
+	if again := simStartedAgain(cur, rec, ds); again != "" {
+		// A success recorded, then a new attempt: the components are
+		// torn down and would run again; the TTL has nothing left to keep.
+		w.checks.deletedAgain++
+		ttl = 0
+	}
 	if w.now.Before(rec.FinishedAt.Add(ttl)) {
 		w.fail("wrapup deleted %s %s before the TTL of %s after %s", key, rec.FinishedAt.Add(ttl).Sub(w.now), ttl, describeRecord(rec))
 	}
@@ -608,11 +625,36 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	}
 	if hold := simDuration(cur, awv1beta2.DeletionOnFailureGracePeriodAnnotation, 0); hold > 0 &&
 		phase == awv1beta2.AppWrapperFailed && !cur.Spec.Suspend {
-		c := apimeta.FindStatusCondition(cur.Status.Conditions, string(awv1beta2.DeletingResources))
-		if c == nil || w.now.Before(c.LastTransitionTime.Add(hold)) {
-			w.fail("wrapup deleted the failed %s before the end of its deletion hold of %s (started: %v)", key, hold, c != nil)
+		// The hold the user asked for runs from when the AppWrapper
+		// controller first started it (its condition's time moves on
+		// after the teardown).
+		if m.holdStart.IsZero() || w.now.Before(m.holdStart.Add(hold)) {
+			w.fail("wrapup deleted the failed %s before the end of its deletion hold of %s (started: %v)", key, hold, !m.holdStart.IsZero())
 		}
 	}
+}
+
+// simStartedAgain says, for an AppWrapper cur whose success rec (of the
+// candidates ds) is recorded, why its run started again; "" when it did
+// not: Kueue suspended it or is suspending it, the AppWrapper controller
+// resets it (or resumes it after that), or a candidate that decided was
+// replaced by a new object.
+func simStartedAgain(cur *awv1beta2.AppWrapper, rec *decision.Record, ds []simCand) string {
+	if rec.Outcome != wrapupv1alpha1.OutcomeSucceeded {
+		return ""
+	}
+	switch p := cur.Status.Phase; {
+	case p == awv1beta2.AppWrapperSuspending, p == awv1beta2.AppWrapperSuspended, p == awv1beta2.AppWrapperResetting, p == awv1beta2.AppWrapperResuming:
+		return string(p)
+	case cur.Spec.Suspend && p == awv1beta2.AppWrapperRunning:
+		return "suspended"
+	}
+	for _, d := range ds {
+		if d.obj != nil && d.uid() != d.recorded {
+			return "replaced"
+		}
+	}
+	return ""
 }
 
 // settledOutcome is how the candidates cs of rule r finished, in a world

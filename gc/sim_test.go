@@ -40,6 +40,7 @@ import (
 	"github.com/go-logr/logr"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -238,6 +239,9 @@ func (w *simWorld) nextThing() (time.Time, func()) {
 			consider(m.next, func() { w.awController(m) })
 		}
 	}
+	for _, k := range sortedKeys(w.kubelet) {
+		consider(w.kubelet[k], func() { w.kubeletTerminate(k) })
+	}
 	if tr := w.wr.triggers; len(tr.waiters) > 0 || !tr.synced() {
 		consider(tr.syncAt, func() { w.triggersSynced() })
 	}
@@ -414,7 +418,7 @@ func (w *simWorld) step() {
 			finished := w.trigsWhere(m, true)
 			t := finished[w.rng.Intn(len(finished))]
 			w.logf("trigger %s/%s deleted by its own TTL", m.key, t.name)
-			w.deleteTrigger(trigKey(t.kind, m.key.Namespace, t.name))
+			w.gracefulDelete(trigKey(t.kind, m.key.Namespace, t.name), "")
 		}
 	case n < 47: // Kueue admits a queued AppWrapper
 		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return aw.Spec.Suspend && aw.DeletionTimestamp.IsZero() })
@@ -541,6 +545,42 @@ func (w *simWorld) step() {
 			w.logf("a node of %s fails", m.key)
 			for _, t := range w.trigsWhere(m, false) {
 				w.finishTrigger(trigKey(t.kind, m.key.Namespace, t.name), wrapupv1alpha1.OutcomeFailed)
+			}
+		}
+	case n < 89: // a Pod trigger is evicted (drain, the scheduler's preemption) or killed by its node's kubelet
+		_, m := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool {
+			for _, t := range w.trigsWhere(m, false) {
+				if t.kind == "Pod" {
+					return true
+				}
+			}
+			return false
+		})
+		if m != nil {
+			for _, t := range w.trigsWhere(m, false) {
+				if t.kind != "Pod" {
+					continue
+				}
+				k := trigKey(t.kind, m.key.Namespace, t.name)
+				if w.rng.Intn(3) == 0 {
+					// Node-pressure eviction: the kubelet fails the Pod
+					// and leaves it (k8s v1.37.2 pkg/kubelet/eviction,
+					// synchronize: DisruptionTarget TerminationByKubelet).
+					u := w.trigs[k].DeepCopy()
+					addPodCondition(u, "DisruptionTarget", "TerminationByKubelet")
+					_ = unstructured.SetNestedField(u.Object, "Failed", "status", "phase")
+					w.logf("kubelet evicts Pod %s (%s) under node pressure: Failed", k, u.GetUID())
+					w.putTrigger(u)
+				} else {
+					// The eviction API and the scheduler's preemption set
+					// DisruptionTarget, then delete the Pod gracefully
+					// (pkg/registry/core/pod/storage/eviction.go,
+					// pkg/scheduler/framework/preemption/executor.go).
+					reason := []string{"EvictionByEvictionAPI", "PreemptionByScheduler"}[w.rng.Intn(2)]
+					w.logf("Pod %s (%s) is evicted: %s", k, w.trigs[k].GetUID(), reason)
+					w.gracefulDelete(k, reason)
+				}
+				break
 			}
 		}
 	default: // time passes

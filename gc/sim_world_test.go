@@ -21,6 +21,7 @@ import (
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -150,8 +151,15 @@ type simAW struct {
 	configMap bool
 	// next is when the AppWrapper controller looks at it again; zero: on a change.
 	next time.Time
-	// holdStart is when it started holding the failed AppWrapper.
+	// holdStart is when it first started holding the failed AppWrapper
+	// (its own condition's time moves on; see awController).
 	holdStart time.Time
+	// deployed is its condition ResourcesDeployed: its components were
+	// created and not yet all deleted.
+	deployed bool
+	// createdAt is when it last created its components: its cache may
+	// not have them yet for a moment (see awController, Running).
+	createdAt time.Time
 	// inferenceFailed: the inference component failed (until the next attempt).
 	inferenceFailed bool
 	// attempts counts the attempts that named generated objects.
@@ -192,7 +200,7 @@ func (w *simWorld) recreate(s simSaved) {
 	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: s.aw.Name, Namespace: s.aw.Namespace,
 		Labels: s.aw.Labels, Annotations: s.aw.Annotations, CreationTimestamp: metav1.NewTime(w.now.Truncate(time.Second))}, Spec: s.aw.Spec}
 	m := s.m.clone()
-	m.uid, m.next, m.holdStart, m.inferenceFailed, m.attempts = w.newUID("aw"), time.Time{}, time.Time{}, false, 0
+	m.uid, m.next, m.holdStart, m.inferenceFailed, m.attempts, m.deployed = w.newUID("aw"), time.Time{}, time.Time{}, false, 0, false
 	for i := range m.trigs {
 		if m.trigs[i].generated {
 			m.trigs[i].name = ""
@@ -245,6 +253,10 @@ type simWorld struct {
 	crecs map[types.NamespacedName]*wrapupv1alpha1.CompletionRecord
 	// goneAWs are the AppWrappers deleted, as they were last, by UID.
 	goneAWs map[types.UID]*awv1beta2.AppWrapper
+	// kubelet is when the kubelet next acts on each Pod being deleted
+	// (by its key): it stops the containers and writes the Pod's terminal
+	// phase, then removes it (kubeletTerminate).
+	kubelet map[string]time.Time
 	// refuseRecords: the API server refuses every CompletionRecord write
 	// (a quota, a webhook): deletions must still come, past their deadline.
 	refuseRecords bool
@@ -283,7 +295,7 @@ func newSimWorld(seed int64) *simWorld {
 		rules: map[string]*wrapupv1alpha1.CompletionRule{}, nss: map[string]*corev1.Namespace{},
 		crecs: map[types.NamespacedName]*wrapupv1alpha1.CompletionRecord{}, goneAWs: map[types.UID]*awv1beta2.AppWrapper{},
 		ruleSpecs: map[string]simRule{}, models: map[types.UID]*simAW{}, truth: map[types.UID]*simTruth{},
-		saved:   map[types.NamespacedName]simSaved{},
+		saved:   map[types.NamespacedName]simSaved{}, kubelet: map[string]time.Time{},
 		awCache: newSimCache(), trigCache: newSimCache(), ruleCache: newSimCache(), nsCache: newSimCache(),
 		maxLag: 2 * time.Second, explainPolicies: &celpolicies.Cache{},
 	}
@@ -403,6 +415,91 @@ func (w *simWorld) deleteTrigger(k string) {
 	w.deliver(w.trigCache, k, nil)
 }
 
+// gracefulDelete deletes the trigger object k as the API server does with
+// Background propagation. A Pod is deleted gracefully: it gets a
+// deletionTimestamp, and its kubelet stops it, gives it a terminal phase
+// and only then removes it (kubeletTerminate). Any other kind goes at
+// once: the Job controller puts no finalizer on a Job (k8s v1.37.2
+// pkg/controller/job/job_controller.go adds batch.kubernetes.io/job-tracking
+// to its pods only), and the garbage collector deletes the pods after it.
+// disruption, when not "", is the reason of the DisruptionTarget condition
+// the deleter sets first (the eviction API, the scheduler's preemption).
+func (w *simWorld) gracefulDelete(k, disruption string) {
+	u, ok := w.trigs[k]
+	if !ok || u.GetDeletionTimestamp() != nil {
+		return
+	}
+	if u.GetKind() != "Pod" {
+		w.deleteTrigger(k)
+		return
+	}
+	u = u.DeepCopy()
+	if disruption != "" {
+		addPodCondition(u, "DisruptionTarget", disruption)
+	}
+	ts := metav1.NewTime(w.now)
+	u.SetDeletionTimestamp(&ts)
+	u.SetDeletionGracePeriodSeconds(ptr.To(int64(30)))
+	w.putTrigger(u)
+	// The containers stop within the grace period, most at once on SIGTERM.
+	w.kubelet[k] = w.now.Add(time.Duration(w.rng.Int63n(int64(3 * time.Second))))
+}
+
+func addPodCondition(u *unstructured.Unstructured, typ, reason string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	conds = append(conds, map[string]any{"type": typ, "status": "True", "reason": reason})
+	_ = unstructured.SetNestedSlice(u.Object, conds, "status", "conditions")
+}
+
+// kubeletTerminate is the kubelet on a Pod being deleted: once its
+// containers stopped, it writes the Pod's terminal phase, Succeeded when
+// every container exited 0, whatever the restartPolicy (k8s v1.37.2
+// pkg/kubelet/kubelet_pods.go, getPhase with podIsTerminal, from
+// SyncTerminatingPod), else Failed (a harness killed by SIGTERM exits 143);
+// then it removes the Pod (pkg/kubelet/status/status_manager.go, syncPod
+// once canBeDeleted). A terminal phase stays as it was.
+func (w *simWorld) kubeletTerminate(k string) {
+	delete(w.kubelet, k)
+	u, ok := w.trigs[k]
+	if !ok {
+		return
+	}
+	switch p, _, _ := unstructured.NestedString(u.Object, "status", "phase"); p {
+	case "Succeeded", "Failed":
+		w.logf("kubelet removes Pod %s (%s)", k, u.GetUID())
+		w.deleteTrigger(k)
+		return
+	}
+	u = u.DeepCopy()
+	phase := "Failed"
+	if w.rng.Intn(2) == 0 {
+		phase = "Succeeded" // the harness exits 0 on SIGTERM
+	}
+	_ = unstructured.SetNestedField(u.Object, phase, "status", "phase")
+	w.logf("kubelet: Pod %s (%s) being deleted stopped: %s", k, u.GetUID(), phase)
+	w.checks.tornDown++
+	w.putTrigger(u)
+	w.kubelet[k] = w.now.Add(time.Duration(w.rng.Int63n(int64(500 * time.Millisecond))))
+}
+
+// tornDownTrig says whether a trigger object is being torn down (oracle
+// side): being deleted, or a Pod disrupted (DisruptionTarget True).
+func tornDownTrig(u *unstructured.Unstructured) bool {
+	if u == nil {
+		return false
+	}
+	if u.GetDeletionTimestamp() != nil {
+		return true
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, _ := c.(map[string]any); u.GetKind() == "Pod" && m["type"] == "DisruptionTarget" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
 // live is the live object of the trigger component t of the AppWrapper
 // model m; nil when there is none.
 func (w *simWorld) live(m *simAW, t *simTrig) *unstructured.Unstructured {
@@ -413,11 +510,12 @@ func (w *simWorld) live(m *simAW, t *simTrig) *unstructured.Unstructured {
 }
 
 // trigsWhere lists the trigger components of m whose live object is there,
-// and finished (Succeeded or Failed) or not, as finished says.
+// not torn down, and finished (Succeeded or Failed) or not, as finished
+// says.
 func (w *simWorld) trigsWhere(m *simAW, finished bool) []*simTrig {
 	var out []*simTrig
 	for i := range m.trigs {
-		if t := w.live(m, &m.trigs[i]); t != nil && (trigState(t) != "") == finished {
+		if t := w.live(m, &m.trigs[i]); t != nil && !tornDownTrig(t) && (trigState(t) != "") == finished {
 			out = append(out, &m.trigs[i])
 		}
 	}
@@ -510,7 +608,10 @@ func trigState(u *unstructured.Unstructured) wrapupv1alpha1.Outcome {
 }
 
 // awController is one reconcile of the AppWrapper controller model (v1.2's
-// phases, retries, grace periods and deletion hold), for the AppWrapper of m.
+// phases, retries, grace periods and deletion hold), for the AppWrapper of
+// m. What it does is read from appwrapper v1.2.2
+// internal/controller/appwrapper/appwrapper_controller.go (Reconcile) and
+// resource_management.go (deleteComponents), as cited at each step.
 func (w *simWorld) awController(m *simAW) {
 	m.next = time.Time{}
 	aw0, ok := w.aws[m.key]
@@ -524,13 +625,31 @@ func (w *simWorld) awController(m *simAW) {
 		aw.Status.Phase = p
 		w.putAW(aw)
 	}
-	deleteComponents := func() {
+	// deleteComponents: every component deleted with Background
+	// propagation, the condition DeletingResources True/DeletionInitiated
+	// set first; done (DeletingResources False/DeletionComplete) once no
+	// component and none of their pods is left, else it looks again in 5 s
+	// (deleteComponents, and the phases' requeueAfter(5*time.Second)).
+	deleteComponents := func() bool {
+		setCond(aw, awv1beta2.DeletingResources, metav1.ConditionTrue, "DeletionInitiated", w.now)
+		left := false
 		for i := range m.trigs {
-			if tr := &m.trigs[i]; w.live(m, tr) != nil {
-				w.logf("appwrapper controller: deletes %s %s", tr.kind, tr.name)
-				w.deleteTrigger(trigKey(tr.kind, m.key.Namespace, tr.name))
+			tr := &m.trigs[i]
+			if u := w.live(m, tr); u != nil {
+				if u.GetDeletionTimestamp() == nil {
+					w.logf("appwrapper controller: deletes %s %s", tr.kind, tr.name)
+				}
+				w.gracefulDelete(trigKey(tr.kind, m.key.Namespace, tr.name), "")
+				left = left || w.live(m, tr) != nil
 			}
 		}
+		if left {
+			m.next = w.now.Add(5 * time.Second)
+			return false
+		}
+		setCond(aw, awv1beta2.DeletingResources, metav1.ConditionFalse, "DeletionComplete", w.now)
+		m.deployed = false
+		return true
 	}
 	resetOrFail := func() {
 		if aw.Status.Retries < simRetryLimit(aw) {
@@ -541,7 +660,13 @@ func (w *simWorld) awController(m *simAW) {
 		}
 	}
 	if !aw.DeletionTimestamp.IsZero() {
-		deleteComponents()
+		// Its finalizer: Terminating until the components are gone.
+		if !deleteComponents() {
+			if aw.Status.Phase != awv1beta2.AppWrapperTerminating {
+				transition(awv1beta2.AppWrapperTerminating)
+			}
+			return
+		}
 		w.logf("appwrapper controller: finalizes %s", m.key.Name)
 		w.removeAW(m.key)
 		delete(w.models, m.uid)
@@ -563,6 +688,7 @@ func (w *simWorld) awController(m *simAW) {
 			return
 		}
 		w.createTriggers(m, aw)
+		m.deployed, m.createdAt = true, w.now
 		transition(awv1beta2.AppWrapperRunning)
 		w.wake(m, decision.AppWrapperRecheckPeriod+w.latency())
 	case awv1beta2.AppWrapperRunning:
@@ -571,13 +697,22 @@ func (w *simWorld) awController(m *simAW) {
 			return
 		}
 		// What it sees of the trigger components (every one of them: it
-		// knows no trigger, only components).
+		// knows no trigger, only components). It reads a Job and a Pod
+		// through its informers (the manager's cached client), which may
+		// not have a component it just created: it then fails the
+		// AppWrapper at once, MissingComponent (Running:
+		// getComponentStatus, "Only found N deployed components"); it
+		// reads a RayJob (unstructured) from the API server. A component
+		// being deleted counts as missing too.
 		missing, failedJob, failedPods, failedUnseen, succeeded := false, false, false, false, true
 		for i := range m.trigs {
 			t := w.live(m, &m.trigs[i])
 			state := trigState(t)
 			switch {
-			case t == nil:
+			case t == nil || t.GetDeletionTimestamp() != nil:
+				missing = true
+			case m.trigs[i].kind != "RayJob" && w.now.Sub(m.createdAt) < time.Second && w.rng.Intn(20) == 0:
+				w.logf("appwrapper controller: its cache has not seen %s %s yet", m.trigs[i].kind, t.GetName())
 				missing = true
 			case state == wrapupv1alpha1.OutcomeFailed && t.GetKind() == "RayJob":
 				failedUnseen = true
@@ -627,7 +762,11 @@ func (w *simWorld) awController(m *simAW) {
 			w.wake(m, decision.AppWrapperRecheckPeriod+w.latency())
 		}
 	case awv1beta2.AppWrapperSuspending:
-		deleteComponents()
+		// Undeploys whatever the suspend bit says now.
+		if m.deployed && !deleteComponents() {
+			w.putAW(aw)
+			return
+		}
 		setCond(aw, awv1beta2.Unhealthy, metav1.ConditionFalse, "Suspended", w.now)
 		transition(awv1beta2.AppWrapperSuspended)
 	case awv1beta2.AppWrapperResetting:
@@ -635,7 +774,10 @@ func (w *simWorld) awController(m *simAW) {
 			transition(awv1beta2.AppWrapperSuspending)
 			return
 		}
-		deleteComponents()
+		if m.deployed && !deleteComponents() {
+			w.putAW(aw)
+			return
+		}
 		c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy))
 		deadline := w.now
 		if c != nil {
@@ -647,19 +789,35 @@ func (w *simWorld) awController(m *simAW) {
 		}
 		transition(awv1beta2.AppWrapperResuming)
 	case awv1beta2.AppWrapperFailed:
+		// The deletion hold, as v1.2.2 keeps it: DeletingResources
+		// False/DeletionPaused, its time moved only when its status
+		// changes (meta.SetStatusCondition), waited from that time. The
+		// teardown's DeletionInitiated (True) turns it back to
+		// DeletionPaused on the next pass with a new time, so the hold is
+		// waited once more after the components were deleted (a bug of
+		// v1.2.2: Reconcile, case AppWrapperFailed).
 		hold := simDuration(aw, awv1beta2.DeletionOnFailureGracePeriodAnnotation, 0)
 		if hold > 0 && !aw.Spec.Suspend {
-			if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.DeletingResources)); c == nil {
-				setCond(aw, awv1beta2.DeletingResources, metav1.ConditionFalse, "DeletionPaused", w.now)
-				m.holdStart = w.now
-				w.putAW(aw)
+			setCond(aw, awv1beta2.DeletingResources, metav1.ConditionFalse, "DeletionPaused", w.now)
+			c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.DeletingResources))
+			if m.holdStart.IsZero() {
+				m.holdStart = c.LastTransitionTime.Time
 			}
-			if end := m.holdStart.Add(hold); w.now.Before(end) {
+			if end := c.LastTransitionTime.Add(hold); w.now.Before(end) {
+				if !apiequality.Semantic.DeepEqual(aw.Status, aw0.Status) {
+					w.putAW(aw)
+				}
 				m.next = end
 				return
 			}
 		}
-		deleteComponents()
+		if m.deployed && !deleteComponents() {
+			w.putAW(aw)
+			return
+		}
+		if !apiequality.Semantic.DeepEqual(aw.Status, aw0.Status) {
+			w.putAW(aw)
+		}
 	case awv1beta2.AppWrapperSucceeded:
 		// Its components stay for successTTL (days).
 	}

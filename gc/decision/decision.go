@@ -770,7 +770,42 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 	if d.holdRecordedFailure(in, grace) {
 		return
 	}
-	d.act(in, rule, rec.Outcome, rec)
+	again := ""
+	if rec.Outcome == wrapupv1alpha1.OutcomeSucceeded {
+		again = startedAgain(aw)
+		if present && !same && again == "" && !finishedPhase(aw) {
+			again = fmt.Sprintf("a new trigger (uid %s) replaced the one whose success was recorded: the run started again", uid)
+		}
+	}
+	d.act(in, rule, rec, again)
+}
+
+// startedAgain says why aw, whose success is recorded, is making a new
+// attempt (its components torn down, or about to be, to run again); ""
+// when it is not. The AppWrapper controller tears every component down
+// when Kueue suspends it (Running, Resuming or Resetting with spec.suspend
+// set, then Suspending) and when it resets it for a retry, which it does
+// even after the trigger succeeded, when a pod of the trigger failed on
+// the way (appwrapper v1.2.2 appwrapper_controller.go, Reconcile: a Failed
+// pod counted by getPodStatus keeps the AppWrapper from Succeeded, and
+// FoundFailedPods leads to resetOrFail).
+func startedAgain(aw *awv1beta2.AppWrapper) string {
+	switch p := aw.Status.Phase; {
+	case p == awv1beta2.AppWrapperSuspending || p == awv1beta2.AppWrapperSuspended:
+		return fmt.Sprintf("the AppWrapper is %s after its recorded success (Kueue preempted it): re-admitted, it would run again", p)
+	case p == awv1beta2.AppWrapperResetting || p == awv1beta2.AppWrapperResuming:
+		return fmt.Sprintf("the AppWrapper is %s after its recorded success: its controller tears the components down to run them again", p)
+	case aw.Spec.Suspend && (p == awv1beta2.AppWrapperRunning):
+		return "Kueue suspends the AppWrapper after its recorded success: re-admitted, it would run again"
+	}
+	return ""
+}
+
+// finishedPhase says whether the AppWrapper controller is done with aw:
+// Failed or Succeeded, it makes no new attempt (and a Failed one may be
+// held for debugging).
+func finishedPhase(aw *awv1beta2.AppWrapper) bool {
+	return aw.Status.Phase == awv1beta2.AppWrapperFailed || aw.Status.Phase == awv1beta2.AppWrapperSucceeded
 }
 
 // holdRecordedFailure decides to keep a recorded failure, and act on
@@ -806,7 +841,7 @@ func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome
 func (d *Decision) recordRec(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Record) {
 	outcome, message := rec.Outcome, rec.Message
 	d.Write = rec
-	d.act(in, rule, outcome, rec)
+	d.act(in, rule, rec, "")
 	reason := wrapupv1alpha1.ReasonTriggerSucceeded
 	if outcome == wrapupv1alpha1.OutcomeFailed {
 		reason = wrapupv1alpha1.ReasonTriggerFailed
@@ -846,8 +881,13 @@ func (d *Decision) clear(why string) {
 		Message: why + ": the record is cleared", When: EventAfterWrite})
 }
 
-// act decides what follows a final outcome recorded (or about to be) as rec.
-func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, rec *Record) {
+// act decides what follows the final outcome recorded (or about to be) as
+// rec. again, when not "", says why the run, whose success is recorded,
+// started again: its deletion is then due at once, TTL or not. The TTL
+// keeps a finished run's components for its logs and results; a new
+// attempt tore them down, and would only run the benchmark again.
+func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Record, again string) {
+	outcome := rec.Outcome
 	aw := in.AppWrapper
 	d.Outcome = outcome
 	d.Action = ActionFor(rule, outcome)
@@ -872,6 +912,17 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wr
 	case d.DryRun:
 		d.Verdict = VerdictDryRun
 		d.Reason = fmt.Sprintf("the trigger %s and rule %s is in dry-run mode: the outcome is recorded with a WouldDelete Event, nothing is deleted", outcome, rule.Name)
+		return
+	}
+	if again != "" {
+		// Due as if its TTL were 0: a time that does not move with each
+		// decision (the CompletionRecord's deadline counts from it).
+		d.DueAt = rec.FinishedAt
+		d.Verdict = VerdictDelete
+		d.Reason = fmt.Sprintf("%s; rule %s deletes it now rather than run it again, its TTL notwithstanding (the record and its CompletionRecord keep the outcome), "+
+			"if a decision on a fresh read of it, its rules and its trigger still says so", again, rule.Name)
+		d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: wrapupv1alpha1.ReasonDeleted, Action: "Delete",
+			Message: fmt.Sprintf("rule %s: trigger %s, and the run started again; AppWrapper deleted with its components", rule.Name, outcome), When: EventAfterDelete})
 		return
 	}
 	ttl := time.Duration(0)

@@ -291,10 +291,45 @@ func TestDecide(t *testing.T) {
 			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded,
 		},
 		{
-			name: "a success is not cleared by the trigger of a re-admission",
+			// A success recorded, then the run re-admitted: it ran
+			// again for the rest of the TTL.
+			name: "a success is not cleared by the trigger of a re-admission, and its deletion is due at once",
 			in: func(t *testing.T) Input {
 				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Minute, jobUID).obj()
 				return input(t, aw, job(jobUID2, ""), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300)))
+			},
+			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded, reason: "started again",
+		},
+		{
+			name: "a success recorded, then a reset by the AppWrapper controller (FoundFailedPods): deleted at once",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).phase(awv1beta2.AppWrapperResetting).retries(1).recorded(wrapupv1alpha1.OutcomeSucceeded, 10*time.Second, jobUID).obj()
+				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 3600)))
+			},
+			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded, reason: "Resetting after its recorded success",
+		},
+		{
+			name: "a success recorded, then Kueue suspends it: deleted at once",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, 10*time.Second, jobUID).obj()
+				aw.Spec.Suspend = true
+				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 3600)))
+			},
+			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded, reason: "Kueue suspends",
+		},
+		{
+			name: "a success recorded and kept (UpdateStatus): a new attempt deletes nothing",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).phase(awv1beta2.AppWrapperResetting).recorded(wrapupv1alpha1.OutcomeSucceeded, 10*time.Second, jobUID).obj()
+				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionUpdateStatus, 0)))
+			},
+			want: VerdictRecordOnly, outcome: wrapupv1alpha1.OutcomeSucceeded,
+		},
+		{
+			name: "a success recorded, running its TTL: no new attempt, the TTL holds",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Minute, jobUID).obj()
+				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300)))
 			},
 			want: VerdictDeleteAfterTTL, outcome: wrapupv1alpha1.OutcomeSucceeded, after: 4 * time.Minute, requeue: 4 * time.Minute,
 		},
@@ -533,7 +568,7 @@ func TestForeignRecordsAndTheHold(t *testing.T) {
 			want: VerdictWaitingForTrigger,
 		},
 		{
-			name: "a generateName trigger's success holds through a re-admission that creates another",
+			name: "a generateName trigger's success holds through a re-admission that creates another, which deletes it at once",
 			in: func(t *testing.T) Input {
 				aw := appWrapper(t).obj()
 				aw.Spec.Components[1] = component(t, "batch/v1", "Job", "", nil) // generateName: gen-
@@ -543,7 +578,7 @@ func TestForeignRecordsAndTheHold(t *testing.T) {
 				rerun.Ref = Ref{Index: 1, Kind: jobRef.Kind, Version: "v1", Name: "gen-xyz", Template: "gen-*"}
 				return input(t, aw, rerun, jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300)))
 			},
-			want: VerdictDeleteAfterTTL,
+			want: VerdictDelete,
 		},
 		{
 			name: "a failure seen while Kueue suspends the AppWrapper is not final",

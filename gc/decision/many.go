@@ -295,7 +295,14 @@ func (d *Decision) decideManyRecorded(in Input, rule *wrapupv1alpha1.CompletionR
 	if d.holdRecordedFailure(in, grace) {
 		return
 	}
-	d.act(in, rule, rec.Outcome, rec)
+	restart := ""
+	if rec.Outcome == wrapupv1alpha1.OutcomeSucceeded {
+		restart = startedAgain(aw)
+		if replaced && restart == "" && !finishedPhase(aw) {
+			restart = "a new attempt replaced triggers whose success was recorded: the run started again"
+		}
+	}
+	d.act(in, rule, rec, restart)
 }
 
 // recordMany decides to record outcome for the candidates deciders of cs,

@@ -211,3 +211,16 @@ func TestTornDownCandidate(t *testing.T) {
 		})
 	}
 }
+
+// A success recorded for an earlier trigger of an AppWrapper its
+// controller then failed: no new attempt comes, and the AppWrapper's own
+// deletion hold holds.
+func TestSuccessThenFailedWithHold(t *testing.T) {
+	aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).annotate(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
+		condition(awv1beta2.DeletingResources, "DeletionPaused", now.Add(-time.Minute)).
+		recorded(wrapupv1alpha1.OutcomeSucceeded, time.Hour, jobUID).obj()
+	d := Decide(context.Background(), input(t, aw, job(jobUID2, "Failed"), jobRule("jobs", 0)))
+	if d.Verdict != VerdictDeleteAfterTTL || d.After != 9*time.Minute {
+		t.Fatalf("%s after %s, want %s after 9m (the hold): %s", d.Verdict, d.After, VerdictDeleteAfterTTL, d.Reason)
+	}
+}
