@@ -293,7 +293,7 @@ func (r *AppWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 // input is the start of a decision's input: the clock and the memory.
 func (r *AppWrapperReconciler) input(mem awMemory) decision.Input {
-	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, FailureGracePeriod: r.FailureGracePeriod}
+	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, HoldStart: mem.holdStart, FailureGracePeriod: r.FailureGracePeriod}
 }
 
 // act carries out a decision made on the caches. Every write and every
@@ -645,6 +645,8 @@ type awMemory struct {
 	uid types.UID
 	// failure is when the trigger was first seen failed.
 	failure decision.FailureSeen
+	// holdStart is when its failure hold was first seen.
+	holdStart time.Time
 	// warned are the Warnings last emitted, as reason and message.
 	warned []string
 	// unsure is a record write whose answer was lost: counted once it is
@@ -669,7 +671,7 @@ type awMemory struct {
 // empty is true when e remembers nothing but the AppWrapper's UID, which
 // update compares only to reset what else is remembered.
 func (e awMemory) empty() bool {
-	return e.failure == (decision.FailureSeen{}) && len(e.warned) == 0 && e.unsure == nil && e.counted == nil &&
+	return e.failure == (decision.FailureSeen{}) && e.holdStart.IsZero() && len(e.warned) == 0 && e.unsure == nil && e.counted == nil &&
 		len(e.claims) == 0 && e.history == nil && e.worker == "" && len(e.workerKinds) == 0 && e.unreachable == 0
 }
 
@@ -707,6 +709,7 @@ func (m *memory) update(key types.NamespacedName, uid types.UID, d decision.Deci
 	if d.FailureSeen != nil {
 		e.failure = *d.FailureSeen
 	}
+	e.holdStart = d.HoldStart
 	m.put(key, e)
 	return e
 }

@@ -821,7 +821,7 @@ func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Deci
 	v := &readerView{r: &simReader{w: w, fresh: true, noFaults: true}, labelled: true}
 	v.kinds = explainKinds(v.r)
 	ein, err := gather(context.Background(), v, w.explainPolicies, client.ObjectKeyFromObject(aw), nil,
-		decision.Input{Now: in.Now, FailureSeen: in.FailureSeen, FailureGracePeriod: in.FailureGracePeriod})
+		decision.Input{Now: in.Now, FailureSeen: in.FailureSeen, HoldStart: in.HoldStart, FailureGracePeriod: in.FailureGracePeriod})
 	if err != nil {
 		w.fail("explain of %s: %v", client.ObjectKeyFromObject(aw), err)
 		return

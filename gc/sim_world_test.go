@@ -801,7 +801,8 @@ func (w *simWorld) awController(m *simAW) {
 			setCond(aw, awv1beta2.DeletingResources, metav1.ConditionFalse, "DeletionPaused", w.now)
 			c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.DeletingResources))
 			if m.holdStart.IsZero() {
-				m.holdStart = c.LastTransitionTime.Time
+				// As the API server keeps it: to the second.
+				m.holdStart = c.LastTransitionTime.Time.Truncate(time.Second)
 			}
 			if end := c.LastTransitionTime.Add(hold); w.now.Before(end) {
 				if !apiequality.Semantic.DeepEqual(aw.Status, aw0.Status) {

@@ -48,6 +48,13 @@ type Input struct {
 	// FailureSeen is when the controller first saw the trigger failed,
 	// from its memory; zero when it never did (or restarted since).
 	FailureSeen FailureSeen
+	// HoldStart is when the controller first saw the AppWrapper
+	// controller hold this failed AppWrapper for debugging (its
+	// DeletingResources condition DeletionPaused), from its memory; zero
+	// when it did not (or restarted since). The AppWrapper controller
+	// gives that condition a new time once it has torn the components
+	// down (see failedHold): the hold runs from the first.
+	HoldStart time.Time
 	// FailureGracePeriod is how long a Running AppWrapper with a failed
 	// trigger, not reported Unhealthy, is given to start a retry; 0 means
 	// DefaultFailureGracePeriod.
@@ -204,6 +211,9 @@ type Decision struct {
 	// FailureSeen is what the controller remembers of the trigger's
 	// failure after this decision; nil to forget.
 	FailureSeen *FailureSeen
+	// HoldStart is when the AppWrapper's failure hold started, as the
+	// controller remembers it after this decision; zero to forget.
+	HoldStart time.Time
 	// Claims are the kinds the AppWrapper itself needs watched (its
 	// annotated triggers', under a rule that names no kind), in the order
 	// of its components; none for none.
@@ -940,6 +950,14 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 		}
 		if aw.Status.Phase == awv1beta2.AppWrapperFailed && !aw.Spec.Suspend {
 			start, ok := failedHoldStart(aw)
+			if r := in.HoldStart; !r.IsZero() && (!ok || r.Before(start)) {
+				// The hold started when first seen; the condition's time
+				// moved on after the teardown.
+				start, ok = r, true
+			}
+			if ok {
+				d.HoldStart = start
+			}
 			if !ok {
 				d.Verdict, d.After, d.Requeue = VerdictDeleteAfterTTL, hold, holdStartRetry
 				d.DueAt = in.Now.Add(hold)

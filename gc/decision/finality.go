@@ -157,6 +157,15 @@ func deletionHold(aw *awv1beta2.AppWrapper) time.Duration {
 // failedHoldStart is when the AppWrapper controller started holding a
 // failed AppWrapper (its DeletingResources condition, reason
 // DeletionPaused); ok is false when it has not written it yet.
+//
+// The AppWrapper controller v1.2.2 sets that condition on every pass over
+// a Failed AppWrapper, and its time changes only with its status
+// (meta.SetStatusCondition): when the hold ends, its teardown sets it
+// True/DeletionInitiated, and the next pass False/DeletionPaused again,
+// with a new time, from which it waits the hold once more (appwrapper
+// v1.2.2 appwrapper_controller.go, Reconcile, case AppWrapperFailed;
+// resource_management.go, deleteComponents). A decision counts the hold
+// from the first time it was seen (Input.HoldStart), not from the last.
 func failedHoldStart(aw *awv1beta2.AppWrapper) (time.Time, bool) {
 	c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.DeletingResources))
 	if c == nil || c.Reason != "DeletionPaused" {
