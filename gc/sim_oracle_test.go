@@ -55,7 +55,7 @@ type simChecks struct {
 	// started again (before its TTL); tornDown counts triggers the
 	// kubelet made terminal while they were deleted.
 	deletedAgain, tornDown int
-	verdicts             map[decision.Verdict]int
+	verdicts               map[decision.Verdict]int
 }
 
 func (c *simChecks) init() {
