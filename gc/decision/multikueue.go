@@ -72,6 +72,10 @@ func componentsOwner(in Input) (owner *awv1beta2.AppWrapper, ok bool, problem st
 	}
 	w := in.Worker
 	switch {
+	case w == nil && !deployed(aw):
+		// Queued, or not yet started by the worker: nothing to read, and
+		// its Workload's dispatch or its status brings it back.
+		return nil, false, fmt.Sprintf("MultiKueue has not started the AppWrapper on a worker cluster (it is %s): its components do not exist", phaseOrNone(aw.Status.Phase)), false
 	case w == nil:
 		return nil, false, "MultiKueue dispatches this AppWrapper, and its worker cluster was not read", true
 	case w.Problem != "":

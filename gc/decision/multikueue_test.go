@@ -268,3 +268,25 @@ func TestMultiKueuePlan(t *testing.T) {
 		t.Errorf("annotated trigger on the worker: verdict %s claims %v, want WaitingForTrigger and no claim", d.Verdict, d.Claims)
 	}
 }
+
+// A queued AppWrapper that MultiKueue dispatches (or one whose managedBy a
+// tenant set) has no worker to read: it waits for a change, and is not
+// looked at again every few seconds.
+func TestMultiKueueQueuedIsNotPolled(t *testing.T) {
+	for _, phase := range []awv1beta2.AppWrapperPhase{awv1beta2.AppWrapperEmpty, awv1beta2.AppWrapperSuspended} {
+		t.Run(phaseOrNone(phase), func(t *testing.T) {
+			in := input(t, managed(t).phase(phase).obj(), Trigger{}, jobRule("jobs", 0))
+			in.Triggers = nil
+			if WorkerToRead(in) {
+				t.Fatalf("a worker to read for a %s AppWrapper", phaseOrNone(phase))
+			}
+			d := Decide(context.Background(), in)
+			if d.Verdict != VerdictWaitingForTrigger || d.Requeue != 0 {
+				t.Fatalf("%s, requeue %s; want %s on a change only: %s", d.Verdict, d.Requeue, VerdictWaitingForTrigger, d.Reason)
+			}
+			if !strings.Contains(d.Reason, "MultiKueue has not started the AppWrapper") {
+				t.Errorf("reason %q does not say what it waits for", d.Reason)
+			}
+		})
+	}
+}
