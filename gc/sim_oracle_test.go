@@ -135,6 +135,9 @@ func (w *simWorld) winner(aw *awv1beta2.AppWrapper) (spec simRule, found, usable
 // foreign says whether rec, on aw, was written for another AppWrapper (a
 // copy in a saved manifest it was created again from).
 func (w *simWorld) foreign(aw *awv1beta2.AppWrapper, rec *decision.Record) bool {
+	if rec.AppWrapperUID != "" && rec.AppWrapperUID != aw.UID {
+		return true
+	}
 	uids := []types.UID{rec.TriggerUID}
 	if len(rec.Triggers) > 0 {
 		uids = nil

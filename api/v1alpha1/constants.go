@@ -33,6 +33,10 @@ const (
 	// the outcome: the policy, then component index and UID of each,
 	// "All:1=<uid>,3=<uid>".
 	TriggersAnnotation = "wrapup.dev/triggers"
+	// AppWrapperUIDAnnotation is the UID of the AppWrapper the outcome was
+	// recorded on: a record copied onto another AppWrapper (created again
+	// from a saved manifest, restored from a backup) is not its record.
+	AppWrapperUIDAnnotation = "wrapup.dev/appwrapper-uid"
 	// RecordAppWrapperLabel on a CompletionRecord is the name of its
 	// AppWrapper (when it fits in a label value).
 	RecordAppWrapperLabel = "wrapup.dev/appwrapper"

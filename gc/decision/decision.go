@@ -843,7 +843,7 @@ func (d *Decision) holdRecordedFailure(in Input, grace time.Duration) bool {
 
 // record decides to record outcome for the trigger uid, then to act on it.
 func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, message string, uid types.UID) {
-	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, FinishedAt: in.Now.UTC(), Message: message, TriggerUID: uid,
+	d.recordRec(in, rule, &Record{AppWrapperUID: in.AppWrapper.UID, Outcome: outcome, Rule: rule.Name, FinishedAt: in.Now.UTC(), Message: message, TriggerUID: uid,
 		TriggerRef: d.Trigger.Ref.String()})
 }
 

@@ -53,3 +53,32 @@ func TestFailureHoldIsCountedOnce(t *testing.T) {
 		})
 	}
 }
+
+// A record's time is this controller's clock, an AppWrapper's creation the
+// API server's: with the controller's clock behind, a trigger that
+// finished within that lag of the creation was recorded "before" the
+// AppWrapper existed, and taken as another AppWrapper's record, written
+// again on every reconcile. A record names its AppWrapper's UID instead.
+func TestRecordOfThisAppWrapperDespiteClockSkew(t *testing.T) {
+	aw := appWrapper(t).obj()
+	aw.CreationTimestamp = metav1.NewTime(now.Add(-time.Second))
+	// The controller's clock is 3 s behind the API server's.
+	(&Record{AppWrapperUID: awUID, Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: now.Add(-3 * time.Second),
+		TriggerUID: jobUID, TriggerRef: jobRef.String()}).Apply(aw)
+	d := Decide(context.Background(), input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300))))
+	if d.Write != nil || d.Verdict != VerdictDeleteAfterTTL {
+		t.Fatalf("%s, write %+v: want the record kept and acted on: %s", d.Verdict, d.Write, d.Reason)
+	}
+
+	// The same record copied onto an AppWrapper created again under the
+	// same name (another UID), later than the record: not its record.
+	again := appWrapper(t).phase(awv1beta2.AppWrapperSuspended).obj()
+	again.Spec.Suspend = true
+	again.UID, again.CreationTimestamp = "aw-uid-2", metav1.NewTime(now.Add(-time.Hour))
+	(&Record{AppWrapperUID: awUID, Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: now.Add(-time.Minute),
+		TriggerUID: jobUID, TriggerRef: jobRef.String()}).Apply(again)
+	d = Decide(context.Background(), input(t, again, Trigger{}, jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300))))
+	if d.Verdict != VerdictWaitingForTrigger {
+		t.Fatalf("a copied record: %s, want %s: %s", d.Verdict, VerdictWaitingForTrigger, d.Reason)
+	}
+}

@@ -321,7 +321,7 @@ func (d *Decision) recordMany(in Input, rule *wrapupv1alpha1.CompletionRule, out
 		message = Truncate(strings.Join(msgs, "; "), MaxMessage)
 	}
 	first := cs[deciders[0]].info
-	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, FinishedAt: in.Now.UTC(), Message: message,
+	d.recordRec(in, rule, &Record{AppWrapperUID: in.AppWrapper.UID, Outcome: outcome, Rule: rule.Name, FinishedAt: in.Now.UTC(), Message: message,
 		TriggerUID: first.UID, TriggerRef: first.Ref.String(), Triggers: ts, Policy: Policy(rule)})
 }
 

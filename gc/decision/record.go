@@ -18,10 +18,13 @@ import (
 // again, or (after a failure) a new attempt of the AppWrapper controller,
 // clears it.
 type Record struct {
-	Outcome    wrapupv1alpha1.Outcome
-	Rule       string
-	FinishedAt time.Time
-	Message    string
+	// AppWrapperUID is the UID of the AppWrapper it was recorded on; empty
+	// on records written before it was kept.
+	AppWrapperUID types.UID
+	Outcome       wrapupv1alpha1.Outcome
+	Rule          string
+	FinishedAt    time.Time
+	Message       string
 	// TriggerUID is the UID of the trigger the outcome was recorded for;
 	// empty when the AppWrapper's phase decided it with no live trigger.
 	TriggerUID types.UID
@@ -92,8 +95,11 @@ func parseTriggers(v string) (wrapupv1alpha1.TriggerPolicy, []RecordedTrigger, b
 // that is not is someone else's, and says nothing of this trigger:
 //   - one that names another component (written under a rule that took
 //     another one as the trigger);
-//   - one older than the AppWrapper (copied onto an AppWrapper created again
-//     from a saved manifest, or restored from a backup);
+//   - one of another AppWrapper (copied onto an AppWrapper created again
+//     from a saved manifest, or restored from a backup): it names another
+//     AppWrapper's UID, or, written before records named it, it is older
+//     than the AppWrapper (the only record whose time is compared with
+//     the API server's: a record's time is this controller's clock);
 //   - one that names no trigger while a trigger lives and the AppWrapper's
 //     phase did not decide (wrapup writes no such record);
 //   - one written before records named their component, for another
@@ -102,7 +108,7 @@ func (rec *Record) For(ref Ref, aw *awv1beta2.AppWrapper, live types.UID) bool {
 	switch {
 	case rec.TriggerRef != "" && rec.TriggerRef != ref.String():
 		return false
-	case rec.FinishedAt.Before(aw.CreationTimestamp.Time):
+	case !rec.onAppWrapper(aw):
 		return false
 	case rec.TriggerUID == "" && live != "" &&
 		aw.Status.Phase != awv1beta2.AppWrapperFailed && aw.Status.Phase != awv1beta2.AppWrapperSucceeded:
@@ -116,12 +122,21 @@ func (rec *Record) For(ref Ref, aw *awv1beta2.AppWrapper, live types.UID) bool {
 	return true
 }
 
+// onAppWrapper says whether rec was recorded on aw, not copied onto it
+// with the rest of another AppWrapper's metadata.
+func (rec *Record) onAppWrapper(aw *awv1beta2.AppWrapper) bool {
+	if rec.AppWrapperUID != "" {
+		return rec.AppWrapperUID == aw.UID
+	}
+	return !rec.FinishedAt.Before(aw.CreationTimestamp.Time)
+}
+
 // forMany says whether rec was recorded for the candidates refs of aw,
 // whose live objects have the UIDs live (by component index; "" or absent
 // when not read): as For says for one trigger, for each candidate that
 // decided.
 func (rec *Record) forMany(policy wrapupv1alpha1.TriggerPolicy, refs []Ref, aw *awv1beta2.AppWrapper, live map[int]types.UID) bool {
-	if len(rec.Triggers) == 0 || rec.Policy != policy || rec.FinishedAt.Before(aw.CreationTimestamp.Time) {
+	if len(rec.Triggers) == 0 || rec.Policy != policy || !rec.onAppWrapper(aw) {
 		return false
 	}
 	byIndex := make(map[int]Ref, len(refs))
@@ -187,14 +202,15 @@ func ReadRecord(aw *awv1beta2.AppWrapper) *Record {
 		return nil
 	}
 	return &Record{
-		Triggers:   triggers,
-		Policy:     policy,
-		Outcome:    o,
-		Rule:       aw.Annotations[wrapupv1alpha1.RuleAnnotation],
-		FinishedAt: at,
-		Message:    aw.Annotations[wrapupv1alpha1.MessageAnnotation],
-		TriggerUID: types.UID(aw.Annotations[wrapupv1alpha1.TriggerUIDAnnotation]),
-		TriggerRef: aw.Annotations[wrapupv1alpha1.TriggerRefAnnotation],
+		AppWrapperUID: types.UID(aw.Annotations[wrapupv1alpha1.AppWrapperUIDAnnotation]),
+		Triggers:      triggers,
+		Policy:        policy,
+		Outcome:       o,
+		Rule:          aw.Annotations[wrapupv1alpha1.RuleAnnotation],
+		FinishedAt:    at,
+		Message:       aw.Annotations[wrapupv1alpha1.MessageAnnotation],
+		TriggerUID:    types.UID(aw.Annotations[wrapupv1alpha1.TriggerUIDAnnotation]),
+		TriggerRef:    aw.Annotations[wrapupv1alpha1.TriggerRefAnnotation],
 	}
 }
 
@@ -218,7 +234,8 @@ func (rec *Record) Apply(aw *awv1beta2.AppWrapper) {
 	aw.Annotations[wrapupv1alpha1.RuleAnnotation] = rec.Rule
 	aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = rec.FinishedAt.UTC().Format(finishedAtLayout)
 	aw.Annotations[wrapupv1alpha1.MessageAnnotation] = Truncate(rec.Message, MaxMessage)
-	for k, v := range map[string]string{wrapupv1alpha1.TriggerUIDAnnotation: string(rec.TriggerUID), wrapupv1alpha1.TriggerRefAnnotation: rec.TriggerRef,
+	for k, v := range map[string]string{wrapupv1alpha1.AppWrapperUIDAnnotation: string(rec.AppWrapperUID),
+		wrapupv1alpha1.TriggerUIDAnnotation: string(rec.TriggerUID), wrapupv1alpha1.TriggerRefAnnotation: rec.TriggerRef,
 		wrapupv1alpha1.TriggersAnnotation: formatTriggers(rec.Policy, rec.Triggers)} {
 		if v != "" {
 			aw.Annotations[k] = v
@@ -236,7 +253,7 @@ func RecordAnnotations() []string { return slices.Clone(recordAnnotations) }
 var recordAnnotations = []string{
 	wrapupv1alpha1.RuleAnnotation, wrapupv1alpha1.FinishedAtAnnotation,
 	wrapupv1alpha1.MessageAnnotation, wrapupv1alpha1.TriggerUIDAnnotation, wrapupv1alpha1.TriggerRefAnnotation,
-	wrapupv1alpha1.TriggersAnnotation,
+	wrapupv1alpha1.TriggersAnnotation, wrapupv1alpha1.AppWrapperUIDAnnotation,
 }
 
 // Same says whether rec and o record the same outcome of the same trigger.
@@ -244,6 +261,6 @@ func (rec *Record) Same(o *Record) bool {
 	if rec == nil || o == nil {
 		return rec == o
 	}
-	return rec.Outcome == o.Outcome && rec.TriggerUID == o.TriggerUID && rec.TriggerRef == o.TriggerRef && rec.Rule == o.Rule &&
+	return rec.AppWrapperUID == o.AppWrapperUID && rec.Outcome == o.Outcome && rec.TriggerUID == o.TriggerUID && rec.TriggerRef == o.TriggerRef && rec.Rule == o.Rule &&
 		rec.FinishedAt.Equal(o.FinishedAt) && formatTriggers(rec.Policy, rec.Triggers) == formatTriggers(o.Policy, o.Triggers)
 }
