@@ -11,6 +11,7 @@ import (
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -152,9 +153,10 @@ func (clusterNameChanged) Update(e event.UpdateEvent) bool {
 	return ok1 && ok2 && ptr.Deref(o.Status.ClusterName, "") != ptr.Deref(n.Status.ClusterName, "")
 }
 
-// readyChanged passes rule updates that change the Ready condition: a rule
-// whose kind became served (or stopped being watchable) changes what it
-// does without a new generation.
+// readyChanged passes rule updates that change the Ready condition or
+// status.deletingSince: a rule whose kind became served (or stopped being
+// watchable), or whose deleting action was seen, changes what it does
+// without a new generation.
 type readyChanged struct{ predicate.Funcs }
 
 func (readyChanged) Update(e event.UpdateEvent) bool {
@@ -162,6 +164,10 @@ func (readyChanged) Update(e event.UpdateEvent) bool {
 	n, ok2 := e.ObjectNew.(*wrapupv1alpha1.CompletionRule)
 	if !ok1 || !ok2 {
 		return false
+	}
+	if !equality.Semantic.DeepEqual(o.Status.DeletingSince, n.Status.DeletingSince) {
+		// When the rule started deleting decides when recorded runs go.
+		return true
 	}
 	a := apimeta.FindStatusCondition(o.Status.Conditions, wrapupv1alpha1.ConditionReady)
 	b := apimeta.FindStatusCondition(n.Status.Conditions, wrapupv1alpha1.ConditionReady)

@@ -172,6 +172,9 @@ func exRule(name string, prio int32, mods ...func(*wrapupv1alpha1.CompletionRule
 	for _, m := range mods {
 		m(r)
 	}
+	// Its status, as the rule controller writes it: deleting as it does
+	// since long before any run.
+	r.Status.DeletingSince = decision.DeletingSince(r, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
 	return r
 }
 

@@ -76,8 +76,11 @@ func completionRecord(in decision.Input, d decision.Decision, rec *decision.Reco
 		cr.Labels[wrapupv1alpha1.RecordRuleLabel] = rec.Rule
 	}
 	if d.Action.Action == wrapupv1alpha1.ActionDeleteAll && !d.DryRun {
-		ttl := time.Duration(ptr.Deref(d.Action.TTLSecondsAfterFinished, 0)) * time.Second
-		cr.Action.DeleteAfter = ptr.To(metav1.NewTime(rec.FinishedAt.Add(ttl)))
+		due := d.DueAt
+		if due.IsZero() {
+			due = rec.FinishedAt.Add(time.Duration(ptr.Deref(d.Action.TTLSecondsAfterFinished, 0)) * time.Second)
+		}
+		cr.Action.DeleteAfter = ptr.To(metav1.NewTime(due))
 	}
 	// The AppWrapper's labels (at most 32) are the record's too, so that
 	// users find their runs with their own selectors.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,6 +125,8 @@ type RuleReconciler struct {
 	Schemas resolver.SchemaResolver
 	// Invalidate, when set, drops cached discovery when a CRD changes.
 	Invalidate func()
+	// Clock defaults to the real clock.
+	Clock clock.PassiveClock
 
 	uids sync.Map // rule name -> UID, to drop compiled programs of deleted rules
 	// crdSeen is when a CRD of each API group last changed: a rule waiting
@@ -199,6 +202,13 @@ func (r *RuleReconciler) rulesWaitingForKinds(ctx context.Context, crd client.Ob
 }
 
 func ruleOwner(name string) string { return "rule/" + name }
+
+func (r *RuleReconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
 
 // Reconcile compiles one rule and writes its status.
 func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -283,6 +293,7 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		rule.Status.ObservedGeneration = rule.Generation
 	}
 	rule.Status.MatchedAppWrappers = r.Assign.Count(rule.Name)
+	rule.Status.DeletingSince = decision.DeletingSince(rule, r.now())
 	if !equality.Semantic.DeepEqual(orig.Status, rule.Status) {
 		if err := r.Client.Status().Patch(ctx, rule, client.MergeFrom(orig)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing rule status: %w", err)

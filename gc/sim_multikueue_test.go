@@ -146,6 +146,10 @@ func newMKWorld(seed int64) *mkWorld {
 		return a
 	}
 	w.rule = simRule{name: "benchmarks", kind: "Job", onSuccess: action(), onFailure: action(), noHistory: true}.object(1, "rule-uid")
+	// Created before the first run, its status written by wrapup's rule
+	// controller.
+	w.rule.CreationTimestamp = metav1.NewTime(w.now.Add(-time.Hour))
+	w.rule.Status.DeletingSince = decision.DeletingSince(w.rule, w.now)
 	w.faults = []float64{0, 0.05, 0.2}[w.rng.Intn(3)]
 	w.startWrapup()
 	return w

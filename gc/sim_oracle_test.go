@@ -623,6 +623,11 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	if w.now.Before(rec.FinishedAt.Add(ttl)) {
 		w.fail("wrapup deleted %s %s before the TTL of %s after %s", key, rec.FinishedAt.Add(ttl).Sub(w.now), ttl, describeRecord(rec))
 	}
+	if since, ok := w.deletesSince[r.name+"/"+string(rec.Outcome)]; ok && w.now.Before(since.Add(ttl)) {
+		// An action change is not retroactive.
+		w.fail("wrapup deleted %s %s before the TTL of %s after rule %s started deleting after a %s (at %s), on the record %s",
+			key, since.Add(ttl).Sub(w.now), ttl, r.name, rec.Outcome, since.Sub(simStart), describeRecord(rec))
+	}
 	if at, ok := w.checks.recordedAt[[2]types.UID{cur.UID, recKey(rec)}]; ok && w.now.Before(at.Add(ttl)) {
 		w.fail("wrapup deleted %s %s before the TTL of %s after it recorded %s", key, at.Add(ttl).Sub(w.now), ttl, describeRecord(rec))
 	}

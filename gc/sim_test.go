@@ -242,6 +242,9 @@ func (w *simWorld) nextThing() (time.Time, func()) {
 	for _, k := range sortedKeys(w.kubelet) {
 		consider(w.kubelet[k], func() { w.kubeletTerminate(k) })
 	}
+	for _, name := range sortedKeys(w.ruleSeen) {
+		consider(w.ruleSeen[name], func() { w.ruleController(name) })
+	}
 	if tr := w.wr.triggers; len(tr.waiters) > 0 || !tr.synced() {
 		consider(tr.syncAt, func() { w.triggersSynced() })
 	}
@@ -373,12 +376,40 @@ func (w *simWorld) randomAction() wrapupv1alpha1.ActionSpec {
 
 func (w *simWorld) setRule(r simRule) {
 	gen, uid := int64(1), w.newUID("rule")
-	if old, ok := w.rules[r.name]; ok {
-		gen, uid = old.Generation+1, old.UID
+	created := metav1.NewTime(w.now.Truncate(time.Second))
+	var status wrapupv1alpha1.CompletionRuleStatus
+	old, edited := w.rules[r.name]
+	if edited {
+		gen, uid, created, status = old.Generation+1, old.UID, old.CreationTimestamp, *old.Status.DeepCopy()
+	}
+	// When the rule started deleting after each outcome, as the world
+	// knows it: at its creation, or at the edit that made it delete.
+	prev, had := w.ruleSpecs[r.name]
+	for _, o := range []wrapupv1alpha1.Outcome{wrapupv1alpha1.OutcomeSucceeded, wrapupv1alpha1.OutcomeFailed} {
+		k := r.name + "/" + string(o)
+		switch {
+		case !simDeletes(r, o):
+			delete(w.deletesSince, k)
+		case !edited:
+			w.deletesSince[k] = created.Time
+		case !had || !simDeletes(prev, o):
+			w.deletesSince[k] = w.now
+		}
 	}
 	w.ruleSpecs[r.name] = r
 	w.logf("admin sets rule %+v", r)
-	w.putRule(r.object(gen, uid))
+	obj := r.object(gen, uid)
+	obj.CreationTimestamp, obj.Status = created, status
+	w.putRule(obj)
+}
+
+// simDeletes says whether rule r deletes after outcome o.
+func simDeletes(r simRule, o wrapupv1alpha1.Outcome) bool {
+	a := r.onSuccess
+	if o == wrapupv1alpha1.OutcomeFailed {
+		a = r.onFailure
+	}
+	return a.Action != wrapupv1alpha1.ActionUpdateStatus && !r.dryRun
 }
 
 // step makes one random thing happen in the world.

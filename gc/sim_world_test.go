@@ -253,6 +253,12 @@ type simWorld struct {
 	crecs map[types.NamespacedName]*wrapupv1alpha1.CompletionRecord
 	// goneAWs are the AppWrappers deleted, as they were last, by UID.
 	goneAWs map[types.UID]*awv1beta2.AppWrapper
+	// deletesSince is, by rule/outcome, since when the rule has deleted
+	// after that outcome (the world's truth: its creation, or the edit
+	// that made its action DeleteAll with dryRun off).
+	deletesSince map[string]time.Time
+	// ruleSeen is when wrapup's rule controller looks at each rule next.
+	ruleSeen map[string]time.Time
 	// kubelet is when the kubelet next acts on each Pod being deleted
 	// (by its key): it stops the containers and writes the Pod's terminal
 	// phase, then removes it (kubeletTerminate).
@@ -296,6 +302,7 @@ func newSimWorld(seed int64) *simWorld {
 		crecs: map[types.NamespacedName]*wrapupv1alpha1.CompletionRecord{}, goneAWs: map[types.UID]*awv1beta2.AppWrapper{},
 		ruleSpecs: map[string]simRule{}, models: map[types.UID]*simAW{}, truth: map[types.UID]*simTruth{},
 		saved: map[types.NamespacedName]simSaved{}, kubelet: map[string]time.Time{},
+		deletesSince: map[string]time.Time{}, ruleSeen: map[string]time.Time{},
 		awCache: newSimCache(), trigCache: newSimCache(), ruleCache: newSimCache(), nsCache: newSimCache(),
 		maxLag: 2 * time.Second, explainPolicies: &celpolicies.Cache{},
 	}
@@ -367,11 +374,36 @@ func (w *simWorld) putRule(r *wrapupv1alpha1.CompletionRule) {
 	r.ResourceVersion = w.nextRV()
 	w.rules[r.Name] = r
 	w.deliver(w.ruleCache, r.Name, r)
+	// wrapup's rule controller sees the change after its watch's lag.
+	if _, ok := w.ruleSeen[r.Name]; !ok {
+		w.ruleSeen[r.Name] = w.now.Add(w.lag())
+	}
+}
+
+// ruleController is wrapup's rule controller on the rule name: it writes
+// the rule's status.deletingSince (RuleReconciler.Reconcile).
+func (w *simWorld) ruleController(name string) {
+	delete(w.ruleSeen, name)
+	r, ok := w.rules[name]
+	if !ok {
+		return
+	}
+	ds := decision.DeletingSince(r, w.now)
+	if apiequality.Semantic.DeepEqual(ds, r.Status.DeletingSince) {
+		return
+	}
+	r = r.DeepCopy()
+	r.Status.DeletingSince = ds
+	r.ResourceVersion = w.nextRV()
+	w.rules[name] = r
+	w.deliver(w.ruleCache, name, r)
 }
 
 func (w *simWorld) deleteRule(name string) {
 	delete(w.rules, name)
 	delete(w.ruleSpecs, name)
+	delete(w.deletesSince, name+"/"+string(wrapupv1alpha1.OutcomeSucceeded))
+	delete(w.deletesSince, name+"/"+string(wrapupv1alpha1.OutcomeFailed))
 	w.rv++
 	w.deliver(w.ruleCache, name, nil)
 }

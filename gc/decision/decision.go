@@ -16,6 +16,7 @@ import (
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -941,6 +942,17 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 	}
 	notBefore := rec.FinishedAt.Add(ttl)
 	why := fmt.Sprintf("rule %s deletes the AppWrapper %s after it finished (ttlSecondsAfterFinished)", rule.Name, ttl)
+	if since, known := deletingSince(rule, outcome, in.Now); since.After(rec.FinishedAt) {
+		// The rule did not delete when the run finished: its TTL counts
+		// from when it started to.
+		notBefore = since.Add(ttl)
+		why = fmt.Sprintf("rule %s deletes the AppWrapper %s after it started deleting after a %s, at %s, later than the run finished (ttlSecondsAfterFinished; status.deletingSince)",
+			rule.Name, ttl, outcomeNoun(outcome), since.UTC().Format(time.RFC3339))
+		if !known {
+			why = fmt.Sprintf("rule %s's status does not say yet since when it deletes after a %s (status.deletingSince, of this generation): wrapup counts its TTL of %s from now, and looks again when it does",
+				rule.Name, outcomeNoun(outcome), ttl)
+		}
+	}
 	if hold := deletionHold(aw); hold > 0 && (outcome == wrapupv1alpha1.OutcomeFailed || aw.Status.Phase == awv1beta2.AppWrapperFailed) {
 		// The user asked the AppWrapper controller to keep a failed
 		// AppWrapper for debugging: never delete it before that ends,
@@ -1048,4 +1060,65 @@ func TriggerFields(p *celpolicies.Policy, gk schema.GroupKind) celpolicies.Field
 		f = f.Union(podStatus)
 	}
 	return f
+}
+
+// deletingSince is since when rule has deleted after outcome, as its
+// status says for its generation; known is false when it does not say
+// (not observed yet, or for an older generation): it then counts from
+// now, which never deletes sooner.
+func deletingSince(rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, now time.Time) (since time.Time, known bool) {
+	ds := rule.Status.DeletingSince
+	if ds == nil || ds.ObservedGeneration != rule.Generation {
+		return now, false
+	}
+	t := ds.Succeeded
+	if outcome == wrapupv1alpha1.OutcomeFailed {
+		t = ds.Failed
+	}
+	if t == nil {
+		return now, false
+	}
+	return t.Time, true
+}
+
+// DeletingSince is what rule's status.deletingSince says, observed at now:
+// for each outcome after which the rule deletes (DeleteAll, dryRun off),
+// since when, as its status already says, or else from its creation if it
+// was never edited (generation 1), or else from now, rounded up to the
+// second its status keeps; nothing for an outcome it does not delete
+// after. An action changed to DeleteAll, or dryRun turned off, thus
+// counts the TTL of runs recorded before from when it was seen.
+func DeletingSince(rule *wrapupv1alpha1.CompletionRule, now time.Time) *wrapupv1alpha1.DeletingSince {
+	prev := rule.Status.DeletingSince
+	out := &wrapupv1alpha1.DeletingSince{ObservedGeneration: rule.Generation}
+	since := func(o wrapupv1alpha1.Outcome, was *metav1.Time) *metav1.Time {
+		if ActionFor(rule, o).Action != wrapupv1alpha1.ActionDeleteAll || rule.Spec.DryRun {
+			return nil
+		}
+		switch {
+		case was != nil:
+			return was.DeepCopy()
+		case rule.Generation <= 1 && !rule.CreationTimestamp.IsZero():
+			return rule.CreationTimestamp.DeepCopy()
+		}
+		t := now.Truncate(time.Second)
+		if t.Before(now) {
+			t = t.Add(time.Second)
+		}
+		return &metav1.Time{Time: t.UTC()}
+	}
+	var wasS, wasF *metav1.Time
+	if prev != nil {
+		wasS, wasF = prev.Succeeded, prev.Failed
+	}
+	out.Succeeded = since(wrapupv1alpha1.OutcomeSucceeded, wasS)
+	out.Failed = since(wrapupv1alpha1.OutcomeFailed, wasF)
+	return out
+}
+
+func outcomeNoun(o wrapupv1alpha1.Outcome) string {
+	if o == wrapupv1alpha1.OutcomeFailed {
+		return "failure"
+	}
+	return "success"
 }
