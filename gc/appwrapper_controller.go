@@ -361,7 +361,7 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 	confirm := func() (decision.Input, decision.Decision, error) {
 		return r.decideFresh(ctx, key, nil, mem)
 	}
-	if d.Write == nil && !d.Clear && d.Outcome != "" && !r.ensureHistory(ctx, in, d, d.Recorded, &mem, confirm) {
+	if d.Write == nil && !d.Clear && d.Outcome != "" && !r.ensureHistory(ctx, in, d, d.Recorded, false, &mem, confirm) {
 		// The run's CompletionRecord is not written yet: nothing is
 		// deleted before it is, or before its deadline. Soon when a
 		// deletion waits on it, else at most a minute later.
@@ -410,7 +410,7 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		r.emit(aw, fd.Events, decision.EventAfterWrite)
 		log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
 		r.count(ctx, fd.Write)
-		if !r.ensureHistory(ctx, decision.Input{Now: fin.Now, AppWrapper: patched, Rules: fin.Rules, Triggers: fin.Triggers}, fd, fd.Write, &mem, nil) &&
+		if !r.ensureHistory(ctx, decision.Input{Now: fin.Now, AppWrapper: patched, Rules: fin.Rules, Triggers: fin.Triggers}, fd, fd.Write, true, &mem, nil) &&
 			fd.Verdict == decision.VerdictDelete {
 			return ctrl.Result{RequeueAfter: historyRetry}, nil
 		}
@@ -455,7 +455,7 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 	if !decision.SameDeletion(first, fd) {
 		return ctrl.Result{Requeue: true}, nil
 	}
-	if !r.ensureHistory(ctx, fin, fd, fd.Recorded, &mem, nil) {
+	if !r.ensureHistory(ctx, fin, fd, fd.Recorded, false, &mem, nil) {
 		// The run's CompletionRecord, by the rules as the API server has
 		// them, is not written yet.
 		return ctrl.Result{RequeueAfter: historyRetry}, nil

@@ -57,12 +57,14 @@ func RecordName(name string, uid string) string {
 
 // completionRecord is the CompletionRecord of the outcome rec of aw, decided
 // by d on the observations in.
-func completionRecord(in decision.Input, d decision.Decision, rec *decision.Record, ret wrapupv1alpha1.RecordRetention) *wrapupv1alpha1.CompletionRecord {
+// rule names the rule whose retention it has (historyOf): the rule that
+// decides, never a name read from the AppWrapper's metadata alone.
+func completionRecord(in decision.Input, d decision.Decision, rec *decision.Record, rule string, ret wrapupv1alpha1.RecordRetention) *wrapupv1alpha1.CompletionRecord {
 	aw := in.AppWrapper
 	cr := &wrapupv1alpha1.CompletionRecord{
 		ObjectMeta: metav1.ObjectMeta{Namespace: aw.Namespace, Name: RecordName(aw.Name, string(aw.UID)), Labels: map[string]string{}},
 		AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: aw.Name, UID: aw.UID, QueueName: aw.Labels["kueue.x-k8s.io/queue-name"]},
-		Rule:       rec.Rule,
+		Rule:       rule,
 		Outcome:    rec.Outcome,
 		Message:    decision.Truncate(rec.Message, decision.MaxMessage),
 		FinishedAt: metav1.NewMicroTime(rec.FinishedAt),
@@ -72,8 +74,8 @@ func completionRecord(in decision.Input, d decision.Decision, rec *decision.Reco
 	if len(validation.IsValidLabelValue(aw.Name)) == 0 {
 		cr.Labels[wrapupv1alpha1.RecordAppWrapperLabel] = aw.Name
 	}
-	if len(validation.IsValidLabelValue(rec.Rule)) == 0 {
-		cr.Labels[wrapupv1alpha1.RecordRuleLabel] = rec.Rule
+	if len(validation.IsValidLabelValue(rule)) == 0 {
+		cr.Labels[wrapupv1alpha1.RecordRuleLabel] = rule
 	}
 	if d.Action.Action == wrapupv1alpha1.ActionDeleteAll && !d.DryRun {
 		due := d.DueAt
@@ -230,22 +232,58 @@ func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alp
 // (d.Winner; the record's own rule only when none does), among in's rules:
 // that rule's deletion waits on the record, even when the rule that
 // recorded the outcome was renamed or deleted since. keep is false when it
-// keeps no history, or is not among the rules.
-func historyOf(in decision.Input, d decision.Decision, rec *decision.Record) (ret wrapupv1alpha1.RecordRetention, keep bool) {
+// keeps no history, or is not among the rules. rule is its name: the
+// record's retention, its count limit and its rule label are that rule's,
+// so that the rule named in the AppWrapper's metadata (which a tenant may
+// write) never makes a retention of its own.
+func historyOf(in decision.Input, d decision.Decision, rec *decision.Record) (rule string, ret wrapupv1alpha1.RecordRetention, keep bool) {
 	name := d.Winner
 	if name == "" {
 		name = rec.Rule
 	}
 	for _, ru := range in.Rules {
 		if ru.Rule.Name == name {
-			return History(ru.Rule)
+			ret, keep = History(ru.Rule)
+			return name, ret, keep
 		}
 	}
-	return ret, false
+	return name, ret, false
+}
+
+// pastLimit says whether cr would be among the records its rule's count
+// limit removes at once in its namespace (limitPerNamespace newer records
+// of the rule are there, in the cache): a record written again after a
+// restart, which the history reconciler removed before, is not created
+// only to be deleted again.
+func (r *AppWrapperReconciler) pastLimit(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) bool {
+	limit := int(cr.Retention.LimitPerNamespace)
+	if limit <= 0 {
+		return false
+	}
+	var list wrapupv1alpha1.CompletionRecordList
+	if err := r.Cache.List(ctx, &list, client.InNamespace(cr.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return false
+	}
+	newer := 0
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.Rule != cr.Rule || !o.DeletionTimestamp.IsZero() || o.Name == cr.Name {
+			continue
+		}
+		// The history reconciler's order: newest first, then by name.
+		if cr.FinishedAt.Before(&o.FinishedAt) || cr.FinishedAt.Equal(&o.FinishedAt) && o.Name < cr.Name {
+			newer++
+		}
+	}
+	return newer >= limit
 }
 
 // ensureHistory writes the CompletionRecord of rec unless this process
-// wrote it already. ok says whether a deletion may go ahead: the record is
+// wrote it already. decided says that rec is the record this process just
+// wrote; any other is written only when this process counted it, or what
+// the decision observed bears it out (decision.BorneOut): a record is the
+// AppWrapper's metadata, and a tenant's forged one gets no
+// CompletionRecord. ok says whether a deletion may go ahead: the record is
 // written, or its deadline has passed (then with a Warning and a metric:
 // the GPUs come back whatever the record does).
 //
@@ -253,7 +291,7 @@ func historyOf(in decision.Input, d decision.Decision, rec *decision.Record) (re
 // on the caches, and the record may have been cleared or replaced since; it
 // decides on what the API server says, and the write goes ahead only on
 // that decision, for the same record.
-func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record, mem *awMemory,
+func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record, decided bool, mem *awMemory,
 	confirm func() (decision.Input, decision.Decision, error)) (ok bool) {
 	// The deadline runs from when the deletion is due (zero for a
 	// record-only outcome): a long TTL leaves time to try again, and the
@@ -269,7 +307,7 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		r.memory.put(key, *mem)
 		return true
 	}
-	ret, keep := historyOf(in, d, rec)
+	rule, ret, keep := historyOf(in, d, rec)
 	if !keep {
 		// Not remembered: a decision on fresher rules may keep history.
 		return true
@@ -283,7 +321,7 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 	if confirm == nil && expired() {
 		return done()
 	}
-	cr := completionRecord(in, d, rec, ret)
+	cr := completionRecord(in, d, rec, rule, ret)
 	cached := &wrapupv1alpha1.CompletionRecord{}
 	if err := r.Cache.Get(ctx, client.ObjectKeyFromObject(cr), cached); err == nil && sameRun(cached, cr) {
 		return done()
@@ -302,23 +340,48 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 			// The write, its retention and its deadline are the fresh
 			// decision's, on the rules as the API server has them.
 			in, d, due = fin, fd, fd.DueAt
-			if ret, keep = historyOf(in, d, rec); !keep {
+			if rule, ret, keep = historyOf(in, d, rec); !keep {
 				return true
 			}
 			if expired() {
 				return done()
 			}
-			cr = completionRecord(in, d, rec, ret)
+			cr = completionRecord(in, d, rec, rule, ret)
 		} else {
 			err = fmt.Errorf("reading the AppWrapper, its rules and its trigger before writing it: %w", err)
 			unconfirmed = true
+		}
+	}
+	forged := false
+	if err == nil && !decided && !rec.Same(mem.counted) {
+		switch {
+		case !decision.FinishedInLife(in, rec):
+			// It never will be borne out: said once, and no deletion waits
+			// on it.
+			r.Recorder.Eventf(aw, nil, "Warning", wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord",
+				"no CompletionRecord of the outcome on the AppWrapper (%s at %s): it finished outside the AppWrapper's life, and a CompletionRecord is written only of an outcome wrapup decided",
+				rec.Outcome, rec.FinishedAt.UTC().Format(time.RFC3339))
+			return done()
+		case !decision.BorneOut(in, d):
+			// Not this process's, and what it observes does not bear it
+			// out: a tenant may have written it. No CompletionRecord; a
+			// deletion waits as for a record that cannot be written (a
+			// later observation may bear it out), then goes ahead.
+			forged = true
+			err = fmt.Errorf("the outcome on the AppWrapper (%s at %s) is not one wrapup can tell it decided (neither the AppWrapper's phase nor its trigger shows it), and a CompletionRecord is written only of an outcome wrapup decided",
+				rec.Outcome, rec.FinishedAt.UTC().Format(time.RFC3339))
+		case r.pastLimit(ctx, cr):
+			// Written before, and removed by the count limit since.
+			return done()
 		}
 	}
 	if err == nil {
 		_, err = r.writeHistory(ctx, cr)
 	}
 	if err != nil {
-		historyWriteFailuresTotal.WithLabelValues(rec.Rule).Inc()
+		if !forged {
+			historyWriteFailuresTotal.WithLabelValues(rule).Inc()
+		}
 		deadline := rec.FinishedAt.Add(HistoryWriteDeadline)
 		if due.After(rec.FinishedAt) {
 			deadline = due.Add(HistoryWriteDeadline)

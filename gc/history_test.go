@@ -3,6 +3,7 @@ package gc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -56,7 +57,7 @@ func TestHistoryDeadline(t *testing.T) {
 			r := &AppWrapperReconciler{Cache: fc, Writer: refused, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 			in := decision.Input{Now: finished.Add(tc.now), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
 			var mem awMemory
-			if got := r.ensureHistory(context.Background(), in, tc.d, rec, &mem, nil); got != tc.delete {
+			if got := r.ensureHistory(context.Background(), in, tc.d, rec, true, &mem, nil); got != tc.delete {
 				t.Errorf("ensureHistory = %v, want %v (the deletion may go ahead)", got, tc.delete)
 			}
 		})
@@ -92,13 +93,14 @@ func TestHistoryOfTheDecidingRule(t *testing.T) {
 	fc := historyBed(t)
 	finished := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	renamed := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "r4"}}
-	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"}}
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"},
+		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperFailed}}
 	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeFailed, Rule: "r2", FinishedAt: finished}
 	d := decision.Decision{Verdict: decision.VerdictDelete, Winner: "r4", DueAt: finished, Outcome: rec.Outcome, Recorded: rec}
 	in := decision.Input{Now: finished.Add(14 * time.Second), AppWrapper: aw, Rules: []decision.Rule{{Rule: renamed}}}
 	r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	var mem awMemory
-	ok := r.ensureHistory(context.Background(), in, d, rec, &mem, nil)
+	ok := r.ensureHistory(context.Background(), in, d, rec, false, &mem, nil)
 	if n := records(t, fc); !ok || n != 1 {
 		t.Errorf("ensureHistory = %v with %d CompletionRecords; want the record written before the deletion under r4", ok, n)
 	}
@@ -113,14 +115,15 @@ func TestHistoryRetentionOnFreshRules(t *testing.T) {
 	cachedRule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}
 	cachedRule.Spec.History.TTLSecondsAfterFinished = ptr.To[int32](30)
 	freshRule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}
-	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"}}
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"},
+		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperSucceeded}}
 	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: finished}
 	d := decision.Decision{Verdict: decision.VerdictDeleteAfterTTL, Winner: "jobs", DueAt: finished.Add(time.Hour), Outcome: rec.Outcome, Recorded: rec}
 	in := decision.Input{Now: finished.Add(40 * time.Second), AppWrapper: aw, Rules: []decision.Rule{{Rule: cachedRule}}}
 	fresh := decision.Input{Now: in.Now, AppWrapper: aw, Rules: []decision.Rule{{Rule: freshRule}}}
 	r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	var mem awMemory
-	r.ensureHistory(context.Background(), in, d, rec, &mem, func() (decision.Input, decision.Decision, error) { return fresh, d, nil })
+	r.ensureHistory(context.Background(), in, d, rec, false, &mem, func() (decision.Input, decision.Decision, error) { return fresh, d, nil })
 	if n := records(t, fc); n != 1 {
 		t.Errorf("%d CompletionRecords, want the run's: the API server's rule keeps them 7 days", n)
 	}
@@ -135,19 +138,129 @@ func TestHistoryDeadlineOnFreshRules(t *testing.T) {
 	fc := historyBed(t)
 	finished := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}
-	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"}}
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"},
+		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperSucceeded}}
 	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: finished}
 	cached := decision.Decision{Verdict: decision.VerdictDelete, Winner: "jobs", DueAt: finished, Outcome: rec.Outcome, Recorded: rec}
 	r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	var mem awMemory
 	in := decision.Input{Now: finished.Add(3 * time.Minute), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
-	r.ensureHistory(context.Background(), in, cached, rec, &mem, func() (decision.Input, decision.Decision, error) {
+	r.ensureHistory(context.Background(), in, cached, rec, false, &mem, func() (decision.Input, decision.Decision, error) {
 		return decision.Input{}, decision.Decision{}, errors.New("etcdserver: request timed out")
 	})
 	fresh := decision.Decision{Verdict: decision.VerdictDelete, Winner: "jobs", DueAt: finished.Add(time.Hour), Outcome: rec.Outcome, Recorded: rec}
 	later := decision.Input{Now: finished.Add(time.Hour), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
-	ok := r.ensureHistory(context.Background(), later, fresh, rec, &mem, nil)
+	ok := r.ensureHistory(context.Background(), later, fresh, rec, false, &mem, nil)
 	if n := records(t, fc); !ok || n != 1 {
 		t.Errorf("ensureHistory = %v with %d CompletionRecords; want the record written before the deletion due an hour after the finish", ok, n)
+	}
+}
+
+// TestNoHistoryOfAForgedRecord: a tenant who may patch an AppWrapper
+// writes a record on it. wrapup writes a CompletionRecord only of a record
+// the world bears out, under the rule that decides, whatever rule the
+// record names; a finish in the future or before the AppWrapper existed,
+// another AppWrapper's UID, or an outcome nothing shows gets none.
+func TestNoHistoryOfAForgedRecord(t *testing.T) {
+	created := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+	now := created.Add(2 * time.Hour)
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}
+	job := decision.TriggerInfo{Ref: decision.Ref{Index: 0, Name: "bench"}, UID: "job-uid"}
+	succeeded := &decision.Evaluation{Outcome: "Succeeded"}
+	running := &decision.Evaluation{Outcome: "Running"}
+	for _, tc := range []struct {
+		name  string
+		rec   decision.Record
+		phase awv1beta2.AppWrapperPhase
+		eval  *decision.Evaluation
+		want  bool
+	}{
+		{"the trigger read Succeeded bears it out", decision.Record{Outcome: "Succeeded", Rule: "made-up", FinishedAt: now.Add(-time.Minute), TriggerUID: "job-uid"}, awv1beta2.AppWrapperRunning, succeeded, true},
+		{"the AppWrapper's phase bears it out", decision.Record{Outcome: "Failed", Rule: "jobs", FinishedAt: now.Add(-time.Minute)}, awv1beta2.AppWrapperFailed, nil, true},
+		{"finished in 2999", decision.Record{Outcome: "Succeeded", Rule: "jobs", FinishedAt: time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC), TriggerUID: "job-uid"}, awv1beta2.AppWrapperRunning, succeeded, false},
+		{"finished before the AppWrapper was created", decision.Record{Outcome: "Succeeded", Rule: "jobs", FinishedAt: created.Add(-time.Hour), TriggerUID: "job-uid"}, awv1beta2.AppWrapperRunning, succeeded, false},
+		{"another AppWrapper's", decision.Record{AppWrapperUID: "other", Outcome: "Succeeded", Rule: "jobs", FinishedAt: now.Add(-time.Minute), TriggerUID: "job-uid"}, awv1beta2.AppWrapperRunning, succeeded, false},
+		{"another trigger's", decision.Record{Outcome: "Succeeded", Rule: "jobs", FinishedAt: now.Add(-time.Minute), TriggerUID: "made-up"}, awv1beta2.AppWrapperRunning, succeeded, false},
+		{"the trigger runs", decision.Record{Outcome: "Succeeded", Rule: "jobs", FinishedAt: now.Add(-time.Minute), TriggerUID: "job-uid"}, awv1beta2.AppWrapperRunning, running, false},
+		{"a failure of a running AppWrapper", decision.Record{Outcome: "Failed", Rule: "jobs", FinishedAt: now.Add(-time.Minute), TriggerUID: "job-uid"}, awv1beta2.AppWrapperRunning, running, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := historyBed(t)
+			aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid", CreationTimestamp: metav1.NewTime(created)},
+				Status: awv1beta2.AppWrapperStatus{Phase: tc.phase}}
+			rec := tc.rec
+			d := decision.Decision{Verdict: decision.VerdictDeleteAfterTTL, Winner: "jobs", Outcome: rec.Outcome, Recorded: &rec, Trigger: &job, Evaluation: tc.eval}
+			in := decision.Input{Now: now, AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
+			if got := decision.BorneOut(in, d); got != tc.want {
+				t.Errorf("BorneOut = %v, want %v", got, tc.want)
+			}
+			r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
+			var mem awMemory
+			// A record that finished in the AppWrapper's life, which nothing
+			// bears out, holds a deletion as a record that cannot be
+			// written does, until its deadline; any other does not.
+			inLife := !rec.FinishedAt.After(now) && !rec.FinishedAt.Before(created)
+			if got := r.ensureHistory(context.Background(), in, d, &rec, false, &mem, nil); got != (tc.want || !inLife) {
+				t.Errorf("ensureHistory = %v, want %v (the deletion may go ahead)", got, tc.want || !inLife)
+			}
+			if late := (decision.Input{Now: now.Add(HistoryWriteDeadline), AppWrapper: aw, Rules: in.Rules}); !r.ensureHistory(context.Background(), late, d, &rec, false, &mem, nil) {
+				t.Errorf("ensureHistory holds the deletion past the deadline")
+			}
+			var l wrapupv1alpha1.CompletionRecordList
+			if err := fc.List(context.Background(), &l); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case !tc.want && len(l.Items) != 0:
+				t.Errorf("wrote %d CompletionRecords of a record nothing bears out", len(l.Items))
+			case tc.want && len(l.Items) != 1:
+				t.Errorf("wrote %d CompletionRecords, want the run's", len(l.Items))
+			case tc.want && (l.Items[0].Rule != "jobs" || l.Items[0].Labels[wrapupv1alpha1.RecordRuleLabel] != "jobs"):
+				t.Errorf("the CompletionRecord is of rule %q (label %q), want the deciding rule jobs", l.Items[0].Rule, l.Items[0].Labels[wrapupv1alpha1.RecordRuleLabel])
+			}
+			// What this process decided itself is written whatever the
+			// AppWrapper says (it wrote the record a moment ago).
+			if !tc.want && inLife && rec.AppWrapperUID == "" {
+				var mem awMemory
+				r.ensureHistory(context.Background(), in, d, &rec, true, &mem, nil)
+				if n := records(t, fc); n != 1 {
+					t.Errorf("%d CompletionRecords of a record this process decided, want 1", n)
+				}
+			}
+		})
+	}
+}
+
+// TestNoHistoryPastTheLimit: after a restart, a run whose CompletionRecord
+// the count limit removed (limitPerNamespace newer ones of its rule are
+// there) gets none again, which the history reconciler would delete at
+// once; a newer run's is written.
+func TestNoHistoryPastTheLimit(t *testing.T) {
+	fc := historyBed(t)
+	created := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}
+	rule.Spec.History.LimitPerNamespace = ptr.To[int32](2)
+	for i := range 2 {
+		cr := &wrapupv1alpha1.CompletionRecord{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("newer-%d", i)},
+			Rule: "jobs", FinishedAt: metav1.NewMicroTime(created.Add(time.Duration(30+i) * time.Minute))}
+		if err := fc.Create(context.Background(), cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
+	for _, tc := range []struct {
+		finished time.Duration
+		want     int
+	}{{10 * time.Minute, 2}, {40 * time.Minute, 3}} {
+		aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("run-%d", tc.finished/time.Minute), Namespace: "ns", UID: "aw-uid", CreationTimestamp: metav1.NewTime(created)},
+			Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperFailed}}
+		rec := &decision.Record{Outcome: "Failed", Rule: "jobs", FinishedAt: created.Add(tc.finished)}
+		d := decision.Decision{Verdict: decision.VerdictRecordOnly, Winner: "jobs", Outcome: rec.Outcome, Recorded: rec}
+		in := decision.Input{Now: created.Add(time.Hour), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
+		var mem awMemory
+		r.ensureHistory(context.Background(), in, d, rec, false, &mem, nil)
+		if n := records(t, fc); n != tc.want {
+			t.Errorf("a run finished %s after the first: %d CompletionRecords, want %d", tc.finished, n, tc.want)
+		}
 	}
 }

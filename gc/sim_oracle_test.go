@@ -55,7 +55,11 @@ type simChecks struct {
 	// started again (before its TTL); tornDown counts triggers the
 	// kubelet made terminal while they were deleted.
 	deletedAgain, tornDown int
-	verdicts               map[decision.Verdict]int
+	// forgedDeletes counts deletions of AppWrappers a tenant forged a
+	// record on; forgedRecords, CompletionRecords written of a forged
+	// record (which the world bore out).
+	forgedDeletes, forgedRecords int
+	verdicts                     map[decision.Verdict]int
 }
 
 func (c *simChecks) init() {
@@ -82,6 +86,8 @@ func (c *simChecks) add(o *simChecks) {
 	c.crecLate += o.crecLate
 	c.deletedAgain += o.deletedAgain
 	c.tornDown += o.tornDown
+	c.forgedDeletes += o.forgedDeletes
+	c.forgedRecords += o.forgedRecords
 	c.settledMany += o.settledMany
 	c.manyDecisions += o.manyDecisions
 	c.histories++
@@ -98,9 +104,9 @@ func (c *simChecks) summary() string {
 	sort.Strings(vs)
 	out := fmt.Sprintf("%d records written, %d cleared, %d deletions, %d lost answers to record writes, %d explain checks, %d settled AppWrappers checked; "+
 		"of several candidates: %d decisions, %d records written, %d cleared, %d deletions, %d settled AppWrappers; "+
-		"%d CompletionRecord writes, %d deletions without one past its deadline; %d triggers made terminal while deleted, %d successes deleted as their run started again; verdicts:",
+		"%d CompletionRecord writes, %d deletions without one past its deadline; %d triggers made terminal while deleted, %d successes deleted as their run started again; %d deletions of AppWrappers with a forged record, %d CompletionRecords of a forged record borne out; verdicts:",
 		c.written, c.cleared, c.deletes, c.lostRecordWrites, c.explained, c.settled, c.manyDecisions, c.manyWritten, c.manyCleared, c.manyDeletes, c.settledMany,
-		c.crecWrites, c.crecLate, c.tornDown, c.deletedAgain)
+		c.crecWrites, c.crecLate, c.tornDown, c.deletedAgain, c.forgedDeletes, c.forgedRecords)
 	for _, v := range vs {
 		out += fmt.Sprintf(" %s %d", v, c.verdicts[decision.Verdict(v)])
 	}
@@ -364,6 +370,14 @@ func (w *simWorld) checkRecordWrite(cur, next *awv1beta2.AppWrapper) {
 		return
 	}
 	m := w.models[cur.UID]
+	if m != nil && m.forged != nil {
+		// A tenant's forgery: wrapup's record writes on it are counted,
+		// not weighed.
+		if after != nil {
+			w.checks.written++
+		}
+		return
+	}
 	r, cs, ok := w.decides(cur, m, "wrapup changed the record of")
 	if !ok {
 		return
@@ -516,10 +530,42 @@ func (w *simWorld) checkCompletionRecord(cr, old *wrapupv1alpha1.CompletionRecor
 		w.fail("wrapup rewrote the CompletionRecord %s of the same run (%s at %s)", cr.Name, cr.Outcome, cr.FinishedAt.UTC().Format(time.RFC3339))
 	}
 	rec := decision.ReadRecord(aw)
-	if rec == nil || rec.Outcome != cr.Outcome || rec.Rule != cr.Rule || rec.FinishedAt.UnixMicro() != cr.FinishedAt.UnixMicro() {
+	if rec == nil || rec.Outcome != cr.Outcome || rec.FinishedAt.UnixMicro() != cr.FinishedAt.UnixMicro() {
 		w.fail("wrapup wrote the CompletionRecord %s (%s by %s at %s), which the AppWrapper's record %s does not say",
 			cr.Name, cr.Outcome, cr.Rule, cr.FinishedAt.UTC().Format(time.RFC3339Nano), describeRecord(rec))
+		return
 	}
+	// Its retention and count limit are a rule's that exists (the one that
+	// decides), never one a record names alone.
+	if w.rules[cr.Rule] == nil {
+		w.fail("wrapup wrote the CompletionRecord %s under rule %s, which does not exist (the AppWrapper's record names %s)", cr.Name, cr.Rule, rec.Rule)
+	}
+	// No CompletionRecord of a forged record that the world does not bear
+	// out: finished while the AppWrapper existed, and the outcome its
+	// trigger truly had, or its phase says.
+	if m := w.models[aw.UID]; m != nil && m.forged != nil && rec.Same(m.forged) {
+		w.checks.forgedRecords++
+		borne := !rec.FinishedAt.After(w.now.Add(decision.HistorySkew)) && !rec.FinishedAt.Before(aw.CreationTimestamp.Add(-decision.HistorySkew)) &&
+			(rec.Outcome == wrapupv1alpha1.OutcomeFailed && aw.Status.Phase == awv1beta2.AppWrapperFailed ||
+				rec.Outcome == wrapupv1alpha1.OutcomeSucceeded && aw.Status.Phase == awv1beta2.AppWrapperSucceeded)
+		for _, uid := range append([]types.UID{rec.TriggerUID}, recordedUIDs(rec)...) {
+			if tr := w.truth[uid]; uid != "" && tr != nil && tr.aw == aw.UID && tr.outcome == rec.Outcome {
+				borne = borne || !rec.FinishedAt.After(w.now.Add(decision.HistorySkew)) && !rec.FinishedAt.Before(aw.CreationTimestamp.Add(-decision.HistorySkew))
+			}
+		}
+		if !borne {
+			w.fail("wrapup wrote the CompletionRecord %s of the record %s a tenant forged, which the world does not bear out (phase %s)",
+				cr.Name, describeRecord(rec), aw.Status.Phase)
+		}
+	}
+}
+
+func recordedUIDs(rec *decision.Record) []types.UID {
+	var out []types.UID
+	for _, t := range rec.Triggers {
+		out = append(out, t.UID)
+	}
+	return out
 }
 
 // checkHistoryBeforeDelete: a deletion under a rule that keeps history
@@ -549,6 +595,12 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	w.checks.deletes++
 	key := client.ObjectKeyFromObject(cur)
 	m := w.models[cur.UID]
+	if m != nil && m.forged != nil {
+		// A tenant forged a record on it, which may say it is finished:
+		// the tenant's act, as deleting it themselves would be.
+		w.checks.forgedDeletes++
+		return
+	}
 	r, cs, ok := w.decides(cur, m, "wrapup deleted")
 	if !ok {
 		return
@@ -744,7 +796,7 @@ func (w *simWorld) checkSettled() {
 		m := w.models[aw.UID]
 		w.checks.settled++
 		r, found, usable := w.winner(aw)
-		if m == nil || !found || !usable || !applies(r, m) || simIgnored(aw) {
+		if m == nil || m.forged != nil || !found || !usable || !applies(r, m) || simIgnored(aw) {
 			continue
 		}
 		cs := w.cands(aw, r, m)

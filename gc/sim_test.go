@@ -653,6 +653,44 @@ func (w *simWorld) harshStep() {
 	case 2:
 		w.faults = []float64{0.5, 0.9, 1}[w.rng.Intn(3)]
 		w.logf("API faults at %.2f", w.faults)
+	case 3: // a tenant (the edit role: patch on AppWrappers) forges a record
+		aw, m := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return aw.DeletionTimestamp.IsZero() })
+		if aw == nil {
+			return
+		}
+		rec := &decision.Record{AppWrapperUID: aw.UID, Outcome: wrapupv1alpha1.OutcomeSucceeded, Message: "forged",
+			Rule: []string{"r0", "r1", fmt.Sprintf("made-up-%d", w.rng.Intn(1000))}[w.rng.Intn(3)]}
+		if w.rng.Intn(3) == 0 {
+			rec.Outcome = wrapupv1alpha1.OutcomeFailed
+		}
+		switch w.rng.Intn(3) {
+		case 0:
+			rec.FinishedAt = time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)
+		case 1:
+			rec.FinishedAt = aw.CreationTimestamp.Add(-time.Hour)
+		default:
+			rec.FinishedAt = w.now
+		}
+		if len(m.trigs) == 0 {
+			return
+		}
+		t := &m.trigs[w.rng.Intn(len(m.trigs))]
+		rec.TriggerRef = t.ref()
+		rec.TriggerUID = w.newUID("forged")
+		if live := w.live(m, t); live != nil && w.rng.Intn(2) == 0 {
+			rec.TriggerUID = live.GetUID()
+		}
+		aw = aw.DeepCopy()
+		if aw.Labels == nil {
+			aw.Labels = map[string]string{}
+		}
+		if aw.Annotations == nil {
+			aw.Annotations = map[string]string{}
+		}
+		rec.Apply(aw)
+		m.forged = decision.ReadRecord(aw)
+		w.logf("a tenant forges the record %s on %s", describeRecord(m.forged), m.key)
+		w.putAW(aw)
 	}
 }
 

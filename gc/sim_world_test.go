@@ -162,6 +162,12 @@ type simAW struct {
 	createdAt time.Time
 	// inferenceFailed: the inference component failed (until the next attempt).
 	inferenceFailed bool
+	// forged is the last record a tenant wrote on it (harshStep); nil
+	// while none. Who forges a record gets what it says done to their own
+	// AppWrapper: the oracle weighs wrapup's deletes, records and settling
+	// of it no more, only that no CompletionRecord is written of it that
+	// the world does not bear out.
+	forged *decision.Record
 	// attempts counts the attempts that named generated objects.
 	attempts int
 }

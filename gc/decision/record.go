@@ -264,3 +264,53 @@ func (rec *Record) Same(o *Record) bool {
 	return rec.AppWrapperUID == o.AppWrapperUID && rec.Outcome == o.Outcome && rec.TriggerUID == o.TriggerUID && rec.TriggerRef == o.TriggerRef && rec.Rule == o.Rule &&
 		rec.FinishedAt.Equal(o.FinishedAt) && formatTriggers(rec.Policy, rec.Triggers) == formatTriggers(o.Policy, o.Triggers)
 }
+
+// HistorySkew is how far a record's finished-at may lie outside the span
+// from the AppWrapper's creation to now and still be taken as this
+// controller's (its clock and the API server's may differ a little).
+const HistorySkew = time.Minute
+
+// BorneOut says whether what d observed on in bears out the record d read
+// on the AppWrapper (d.Recorded), so that a CompletionRecord may be written
+// of it although this process did not decide it (after a restart, or by
+// another replica). A record is metadata anyone who may patch the
+// AppWrapper can write: it is borne out when it is of this AppWrapper,
+// finished between the AppWrapper's creation and now, and its outcome is
+// what the world shows, the AppWrapper's phase (the AppWrapper
+// controller's, through the status subresource) or a deciding trigger read
+// with that outcome.
+func BorneOut(in Input, d Decision) bool {
+	aw, rec := in.AppWrapper, d.Recorded
+	if aw == nil || rec == nil || rec.AppWrapperUID != "" && rec.AppWrapperUID != aw.UID {
+		return false
+	}
+	if !FinishedInLife(in, rec) {
+		return false
+	}
+	switch {
+	case rec.Outcome == wrapupv1alpha1.OutcomeFailed && aw.Status.Phase == awv1beta2.AppWrapperFailed,
+		rec.Outcome == wrapupv1alpha1.OutcomeSucceeded && aw.Status.Phase == awv1beta2.AppWrapperSucceeded:
+		return true
+	}
+	if e := d.Evaluation; d.Trigger != nil && d.Trigger.Problem == "" && e != nil && e.Error == "" && !e.FromAppWrapperPhase &&
+		rec.TriggerUID != "" && d.Trigger.UID == rec.TriggerUID && string(e.Outcome) == string(rec.Outcome) {
+		return true
+	}
+	for _, c := range d.Candidates {
+		if c.UID == "" || c.State != string(rec.Outcome) {
+			continue
+		}
+		for _, t := range rec.Triggers {
+			if t.UID == c.UID && t.Index == c.Index {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// FinishedInLife says whether rec finished while in's AppWrapper existed:
+// not before its creation, nor after now (HistorySkew aside).
+func FinishedInLife(in Input, rec *Record) bool {
+	return !rec.FinishedAt.After(in.Now.Add(HistorySkew)) && !rec.FinishedAt.Before(in.AppWrapper.CreationTimestamp.Add(-HistorySkew))
+}
