@@ -198,6 +198,12 @@ func (w *Watches) Ensure(owner string, gk schema.GroupKind, fields celpolicies.F
 	if w.kinds[gk] == nil {
 		return nil // released meanwhile
 	}
+	var de *discoveryError
+	if errors.As(err, &de) {
+		// Not a state of the kind: its owners try again (with the error's
+		// backoff), and what was known of it stands.
+		return err
+	}
 	if err != nil {
 		var nf *KindNotFoundError
 		state := decision.Kind{State: decision.KindNotWatchable, Message: err.Error()}
@@ -229,11 +235,19 @@ func (w *Watches) needsStartLocked(gk schema.GroupKind) bool {
 // it, as a namespaced resource.
 func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, error) {
 	mapping, err := w.mapper.RESTMapping(gk)
-	if err != nil {
-		// No match, or discovery of a group that does not exist (yet).
+	switch {
+	case meta.IsNoMatchError(err):
+		// The API server serves no such kind (its CRD is not installed).
 		return nil, &KindNotFoundError{Kind: gk, Err: err}
+	case err != nil:
+		// Discovery failed (a timeout, an API server restarting): that
+		// says nothing of the kind.
+		return nil, &discoveryError{kind: gk, err: err}
 	}
 	if err := w.served(mapping.Resource); err != nil {
+		if !definitelyGone(err) {
+			return nil, &discoveryError{kind: gk, err: err}
+		}
 		return nil, &KindNotFoundError{Kind: gk, Err: err}
 	}
 	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
@@ -552,6 +566,19 @@ func (w *Watches) served(gvr schema.GroupVersionResource) error {
 	}
 	return &notServedError{gvr: gvr}
 }
+
+// discoveryError is a failed discovery request while resolving a kind:
+// it says neither that the kind is served nor that it is not.
+type discoveryError struct {
+	kind schema.GroupKind
+	err  error
+}
+
+func (e *discoveryError) Error() string {
+	return fmt.Sprintf("discovering trigger kind %s: %v", e.kind, e.err)
+}
+
+func (e *discoveryError) Unwrap() error { return e.err }
 
 type notServedError struct{ gvr schema.GroupVersionResource }
 

@@ -227,3 +227,27 @@ func syncedSeries(kind string) *float64 {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// A failed discovery request while a kind is first claimed (a timeout, an
+// API server restarting) is an error to try again on, never "not served":
+// a rule would report TriggerKindNotFound and its AppWrappers would wait
+// for a CRD that is there. A definite answer is.
+func TestWatchesEnsureNotServedOnlyOnADefiniteAnswer(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	b.fail(apierrors.NewServiceUnavailable("restarting"))
+	err := b.w.Ensure("rule/jobs", jobGK, celpolicies.FieldsOf("status"))
+	var nf *KindNotFoundError
+	g.Expect(err).To(gomega.HaveOccurred())
+	g.Expect(errors.As(err, &nf)).To(gomega.BeFalse(), "a failed discovery request reported the kind as not served: %v", err)
+	g.Expect(b.w.Kind(jobGK).State).To(gomega.Equal(decision.KindPending))
+
+	b.fail(nil)
+	g.Expect(b.w.Ensure("rule/jobs", jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.w.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+
+	other := schema.GroupKind{Group: "example.com", Kind: "EvalRun"}
+	err = b.w.Ensure("rule/evals", other, celpolicies.Fields{})
+	g.Expect(errors.As(err, &nf)).To(gomega.BeTrue(), "a kind the REST mapper does not know: %v", err)
+	g.Expect(b.w.Kind(other).State).To(gomega.Equal(decision.KindNotServed))
+}

@@ -495,7 +495,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 		d.Verdict = VerdictBlocked
 		d.Reason = fmt.Sprintf("rule %s (priority %d) selects the AppWrapper and is not usable: %s; no lower-priority rule acts in its place, and nothing is recorded or deleted",
 			rule.Name, rule.Spec.Priority, sel.blocked)
-		d.warn(wrapupv1alpha1.ReasonBlockedByRule, "SelectRule", d.Reason, true)
+		d.warn(wrapupv1alpha1.ReasonBlockedByRule, "SelectRule", d.Reason)
 		return d
 	}
 	policy := sel.winner.Policy
@@ -508,7 +508,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 			// component: the rule does not apply, and that is no news.
 			d.Assigned = ""
 		} else {
-			d.warn(nt.Reason, "FindTrigger", nt.Message, false)
+			d.warn(nt.Reason, "FindTrigger", nt.Message)
 		}
 		return d
 	}
@@ -520,7 +520,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 			d.Verdict, d.Requeue = VerdictWorkerUnreachable, WorkerRetry
 			d.Reason = fmt.Sprintf("MultiKueue dispatched the AppWrapper to worker cluster %s, which wrapup cannot read: %s; nothing is recorded or deleted until it can",
 				in.Worker.Cluster, problem)
-			d.warn(wrapupv1alpha1.ReasonWorkerUnreachable, "ReadWorker", d.Reason, false)
+			d.warn(wrapupv1alpha1.ReasonWorkerUnreachable, "ReadWorker", d.Reason)
 			return d
 		}
 	}
@@ -541,7 +541,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 			}
 			d.Trigger.Problem = d.Reason
 			d.Requeue = NotWatchableRetry
-			d.warn(wrapupv1alpha1.ReasonTriggerKindNotWatched, "WatchTrigger", d.Reason, false)
+			d.warn(wrapupv1alpha1.ReasonTriggerKindNotWatched, "WatchTrigger", d.Reason)
 			return d
 		}
 	}
@@ -557,7 +557,7 @@ func (d *Decision) observe(ctx context.Context, in Input, policy *celpolicies.Po
 	d.Trigger.UID, d.Trigger.Problem = c.info.UID, c.info.Problem
 	d.Evaluation = c.eval
 	if c.notOwned {
-		d.warn(wrapupv1alpha1.ReasonTriggerNotOwned, "ReadTrigger", c.info.Problem, false)
+		d.warn(wrapupv1alpha1.ReasonTriggerNotOwned, "ReadTrigger", c.info.Problem)
 		d.notOwned = true
 	}
 	return c.state, c.res
@@ -668,7 +668,7 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, state l
 	if state == liveError {
 		evalErr := d.Evaluation.Error
 		d.warn(wrapupv1alpha1.ReasonEvaluationError, "Evaluate",
-			fmt.Sprintf("rule %s on %s %s: %s (taken as not finished)", rule.Name, d.Trigger.Kind.Kind, d.Trigger.Name, evalErr), true)
+			fmt.Sprintf("rule %s on %s %s: %s (taken as not finished)", rule.Name, d.Trigger.Kind.Kind, d.Trigger.Name, evalErr))
 	}
 	// What the controller remembers of a failure follows the live trigger.
 	switch state {
@@ -995,17 +995,16 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 		Message: fmt.Sprintf("rule %s: trigger %s; AppWrapper deleted with its components", rule.Name, outcome), When: EventAfterDelete})
 }
 
-// warn adds a Warning. With digest, the Event's action carries a digest of
-// the message: the events.k8s.io recorder folds Events that differ only in
-// their message into the first one's series, which would hide a changed
-// evaluation error behind the old one.
-func (d *Decision) warn(reason, action, message string, digest bool) {
+// warn adds a Warning; its action carries a digest of the message.
+func (d *Decision) warn(reason, action, message string) {
 	message = Truncate(message, MaxMessage)
-	if digest {
-		h := fnv.New32a()
-		_, _ = h.Write([]byte(message))
-		action = fmt.Sprintf("%s-%08x", action, h.Sum32())
-	}
+	// The events.k8s.io recorder folds Events of the same reason and
+	// action into one series, the first one's note kept (client-go
+	// tools/events, getKey): a warning whose message changed names the
+	// message in its action, so that it is an Event of its own.
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(message))
+	action = fmt.Sprintf("%s-%08x", action, h.Sum32())
 	d.Events = append(d.Events, Event{Type: corev1.EventTypeWarning, Reason: reason, Action: action, Message: message, When: EventNow})
 }
 

@@ -462,6 +462,22 @@ func TestWarningsOfAnotherMessageDiffer(t *testing.T) {
 	if again := decide("object.status.noSuchField == 1"); again.Action != a.Action {
 		t.Errorf("the same message gave actions %q and %q", a.Action, again.Action)
 	}
+	// Any Warning, not only an evaluation's: the reason a kind cannot be
+	// watched changes (forbidden, then not served).
+	notWatched := func(why string) Event {
+		aw := appWrapper(t).obj()
+		aw.Spec.Components = append(aw.Spec.Components, component(t, "v1", "ConfigMap", "config", map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}))
+		in := input(t, aw, Trigger{}, rule("annotated-triggers", -1000, nil, nil))
+		in.Kinds[schema.GroupKind{Kind: "ConfigMap"}] = Kind{State: KindNotWatchable, Message: why}
+		d := Decide(context.Background(), in)
+		if len(d.Events) != 1 || d.Events[0].Reason != wrapupv1alpha1.ReasonTriggerKindNotWatched {
+			t.Fatalf("events %+v, want one TriggerKindNotWatched", d.Events)
+		}
+		return d.Events[0]
+	}
+	if a, b := notWatched("configmaps is forbidden"), notWatched("the server could not find the requested resource"); a.Action == b.Action {
+		t.Errorf("TriggerKindNotWatched of two messages has one action %q: the second is folded into the first one's series", a.Action)
+	}
 }
 
 // Events are bounded as events.k8s.io requires (1 KiB notes), whatever a

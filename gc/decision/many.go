@@ -137,7 +137,7 @@ func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref
 					d.Candidates = append(d.Candidates, c)
 				}
 				d.Requeue = NotWatchableRetry
-				d.warn(wrapupv1alpha1.ReasonTriggerKindNotWatched, "WatchTrigger", d.Reason, false)
+				d.warn(wrapupv1alpha1.ReasonTriggerKindNotWatched, "WatchTrigger", d.Reason)
 				return
 			}
 		}
@@ -153,11 +153,11 @@ func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref
 		switch {
 		case c.notOwned:
 			notOwned++
-			d.warn(wrapupv1alpha1.ReasonTriggerNotOwned, "ReadTrigger", c.info.Problem, false)
+			d.warn(wrapupv1alpha1.ReasonTriggerNotOwned, "ReadTrigger", c.info.Problem)
 		case c.state == liveError:
 			errs++
 			d.warn(wrapupv1alpha1.ReasonEvaluationError, "Evaluate",
-				fmt.Sprintf("rule %s on %s: %s (taken as not finished)", rule.Name, c.name(), c.eval.Error), true)
+				fmt.Sprintf("rule %s on %s: %s (taken as not finished)", rule.Name, c.name(), c.eval.Error))
 		case c.state == liveUnknown:
 			unknown++
 		}
