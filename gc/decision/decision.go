@@ -349,7 +349,14 @@ func Plan(in Input) Needs {
 	if sel.winner == nil || sel.blocked != "" {
 		return Needs{}
 	}
-	refs, nt := FindTriggers(aw, sel.winner.Rule)
+	named := aw
+	if MultiKueueManaged(aw) && in.Worker != nil {
+		// The names the copy's controller gave its components, as Decide
+		// reads them: the manager's status is MultiKueue's mirror, late or
+		// of an earlier copy.
+		named = withCopyStatus(in)
+	}
+	refs, nt := FindTriggers(named, sel.winner.Rule)
 	if nt != nil {
 		return Needs{}
 	}

@@ -290,3 +290,29 @@ func TestMultiKueueQueuedIsNotPolled(t *testing.T) {
 		})
 	}
 }
+
+// TestMultiKueuePlanReadsTheCopysNames: a trigger named by generateName
+// gets its name on the worker, where the copy's AppWrapper controller
+// creates it; the manager's status is MultiKueue's mirror of it, late or
+// of an earlier copy. The trigger is read under the copy's name.
+func TestMultiKueuePlanReadsTheCopysNames(t *testing.T) {
+	aw := managed(t).obj()
+	aw.Spec.Components[1] = component(t, "batch/v1", "Job", "", nil) // generateName: gen-
+	aw.Status.ComponentStatus = []awv1beta2.AppWrapperComponentStatus{{Name: "inference"}, {Name: "gen-old"}}
+	cp := workerCopy(t)
+	cp.Spec.Components[1] = aw.Spec.Components[1]
+	cp.Status.ComponentStatus = []awv1beta2.AppWrapperComponentStatus{{Name: "inference"}, {Name: "gen-new"}}
+	in := input(t, aw, Trigger{}, jobRule("jobs", 0))
+	in.Worker = dispatched(cp)
+	plan := Plan(in)
+	if len(plan.Refs) != 1 || plan.Refs[0].Name != "gen-new" {
+		t.Fatalf("refs to read %+v, want the Job the copy's controller named gen-new", plan.Refs)
+	}
+	trig := onCopy(job(jobUID, "Complete"))
+	trig.Object.SetName("gen-new")
+	trig.Ref = plan.Refs[0]
+	in.Triggers = []Trigger{trig}
+	if d := Decide(context.Background(), in); d.Verdict != VerdictDelete {
+		t.Errorf("verdict %s (%s), want Delete on the copy's trigger", d.Verdict, d.Reason)
+	}
+}
