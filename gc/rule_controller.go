@@ -234,7 +234,7 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	rule.Status.TypeChecking = nil
 	policy, compileErr := r.Policies.Get(rule)
 	selectorErr := selectorsError(rule)
-	var watchable *metav1.Condition
+	var watchable, unprotected *metav1.Condition
 	switch {
 	case compileErr != nil:
 		r.Watches.Release(ruleOwner(rule.Name))
@@ -263,6 +263,12 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			cond.Message = decision.Truncate(fmt.Sprintf("wrapup may not list and watch %s (grant it through the ClusterRole label wrapup.dev/aggregate-to-trigger-kinds): %s; "+
 				"the rule starts working when it may", gk, r.Watches.Kind(gk).Message), 32*1024-8)
 		default:
+			if r.Watches.StatusUnprotected(gk) {
+				unprotected = &metav1.Condition{Type: wrapupv1alpha1.ConditionTriggerStatusProtected, Status: metav1.ConditionFalse,
+					Reason: wrapupv1alpha1.ReasonNoStatusSubresource, ObservedGeneration: rule.Generation,
+					Message: fmt.Sprintf("the API server serves %s with no status subresource: whoever may update one (not only its controller) writes its status, "+
+						"and so can finish the AppWrapper it is the trigger of; give its CRD subresources.status (see docs/security.md)", gk)}
+			}
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, fmt.Sprintf("expressions compiled; watching %s triggers", gk)
 			rule.Status.TypeChecking = r.typeCheck(ctx, rule, gk)
 			if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
@@ -279,6 +285,11 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		apimeta.SetStatusCondition(&rule.Status.Conditions, *watchable)
 	} else {
 		apimeta.RemoveStatusCondition(&rule.Status.Conditions, wrapupv1alpha1.ConditionTriggerKindsWatchable)
+	}
+	if unprotected != nil {
+		apimeta.SetStatusCondition(&rule.Status.Conditions, *unprotected)
+	} else {
+		apimeta.RemoveStatusCondition(&rule.Status.Conditions, wrapupv1alpha1.ConditionTriggerStatusProtected)
 	}
 
 	prev := apimeta.FindStatusCondition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady)
@@ -304,6 +315,9 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		for _, w := range tc.ExpressionWarnings {
 			r.Recorder.Eventf(rule, nil, corev1.EventTypeWarning, wrapupv1alpha1.ReasonTypeCheckWarning, "TypeCheck", "%s", decision.Truncate(w.FieldRef+": "+w.Warning, decision.MaxMessage))
 		}
+	}
+	if unprotected != nil && apimeta.FindStatusCondition(orig.Status.Conditions, wrapupv1alpha1.ConditionTriggerStatusProtected) == nil {
+		r.Recorder.Eventf(rule, nil, corev1.EventTypeWarning, unprotected.Reason, "Watch", "%s", decision.Truncate(unprotected.Message, decision.MaxMessage))
 	}
 	if changed {
 		eventType := corev1.EventTypeNormal

@@ -56,6 +56,8 @@ type Watches struct {
 	// failed holds why a claimed kind has no informer: not served, or not
 	// watchable (cluster-scoped).
 	failed map[schema.GroupKind]decision.Kind
+	// noStatus holds the kinds served with no status subresource.
+	noStatus map[schema.GroupKind]bool
 	// waiters are AppWrappers that read a kind before its informer had
 	// listed: each gets an event once it has.
 	waiters map[schema.GroupKind]map[types.NamespacedName]struct{}
@@ -107,6 +109,7 @@ func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery
 		kinds:     map[schema.GroupKind]*kindClaims{},
 		informers: map[schema.GroupKind]*kindInformer{},
 		failed:    map[schema.GroupKind]decision.Kind{},
+		noStatus:  map[schema.GroupKind]bool{},
 		waiters:   map[schema.GroupKind]map[types.NamespacedName]struct{}{},
 		started:   make(chan struct{}),
 		gone:      make(chan event.GenericEvent, 64),
@@ -244,12 +247,16 @@ func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, error) {
 		// says nothing of the kind.
 		return nil, &discoveryError{kind: gk, err: err}
 	}
-	if err := w.served(mapping.Resource); err != nil {
+	status, err := w.servedStatus(mapping.Resource)
+	if err != nil {
 		if !definitelyGone(err) {
 			return nil, &discoveryError{kind: gk, err: err}
 		}
 		return nil, &KindNotFoundError{Kind: gk, Err: err}
 	}
+	w.mu.Lock()
+	w.noStatus[gk] = !status
+	w.mu.Unlock()
 	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		return nil, fmt.Errorf("trigger kind %s is cluster-scoped: AppWrapper components live in the AppWrapper's namespace", gk)
 	}
@@ -552,19 +559,44 @@ func (w *Watches) ownersLocked(gk schema.GroupKind) (rules []string, keys []type
 
 // served asks the API server whether it serves gvr now.
 func (w *Watches) served(gvr schema.GroupVersionResource) error {
+	_, err := w.servedStatus(gvr)
+	return err
+}
+
+// servedStatus is served, and says whether the resource's status is a
+// subresource of its own (gvr.Resource + "/status" among the group
+// version's resources): if not, whoever may update an object may write
+// its status too.
+func (w *Watches) servedStatus(gvr schema.GroupVersionResource) (status bool, err error) {
 	if w.discovery == nil {
-		return nil
+		return true, nil
 	}
 	list, err := w.discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
 	if err != nil {
-		return err
+		return false, err
 	}
+	found := false
 	for _, r := range list.APIResources {
-		if r.Name == gvr.Resource {
-			return nil
+		switch r.Name {
+		case gvr.Resource:
+			found = true
+		case gvr.Resource + "/status":
+			status = true
 		}
 	}
-	return &notServedError{gvr: gvr}
+	if !found {
+		return false, &notServedError{gvr: gvr}
+	}
+	return status, nil
+}
+
+// StatusUnprotected says whether the API server serves gk with no status
+// subresource (as of the last time its informer was started): its status
+// is written with the object, by whoever may update it.
+func (w *Watches) StatusUnprotected(gk schema.GroupKind) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.noStatus[gk]
 }
 
 // discoveryError is a failed discovery request while resolving a kind:

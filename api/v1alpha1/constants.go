@@ -73,7 +73,16 @@ const (
 	// component of a kind wrapup cannot watch (reason
 	// TriggerKindNotWatchable); those AppWrappers wait, the others work.
 	ConditionTriggerKindsWatchable = "TriggerKindsWatchable"
+	// ConditionTriggerStatusProtected is False on a rule whose trigger
+	// kind the API server serves with no status subresource (reason
+	// NoStatusSubresource): whoever may update such an object, not only
+	// its controller, writes its status, and so can finish the AppWrapper
+	// it is the trigger of. The rule works all the same.
+	ConditionTriggerStatusProtected = "TriggerStatusProtected"
 )
+
+// ReasonNoStatusSubresource: the trigger kind has no status subresource.
+const ReasonNoStatusSubresource = "NoStatusSubresource"
 
 // Event reasons on rules.
 const (

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"path/filepath"
 	"time"
 
@@ -202,6 +203,32 @@ var _ = Describe("Trigger kinds", func() {
 		expectEvent(aw, "", "TriggerSucceeded", "run r42 of evals")
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
 		Expect(countEvents(aw, wrapupv1alpha1.ReasonEvaluationError)).To(BeZero())
+	})
+
+	It("says on a rule whose trigger kind has no status subresource that whoever may update one can finish its AppWrapper", func() {
+		open := util.MakeRule("open").TriggerKind("example.wrapup.dev", "OpenRun", "").Success("object.?status.?phase.orValue('') == 'Done'").Obj()
+		open.Name = ns.Name + "-open"
+		open.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{nsLabel: ns.Name}}
+		createSpecRule(open)
+		guarded := util.MakeRule("guarded").TriggerKind("example.wrapup.dev", "EvalRun", "").Success("object.?status.?phase.orValue('') == 'Done'").Obj()
+		guarded.Name = ns.Name + "-guarded"
+		guarded.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{nsLabel: ns.Name}}
+		createSpecRule(guarded)
+		expectRuleReady(open, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
+		expectRuleReady(guarded, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(open), got)).To(Succeed())
+			c := apimeta.FindStatusCondition(got.Status.Conditions, wrapupv1alpha1.ConditionTriggerStatusProtected)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(wrapupv1alpha1.ReasonNoStatusSubresource))
+			g.Expect(c.Message).To(ContainSubstring("OpenRun.example.wrapup.dev"))
+		}, util.Timeout, util.Interval).Should(Succeed())
+		expectEvent(open, "", wrapupv1alpha1.ReasonNoStatusSubresource, "no status subresource")
+		got := &wrapupv1alpha1.CompletionRule{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(guarded), got)).To(Succeed())
+		Expect(apimeta.FindStatusCondition(got.Status.Conditions, wrapupv1alpha1.ConditionTriggerStatusProtected)).To(BeNil(), "EvalRun has a status subresource")
 	})
 
 	It("starts working when the trigger kind's CRD is installed after the rule, and stops its informer when the rule goes", func() {

@@ -70,7 +70,7 @@ var _ = BeforeSuite(func() {
 		ObjectMeta: metav1.ObjectMeta{Name: "wrapup-test-trigger-kinds", Labels: map[string]string{"wrapup.dev/aggregate-to-trigger-kinds": "true"}},
 		Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{"example.wrapup.dev", "late.wrapup.dev"},
-			Resources: []string{"evalruns", "lateruns"},
+			Resources: []string{"evalruns", "lateruns", "openruns"},
 			Verbs:     []string{"get", "list", "watch"},
 		}},
 	})).To(Succeed())
