@@ -144,13 +144,24 @@ func (r *AppWrapperReconciler) defaults() {
 }
 
 // clusterNameChanged passes Workload updates that change the worker
-// cluster it is dispatched to (status.clusterName).
+// cluster it is dispatched to (status.clusterName), or its condition
+// Finished: a run whose copy MultiKueue removes is decided on how the
+// Workload finished, and may bring no other change here.
 type clusterNameChanged struct{ predicate.Funcs }
 
 func (clusterNameChanged) Update(e event.UpdateEvent) bool {
 	o, ok1 := e.ObjectOld.(*kueue.Workload)
 	n, ok2 := e.ObjectNew.(*kueue.Workload)
-	return ok1 && ok2 && ptr.Deref(o.Status.ClusterName, "") != ptr.Deref(n.Status.ClusterName, "")
+	if !ok1 || !ok2 {
+		return false
+	}
+	finished := func(wl *kueue.Workload) string {
+		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished); c != nil {
+			return string(c.Status) + "/" + c.Reason
+		}
+		return ""
+	}
+	return ptr.Deref(o.Status.ClusterName, "") != ptr.Deref(n.Status.ClusterName, "") || finished(o) != finished(n)
 }
 
 // readyChanged passes rule updates that change the Ready condition or

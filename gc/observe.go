@@ -155,6 +155,14 @@ func gather(ctx context.Context, v view, policies *celpolicies.Cache, key types.
 		if in.AppWrapperVariable, err = v.appWrapperVariable(ctx, aw, plan.Rule.Policy); err != nil {
 			return in, err
 		}
+		if st, ok := decision.StatusForRules(in); ok {
+			// Under MultiKueue, the status of the copy that runs it.
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+			if err != nil {
+				return in, err
+			}
+			in.AppWrapperVariable["status"] = m
+		}
 	}
 	return in, nil
 }

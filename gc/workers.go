@@ -446,7 +446,9 @@ func workerOf(ctx context.Context, aw *awv1beta2.AppWrapper, wl *kueue.Workload,
 		return w
 	}
 	w.Workload = wl.Name
-	w.Finished = apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadFinished)
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished); c != nil && c.Status == metav1.ConditionTrue {
+		w.Finished, w.FinishedReason = true, c.Reason
+	}
 	if wl.Status.ClusterName == nil || *wl.Status.ClusterName == "" {
 		return w
 	}

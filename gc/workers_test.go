@@ -10,6 +10,7 @@ import (
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/wrapup-dev/wrapup/gc/decision"
@@ -208,5 +210,31 @@ func TestFindWorkload(t *testing.T) {
 	}
 	if got, err = findWorkload(ctx, empty, live, aw); err != nil || got == nil || got.Name != mine.Name {
 		t.Fatalf("not in the cache yet, for the final check: %v, %v; want %s from the API server", got, err, mine.Name)
+	}
+}
+
+// The Workload watch passes a dispatch and a finish: a run whose copy
+// MultiKueue removes may bring no other change on the manager, and would
+// wait for the resync (10 hours) to be decided.
+func TestWorkloadWatchPassesTheFinish(t *testing.T) {
+	wl := &kueue.Workload{}
+	dispatchedTo := wl.DeepCopy()
+	dispatchedTo.Status.ClusterName = ptr.To("worker-1")
+	finished := dispatchedTo.DeepCopy()
+	apimeta.SetStatusCondition(&finished.Status.Conditions, metav1.Condition{Type: kueue.WorkloadFinished, Status: metav1.ConditionTrue, Reason: kueue.WorkloadFinishedReasonFailed})
+	requeued := finished.DeepCopy()
+	requeued.Status.Conditions = append(requeued.Status.Conditions, metav1.Condition{Type: "QuotaReserved", Status: metav1.ConditionFalse, Reason: "x"})
+	for _, tc := range []struct {
+		name     string
+		old, new *kueue.Workload
+		want     bool
+	}{
+		{"dispatched", wl, dispatchedTo, true},
+		{"finished", dispatchedTo, finished, true},
+		{"another condition", finished, requeued, false},
+	} {
+		if got := (clusterNameChanged{}).Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
+			t.Errorf("%s: passed %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -523,7 +523,11 @@ func decideOn(ctx context.Context, in Input) Decision {
 		d.Worker = workerInfo(in)
 		// (Whatever the AppWrapper's status says: with the worker
 		// unread, it is the status of no copy known to be this one's.)
-		if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil {
+		if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil && !recordedSuccess(in.AppWrapper) {
+			// (A recorded success is final, worker or not: it is deleted
+			// when due. Waiting for the worker would outlast Kueue's
+			// workerLostTimeout, after which MultiKueue dispatches the
+			// finished run again elsewhere.)
 			d.Verdict, d.Requeue = VerdictWorkerUnreachable, WorkerRetry
 			d.Reason = fmt.Sprintf("MultiKueue dispatched the AppWrapper to worker cluster %s, which wrapup cannot read: %s; nothing is recorded or deleted until it can",
 				in.Worker.Cluster, problem)
@@ -1127,4 +1131,10 @@ func outcomeNoun(o wrapupv1alpha1.Outcome) string {
 		return "failure"
 	}
 	return "success"
+}
+
+// recordedSuccess says whether aw carries a success wrapup recorded on it.
+func recordedSuccess(aw *awv1beta2.AppWrapper) bool {
+	rec := ReadRecord(aw)
+	return rec != nil && rec.Outcome == wrapupv1alpha1.OutcomeSucceeded && rec.onAppWrapper(aw)
 }

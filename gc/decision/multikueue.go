@@ -34,6 +34,9 @@ type Worker struct {
 	// Finished): its run on the worker ended, and MultiKueue removes the
 	// copy there, whose last status the AppWrapper here keeps.
 	Finished bool
+	// FinishedReason is the reason of that condition: Succeeded or Failed,
+	// as the worker's Workload finished (MultiKueue copies it from there).
+	FinishedReason string
 }
 
 // WorkerInfo is what a decision read on a worker cluster, for people.
@@ -112,10 +115,37 @@ func withCopyStatus(in Input) *awv1beta2.AppWrapper {
 		owner.Status.DeepCopyInto(&aw.Status)
 	case in.Worker.Finished && in.Worker.AppWrapper == nil && in.Worker.Problem == "":
 		// The run ended and MultiKueue removed its copy: the status kept
-		// here is the last one of the copy that finished this Workload.
-		in.AppWrapper.Status.DeepCopyInto(&aw.Status)
+		// here is the last one of the copy that finished this Workload, if
+		// it agrees with how the Workload finished. The mirror is of
+		// whatever AppWrapper of that name the worker held, possibly an
+		// earlier one's; the Workload's Finished condition is this run's.
+		want := awv1beta2.AppWrapperPhase("")
+		switch in.Worker.FinishedReason {
+		case kueue.WorkloadFinishedReasonSucceeded:
+			want = awv1beta2.AppWrapperSucceeded
+		case kueue.WorkloadFinishedReasonFailed:
+			want = awv1beta2.AppWrapperFailed
+		}
+		switch {
+		case want == "":
+			// Finished otherwise (out of sync): nothing says how it ran.
+		case in.AppWrapper.Status.Phase == want:
+			in.AppWrapper.Status.DeepCopyInto(&aw.Status)
+		default:
+			aw.Status.Phase = want
+		}
 	}
 	return aw
+}
+
+// StatusForRules is the AppWrapper status a rule's appWrapper variable
+// holds: for an AppWrapper that MultiKueue dispatches, its verified copy's
+// (as every decision reads it, withCopyStatus), not the manager's mirror.
+func StatusForRules(in Input) (awv1beta2.AppWrapperStatus, bool) {
+	if !MultiKueueManaged(in.AppWrapper) || in.Worker == nil {
+		return awv1beta2.AppWrapperStatus{}, false
+	}
+	return withCopyStatus(in).Status, true
 }
 
 // workerInfo is what in says of the worker, for the decision.

@@ -92,9 +92,9 @@ func TestMultiKueueManager(t *testing.T) {
 			events: []string{wrapupv1alpha1.ReasonWorkerUnreachable},
 		},
 		{
-			name: "a worker that cannot be read: a recorded outcome deletes nothing",
+			name: "a worker that cannot be read: a recorded failure deletes nothing",
 			aw: func(t *testing.T) *awv1beta2.AppWrapper {
-				return managed(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Hour, jobUID).obj()
+				return managed(t).recorded(wrapupv1alpha1.OutcomeFailed, time.Hour, jobUID).obj()
 			},
 			worker: func(t *testing.T) *Worker {
 				return &Worker{Cluster: "worker-1", Workload: workload, Problem: "no kubeconfig Secret wrapup-system/worker-1"}
@@ -179,11 +179,34 @@ func TestMultiKueueManager(t *testing.T) {
 			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).phase(awv1beta2.AppWrapperFailed).obj() },
 			worker: func(t *testing.T) *Worker {
 				w := dispatched(nil)
-				w.Finished = true
+				w.Finished, w.FinishedReason = true, kueue.WorkloadFinishedReasonFailed
 				return w
 			},
 			want: VerdictDelete, write: true, reason: "",
 			events: []string{wrapupv1alpha1.ReasonDeleted, wrapupv1alpha1.ReasonTriggerFailed},
+		},
+		{
+			// The manager's status is a mirror of an earlier copy of that
+			// name (Succeeded); this run's Workload finished Failed.
+			name: "a finished Workload is decided as it finished, not on a stale mirror of another copy",
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).phase(awv1beta2.AppWrapperSucceeded).obj() },
+			worker: func(t *testing.T) *Worker {
+				w := dispatched(nil)
+				w.Finished, w.FinishedReason = true, kueue.WorkloadFinishedReasonFailed
+				return w
+			},
+			want: VerdictDelete, write: true, reason: "",
+			events: []string{wrapupv1alpha1.ReasonDeleted, wrapupv1alpha1.ReasonTriggerFailed},
+		},
+		{
+			name: "a Workload finished out of sync says nothing of how the run went",
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).phase(awv1beta2.AppWrapperSucceeded).obj() },
+			worker: func(t *testing.T) *Worker {
+				w := dispatched(nil)
+				w.Finished, w.FinishedReason = true, kueue.WorkloadFinishedReasonOutOfSync
+				return w
+			},
+			want: VerdictWaitingForTrigger,
 		},
 		{
 			name:   "a running trigger on the worker",
@@ -314,5 +337,29 @@ func TestMultiKueuePlanReadsTheCopysNames(t *testing.T) {
 	in.Triggers = []Trigger{trig}
 	if d := Decide(context.Background(), in); d.Verdict != VerdictDelete {
 		t.Errorf("verdict %s (%s), want Delete on the copy's trigger", d.Verdict, d.Reason)
+	}
+}
+
+// TestMultiKueueUnreachableWorkerAfterSuccess: the success of the run on
+// the worker is recorded, then the worker cannot be read. The record is
+// final: the AppWrapper is deleted when due, not held until the worker
+// comes back (Kueue's workerLostTimeout would have MultiKueue dispatch the
+// finished run again elsewhere). A recorded failure, which a retry on the
+// worker may clear, still waits for the worker.
+func TestMultiKueueUnreachableWorkerAfterSuccess(t *testing.T) {
+	for _, tc := range []struct {
+		outcome wrapupv1alpha1.Outcome
+		want    Verdict
+	}{
+		{wrapupv1alpha1.OutcomeSucceeded, VerdictDelete},
+		{wrapupv1alpha1.OutcomeFailed, VerdictWorkerUnreachable},
+	} {
+		aw := managed(t).recorded(tc.outcome, time.Minute, jobUID).obj()
+		in := input(t, aw, Trigger{}, jobRule("jobs", 0))
+		in.Triggers = nil
+		in.Worker = &Worker{Cluster: "worker-1", Workload: workload, Problem: "connecting to worker cluster worker-1: connection refused"}
+		if d := Decide(context.Background(), in); d.Verdict != tc.want {
+			t.Errorf("recorded %s, worker unreachable: verdict %s (%s), want %s", tc.outcome, d.Verdict, d.Reason, tc.want)
+		}
 	}
 }

@@ -1,0 +1,74 @@
+package gc
+
+import (
+	"context"
+	"testing"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
+)
+
+// mkView is a view of a MultiKueue manager whose one AppWrapper is
+// dispatched to a worker that holds its copy; its trigger is not read.
+type mkView struct {
+	aw, copy *awv1beta2.AppWrapper
+	rule     *wrapupv1alpha1.CompletionRule
+}
+
+func (v *mkView) kind(schema.GroupKind) decision.Kind { return decision.Kind{State: decision.KindWatched} }
+func (v *mkView) trigger(_ context.Context, _ *awv1beta2.AppWrapper, ref decision.Ref, _ celpolicies.Fields) (decision.Trigger, error) {
+	return decision.Trigger{Ref: ref, State: decision.TriggerAbsent}, nil
+}
+func (v *mkView) appWrapper(context.Context, types.NamespacedName) (*awv1beta2.AppWrapper, error) {
+	return v.aw, nil
+}
+func (v *mkView) rules(context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
+	return []wrapupv1alpha1.CompletionRule{*v.rule}, nil
+}
+func (v *mkView) namespace(context.Context, string) (*corev1.Namespace, error) { return nil, nil }
+func (v *mkView) ruleKind(*wrapupv1alpha1.CompletionRule, schema.GroupKind) decision.Kind {
+	return decision.Kind{State: decision.KindWatched}
+}
+func (v *mkView) worker(context.Context, types.NamespacedName, *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
+	return &decision.Worker{Cluster: "worker-1", Workload: "wl", AppWrapper: v.copy}, v
+}
+func (v *mkView) appWrapperVariable(_ context.Context, aw *awv1beta2.AppWrapper, _ *celpolicies.Policy) (map[string]any, error) {
+	return appWrapperMap(aw)
+}
+
+// A rule that reads appWrapper.status, on a MultiKueue manager, reads the
+// status of the copy that runs the AppWrapper on its worker, as every
+// decision does, not the manager's mirror (late, or of an earlier copy).
+func TestAppWrapperVariableUnderMultiKueue(t *testing.T) {
+	comps := []awv1beta2.AppWrapperComponent{{Template: template(t, "batch/v1", "Job", "bench")}}
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"},
+		Spec:   awv1beta2.AppWrapperSpec{ManagedBy: ptr.To(kueue.MultiKueueControllerName), Components: comps},
+		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperFailed, Retries: 3}}
+	cp := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "copy-uid",
+		Labels: map[string]string{decision.PrebuiltWorkloadLabel: "wl", kueue.MultiKueueOriginLabel: "multikueue"}},
+		Spec:   awv1beta2.AppWrapperSpec{Components: comps},
+		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperRunning, Retries: 1}}
+	for _, a := range []*awv1beta2.AppWrapper{aw, cp} {
+		a.Status.Conditions = []metav1.Condition{{Type: string(awv1beta2.ResourcesDeployed), Status: metav1.ConditionTrue, Reason: "x"}}
+	}
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"},
+		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}, Success: "appWrapper.status.resettingCount > 2"}}
+	v := &mkView{aw: aw, copy: cp, rule: rule}
+	in, err := gather(context.Background(), v, &celpolicies.Cache{}, types.NamespacedName{Namespace: "ns", Name: "run"}, nil, decision.Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := in.AppWrapperVariable["status"].(map[string]any)
+	if st["phase"] != string(awv1beta2.AppWrapperRunning) || st["resettingCount"] != int64(1) {
+		t.Errorf("appWrapper.status is %v, want the copy's (Running, 1 retry), not the manager's mirror (Failed, 3)", st)
+	}
+}
