@@ -24,7 +24,9 @@ type mkView struct {
 	rule     *wrapupv1alpha1.CompletionRule
 }
 
-func (v *mkView) kind(schema.GroupKind) decision.Kind { return decision.Kind{State: decision.KindWatched} }
+func (v *mkView) kind(schema.GroupKind) decision.Kind {
+	return decision.Kind{State: decision.KindWatched}
+}
 func (v *mkView) trigger(_ context.Context, _ *awv1beta2.AppWrapper, ref decision.Ref, _ celpolicies.Fields) (decision.Trigger, error) {
 	return decision.Trigger{Ref: ref, State: decision.TriggerAbsent}, nil
 }
