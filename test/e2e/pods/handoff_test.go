@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -136,6 +137,61 @@ var _ = Describe("GPUs handed to the next benchmark, with real pods", Ordered, f
 		By("its pods are gone and the GPUs free")
 		Eventually(func() []string { return podsOf(ns.Name, aw.Name) }, podTimeout, util.Interval).Should(BeEmpty())
 		Eventually(func() int64 { return gpusInUse(nodes[0].Name) }, podTimeout, util.Interval).Should(BeZero())
+	})
+
+	It("never takes a pod its kubelet made Succeeded while deleting it (Kueue's preemption) as the trigger's success", func() {
+		rule := util.MakeRule("pod-probes").AppWrapperLabels(map[string]string{"llm-d.ai/role": "probe"}).
+			NamespaceLabels(map[string]string{"wrapup.test/namespace": ns.Name}).
+			TriggerKind("", "Pod", "").
+			OnSuccess(wrapupv1alpha1.ActionDeleteAll, 0).Obj()
+		Expect(k8sClient.Create(ctx, rule)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, rule))).To(Succeed()) })
+
+		// A bare Pod that serves until stopped, and exits 0 on SIGTERM; it
+		// lingers a moment once terminal (the kwok stages pod-terminate
+		// and pod-delete), as a kubelet's status reaches the API server
+		// before the pod goes.
+		pod := &corev1.Pod{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: "probe", Annotations: map[string]string{"pod-linger.stage.kwok.x-k8s.io/delay": "3s"}},
+			Spec:       util.GPUPod(1),
+		}
+		pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+		aw := util.MakeAppWrapper("probe", ns.Name).Label("llm-d.ai/role", "probe").Label(util.QueueNameLabel, lq.Name).
+			Suspend(true).Component(pod, nil).Obj()
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, aw))).To(Succeed()) })
+		util.ExpectPodsRunning(ctx, k8sClient, ns.Name, aw.Name, nodes[0].Name, 1, podTimeout)
+
+		By("Kueue evicts the Workload (deactivated); the AppWrapper controller tears its Pod down")
+		Eventually(func(g Gomega) {
+			wl, err := util.WorkloadFor(ctx, k8sClient, aw)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(wl).NotTo(BeNil())
+			wl.Spec.Active = ptr.To(false)
+			g.Expect(k8sClient.Update(ctx, wl)).To(Succeed())
+		}, podTimeout, util.Interval).Should(Succeed())
+
+		By("the pod is Succeeded while it is deleted, and wrapup records nothing")
+		sawTerminal := false
+		Eventually(func(g Gomega) {
+			for _, p := range util.PodsOf(ctx, k8sClient, ns.Name, aw.Name) {
+				if p.DeletionTimestamp != nil && p.Status.Phase == corev1.PodSucceeded {
+					sawTerminal = true
+				}
+			}
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed(), "wrapup deleted the preempted AppWrapper")
+			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel), "wrapup recorded an outcome of the torn-down pod")
+			g.Expect(sawTerminal).To(BeTrue(), "the pod was not seen Succeeded while being deleted")
+			g.Expect(util.PodsOf(ctx, k8sClient, ns.Name, aw.Name)).To(BeEmpty())
+			g.Expect(got.Status.Phase).To(Equal(awv1beta2.AppWrapperSuspended))
+		}, podTimeout, 50*time.Millisecond).Should(Succeed())
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed(), "wrapup deleted the preempted AppWrapper")
+			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+		}, 3*time.Second, util.Interval).Should(Succeed())
 	})
 })
 
