@@ -88,6 +88,9 @@ type templateIdentity struct {
 	Metadata   struct {
 		Name         string `json:"name,omitempty"`
 		GenerateName string `json:"generateName,omitempty"`
+		// Annotations keeps wrapup.dev/trigger alone: on the template's
+		// own metadata, it marks the trigger too.
+		Annotations map[string]string `json:"annotations,omitempty"`
 	} `json:"metadata"`
 }
 
@@ -150,6 +153,11 @@ func slimAppWrapper(obj any) (any, error) {
 			// apiVersion/kind, as it would the whole template.
 			c.Template.Raw, c.Template.Object = nil, nil
 			continue
+		}
+		if v, ok := id.Metadata.Annotations[wrapupv1alpha1.TriggerAnnotation]; ok {
+			id.Metadata.Annotations = map[string]string{wrapupv1alpha1.TriggerAnnotation: v}
+		} else {
+			id.Metadata.Annotations = nil
 		}
 		raw, err := json.Marshal(id)
 		if err != nil {

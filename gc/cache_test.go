@@ -1,6 +1,7 @@
 package gc
 
 import (
+	"strings"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -196,5 +197,30 @@ func TestRecordWriteTouchesOnlyItsKeys(t *testing.T) {
 	stale.ResourceVersion = "1"
 	if _, err := r.writeRecord(ctx, stale, rec); !apierrors.IsConflict(err) {
 		t.Errorf("a write on a stale AppWrapper: %v, want a conflict", err)
+	}
+}
+
+// The cache keeps wrapup.dev/trigger on a component template's own
+// metadata (where people annotate objects), and nothing else of its
+// annotations: an annotated-triggers rule finds the same trigger on the
+// cached AppWrapper as on the full one.
+func TestCachedTemplateKeepsTheTriggerAnnotation(t *testing.T) {
+	tmpl, _ := json.Marshal(map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "bench",
+		"annotations": map[string]any{wrapupv1alpha1.TriggerAnnotation: "true", "big": strings.Repeat("x", 4096)}}})
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns"},
+		Spec: awv1beta2.AppWrapperSpec{Components: []awv1beta2.AppWrapperComponent{{Template: runtime.RawExtension{Raw: tmpl}}}}}
+	slimObj, err := slimAppWrapper(aw.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := slimObj.(*awv1beta2.AppWrapper)
+	if strings.Contains(string(slim.Spec.Components[0].Template.Raw), "big") {
+		t.Errorf("the cached template keeps other annotations: %s", slim.Spec.Components[0].Template.Raw)
+	}
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "annotated-triggers"}}
+	full, nt1 := decision.FindTriggers(aw, rule)
+	cached, nt2 := decision.FindTriggers(slim, rule)
+	if nt1 != nil || nt2 != nil || len(full) != 1 || len(cached) != 1 || full[0] != cached[0] {
+		t.Errorf("triggers on the full AppWrapper %+v (%v), on the cached one %+v (%v): want the same, bench", full, nt1, cached, nt2)
 	}
 }

@@ -213,7 +213,7 @@ func TestExplain(t *testing.T) {
 		{
 			name:    "no rules",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone)},
-			want:    want{verdict: decision.VerdictNoRule, reason: "no CompletionRule selects"},
+			want:    want{verdict: decision.VerdictNoRule, reason: "no CompletionRule applies"},
 		},
 		{
 			name: "rules that do not select the AppWrapper or its namespace",
@@ -324,11 +324,14 @@ func TestExplain(t *testing.T) {
 		{
 			name:    "a rule without kind and no annotated component",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("annotated", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{} })},
-			want:    want{verdict: decision.VerdictNoTrigger, reason: "a component annotated wrapup.dev/trigger"},
+			want:    want{verdict: decision.VerdictNoRule, reason: "no CompletionRule applies"},
 			check: func(t *testing.T, ex *Explanation) {
 				// The rule does not apply: no Event, and it is not counted as deciding.
-				if len(ex.Events) != 0 || ex.Assigned != "" || ex.Winner != "annotated" {
-					t.Errorf("events %+v, assigned %q, winner %q: want none, none, annotated", ex.Events, ex.Assigned, ex.Winner)
+				if len(ex.Events) != 0 || ex.Assigned != "" || ex.Winner != "" {
+					t.Errorf("events %+v, assigned %q, winner %q: want none, none, none", ex.Events, ex.Assigned, ex.Winner)
+				}
+				if len(ex.Rules) != 1 || !strings.Contains(ex.Rules[0].Why, "does not apply: it wants a component annotated wrapup.dev/trigger") {
+					t.Errorf("standings %+v: want the rule's, saying why it does not apply", ex.Rules)
 				}
 			},
 		},

@@ -114,17 +114,23 @@ func (c *simChecks) summary() string {
 }
 
 // winner is the rule that decides for aw now: the highest priority (then
-// the first name) whose selectors select it, or whose selector does not
-// parse. usable is false when it cannot act.
+// the first name) of the rules that apply to it, whose selectors select it
+// (or do not parse) and which have a candidate among its components: one
+// of the kind the rule names, or, for a rule that names none, an annotated
+// one. usable is false when it cannot act.
 func (w *simWorld) winner(aw *awv1beta2.AppWrapper) (spec simRule, found, usable bool) {
 	names := sortedKeys(w.rules)
 	sort.SliceStable(names, func(i, j int) bool {
 		return w.ruleSpecs[names[i]].priority > w.ruleSpecs[names[j]].priority
 	})
 	ns := w.nss[aw.Namespace]
+	m := w.models[aw.UID]
 	for _, name := range names {
 		r := w.ruleSpecs[name]
 		if r.team != "" && ns.Labels["team"] != r.team {
+			continue
+		}
+		if m != nil && !hasCandidate(r, m) {
 			continue
 		}
 		if r.badSel {
@@ -175,6 +181,21 @@ func simIgnored(aw *awv1beta2.AppWrapper) bool {
 	return ok && (v == "True" || v == "yes")
 }
 
+// hasCandidate says whether m has a component rule r could take as its
+// trigger: one of its kind, or, when it names none, an annotated one (the
+// ConfigMap included). A rule applies only then.
+func hasCandidate(r simRule, m *simAW) bool {
+	if r.kind == "" && m.configMap {
+		return true
+	}
+	for _, t := range m.trigs {
+		if r.kind == "" && t.annotated || r.kind != "" && r.kind == t.kind {
+			return true
+		}
+	}
+	return false
+}
+
 // candidates are the trigger components of m that rule r takes as its
 // candidates: those of its kind, or, when it names none, the annotated
 // ones. None when it takes none of them, when it takes a ConfigMap (which
@@ -191,7 +212,18 @@ func candidates(r simRule, m *simAW) []*simTrig {
 		}
 	}
 	if len(out) > 1 && !r.many() {
-		return nil // ambiguous
+		// Of several of its kind, the one annotated as the trigger, if
+		// exactly one is; else ambiguous.
+		var annotated []*simTrig
+		for _, t := range out {
+			if t.annotated {
+				annotated = append(annotated, t)
+			}
+		}
+		if r.kind != "" && len(annotated) == 1 {
+			return annotated
+		}
+		return nil
 	}
 	return out
 }

@@ -116,6 +116,9 @@ const (
 	ReasonNoTrigger = "NoTrigger"
 	// ReasonAmbiguousTrigger (Warning): several components match the rule's trigger.
 	ReasonAmbiguousTrigger = "AmbiguousTrigger"
+	// ReasonTriggerAnnotationMisplaced (Warning): wrapup.dev/trigger is on
+	// the AppWrapper's own metadata, where it names no component.
+	ReasonTriggerAnnotationMisplaced = "TriggerAnnotationMisplaced"
 	// ReasonTooManyTriggers (Warning): more components than MaxTriggers match
 	// a rule whose trigger policy is All or Any.
 	ReasonTooManyTriggers = "TooManyTriggers"

@@ -114,7 +114,7 @@ const (
 	VerdictBeingDeleted Verdict = "BeingDeleted"
 	// VerdictIgnored: the AppWrapper is annotated wrapup.dev/ignore.
 	VerdictIgnored Verdict = "Ignored"
-	// VerdictNoRule: no CompletionRule selects the AppWrapper.
+	// VerdictNoRule: no CompletionRule applies to the AppWrapper.
 	VerdictNoRule Verdict = "NoRule"
 	// VerdictBlocked: the highest-priority rule that selects the AppWrapper
 	// is not usable: nothing is recorded or deleted, and no lower-priority
@@ -345,7 +345,7 @@ func Plan(in Input) Needs {
 	if aw == nil || beingDeleted(aw) || Truthy(aw.Annotations[wrapupv1alpha1.IgnoreAnnotation]) {
 		return Needs{}
 	}
-	sel := selectRule(in.Rules, aw.Labels, namespaceLabels(in.Namespace), aw.Namespace, in.Kinds)
+	sel := selectRule(in.Rules, aw, namespaceLabels(in.Namespace), in.Kinds)
 	if sel.winner == nil || sel.blocked != "" {
 		return Needs{}
 	}
@@ -462,6 +462,15 @@ func Decide(ctx context.Context, in Input) Decision {
 		in.AppWrapper = withCopyStatus(in)
 	}
 	d := decideOn(ctx, in)
+	if aw := in.AppWrapper; aw != nil && Truthy(aw.Annotations[wrapupv1alpha1.TriggerAnnotation]) &&
+		d.Verdict != VerdictBeingDeleted && d.Verdict != VerdictIgnored {
+		// Where people annotate objects, but it names no component: said,
+		// never guessed (which component would it be?).
+		d.warn(wrapupv1alpha1.ReasonTriggerAnnotationMisplaced, "FindTrigger", fmt.Sprintf(
+			"%s is on the AppWrapper's metadata, where it names no component, and is not read: put it on the trigger component "+
+				"(spec.components[i].annotations) or on that component's template (spec.components[i].template.metadata.annotations)",
+			wrapupv1alpha1.TriggerAnnotation))
+	}
 	if MultiKueueManaged(in.AppWrapper) {
 		// Its components are on the worker: the gatherer watches their
 		// kinds there, not here.
@@ -479,7 +488,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 	}
 	d.Recorded = ReadRecord(aw)
 	d.FailureSeen = keepFailure(in.FailureSeen)
-	sel := selectRule(in.Rules, aw.Labels, namespaceLabels(in.Namespace), aw.Namespace, in.Kinds)
+	sel := selectRule(in.Rules, aw, namespaceLabels(in.Namespace), in.Kinds)
 	d.Rules = sel.standings
 	if sel.winner != nil {
 		d.Winner = sel.winner.Rule.Name
@@ -493,7 +502,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 		d.Verdict, d.Reason = VerdictIgnored, fmt.Sprintf("the AppWrapper is annotated %s: \"true\": no rule applies", wrapupv1alpha1.IgnoreAnnotation)
 		return d
 	case sel.winner == nil:
-		d.Verdict, d.Reason = VerdictNoRule, "no CompletionRule selects the AppWrapper"
+		d.Verdict, d.Reason = VerdictNoRule, "no CompletionRule applies to the AppWrapper (selects it, and has a candidate trigger among its components)"
 		return d
 	}
 	rule := sel.winner.Rule

@@ -156,9 +156,25 @@ func TestDecide(t *testing.T) {
 			want: VerdictBlocked, reason: "keep-failed (priority 100) selects the AppWrapper and is not usable", events: []string{wrapupv1alpha1.ReasonBlockedByRule},
 		},
 		{
-			name: "a matching rule whose kind is not served blocks the rules below it",
+			name: "an unusable rule of a kind the AppWrapper lacks does not apply, and blocks nothing",
 			in: func(t *testing.T) Input {
 				in := input(t, appWrapper(t).obj(), job(jobUID, "Complete"), jobRule("jobs", 0))
+				r := rule("evals", 10, nil, nil)
+				r.UID = "uid-evals"
+				r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "EvalRun"}
+				r.Spec.Success = "true"
+				in.Rules = append(in.Rules, compiled(t, r))
+				in.Kinds[schema.GroupKind{Group: "example.com", Kind: "EvalRun"}] = Kind{State: KindNotServed}
+				return in
+			},
+			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded, write: true,
+		},
+		{
+			name: "a matching rule whose kind is not served blocks the rules below it",
+			in: func(t *testing.T) Input {
+				aw := appWrapper(t).obj()
+				aw.Spec.Components = append(aw.Spec.Components, component(t, "example.com/v1", "EvalRun", "eval", nil))
+				in := input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0))
 				r := rule("evals", 10, nil, nil)
 				r.UID = "uid-evals"
 				r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "EvalRun"}
@@ -349,16 +365,18 @@ func TestDecide(t *testing.T) {
 			in: func(t *testing.T) Input {
 				return input(t, appWrapper(t).obj(), job(jobUID, "Complete"), annotatedTriggers())
 			},
-			want: VerdictNoTrigger,
+			want: VerdictNoRule,
 		},
 		{
-			name: "a rule that names a kind the AppWrapper lacks says so",
+			// DESIGN 1a: one rule per kind; a rule applies only where it
+			// has a candidate.
+			name: "a rule that names a kind the AppWrapper lacks does not apply, quietly",
 			in: func(t *testing.T) Input {
 				r := jobRule("pods", 0)
 				r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{Kind: "Pod"}
 				return input(t, appWrapper(t).obj(), Trigger{}, r)
 			},
-			want: VerdictNoTrigger, events: []string{wrapupv1alpha1.ReasonNoTrigger},
+			want: VerdictNoRule,
 		},
 		{
 			name: "an annotated component of a kind wrapup cannot watch waits, with a long backoff",

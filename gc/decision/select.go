@@ -2,6 +2,7 @@ package decision
 
 import (
 	"fmt"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	"sort"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -56,8 +57,9 @@ type RuleStanding struct {
 	Priority int32
 	// Ready is the rule's Ready condition as "Status/Reason", "" if unset.
 	Ready string
-	// Matches is true when both selectors select the AppWrapper and its
-	// namespace (or a selector does not parse, which fails closed).
+	// Matches is true when the rule applies to the AppWrapper: both
+	// selectors select it and its namespace (or a selector does not parse,
+	// which fails closed), and it has a candidate trigger for the rule.
 	Matches bool
 	// Valid is true when the rule can act: it compiles, its selectors
 	// parse, and its trigger kind (if it names one) can be watched.
@@ -128,14 +130,19 @@ func unusable(r *Rule, kinds map[schema.GroupKind]Kind) string {
 	return ""
 }
 
-// selectRule chooses the rule that decides for an AppWrapper with awLabels
-// in a namespace with nsLabels. Rule selection fails closed: the
-// highest-priority matching rule decides even when it cannot act (it does
-// not compile, a selector does not parse, its kind cannot be watched), and
-// then it blocks every rule below it, so that a typo in a rule that keeps
-// failed runs never hands them to a rule that deletes them. Rules being
-// deleted take no part.
-func selectRule(rules []Rule, awLabels, nsLabels map[string]string, namespace string, kinds map[schema.GroupKind]Kind) selection {
+// selectRule chooses the rule that decides for aw in a namespace with
+// nsLabels: the highest-priority rule that applies to it, whose selectors
+// select it and which has a candidate trigger among its components (one of
+// the kind it names, or an annotated one for a rule that names no kind;
+// DESIGN 1a), so that one rule per kind finishes every kind it names. Rule
+// selection fails closed: the highest-priority rule that applies decides
+// even when it cannot act (it does not compile, a selector does not parse,
+// its kind cannot be watched), and then it blocks every rule below it, so
+// that a typo in a rule that keeps failed runs never hands them to a rule
+// that deletes them. Rules being deleted take no part.
+func selectRule(rules []Rule, aw *awv1beta2.AppWrapper, nsLabels map[string]string, kinds map[schema.GroupKind]Kind) selection {
+	awLabels, namespace := aw.Labels, aw.Namespace
+	comps := parseComponents(aw)
 	order := make([]*Rule, len(rules))
 	for i := range rules {
 		order[i] = &rules[i]
@@ -155,13 +162,15 @@ func selectRule(rules []Rule, awLabels, nsLabels map[string]string, namespace st
 		why := unusable(r, kinds)
 		awMatch, awErr := selectorMatches(rule.Spec.AppWrapperSelector, awLabels)
 		nsMatch, nsErr := selectorMatches(rule.Spec.NamespaceSelector, nsLabels)
-		switch {
-		case awErr != nil:
-			why = "its appWrapperSelector does not parse: " + awErr.Error()
-			awMatch = true
-		case nsErr != nil:
+		// A selector that does not parse fails closed: it selects, each of
+		// the two on its own (with both broken, the rule still blocks).
+		if nsErr != nil {
 			why = "its namespaceSelector does not parse: " + nsErr.Error()
 			nsMatch = true
+		}
+		if awErr != nil {
+			why = "its appWrapperSelector does not parse: " + awErr.Error()
+			awMatch = true
 		}
 		s.Valid = why == ""
 		s.Matches = awMatch && nsMatch
@@ -172,6 +181,9 @@ func selectRule(rules []Rule, awLabels, nsLabels map[string]string, namespace st
 			s.Why = "appWrapperSelector does not select the AppWrapper"
 		case !nsMatch:
 			s.Why = fmt.Sprintf("namespaceSelector does not select namespace %s", namespace)
+		case !appliesTo(rule, comps):
+			s.Matches = false
+			s.Why = fmt.Sprintf("does not apply: it wants %s as the trigger, and the AppWrapper has none", wanted(rule))
 		case sel.winner == nil:
 			sel.winner = r
 			winnerAt = len(sel.standings)

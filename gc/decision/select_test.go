@@ -1,7 +1,9 @@
 package decision
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +31,29 @@ func rule(name string, prio int32, awSel, nsSel map[string]string) *wrapupv1alph
 	return r
 }
 
+func kinded(name, group, kind string, prio int32) *wrapupv1alpha1.CompletionRule {
+	r := rule(name, prio, nil, nil)
+	r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: group, Kind: kind}
+	return r
+}
+
+// perKind is what admins write first: one rule per kind, all of one
+// priority, no selectors, and the install's annotated-triggers below.
+func perKind() []*wrapupv1alpha1.CompletionRule {
+	return []*wrapupv1alpha1.CompletionRule{
+		kinded("jobs", "batch", "Job", 10), kinded("jobsets", "jobset.x-k8s.io", "JobSet", 10),
+		kinded("pytorchjobs", "kubeflow.org", "PyTorchJob", 10), rule("annotated-triggers", -1000, nil, nil),
+	}
+}
+
+// bothBroken is a Job rule whose two selectors do not parse.
+func bothBroken() *wrapupv1alpha1.CompletionRule {
+	r := kinded("both-broken", "batch", "Job", 10)
+	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: "In"}}}
+	r.Spec.AppWrapperSelector, r.Spec.NamespaceSelector = bad, bad.DeepCopy()
+	return r
+}
+
 func TestSelectRule(t *testing.T) {
 	bench := map[string]string{"role": "benchmark"}
 	deleting := rule("deleting", 100, nil, nil)
@@ -46,6 +71,10 @@ func TestSelectRule(t *testing.T) {
 		kinds    map[schema.GroupKind]Kind
 		want     string
 		blocked  bool
+		// components are the AppWrapper's, as apiVersion/kind, * for one
+		// annotated as the trigger; by default an annotated batch Job and
+		// an example.com Job.
+		components []string
 	}{
 		{name: "no rules", want: ""},
 		{name: "empty selectors match everything", rules: []*wrapupv1alpha1.CompletionRule{rule("all", 0, nil, nil)}, want: "all"},
@@ -66,6 +95,20 @@ func TestSelectRule(t *testing.T) {
 			kinds: map[schema.GroupKind]Kind{{Group: "example.com", Kind: "Job"}: {State: KindNotWatchable, Message: "forbidden"}}, want: "jobs", blocked: true},
 		{name: "a rule whose kind is still listing wins", rules: []*wrapupv1alpha1.CompletionRule{jobs, rule("ok", 0, nil, nil)},
 			kinds: map[schema.GroupKind]Kind{{Group: "example.com", Kind: "Job"}: {State: KindPending}}, want: "jobs"},
+		// DESIGN 1a: a rule applies only where it has a candidate trigger.
+		{name: "one rule per kind, same priority: each finishes its own kind (a PyTorchJob)", rules: perKind(), components: []string{"kubeflow.org/v1/PyTorchJob", "apps/v1/Deployment"}, want: "pytorchjobs"},
+		{name: "one rule per kind, same priority: each finishes its own kind (a JobSet)", rules: perKind(), components: []string{"jobset.x-k8s.io/v1alpha2/JobSet"}, want: "jobsets"},
+		{name: "one rule per kind, same priority: each finishes its own kind (a Job)", rules: perKind(), components: []string{"apps/v1/Deployment", "batch/v1/Job"}, want: "jobs"},
+		{name: "one rule per kind: an annotated ConfigMap goes to annotated-triggers", rules: perKind(), components: []string{"v1/ConfigMap*"}, want: "annotated-triggers"},
+		{name: "a rule without a kind does not apply without an annotated component", rules: []*wrapupv1alpha1.CompletionRule{rule("annotated-triggers", 0, nil, nil)}, components: []string{"batch/v1/Job"}, want: ""},
+		{name: "a broken rule of a kind the AppWrapper lacks blocks nothing", rules: []*wrapupv1alpha1.CompletionRule{kinded("pytorchjobs", "kubeflow.org", "PyTorchJob", 10), kinded("jobs", "batch", "Job", 0)},
+			broken: "pytorchjobs", components: []string{"batch/v1/Job"}, want: "jobs"},
+		{name: "a broken rule of a kind the AppWrapper has blocks", rules: []*wrapupv1alpha1.CompletionRule{kinded("pytorchjobs", "kubeflow.org", "PyTorchJob", 10), kinded("jobs", "batch", "Job", 0)},
+			broken: "pytorchjobs", components: []string{"batch/v1/Job", "kubeflow.org/v1/PyTorchJob"}, want: "pytorchjobs", blocked: true},
+		{name: "both selectors broken: the rule blocks where it would apply", rules: []*wrapupv1alpha1.CompletionRule{bothBroken(), kinded("jobs", "batch", "Job", 0)},
+			components: []string{"batch/v1/Job"}, want: "both-broken", blocked: true},
+		{name: "both selectors broken: the rule does not apply without its kind", rules: []*wrapupv1alpha1.CompletionRule{bothBroken(), kinded("pods", "", "Pod", 0)},
+			components: []string{"v1/Pod"}, want: "pods"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,7 +119,20 @@ func TestSelectRule(t *testing.T) {
 					rules[i] = Rule{Rule: r, Err: errBroken}
 				}
 			}
-			sel := selectRule(rules, tc.awLabels, tc.nsLabels, "ns", tc.kinds)
+			comps := tc.components
+			if comps == nil {
+				comps = []string{"batch/v1/Job*", "example.com/v1/Job"}
+			}
+			aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", Labels: tc.awLabels}}
+			for i, c := range comps {
+				var ann map[string]string
+				if strings.HasSuffix(c, "*") {
+					c, ann = strings.TrimSuffix(c, "*"), map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
+				}
+				at := strings.LastIndex(c, "/")
+				aw.Spec.Components = append(aw.Spec.Components, component(t, c[:at], c[at+1:], fmt.Sprintf("c%d", i), ann))
+			}
+			sel := selectRule(rules, aw, tc.nsLabels, tc.kinds)
 			got := ""
 			if sel.winner != nil {
 				got = sel.winner.Rule.Name
@@ -351,5 +407,41 @@ func TestOwnedBy(t *testing.T) {
 				t.Errorf("ownedBy = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestTriggerAnnotationWherePeoplePutIt: wrapup.dev/trigger is read on the
+// component (spec.components[i].annotations) and on the component's
+// template metadata; among a kinded rule's several candidates, the
+// annotated one is the trigger. On the AppWrapper's own metadata it names
+// nothing: a Warning says where it belongs.
+func TestTriggerAnnotationWherePeoplePutIt(t *testing.T) {
+	onTemplate := func(kind, name string) awv1beta2.AppWrapperComponent {
+		raw, _ := json.Marshal(map[string]any{"apiVersion": "batch/v1", "kind": kind, "metadata": map[string]any{"name": name,
+			"annotations": map[string]any{wrapupv1alpha1.TriggerAnnotation: "true"}}})
+		return awv1beta2.AppWrapperComponent{Template: runtime.RawExtension{Raw: raw}}
+	}
+	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns"}}
+	aw.Spec.Components = []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "warmup", nil), onTemplate("Job", "bench")}
+	for _, r := range []*wrapupv1alpha1.CompletionRule{rule("annotated", 0, nil, nil), kinded("jobs", "batch", "Job", 0)} {
+		refs, nt := FindTriggers(aw, r)
+		if nt != nil || len(refs) != 1 || refs[0].Name != "bench" {
+			t.Errorf("rule %s: triggers %+v (%v), want the Job annotated on its template, bench", r.Name, refs, nt)
+		}
+	}
+	// Two annotated of the kind: still ambiguous.
+	aw.Spec.Components[0] = onTemplate("Job", "warmup")
+	if _, nt := FindTriggers(aw, kinded("jobs", "batch", "Job", 0)); nt == nil || nt.Reason != wrapupv1alpha1.ReasonAmbiguousTrigger {
+		t.Errorf("two annotated Jobs: %v, want AmbiguousTrigger", nt)
+	}
+
+	in := input(t, appWrapper(t).annotate(wrapupv1alpha1.TriggerAnnotation, "true").obj(), job(jobUID, ""), jobRule("jobs", 0))
+	d := Decide(context.Background(), in)
+	found := false
+	for _, e := range d.Events {
+		found = found || e.Reason == wrapupv1alpha1.ReasonTriggerAnnotationMisplaced && strings.Contains(e.Message, "spec.components[i].annotations")
+	}
+	if !found {
+		t.Errorf("events %+v: want a Warning that the AppWrapper's own annotation is misplaced", d.Events)
 	}
 }

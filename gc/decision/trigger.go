@@ -3,6 +3,7 @@ package decision
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -49,9 +50,72 @@ type componentMeta struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Metadata   struct {
-		Name         string `json:"name"`
-		GenerateName string `json:"generateName"`
+		Name         string            `json:"name"`
+		GenerateName string            `json:"generateName"`
+		Annotations  map[string]string `json:"annotations"`
 	} `json:"metadata"`
+}
+
+// parsedComponent is what a decision reads of one of an AppWrapper's components.
+type parsedComponent struct {
+	index   int
+	kind    schema.GroupKind
+	version string
+	// name and generateName are the template's.
+	name, generateName string
+	// annotated: wrapup.dev/trigger on the component (spec.components[i]
+	// .annotations) or on its template's own metadata, where people
+	// annotate Kubernetes objects.
+	annotated bool
+	// bad says why the template names no kind; "" when it does.
+	bad string
+}
+
+// parseComponents reads aw's components once for every rule.
+func parseComponents(aw *awv1beta2.AppWrapper) []parsedComponent {
+	out := make([]parsedComponent, len(aw.Spec.Components))
+	for i := range aw.Spec.Components {
+		c := &aw.Spec.Components[i]
+		pc := parsedComponent{index: i, annotated: Truthy(c.Annotations[wrapupv1alpha1.TriggerAnnotation])}
+		var m componentMeta
+		if err := json.Unmarshal(c.Template.Raw, &m); err != nil || m.Kind == "" || m.APIVersion == "" {
+			pc.bad = fmt.Sprintf("component %d has no apiVersion/kind", i)
+			out[i] = pc
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(m.APIVersion)
+		if err != nil {
+			pc.bad = fmt.Sprintf("component %d has a bad apiVersion %q", i, m.APIVersion)
+			out[i] = pc
+			continue
+		}
+		pc.kind, pc.version = schema.GroupKind{Group: gv.Group, Kind: m.Kind}, gv.Version
+		pc.name, pc.generateName = m.Metadata.Name, m.Metadata.GenerateName
+		pc.annotated = pc.annotated || Truthy(m.Metadata.Annotations[wrapupv1alpha1.TriggerAnnotation])
+		out[i] = pc
+	}
+	return out
+}
+
+// wants says whether c is a candidate trigger of rule: of its kind (and
+// name), or, for a rule that names no kind, annotated.
+func wants(rule *wrapupv1alpha1.CompletionRule, c *parsedComponent) bool {
+	t := rule.Spec.Trigger
+	if t.Kind == "" {
+		return c.annotated
+	}
+	return c.bad == "" && c.kind.Group == t.APIGroup && c.kind.Kind == t.Kind && (t.Name == "" || c.name == t.Name)
+}
+
+// appliesTo says whether rule has a candidate trigger among comps: a rule
+// applies only to the AppWrappers that have one (DESIGN 1a).
+func appliesTo(rule *wrapupv1alpha1.CompletionRule, comps []parsedComponent) bool {
+	for i := range comps {
+		if wants(rule, &comps[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // NoTrigger says why an AppWrapper has no trigger under a rule.
@@ -79,13 +143,17 @@ func Truthy(v string) bool {
 
 // FindTrigger finds the one component of aw that rule's trigger names (or,
 // with no trigger kind, the one annotated as the trigger), whatever the
-// rule's policy: several candidates are ambiguous here.
+// rule's policy: several candidates are ambiguous here, unless one of them
+// is annotated as the trigger.
 func FindTrigger(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) (Ref, *NoTrigger) {
 	found, nt := candidates(aw, rule)
 	switch {
 	case nt != nil:
 		return Ref{}, nt
 	case len(found) > 1:
+		if one, ok := annotatedAmong(aw, rule, found); ok {
+			return one, nil
+		}
 		return Ref{}, ambiguous(rule, found)
 	}
 	return found[0], nil
@@ -93,14 +161,18 @@ func FindTrigger(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) 
 
 // FindTriggers finds the candidates of rule's trigger in aw: the components
 // that its trigger names (or, with no trigger kind, the ones annotated as
-// the trigger). Under the policy One there is exactly one; under All and
-// Any, one to MaxTriggers.
+// the trigger). Under the policy One there is exactly one: of several, the
+// one annotated as the trigger, if one is; under All and Any, one to
+// MaxTriggers.
 func FindTriggers(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) ([]Ref, *NoTrigger) {
 	found, nt := candidates(aw, rule)
 	switch {
 	case nt != nil:
 		return nil, nt
 	case len(found) > 1 && Policy(rule) == wrapupv1alpha1.TriggerPolicyOne:
+		if one, ok := annotatedAmong(aw, rule, found); ok {
+			return []Ref{one}, nil
+		}
 		return nil, ambiguous(rule, found)
 	case len(found) > wrapupv1alpha1.MaxTriggers:
 		return nil, &NoTrigger{Reason: wrapupv1alpha1.ReasonTooManyTriggers, Message: fmt.Sprintf(
@@ -108,6 +180,25 @@ func FindTriggers(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule)
 			rule.Name, wanted(rule), Policy(rule), len(found), wrapupv1alpha1.MaxTriggers)}
 	}
 	return found, nil
+}
+
+// annotatedAmong is, among the candidates found of a rule that names a
+// kind, the one annotated as the trigger, when exactly one is: the
+// annotation resolves the ambiguity, as the AmbiguousTrigger Event says.
+func annotatedAmong(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule, found []Ref) (Ref, bool) {
+	if rule.Spec.Trigger.Kind == "" {
+		return Ref{}, false
+	}
+	comps := parseComponents(aw)
+	var one Ref
+	n := 0
+	for _, f := range found {
+		if comps[f.Index].annotated {
+			one = f
+			n++
+		}
+	}
+	return one, n == 1
 }
 
 // Policy is rule's trigger policy, One when unset.
@@ -122,26 +213,12 @@ func Policy(rule *wrapupv1alpha1.CompletionRule) wrapupv1alpha1.TriggerPolicy {
 // trigger, each once, in the order of the components.
 func AnnotatedKinds(aw *awv1beta2.AppWrapper) []schema.GroupKind {
 	var out []schema.GroupKind
-	for i := range aw.Spec.Components {
-		c := &aw.Spec.Components[i]
-		if !Truthy(c.Annotations[wrapupv1alpha1.TriggerAnnotation]) {
+	for _, c := range parseComponents(aw) {
+		if !c.annotated || c.bad != "" {
 			continue
 		}
-		var m componentMeta
-		if err := json.Unmarshal(c.Template.Raw, &m); err != nil || m.Kind == "" || m.APIVersion == "" {
-			continue
-		}
-		gv, err := schema.ParseGroupVersion(m.APIVersion)
-		if err != nil {
-			continue
-		}
-		gk := schema.GroupKind{Group: gv.Group, Kind: m.Kind}
-		seen := false
-		for _, k := range out {
-			seen = seen || k == gk
-		}
-		if !seen {
-			out = append(out, gk)
+		if !slices.Contains(out, c.kind) {
+			out = append(out, c.kind)
 		}
 	}
 	return out
@@ -175,36 +252,28 @@ func candidates(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) (
 	var found []Ref
 	var bad []string
 	annotated := 0
-	for i := range aw.Spec.Components {
-		c := &aw.Spec.Components[i]
+	for _, c := range parseComponents(aw) {
 		if t.Kind == "" {
-			if !Truthy(c.Annotations[wrapupv1alpha1.TriggerAnnotation]) {
+			if !c.annotated {
 				continue
 			}
 			annotated++
 		}
-		var m componentMeta
-		if err := json.Unmarshal(c.Template.Raw, &m); err != nil || m.Kind == "" || m.APIVersion == "" {
-			bad = append(bad, fmt.Sprintf("component %d has no apiVersion/kind", i))
+		if c.bad != "" {
+			bad = append(bad, c.bad)
 			continue
 		}
-		gv, err := schema.ParseGroupVersion(m.APIVersion)
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("component %d has a bad apiVersion %q", i, m.APIVersion))
+		if !wants(rule, &c) {
 			continue
 		}
-		gk := schema.GroupKind{Group: gv.Group, Kind: m.Kind}
-		if t.Kind != "" && (gk.Group != t.APIGroup || gk.Kind != t.Kind || (t.Name != "" && m.Metadata.Name != t.Name)) {
-			continue
-		}
-		name, tmpl := m.Metadata.Name, m.Metadata.Name
+		name, tmpl := c.name, c.name
 		if name == "" {
-			tmpl = m.Metadata.GenerateName + "*"
-			if i < len(aw.Status.ComponentStatus) {
-				name = aw.Status.ComponentStatus[i].Name
+			tmpl = c.generateName + "*"
+			if c.index < len(aw.Status.ComponentStatus) {
+				name = aw.Status.ComponentStatus[c.index].Name
 			}
 		}
-		found = append(found, Ref{Index: i, Kind: gk, Version: gv.Version, Name: name, Template: tmpl, Annotated: t.Kind == ""})
+		found = append(found, Ref{Index: c.index, Kind: c.kind, Version: c.version, Name: name, Template: tmpl, Annotated: t.Kind == ""})
 	}
 	if len(found) == 0 {
 		msg := fmt.Sprintf("rule %s wants %s as the trigger, and the AppWrapper has none", rule.Name, wanted(rule))

@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -14,6 +15,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
@@ -129,6 +131,79 @@ var _ = Describe("Completing AppWrappers", func() {
 			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
 			g.Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: "run2-inference"}, &appsv1.Deployment{})).To(Succeed())
 		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+	})
+
+	It("deletes a run recorded before its rule's action became DeleteAll only the TTL after the change, never at once", func() {
+		r := createRule(makeRule("action-change").TriggerKind("batch", "Job", "").
+			OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).Obj())
+		aw, job := benchmarkAppWrapper("run-action", false)
+		util.JobComplete(ctx, k8sClient, job)
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, "Succeeded"))
+		}, util.Timeout, util.Interval).Should(Succeed())
+
+		By("the run kept past what would be its TTL (UpdateStatus deletes nothing)")
+		Consistently(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
+		}, 7*time.Second, util.Interval).Should(Succeed())
+
+		By("the admin changing the action to DeleteAll with a TTL of 6 s")
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(r), got)).To(Succeed())
+			got.Spec.OnSuccess = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](6)}
+			g.Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		}, util.Timeout, util.Interval).Should(Succeed())
+		changed := time.Now()
+		var since *metav1.Time
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(r), got)).To(Succeed())
+			g.Expect(got.Status.DeletingSince).NotTo(BeNil())
+			since = got.Status.DeletingSince.Succeeded
+			g.Expect(since).NotTo(BeNil())
+		}, util.Timeout, util.Interval).Should(Succeed())
+
+		By("the run, finished before the change, deleted no sooner than 6 s after it")
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+		var deleted time.Time
+		for _, req := range fwk.AuditedAppWrapperRequests("delete", "system:serviceaccount:"+framework.ControllerNamespace+":"+framework.ControllerServiceAccount, ns.Name) {
+			if req.Name == aw.Name {
+				deleted = req.Received
+			}
+		}
+		Expect(deleted).NotTo(BeZero(), "no delete request of wrapup's in the audit log")
+		// The API server's times (the audit log's, the rule status's) are
+		// whole seconds at worst.
+		Expect(deleted).To(BeTemporally(">=", since.Add(6*time.Second-time.Second)), "deleted %s after the change was first seen (%s)", deleted.Sub(since.Time), since)
+		Expect(deleted).To(BeTemporally(">=", changed.Add(6*time.Second-2*time.Second)), "deleted %s after the rule was changed", deleted.Sub(changed))
+	})
+
+	It("deletes a recorded success at once, not at its TTL, when Kueue suspends the AppWrapper to run it again", func() {
+		createRule(makeRule("again").TriggerKind("batch", "Job", "").
+			OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).Obj())
+		aw, job := benchmarkAppWrapper("run-again", false)
+		util.JobComplete(ctx, k8sClient, job)
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, "Succeeded"))
+		}, util.Timeout, util.Interval).Should(Succeed())
+		Consistently(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
+		}, util.ConsistentDuration, util.Interval).Should(Succeed(), "deleted before its TTL of an hour")
+
+		By("Kueue suspending it (a preemption: re-admitted, it would run the benchmark again)")
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			got.Spec.Suspend = true
+			g.Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		}, util.Timeout, util.Interval).Should(Succeed())
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+		expectEvent(aw, "", "Deleted", "the run started again")
 	})
 
 	It("never deletes MultiKueue's copy of an AppWrapper on a worker cluster, and records its outcome there", func() {

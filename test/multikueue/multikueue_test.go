@@ -317,32 +317,27 @@ var _ = Describe("AppWrappers that MultiKueue dispatches to worker clusters", fu
 		Expect(deletes(&manager, aw, wrapupUser)).To(HaveLen(1))
 	})
 
-	It("deletes nothing while the worker's API server is down, and finishes the AppWrapper once it is back", func() {
-		createRule(&manager, util.MakeRule("").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3))
+	It("deletes a recorded success while the worker's API server is down, once, and MultiKueue removes the copy once it is back", func() {
+		// The record is final: waiting for the worker would outlast Kueue's
+		// workerLostTimeout, after which MultiKueue dispatches the finished
+		// run again to another worker.
+		createRule(&manager, util.MakeRule("").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 8))
 		aw := submit("bench-outage", nil)
 		expectAdmitted(&manager, aw)
 		w := dispatched(aw)
 		job := run(w, aw)
 		util.JobComplete(ctx, w.client, job)
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(manager.client.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, string(wrapupv1alpha1.OutcomeSucceeded)))
+		}, util.Timeout, util.Interval).Should(Succeed())
 		w.fwk.RestartAPIServer(func() {
-			By("while the worker is down, nothing is deleted and wrapup says why")
-			Consistently(func() error {
-				return manager.client.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-			}, 12*time.Second, util.Interval).Should(Succeed())
-			Eventually(func(g Gomega) {
-				var list eventsv1.EventList
-				g.Expect(manager.client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-				found := false
-				for _, e := range list.Items {
-					if e.Regarding.Name == aw.Name && e.Reason == wrapupv1alpha1.ReasonWorkerUnreachable {
-						found = true
-					}
-				}
-				g.Expect(found).To(BeTrue(), "no %s Event on %s", wrapupv1alpha1.ReasonWorkerUnreachable, aw.Name)
-			}, util.Timeout, util.Interval).Should(Succeed())
-			Expect(deletes(&manager, aw, "")).To(BeEmpty())
+			By("while the worker is down, the recorded success is deleted at its TTL")
+			util.ExpectGone(ctx, manager.client, aw.DeepCopy(), util.LongTimeout)
+			Expect(deletes(&manager, aw, wrapupUser)).To(HaveLen(1))
 		})
-		By("once it is back, the AppWrapper is finished, once")
+		By("once it is back, the copy there goes too, and the run never ran again")
 		expectFinishedEverywhere(w, aw, job)
 		Expect(deletes(&manager, aw, wrapupUser)).To(HaveLen(1))
 		Expect(jobsCreated(aw)).To(Equal(1))
