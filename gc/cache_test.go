@@ -1,11 +1,11 @@
 package gc
 
 import (
-	"strings"
 	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
