@@ -9,12 +9,14 @@ import (
 	. "github.com/onsi/gomega"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	dto "github.com/prometheus/client_model/go"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -86,6 +88,131 @@ var _ = Describe("Trigger kinds", func() {
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
 		util.ExpectGone(ctx, k8sClient, live, util.LongTimeout)
 	}
+
+	It("finishes every kind with one rule per kind at one priority, and annotated-triggers for the rest", func() {
+		// What admins write first (docs/writing-rules.md, "One rule per
+		// kind"): no selectors but the spec's namespace, one priority.
+		createRule(util.MakeRule("jobs").TriggerKind("batch", "Job", "").Priority(10).Obj())
+		createRule(util.MakeRule("jobsets").TriggerKind("jobset.x-k8s.io", "JobSet", "").Priority(10).Obj())
+		createRule(util.MakeRule("pytorchjobs").TriggerKind("kubeflow.org", "PyTorchJob", "").Priority(10).Obj())
+		createRule(util.MakeRule("annotated-triggers").Priority(-1000).Obj())
+		jobset := object("jobset.x-k8s.io/v1alpha2", "JobSet", "train", map[string]any{
+			"replicatedJobs": []any{map[string]any{"name": "workers", "replicas": int64(1), "template": map[string]any{
+				"spec": map[string]any{"parallelism": int64(1), "completions": int64(1), "template": podTemplate()},
+			}}},
+		})
+		pytorch := object("kubeflow.org/v1", "PyTorchJob", "train", map[string]any{
+			"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{
+				"replicas": int64(1), "restartPolicy": "OnFailure",
+				"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "pytorch", "image": "registry.invalid/wrapup/test:1"}}}},
+			}},
+		})
+		rayjob := object("ray.io/v1", "RayJob", "tune", map[string]any{
+			"entrypoint": "python tune.py",
+			"rayClusterSpec": map[string]any{"headGroupSpec": map[string]any{"rayStartParams": map[string]any{}, "template": map[string]any{"spec": map[string]any{
+				"containers": []any{map[string]any{"name": "ray-head", "image": "registry.invalid/wrapup/ray:1"}},
+			}}}},
+		})
+		job := &unstructured.Unstructured{}
+		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(util.MakeJob("bench").Obj())
+		Expect(err).NotTo(HaveOccurred())
+		job.Object = raw
+		job.SetAPIVersion("batch/v1")
+		job.SetKind("Job")
+		runs := []struct {
+			name, rule string
+			trigger    *unstructured.Unstructured
+			annotated  bool
+			finish     func(u *unstructured.Unstructured)
+		}{
+			{"with-job", "jobs", job, false, func(u *unstructured.Unstructured) {
+				Expect(unstructured.SetNestedSlice(u.Object, []any{condition("SuccessCriteriaMet"), condition("Complete")}, "status", "conditions")).To(Succeed())
+				Expect(unstructured.SetNestedField(u.Object, time.Now().UTC().Format(time.RFC3339), "status", "startTime")).To(Succeed())
+				Expect(unstructured.SetNestedField(u.Object, time.Now().UTC().Format(time.RFC3339), "status", "completionTime")).To(Succeed())
+				Expect(unstructured.SetNestedField(u.Object, int64(1), "status", "succeeded")).To(Succeed())
+			}},
+			{"with-jobset", "jobsets", jobset, false, func(u *unstructured.Unstructured) {
+				Expect(unstructured.SetNestedSlice(u.Object, []any{condition("Completed")}, "status", "conditions")).To(Succeed())
+			}},
+			{"with-pytorchjob", "pytorchjobs", pytorch, false, func(u *unstructured.Unstructured) {
+				Expect(unstructured.SetNestedSlice(u.Object, []any{condition("Created"), condition("Running"), condition("Succeeded")}, "status", "conditions")).To(Succeed())
+				Expect(unstructured.SetNestedField(u.Object, map[string]any{}, "status", "replicaStatuses")).To(Succeed())
+			}},
+			{"with-rayjob", "annotated-triggers", rayjob, true, func(u *unstructured.Unstructured) {
+				Expect(unstructured.SetNestedField(u.Object, "Complete", "status", "jobDeploymentStatus")).To(Succeed())
+				Expect(unstructured.SetNestedField(u.Object, "SUCCEEDED", "status", "jobStatus")).To(Succeed())
+			}},
+		}
+		var aws []*awv1beta2.AppWrapper
+		for _, r := range runs {
+			t := r.trigger.DeepCopy()
+			t.SetName(r.name + "-" + t.GetName())
+			var ann map[string]string
+			if r.annotated {
+				ann = map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
+			}
+			aw := util.MakeAppWrapper(r.name, ns.Name).
+				Component(util.MakeDeployment(r.name+"-inference", 1), nil).
+				Component(t, ann).Obj()
+			Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+			aws = append(aws, aw)
+		}
+		for i, r := range runs {
+			aw := aws[i]
+			util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(r.trigger.GroupVersionKind())
+			key := types.NamespacedName{Namespace: ns.Name, Name: r.name + "-" + r.trigger.GetName()}
+			Eventually(func(g Gomega) {
+				g.Expect(k8sClient.Get(ctx, key, live)).To(Succeed())
+				r.finish(live)
+				g.Expect(k8sClient.Status().Update(ctx, live)).To(Succeed())
+			}, util.Timeout, util.Interval).Should(Succeed())
+		}
+		for i, r := range runs {
+			expectEvent(aws[i], "", "TriggerSucceeded", "rule "+ns.Name+"-"+r.rule)
+			util.ExpectGone(ctx, k8sClient, aws[i], util.LongTimeout)
+		}
+	})
+
+	It("blocks, with both selectors broken, only the AppWrappers a broken rule would apply to", func() {
+		// Fail closed where the rule applies (its kind), and only there: a
+		// broken Job rule holds Job AppWrappers in every namespace, never a
+		// PyTorchJob one.
+		bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}}
+		broken := util.MakeRule("broken").TriggerKind("batch", "Job", "").Priority(10).Obj()
+		broken.Name = ns.Name + "-broken"
+		broken.Spec.AppWrapperSelector, broken.Spec.NamespaceSelector = bad, bad.DeepCopy()
+		createSpecRule(broken)
+		expectRuleReady(broken, metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidSelector)
+		createRule(util.MakeRule("jobs").TriggerKind("batch", "Job", "").Obj())
+		createRule(util.MakeRule("pytorchjobs").TriggerKind("kubeflow.org", "PyTorchJob", "").Obj())
+
+		jobAW := util.MakeAppWrapper("held", ns.Name).Component(util.MakeJob("bench").Obj(), nil).Obj()
+		Expect(k8sClient.Create(ctx, jobAW)).To(Succeed())
+		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(jobAW), awv1beta2.AppWrapperRunning)
+		job := types.NamespacedName{Namespace: ns.Name, Name: "bench"}
+		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		util.JobStarted(ctx, k8sClient, job)
+		util.JobComplete(ctx, k8sClient, job)
+
+		finishes(object("kubeflow.org/v1", "PyTorchJob", "train", map[string]any{
+			"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{
+				"replicas": int64(1), "restartPolicy": "OnFailure",
+				"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "pytorch", "image": "registry.invalid/wrapup/test:1"}}}},
+			}},
+		}), func(u *unstructured.Unstructured) {
+			Expect(unstructured.SetNestedSlice(u.Object, []any{condition("Created"), condition("Running"), condition("Succeeded")}, "status", "conditions")).To(Succeed())
+			Expect(unstructured.SetNestedField(u.Object, map[string]any{}, "status", "replicaStatuses")).To(Succeed())
+		})
+
+		expectEvent(jobAW, "", wrapupv1alpha1.ReasonBlockedByRule, "its appWrapperSelector does not parse")
+		Consistently(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(jobAW), got)).To(Succeed(), "a lower rule deleted what the broken rule holds")
+			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+	})
 
 	It("finishes on a JobSet's Completed condition (built-in)", func() {
 		createRule(util.MakeRule("jobset").TriggerKind("jobset.x-k8s.io", "JobSet", "").Obj())
