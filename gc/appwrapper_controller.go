@@ -350,12 +350,18 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		mem.unreachable = 0
 		r.memory.put(key, mem)
 	}
-	if d.Evaluation != nil && d.Evaluation.Error != "" {
-		evaluationErrorsTotal.WithLabelValues(d.Winner).Inc()
+	if e := d.Evaluation; e != nil && !e.FromAppWrapperPhase {
+		evaluationSeconds.Observe(e.Took.Seconds())
+		if e.Error != "" {
+			evaluationErrorsTotal.WithLabelValues(d.Winner).Inc()
+		}
 	}
 	for _, c := range d.Candidates {
-		if c.Evaluation != nil && c.Evaluation.Error != "" {
-			evaluationErrorsTotal.WithLabelValues(d.Winner).Inc()
+		if e := c.Evaluation; e != nil && !e.FromAppWrapperPhase {
+			evaluationSeconds.Observe(e.Took.Seconds())
+			if e.Error != "" {
+				evaluationErrorsTotal.WithLabelValues(d.Winner).Inc()
+			}
 		}
 	}
 	if mem.unsure != nil && d.Recorded != nil {

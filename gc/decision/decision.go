@@ -265,6 +265,9 @@ type Evaluation struct {
 	Message string
 	// Cost is the CEL cost of the rule's own expressions.
 	Cost uint64
+	// Took is how long the evaluation took (a measurement for the
+	// controller's metrics; no decision reads it).
+	Took time.Duration
 	// BuiltinSuccess and BuiltinFailure say which expressions were the
 	// trigger kind's built-in ones.
 	BuiltinSuccess, BuiltinFailure bool
@@ -646,9 +649,11 @@ func observeCandidate(ctx context.Context, in Input, policy *celpolicies.Policy,
 	if why := tornDown(obj); why != "" {
 		c.torn = fmt.Sprintf("%s %s %s: a trigger being torn down is never taken as finished", ref.Kind.Kind, ref.Name, why)
 	}
+	start := time.Now()
 	res, err := policy.Evaluate(ctx, ref.Kind, obj.Object, in.AppWrapperVariable)
+	took := time.Since(start)
 	c.res = res
-	c.eval = &Evaluation{Outcome: res.Outcome, Message: res.Message, Cost: res.Cost,
+	c.eval = &Evaluation{Outcome: res.Outcome, Message: res.Message, Cost: res.Cost, Took: took,
 		BuiltinSuccess: res.BuiltinSuccess, BuiltinFailure: res.BuiltinFailure}
 	switch {
 	case c.torn != "":

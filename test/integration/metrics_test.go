@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -77,7 +78,6 @@ var _ = Describe("Metrics", func() {
 				fmt.Sprintf(`wrapup_outcomes_total{outcome="Succeeded",rule=%q} 1`, rule.Name),
 				fmt.Sprintf(`wrapup_actions_total{action="Deleted",rule=%q} 1`, rule.Name),
 				`wrapup_trigger_informers{kind="Job.batch"} 1`,
-				`wrapup_evaluation_duration_seconds_count`,
 				fmt.Sprintf(`wrapup_trigger_to_action_seconds_count{rule=%q} 1`, rule.Name),
 				fmt.Sprintf(`wrapup_deletion_lateness_seconds_count{rule=%q} 1`, rule.Name),
 				`wrapup_trigger_informer_synced{kind="Job.batch"} 1`,
@@ -87,6 +87,10 @@ var _ = Describe("Metrics", func() {
 				g.Expect(text).To(ContainSubstring(want))
 			}
 			g.Expect(strings.Contains(text, "controller_runtime_reconcile_total")).To(BeTrue())
+			// The Job was evaluated (Running, then Complete): observed.
+			count := regexp.MustCompile(`(?m)^wrapup_evaluation_duration_seconds_count (\d+)$`).FindStringSubmatch(text)
+			g.Expect(count).To(HaveLen(2), "no wrapup_evaluation_duration_seconds_count")
+			g.Expect(count[1]).NotTo(Equal("0"), "wrapup_evaluation_duration_seconds is never observed")
 		}, util.Timeout, util.Interval).Should(Succeed())
 
 		By("dropping a deleted rule's series")
