@@ -354,16 +354,8 @@ const (
 
 // selectorsError is the error of a selector of rule that does not parse.
 func selectorsError(rule *wrapupv1alpha1.CompletionRule) error {
-	for _, s := range []struct {
-		field string
-		sel   *metav1.LabelSelector
-	}{{"spec.appWrapperSelector", rule.Spec.AppWrapperSelector}, {"spec.namespaceSelector", rule.Spec.NamespaceSelector}} {
-		if s.sel == nil {
-			continue
-		}
-		if _, err := metav1.LabelSelectorAsSelector(s.sel); err != nil {
-			return fmt.Errorf("%s: %w (the rule blocks every lower-priority rule for the AppWrappers it may select)", s.field, err)
-		}
+	if ps := decision.SelectorProblems(rule); len(ps) > 0 {
+		return fmt.Errorf("%s: %s (the rule blocks every lower-priority rule for the AppWrappers it would apply to)", ps[0].Field, ps[0].Message)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
 // RuleValidator rejects, at admission, a rule whose CEL does not compile,
@@ -46,18 +47,28 @@ func (v *RuleValidator) ValidateDelete(context.Context, *wrapupv1alpha1.Completi
 	return nil, nil
 }
 
+// validateRule refuses what the controller could never act on: an
+// expression that does not compile, a selector that does not parse, a
+// trigger kind that cannot be in the group it names (decision.RuleProblems,
+// the checks kubectl wrapup lint makes too).
 func validateRule(rule *wrapupv1alpha1.CompletionRule) error {
-	_, err := celpolicies.Compile(&rule.Spec)
-	if err == nil {
-		return nil
-	}
-	ce, ok := err.(*celpolicies.CompileError)
-	if !ok {
-		return apierrors.NewInternalError(fmt.Errorf("compiling rule: %w", err))
-	}
 	var errs field.ErrorList
-	for _, fe := range ce.Errors {
-		errs = append(errs, field.Invalid(pathOf(fe.Field), fe.Expression, fe.Message))
+	if _, err := celpolicies.Compile(&rule.Spec); err != nil {
+		ce, ok := err.(*celpolicies.CompileError)
+		if !ok {
+			return apierrors.NewInternalError(fmt.Errorf("compiling rule: %w", err))
+		}
+		for _, fe := range ce.Errors {
+			errs = append(errs, field.Invalid(pathOf(fe.Field), fe.Expression, fe.Message))
+		}
+	}
+	for _, p := range decision.RuleProblems(rule) {
+		if p.Fatal {
+			errs = append(errs, field.Invalid(pathOf(p.Field), p.Value, p.Message))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
 	}
 	return apierrors.NewInvalid(wrapupv1alpha1.GroupVersion.WithKind("CompletionRule").GroupKind(), rule.Name, errs)
 }

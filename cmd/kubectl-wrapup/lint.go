@@ -22,6 +22,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/celpolicies/schemas"
 	"github.com/wrapup-dev/wrapup/gc"
 )
@@ -54,7 +55,9 @@ func (f finding) String() string {
 	if f.Field != "" {
 		s += " " + f.Field + ":"
 	}
-	s += " " + f.Message
+	// One line per finding (a CEL syntax error's caret line included), as
+	// compilers print them.
+	s += " " + strings.Join(strings.Fields(strings.ReplaceAll(f.Message, "\n", " ")), " ")
 	if f.Rule != "" {
 		s += " (rule " + f.Rule + ")"
 	}
@@ -100,6 +103,17 @@ func lintRule(rule *wrapupv1alpha1.CompletionRule, opts lintOptions, at func(fie
 	spec := &rule.Spec
 	if rule.Namespace != "" {
 		add(sevWarning, "metadata.namespace", "CompletionRules are cluster-scoped: the namespace is ignored; use spec.namespaceSelector to scope the rule")
+	}
+	// What the admission webhook and the controller refuse besides the
+	// expressions: selectors that do not parse, a name the API server
+	// refuses, a kind that cannot be in its group (errors), a near miss of
+	// a built-in kind that may be a kind of its own (a warning).
+	for _, p := range decision.RuleProblems(rule) {
+		sev := sevWarning
+		if p.Fatal {
+			sev = sevError
+		}
+		add(sev, p.Field, "%s", p.Message)
 	}
 	t := spec.Trigger
 	gk := schema.GroupKind{Group: t.APIGroup, Kind: t.Kind}
@@ -442,8 +456,8 @@ func lintObject(fs []finding, rules, files int) map[string]any {
 }
 
 // printLint writes the findings and a summary; it returns the number of
-// errors.
-func printLint(w io.Writer, fs []finding, rules, files int) int {
+// errors and of warnings.
+func printLint(w io.Writer, fs []finding, rules, files int) (int, int) {
 	errs, warns := 0, 0
 	for _, f := range fs {
 		fmt.Fprintln(w, f)
@@ -455,7 +469,7 @@ func printLint(w io.Writer, fs []finding, rules, files int) int {
 		}
 	}
 	fmt.Fprintf(w, "%s in %s: %s, %s\n", plural(rules, "rule"), plural(files, "file"), plural(errs, "error"), plural(warns, "warning"))
-	return errs
+	return errs, warns
 }
 
 func plural(n int, word string) string {

@@ -27,16 +27,21 @@ controller check them:
     Job, v1 Pod, JobSet, PyTorchJob and RayJob ship with the plugin, as the
     API server of the supported Kubernetes version publishes them;
     --server-schema checks against the cluster's published schema instead;
+  - selectors parsed as the controller parses them, the name as the API
+    server validates a custom resource's, and the trigger kind against its
+    group (a core-group kind that is not one, "Job is in batch"): errors,
+    as the admission webhook refuses them; a near miss of a built-in kind
+    (PytorchJob) is a warning, or an error when it can never be served;
   - parts of a rule that can never take effect (warnings).
 
-Each finding names the file, line and column of the field, and for CEL the
-line and column inside the expression. Documents of other kinds are
-skipped; finding no CompletionRule at all is an error unless
---allow-no-rules.`
+Each finding is one line naming the file, line and column of the field,
+and for CEL the line and column inside the expression. Documents of other
+kinds are skipped; finding no CompletionRule at all is an error unless
+--allow-no-rules. --strict makes warnings fail too.`
 
 func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	var src sources
-	var serverSchema, allowEmpty bool
+	var serverSchema, allowEmpty, strict bool
 	var output string
 	cmd := &cobra.Command{
 		Use:   "lint (-f FILENAME | -k DIR)...",
@@ -83,12 +88,12 @@ func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 				if err := printObject(streams.Out, output, &unstructured.Unstructured{Object: res}); err != nil {
 					return failed("%v", err)
 				}
-				if res["errors"].(int64) > 0 {
+				if res["errors"].(int64) > 0 || strict && res["warnings"].(int64) > 0 {
 					return quietly(exitFail)
 				}
 				return nil
 			}
-			if printLint(streams.Out, findings, rules, files) > 0 {
+			if errs, warns := printLint(streams.Out, findings, rules, files); errs > 0 || strict && warns > 0 {
 				return quietly(exitFail)
 			}
 			return nil
@@ -97,6 +102,7 @@ func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 	addSourceFlags(cmd, &src, "CompletionRules")
 	cmd.Flags().BoolVar(&serverSchema, "server-schema", false, "Type-check against the trigger kinds' schemas that the cluster publishes (/openapi/v3), as the controller does, instead of the shipped ones.")
 	cmd.Flags().BoolVar(&allowEmpty, "allow-no-rules", false, "Succeed when the input holds no CompletionRule.")
+	cmd.Flags().BoolVar(&strict, "strict", false, "Fail (exit 1) on warnings too, for CI.")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: one line per finding, as compilers print them).")
 	return cmd
 }

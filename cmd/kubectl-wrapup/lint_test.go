@@ -88,7 +88,8 @@ func TestLint(t *testing.T) {
 		{
 			name: "a kind that is not one (the CRD's pattern)",
 			spec: "  trigger: {apiGroup: batch, kind: jobs}\n  success: 'true'\n",
-			want: []string{`rule.yaml:6:36: error: spec.trigger.kind: Invalid value: "jobs": spec.trigger.kind in body should match '^[A-Z][A-Za-z0-9]*$' (rule r)`},
+			want: []string{`rule.yaml:6:36: error: spec.trigger.kind: Invalid value: "jobs": spec.trigger.kind in body should match '^[A-Z][A-Za-z0-9]*$' (rule r)`,
+				`rule.yaml:6:36: error: spec.trigger.kind: no kind jobs in the group batch; did you mean Job (apiGroup: batch)? (rule r)`},
 		},
 		{
 			name: "a trigger name without kind (the CRD's x-kubernetes-validations)",
@@ -164,6 +165,7 @@ func TestLintNamesAndVersions(t *testing.T) {
 	want := []string{
 		`rule.yaml:1:13: error: apiVersion: "wrapup.dev/v1": wrapup serves wrapup.dev/v1alpha1`,
 		`rule.yaml:8:9: error: metadata.name: Invalid value: "Bad_Name/x": may not contain '/' (rule Bad_Name/x)`,
+		`rule.yaml:8:9: error: metadata.name: the API server refuses this name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*') (rule Bad_Name/x)`,
 		`rule.yaml:13:11: error: metadata.name: Required value: name or generateName is required`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -262,5 +264,19 @@ func TestLoadObjectNeedsOneDocument(t *testing.T) {
 	}
 	if _, _, err := loadObject(f, nil); err == nil || !strings.Contains(err.Error(), "holds 2 documents") {
 		t.Errorf("loadObject error = %v, want one about 2 documents", err)
+	}
+}
+
+// lint refuses what the webhook and the controller refuse besides the
+// expressions, at the field, one line each; --strict fails on warnings.
+func TestLintSelectorsKindsAndStrict(t *testing.T) {
+	got := lintText(t, "apiVersion: wrapup.dev/v1alpha1\nkind: CompletionRule\nmetadata: {name: bad-selector}\nspec:\n"+
+		"  appWrapperSelector: {matchLabels: {role: a b}}\n  trigger: {apiGroup: batch, kind: Job}\n---\n"+
+		"apiVersion: wrapup.dev/v1alpha1\nkind: CompletionRule\nmetadata: {name: core-job}\nspec:\n  trigger: {kind: Job}\n  success: 'true'\n")
+	joined := strings.Join(got, "\n")
+	for _, want := range []string{"rule.yaml:5:23: error: spec.appWrapperSelector: values[0][role]: Invalid value: \"a b\"", "error: spec.trigger.apiGroup: Kubernetes' core group (apiGroup unset) has no kind Job; Job is in the group batch: did you mean apiGroup: batch? (rule core-job)"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("findings:\n%s\nwant one containing %q", joined, want)
+		}
 	}
 }
