@@ -21,7 +21,9 @@ func TestRuleProblems(t *testing.T) {
 		fatal bool
 		text  string
 	}{
-		{"a Job of batch", func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"} }, "", false, ""},
+		{"a Job of batch", func(r *wrapupv1alpha1.CompletionRule) {
+			r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}
+		}, "", false, ""},
 		{"a Pod of the core group", func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{Kind: "Pod"} }, "", false, ""},
 		{"a custom kind", func(r *wrapupv1alpha1.CompletionRule) {
 			r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "EvalRun"}
