@@ -179,10 +179,15 @@ var _ = Describe("The history of finished runs", func() {
 	})
 
 	It("replaces the record when a retry clears a recorded failure, and never makes two", func() {
-		// wrapup's grace is short in this suite: it records the failure
-		// before the AppWrapper controller's late retry starts; the retry
-		// clears it, and the new attempt's success replaces the record.
-		createRule(util.MakeRule("retry").TriggerKind("batch", "Job", "").OnFailure(wrapupv1alpha1.ActionDeleteAll, 30))
+		// The rule calls a Job with a failed pod failed; the AppWrapper
+		// controller sees no failed component until the Job is Failed
+		// (appwrapper v1.2.2 getComponentStatus), and then resets at once
+		// (FailedComponent, no grace). wrapup's grace is short in this
+		// suite: it records the failure first; the retry clears it, and the
+		// new attempt's success replaces the record.
+		createRule(util.MakeRule("retry").TriggerKind("batch", "Job", "").
+			Failure("object.status.?failed.orValue(0) >= 1").
+			OnFailure(wrapupv1alpha1.ActionDeleteAll, 30))
 		aw := util.MakeAppWrapper("retry", ns.Name).
 			Annotation(awv1beta2.RetryLimitAnnotation, "1").
 			Annotation(awv1beta2.RetryPausePeriodDurationAnnotation, "1s").
@@ -192,11 +197,12 @@ var _ = Describe("The history of finished runs", func() {
 		key := types.NamespacedName{Namespace: ns.Name, Name: "retry-bench"}
 		first := &batchv1.Job{}
 		Eventually(func() error { return k8sClient.Get(ctx, key, first) }, util.Timeout, util.Interval).Should(Succeed())
-		util.JobFailed(ctx, k8sClient, key)
+		util.JobPodFailed(ctx, k8sClient, key)
 		failed := recordOf(aw)
 		Expect(failed.Outcome).To(Equal(wrapupv1alpha1.OutcomeFailed))
 
-		By("the retry re-creating the Job, and its success replacing the record")
+		By("the Job failing, the retry re-creating it, and its success replacing the record")
+		util.JobFailed(ctx, k8sClient, key)
 		second := &batchv1.Job{}
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, key, second)).To(Succeed())

@@ -72,6 +72,19 @@ func JobFailed(ctx context.Context, c client.Client, key types.NamespacedName) {
 	})
 }
 
+// JobPodFailed writes a Job's status as its controller does when one of
+// its pods failed and it retries (failed 1, no terminal condition): the
+// AppWrapper controller sees no failed component yet.
+func JobPodFailed(ctx context.Context, c client.Client, key types.NamespacedName) {
+	ginkgo.GinkgoHelper()
+	updateJobStatus(ctx, c, key, func(j *batchv1.Job) {
+		if j.Status.StartTime == nil {
+			j.Status.StartTime = ptr.To(metav1.NewTime(time.Now().Add(-time.Second)))
+		}
+		j.Status.Failed = 1
+	})
+}
+
 func updateJobStatus(ctx context.Context, c client.Client, key types.NamespacedName, mutate func(*batchv1.Job)) {
 	ginkgo.GinkgoHelper()
 	gomega.Eventually(func(g gomega.Gomega) {
