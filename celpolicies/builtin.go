@@ -92,7 +92,14 @@ var builtinSources = map[schema.GroupKind]builtinSource{
 	{Group: "jobset.x-k8s.io", Kind: "JobSet"}: conditionKind("Completed", "Failed"),
 	// The training operator (v1) and the MPI operator (v2beta1) write the
 	// same condition types; Restarting is not final.
+	// (training-operator v1.9.3 pkg/apis/kubeflow.org/v1/common_types.go,
+	// JobConditionType, for every v1 kind Kueue also admits: PyTorchJob,
+	// TFJob, XGBoostJob, JAXJob, PaddleJob.)
 	{Group: "kubeflow.org", Kind: "PyTorchJob"}:       conditionKind("Succeeded", "Failed"),
+	{Group: "kubeflow.org", Kind: "TFJob"}:            conditionKind("Succeeded", "Failed"),
+	{Group: "kubeflow.org", Kind: "XGBoostJob"}:       conditionKind("Succeeded", "Failed"),
+	{Group: "kubeflow.org", Kind: "JAXJob"}:           conditionKind("Succeeded", "Failed"),
+	{Group: "kubeflow.org", Kind: "PaddleJob"}:        conditionKind("Succeeded", "Failed"),
 	{Group: "kubeflow.org", Kind: "MPIJob"}:           conditionKind("Succeeded", "Failed"),
 	{Group: "trainer.kubeflow.org", Kind: "TrainJob"}: conditionKind("Complete", "Failed"),
 	// KubeRay sets jobDeploymentStatus Complete once the Ray job is

@@ -230,6 +230,15 @@ func TestBuiltinPyTorchJob(t *testing.T) {
 	runBuiltinCases(t, gkPyTorchJob, kubeflowCases(t, kftov1.PyTorchJobKind, pyTorchJob))
 }
 
+func TestBuiltinTrainingOperatorV1Kinds(t *testing.T) {
+	for _, k := range []struct {
+		gk    schema.GroupKind
+		build func(testing.TB, kftov1.JobStatus) map[string]any
+	}{{gkTFJob, tfJob}, {gkXGBoostJob, xgboostJob}, {gkJAXJob, jaxJob}, {gkPaddleJob, paddleJob}} {
+		t.Run(k.gk.Kind, func(t *testing.T) { runBuiltinCases(t, k.gk, kubeflowCases(t, k.gk.Kind, k.build)) })
+	}
+}
+
 func TestBuiltinMPIJob(t *testing.T) {
 	runBuiltinCases(t, gkMPIJob, kubeflowCases(t, kftov1.MPIJobKind, mpiJob))
 }

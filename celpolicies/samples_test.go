@@ -33,6 +33,10 @@ var (
 	gkJobSet     = schema.GroupKind{Group: "jobset.x-k8s.io", Kind: "JobSet"}
 	gkPyTorchJob = schema.GroupKind{Group: "kubeflow.org", Kind: "PyTorchJob"}
 	gkMPIJob     = schema.GroupKind{Group: "kubeflow.org", Kind: "MPIJob"}
+	gkTFJob      = schema.GroupKind{Group: "kubeflow.org", Kind: "TFJob"}
+	gkXGBoostJob = schema.GroupKind{Group: "kubeflow.org", Kind: "XGBoostJob"}
+	gkJAXJob     = schema.GroupKind{Group: "kubeflow.org", Kind: "JAXJob"}
+	gkPaddleJob  = schema.GroupKind{Group: "kubeflow.org", Kind: "PaddleJob"}
 	gkTrainJob   = schema.GroupKind{Group: "trainer.kubeflow.org", Kind: "TrainJob"}
 	gkRayJob     = schema.GroupKind{Group: "ray.io", Kind: "RayJob"}
 	gkPod        = schema.GroupKind{Group: "", Kind: "Pod"}
@@ -368,3 +372,50 @@ var (
 	trainJobResumedMessage   = trainerconstants.TrainJobResumedMessage
 	trainJobDeadlineMessage  = trainerconstants.TrainJobDeadlineExceededMessage
 )
+
+// The other training-operator v1 kinds Kueue admits, built from the
+// operator's own types (v1.9.3 pkg/apis/kubeflow.org/v1).
+
+func tfJob(t testing.TB, status kftov1.JobStatus) map[string]any {
+	return toUnstructured(t, &kftov1.TFJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kftov1.GroupVersion.String(), Kind: kftov1.TFJobKind},
+		ObjectMeta: objectMeta("benchmark"),
+		Spec: kftov1.TFJobSpec{TFReplicaSpecs: map[kftov1.ReplicaType]*kftov1.ReplicaSpec{
+			kftov1.TFJobReplicaTypeChief: {Replicas: ptr.To[int32](1), Template: podTemplate()},
+		}},
+		Status: status,
+	})
+}
+
+func xgboostJob(t testing.TB, status kftov1.JobStatus) map[string]any {
+	return toUnstructured(t, &kftov1.XGBoostJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kftov1.GroupVersion.String(), Kind: kftov1.XGBoostJobKind},
+		ObjectMeta: objectMeta("benchmark"),
+		Spec: kftov1.XGBoostJobSpec{XGBReplicaSpecs: map[kftov1.ReplicaType]*kftov1.ReplicaSpec{
+			kftov1.XGBoostJobReplicaTypeMaster: {Replicas: ptr.To[int32](1), Template: podTemplate()},
+		}},
+		Status: status,
+	})
+}
+
+func jaxJob(t testing.TB, status kftov1.JobStatus) map[string]any {
+	return toUnstructured(t, &kftov1.JAXJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kftov1.GroupVersion.String(), Kind: kftov1.JAXJobKind},
+		ObjectMeta: objectMeta("benchmark"),
+		Spec: kftov1.JAXJobSpec{JAXReplicaSpecs: map[kftov1.ReplicaType]*kftov1.ReplicaSpec{
+			kftov1.JAXJobReplicaTypeWorker: {Replicas: ptr.To[int32](1), Template: podTemplate()},
+		}},
+		Status: status,
+	})
+}
+
+func paddleJob(t testing.TB, status kftov1.JobStatus) map[string]any {
+	return toUnstructured(t, &kftov1.PaddleJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kftov1.GroupVersion.String(), Kind: kftov1.PaddleJobKind},
+		ObjectMeta: objectMeta("benchmark"),
+		Spec: kftov1.PaddleJobSpec{PaddleReplicaSpecs: map[kftov1.ReplicaType]*kftov1.ReplicaSpec{
+			kftov1.PaddleJobReplicaTypeMaster: {Replicas: ptr.To[int32](1), Template: podTemplate()},
+		}},
+		Status: status,
+	})
+}
