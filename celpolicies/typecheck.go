@@ -3,9 +3,13 @@ package celpolicies
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 	"k8s.io/apimachinery/pkg/util/version"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/common"
@@ -72,9 +76,9 @@ func TypeCheck(ruleSpec *v1alpha1.CompletionRuleSpec, objectSchema *spec.Schema,
 		low := &library.CostEstimator{SizeEstimator: &schemaSizes{root: objectType, unknown: &checker.SizeEstimate{Min: 0, Max: 1}}}
 		if est, err := env.EstimateCost(ast, low); err == nil && est.Max > StaticCostLimit {
 			warnings = append(warnings, v1alpha1.ExpressionWarning{FieldRef: field, Warning: fmt.Sprintf(
-				"estimated worst-case cost %s exceeds %d, the API server's limit for a validation rule, for a trigger as large as the %s schema allows: "+
-					"on a large trigger it fails with a cost error (taken as not finished); bound the lists it walks (nested comprehensions, mostly)",
-				costString(est.Max), StaticCostLimit, kind)})
+				"estimated worst-case cost %s exceeds %d, the API server's limit for a validation rule, for a %s with lists of up to %d items and strings of up to %d bytes where its schema sets no bound: "+
+					"on such a trigger it fails with a cost error (taken as not finished); %s",
+				costString(est.Max), StaticCostLimit, kind, UnboundedListItems, UnboundedStringBytes, costAdvice(ast.NativeRep().Expr()))})
 		}
 		// The rule compiles with a dynamically typed object, so that a
 		// success of an int type passes there and fails at every
@@ -146,7 +150,104 @@ func (s *schemaSizes) estimateSize(element checker.AstNode) *checker.SizeEstimat
 			return nil
 		}
 	}
-	return &checker.SizeEstimate{Min: 0, Max: uint64(node.MaxElements)}
+	max := uint64(node.MaxElements)
+	switch {
+	case (node.IsList() || node.IsMap()) && max > UnboundedListItems:
+		max = UnboundedListItems
+	case (node.CelType() == cel.StringType || node.CelType() == cel.BytesType) && max > UnboundedStringBytes:
+		max = UnboundedStringBytes
+	}
+	return &checker.SizeEstimate{Min: 0, Max: max}
+}
+
+// UnboundedListItems and UnboundedStringBytes are the sizes the cost
+// estimate takes for a list (or map) and a string of the trigger that its
+// schema does not bound. CRD validation takes them as large as a request
+// may be (3 MB: a million conditions), so that one walk of a status's
+// conditions (every built-in expression, every form the docs show) was
+// over the budget. A stored object is at most 1.5 MB (etcd's default
+// request limit): 3,000 items of 500 bytes, or 4 KiB strings by the
+// hundred. Taken together these bounds are generous (their product is
+// far above any object), and still tell one walk of a list (3,000 steps)
+// from a walk of it inside a walk of it (9,000,000 steps, each comparing
+// something), which no budget affords.
+const (
+	UnboundedListItems   = 3000
+	UnboundedStringBytes = 4096
+)
+
+// costAdvice names what makes an expression costly: comprehensions
+// (exists, all, map, filter) over lists of the trigger, nested in one
+// another, or, failing that, the walks it makes.
+func costAdvice(e celast.Expr) string {
+	var walks, nested []string
+	var visit func(x celast.Expr, outer string)
+	visit = func(x celast.Expr, outer string) {
+		if x.Kind() == celast.ComprehensionKind {
+			c := x.AsComprehension()
+			over := exprPath(c.IterRange())
+			visit(c.IterRange(), outer)
+			if over != "" {
+				walks = append(walks, over)
+				if outer != "" {
+					nested = append(nested, fmt.Sprintf("a walk of %s inside a walk of %s", over, outer))
+				}
+			}
+			in := outer
+			if over != "" {
+				in = over
+			}
+			visit(c.AccuInit(), outer)
+			visit(c.LoopCondition(), in)
+			visit(c.LoopStep(), in)
+			visit(c.Result(), outer)
+			return
+		}
+		walkChildren(x, "", false, func(y celast.Expr, _ bool) { visit(y, outer) })
+	}
+	visit(e, "")
+	switch {
+	case len(nested) > 0:
+		return "it makes " + strings.Join(dedupe(nested), ", ") + ": each step of the outer walk walks the inner list again; compare within one walk, or bound the lists (size() checks)"
+	case len(walks) > 0:
+		return "it walks " + strings.Join(dedupe(walks), ", ") + ": bound what it does per item, or the lists (size() checks)"
+	}
+	return "bound the lists and strings it reads"
+}
+
+// exprPath is the path an expression reads from a variable (object.status
+// .conditions), through selects and optional selects; "" when it is not one.
+func exprPath(x celast.Expr) string {
+	switch x.Kind() {
+	case celast.IdentKind:
+		return x.AsIdent()
+	case celast.SelectKind:
+		if p := exprPath(x.AsSelect().Operand()); p != "" {
+			return p + "." + x.AsSelect().FieldName()
+		}
+	case celast.CallKind:
+		c := x.AsCall()
+		args := c.Args()
+		switch {
+		case c.FunctionName() == operators.OptSelect && len(args) == 2 && args[1].Kind() == celast.LiteralKind:
+			if p := exprPath(args[0]); p != "" {
+				return fmt.Sprintf("%s.%v", p, args[1].AsLiteral().Value())
+			}
+		case c.FunctionName() == "orValue" && c.IsMemberFunction():
+			return exprPath(c.Target())
+		}
+	}
+	return ""
+}
+
+func dedupe(s []string) []string {
+	var out []string
+	for _, x := range s {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func (s *schemaSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
