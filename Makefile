@@ -67,13 +67,19 @@ verify: fmt generate manifests schemas vet ## Regenerate everything; fail if any
 controlplane: ## Build (once) the local control plane binaries; prints their folder.
 	@$(CONTROLPLANE_BUILD)
 
-# with-controlplane runs a command with KUBEBUILDER_ASSETS set, then reaps
-# any control-plane process the command orphaned (a test binary killed by
-# its timeout cannot stop the etcd and kube-apiserver it started).
+# with-controlplane runs a command with KUBEBUILDER_ASSETS set and a
+# temporary folder of its own (TMPDIR), then reaps any process the command
+# orphaned (a test binary killed by its timeout cannot stop the etcd and
+# kube-apiserver it started). The test framework's processes name their
+# data, certificate and kubeconfig paths under that folder, and nothing else
+# does: an admin's own etcd or kube-apiserver started from the control
+# plane's folder is never touched.
 define with-controlplane
 	assets="$$($(CONTROLPLANE_BUILD))"; rc=0; \
-	KUBEBUILDER_ASSETS="$$assets" $(1) || rc=$$?; \
-	pkill -KILL -P 1 -f "^$$assets/" || true; \
+	run="$$(mktemp -d "$${TMPDIR:-/tmp}/wrapup-run.XXXXXX")"; \
+	TMPDIR="$$run" KUBEBUILDER_ASSETS="$$assets" $(1) || rc=$$?; \
+	pkill -KILL -f -- "$$run/" || true; \
+	rm -rf "$$run"; \
 	exit $$rc
 endef
 
