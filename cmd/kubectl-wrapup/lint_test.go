@@ -65,7 +65,7 @@ func TestLint(t *testing.T) {
 			name: "a comprehension of 10^7 iterations",
 			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: lists.range(10000000).all(i, i >= 0)\n",
 			want: []string{"rule.yaml:7:12: warning: spec.success: estimated worst-case cost 60000012 exceeds 10000000, the API server's limit for a validation rule, " +
-				"for a trigger as large as the Job schema allows: on a large trigger it fails with a cost error (taken as not finished); bound the lists it walks (nested comprehensions, mostly) (rule r)"},
+				"for a Job with lists of up to 3000 items and strings of up to 4096 bytes where its schema sets no bound: on such a trigger it fails with a cost error (taken as not finished); bound the lists and strings it reads (rule r)"},
 		},
 		{
 			name: "a misspelt field of the rule",

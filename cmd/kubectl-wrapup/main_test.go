@@ -264,7 +264,7 @@ func TestRun(t *testing.T) {
 			name:     "lint: duplicate names across files",
 			args:     []string{"lint", "-f", sample("benchmarks.yaml"), "-f", td("lint/duplicate.yaml")},
 			wantCode: exitOK,
-			wantOut:  []string{"testdata/lint/duplicate.yaml:5:9: warning: metadata.name: another rule of the same name is at ../../config/samples/benchmarks.yaml:7:9: applying both keeps only the last (rule benchmarks)\n"},
+			wantOut:  []string{"testdata/lint/duplicate.yaml:5:9: warning: metadata.name: another rule of the same name is at ../../config/samples/benchmarks.yaml:12:9: applying both keeps only the last (rule benchmarks)\n"},
 		},
 		{
 			name:     "lint: a wrong apiVersion",

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
@@ -535,7 +536,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 		d.Worker = workerInfo(in)
 		// (Whatever the AppWrapper's status says: with the worker
 		// unread, it is the status of no copy known to be this one's.)
-		if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil && !recordedSuccess(in.AppWrapper) {
+		if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil && !recordedSuccess(in.AppWrapper, refs) {
 			// (A recorded success is final, worker or not: it is deleted
 			// when due. Waiting for the worker would outlast Kueue's
 			// workerLostTimeout, after which MultiKueue dispatches the
@@ -1147,8 +1148,20 @@ func outcomeNoun(o wrapupv1alpha1.Outcome) string {
 	return "success"
 }
 
-// recordedSuccess says whether aw carries a success wrapup recorded on it.
-func recordedSuccess(aw *awv1beta2.AppWrapper) bool {
+// recordedSuccess says whether aw carries a success wrapup recorded on it
+// for the trigger components refs of the rule that decides.
+func recordedSuccess(aw *awv1beta2.AppWrapper, refs []Ref) bool {
 	rec := ReadRecord(aw)
-	return rec != nil && rec.Outcome == wrapupv1alpha1.OutcomeSucceeded && rec.onAppWrapper(aw)
+	if rec == nil || rec.Outcome != wrapupv1alpha1.OutcomeSucceeded || !rec.onAppWrapper(aw) {
+		return false
+	}
+	if len(rec.Triggers) > 0 {
+		for _, t := range rec.Triggers {
+			if !slices.ContainsFunc(refs, func(r Ref) bool { return r.Index == t.Index }) {
+				return false
+			}
+		}
+		return true
+	}
+	return rec.TriggerRef == "" && len(refs) == 1 || slices.ContainsFunc(refs, func(r Ref) bool { return r.String() == rec.TriggerRef })
 }

@@ -355,11 +355,18 @@ func TestMultiKueueUnreachableWorkerAfterSuccess(t *testing.T) {
 		{wrapupv1alpha1.OutcomeFailed, VerdictWorkerUnreachable},
 	} {
 		aw := managed(t).recorded(tc.outcome, time.Minute, jobUID).obj()
+		aw.Annotations[wrapupv1alpha1.TriggerRefAnnotation] = jobRef.String()
 		in := input(t, aw, Trigger{}, jobRule("jobs", 0))
 		in.Triggers = nil
 		in.Worker = &Worker{Cluster: "worker-1", Workload: workload, Problem: "connecting to worker cluster worker-1: connection refused"}
 		if d := Decide(context.Background(), in); d.Verdict != tc.want {
 			t.Errorf("recorded %s, worker unreachable: verdict %s (%s), want %s", tc.outcome, d.Verdict, d.Reason, tc.want)
+		}
+		// A success recorded for another component (another rule's
+		// trigger) is no success of this rule's: the worker is waited for.
+		aw.Annotations[wrapupv1alpha1.TriggerRefAnnotation] = "batch/Job/other"
+		if d := Decide(context.Background(), in); d.Verdict != VerdictWorkerUnreachable {
+			t.Errorf("recorded %s for another component, worker unreachable: verdict %s (%s), want WorkerUnreachable", tc.outcome, d.Verdict, d.Reason)
 		}
 	}
 }

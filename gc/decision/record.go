@@ -275,10 +275,13 @@ const HistorySkew = time.Minute
 // of it although this process did not decide it (after a restart, or by
 // another replica). A record is metadata anyone who may patch the
 // AppWrapper can write: it is borne out when it is of this AppWrapper,
-// finished between the AppWrapper's creation and now, and its outcome is
-// what the world shows, the AppWrapper's phase (the AppWrapper
-// controller's, through the status subresource) or a deciding trigger read
-// with that outcome.
+// finished between the AppWrapper's creation and now, and the world shows
+// its outcome. A trigger that is read speaks first: it must be the one the
+// record names (same UID), read with the recorded outcome, or, for a
+// failure, the AppWrapper's phase Failed with the trigger not read as a
+// success. Only when no trigger the record names can be read does the
+// AppWrapper's phase (the AppWrapper controller's, through the status
+// subresource) bear it out alone.
 func BorneOut(in Input, d Decision) bool {
 	aw, rec := in.AppWrapper, d.Recorded
 	if aw == nil || rec == nil || rec.AppWrapperUID != "" && rec.AppWrapperUID != aw.UID {
@@ -287,26 +290,55 @@ func BorneOut(in Input, d Decision) bool {
 	if !FinishedInLife(in, rec) {
 		return false
 	}
-	switch {
-	case rec.Outcome == wrapupv1alpha1.OutcomeFailed && aw.Status.Phase == awv1beta2.AppWrapperFailed,
-		rec.Outcome == wrapupv1alpha1.OutcomeSucceeded && aw.Status.Phase == awv1beta2.AppWrapperSucceeded:
-		return true
+	phase := aw.Status.Phase == awv1beta2.AppWrapperFailed && rec.Outcome == wrapupv1alpha1.OutcomeFailed ||
+		aw.Status.Phase == awv1beta2.AppWrapperSucceeded && rec.Outcome == wrapupv1alpha1.OutcomeSucceeded
+	// states are the read outcomes of the triggers the record names, by
+	// their recorded UID; a trigger read under another UID contradicts it.
+	read, contradicted, shown := false, false, false
+	check := func(uid, recorded types.UID, state string) {
+		if uid == "" || recorded == "" {
+			// Not read, or named by no UID (the AppWrapper's phase
+			// decided it with no live trigger).
+			return
+		}
+		read = true
+		switch {
+		case uid != recorded:
+			contradicted = true
+		case state == string(rec.Outcome):
+			shown = true
+		case state == string(wrapupv1alpha1.OutcomeSucceeded) || state == string(wrapupv1alpha1.OutcomeFailed):
+			contradicted = true
+		}
 	}
-	if e := d.Evaluation; d.Trigger != nil && d.Trigger.Problem == "" && e != nil && e.Error == "" && !e.FromAppWrapperPhase &&
-		rec.TriggerUID != "" && d.Trigger.UID == rec.TriggerUID && string(e.Outcome) == string(rec.Outcome) {
-		return true
+	if t := d.Trigger; t != nil && len(rec.Triggers) == 0 {
+		state := ""
+		if e := d.Evaluation; e != nil && e.Error == "" && !e.FromAppWrapperPhase && t.Problem == "" {
+			state = string(e.Outcome)
+		}
+		if t.Problem != "" && t.UID != "" {
+			state = "TornDown"
+		}
+		check(t.UID, rec.TriggerUID, state)
 	}
 	for _, c := range d.Candidates {
-		if c.UID == "" || c.State != string(rec.Outcome) {
-			continue
-		}
-		for _, t := range rec.Triggers {
-			if t.UID == c.UID && t.Index == c.Index {
-				return true
+		for _, rt := range rec.Triggers {
+			if rt.Index == c.Index {
+				check(c.UID, rt.UID, c.State)
 			}
 		}
 	}
-	return false
+	switch {
+	case contradicted:
+		return false
+	case shown:
+		return true
+	case read:
+		// Named and read, not finished so: only a failure the AppWrapper
+		// controller gave up on is borne out by its phase.
+		return phase && rec.Outcome == wrapupv1alpha1.OutcomeFailed
+	}
+	return phase
 }
 
 // FinishedInLife says whether rec finished while in's AppWrapper existed:

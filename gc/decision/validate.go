@@ -104,7 +104,10 @@ func kindProblems(t wrapupv1alpha1.TriggerSpec) []Problem {
 		return []Problem{{Field: "spec.trigger.apiGroup", Value: t.APIGroup, Message: msg, Fatal: core}}
 	case len(near) > 0:
 		b := near[0]
-		return []Problem{{Field: "spec.trigger.kind", Value: t.Kind, Fatal: core || strings.EqualFold(b.Kind, t.Kind) && b.Group == t.APIGroup,
+		// Within the built-in kind's own group (kubeflow.org/PyTorchJobs)
+		// it is a typo: such a rule would hold nothing, since a rule
+		// applies only where it has a candidate.
+		return []Problem{{Field: "spec.trigger.kind", Value: t.Kind, Fatal: core || b.Group == t.APIGroup,
 			Message: fmt.Sprintf("no kind %s in the %s; did you mean %s (apiGroup: %s)?", t.Kind, groupName(t.APIGroup), b.Kind, b.Group)}}
 	case core:
 		return []Problem{{Field: "spec.trigger.kind", Value: t.Kind, Fatal: true,

@@ -36,6 +36,12 @@ func TestRuleProblems(t *testing.T) {
 		{"PytorchJob", func(r *wrapupv1alpha1.CompletionRule) {
 			r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "kubeflow.org", Kind: "PytorchJob"}
 		}, "spec.trigger.kind", true, "did you mean PyTorchJob"},
+		{"PyTorchJobs in kubeflow.org", func(r *wrapupv1alpha1.CompletionRule) {
+			r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "kubeflow.org", Kind: "PyTorchJobs"}
+		}, "spec.trigger.kind", true, "did you mean PyTorchJob"},
+		{"a near name in another group may be a kind of its own", func(r *wrapupv1alpha1.CompletionRule) {
+			r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "RayJobs"}
+		}, "spec.trigger.kind", false, "did you mean RayJob"},
 		{"a kind batch does not have", func(r *wrapupv1alpha1.CompletionRule) {
 			r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Jobs"}
 		}, "spec.trigger.kind", true, "did you mean Job"},
