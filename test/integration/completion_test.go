@@ -181,31 +181,6 @@ var _ = Describe("Completing AppWrappers", func() {
 		Expect(deleted).To(BeTemporally(">=", changed.Add(6*time.Second-2*time.Second)), "deleted %s after the rule was changed", deleted.Sub(changed))
 	})
 
-	It("deletes a recorded success at once, not at its TTL, when Kueue suspends the AppWrapper to run it again", func() {
-		createRule(makeRule("again").TriggerKind("batch", "Job", "").
-			OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).Obj())
-		aw, job := benchmarkAppWrapper("run-again", false)
-		util.JobComplete(ctx, k8sClient, job)
-		Eventually(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, "Succeeded"))
-		}, util.Timeout, util.Interval).Should(Succeed())
-		Consistently(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-		}, util.ConsistentDuration, util.Interval).Should(Succeed(), "deleted before its TTL of an hour")
-
-		By("Kueue suspending it (a preemption: re-admitted, it would run the benchmark again)")
-		Eventually(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			got.Spec.Suspend = true
-			g.Expect(k8sClient.Update(ctx, got)).To(Succeed())
-		}, util.Timeout, util.Interval).Should(Succeed())
-		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
-		expectEvent(aw, "", "Deleted", "the run started again")
-	})
-
 	It("never deletes MultiKueue's copy of an AppWrapper on a worker cluster, and records its outcome there", func() {
 		// What MultiKueue's AppWrapper adapter creates on a worker: the
 		// manager's AppWrapper, managedBy cleared, labelled with its origin
