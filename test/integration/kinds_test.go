@@ -44,6 +44,23 @@ func object(apiVersion, kind, name string, spec map[string]any) *unstructured.Un
 	}}
 }
 
+// pyTorchJob is a PyTorchJob of one master, as unstructured content.
+func pyTorchJob() *unstructured.Unstructured {
+	return object("kubeflow.org/v1", "PyTorchJob", "train", map[string]any{
+		"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{
+			"replicas": int64(1), "restartPolicy": "OnFailure",
+			"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "pytorch", "image": "registry.invalid/wrapup/test:1"}}}},
+		}},
+	})
+}
+
+// pyTorchJobSucceeded writes the status the training operator writes when
+// a PyTorchJob succeeds.
+func pyTorchJobSucceeded(u *unstructured.Unstructured) {
+	Expect(unstructured.SetNestedSlice(u.Object, []any{condition("Created"), condition("Running"), condition("Succeeded")}, "status", "conditions")).To(Succeed())
+	Expect(unstructured.SetNestedField(u.Object, map[string]any{}, "status", "replicaStatuses")).To(Succeed())
+}
+
 func condition(t string) map[string]any {
 	return map[string]any{"type": t, "status": "True", "reason": t, "message": t,
 		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339), "lastUpdateTime": time.Now().UTC().Format(time.RFC3339)}
@@ -101,12 +118,7 @@ var _ = Describe("Trigger kinds", func() {
 				"spec": map[string]any{"parallelism": int64(1), "completions": int64(1), "template": podTemplate()},
 			}}},
 		})
-		pytorch := object("kubeflow.org/v1", "PyTorchJob", "train", map[string]any{
-			"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{
-				"replicas": int64(1), "restartPolicy": "OnFailure",
-				"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "pytorch", "image": "registry.invalid/wrapup/test:1"}}}},
-			}},
-		})
+		pytorch := pyTorchJob()
 		rayjob := object("ray.io/v1", "RayJob", "tune", map[string]any{
 			"entrypoint": "python tune.py",
 			"rayClusterSpec": map[string]any{"headGroupSpec": map[string]any{"rayStartParams": map[string]any{}, "template": map[string]any{"spec": map[string]any{
@@ -134,10 +146,7 @@ var _ = Describe("Trigger kinds", func() {
 			{"with-jobset", "jobsets", jobset, false, func(u *unstructured.Unstructured) {
 				Expect(unstructured.SetNestedSlice(u.Object, []any{condition("Completed")}, "status", "conditions")).To(Succeed())
 			}},
-			{"with-pytorchjob", "pytorchjobs", pytorch, false, func(u *unstructured.Unstructured) {
-				Expect(unstructured.SetNestedSlice(u.Object, []any{condition("Created"), condition("Running"), condition("Succeeded")}, "status", "conditions")).To(Succeed())
-				Expect(unstructured.SetNestedField(u.Object, map[string]any{}, "status", "replicaStatuses")).To(Succeed())
-			}},
+			{"with-pytorchjob", "pytorchjobs", pytorch, false, pyTorchJobSucceeded},
 			{"with-rayjob", "annotated-triggers", rayjob, true, func(u *unstructured.Unstructured) {
 				Expect(unstructured.SetNestedField(u.Object, "Complete", "status", "jobDeploymentStatus")).To(Succeed())
 				Expect(unstructured.SetNestedField(u.Object, "SUCCEEDED", "status", "jobStatus")).To(Succeed())
@@ -196,15 +205,7 @@ var _ = Describe("Trigger kinds", func() {
 		util.JobStarted(ctx, k8sClient, job)
 		util.JobComplete(ctx, k8sClient, job)
 
-		finishes(object("kubeflow.org/v1", "PyTorchJob", "train", map[string]any{
-			"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{
-				"replicas": int64(1), "restartPolicy": "OnFailure",
-				"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "pytorch", "image": "registry.invalid/wrapup/test:1"}}}},
-			}},
-		}), func(u *unstructured.Unstructured) {
-			Expect(unstructured.SetNestedSlice(u.Object, []any{condition("Created"), condition("Running"), condition("Succeeded")}, "status", "conditions")).To(Succeed())
-			Expect(unstructured.SetNestedField(u.Object, map[string]any{}, "status", "replicaStatuses")).To(Succeed())
-		})
+		finishes(pyTorchJob(), pyTorchJobSucceeded)
 
 		expectEvent(jobAW, "", wrapupv1alpha1.ReasonBlockedByRule, "its appWrapperSelector does not parse")
 		Consistently(func(g Gomega) {
@@ -227,15 +228,7 @@ var _ = Describe("Trigger kinds", func() {
 
 	It("finishes on a PyTorchJob's Succeeded condition (built-in)", func() {
 		createRule(util.MakeRule("pytorch").TriggerKind("kubeflow.org", "PyTorchJob", "").Obj())
-		finishes(object("kubeflow.org/v1", "PyTorchJob", "train", map[string]any{
-			"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{
-				"replicas": int64(1), "restartPolicy": "OnFailure",
-				"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "pytorch", "image": "registry.invalid/wrapup/test:1"}}}},
-			}},
-		}), func(u *unstructured.Unstructured) {
-			Expect(unstructured.SetNestedSlice(u.Object, []any{condition("Created"), condition("Running"), condition("Succeeded")}, "status", "conditions")).To(Succeed())
-			Expect(unstructured.SetNestedField(u.Object, map[string]any{}, "status", "replicaStatuses")).To(Succeed())
-		})
+		finishes(pyTorchJob(), pyTorchJobSucceeded)
 	})
 
 	It("finishes on a RayJob's SUCCEEDED job status (built-in)", func() {
