@@ -197,7 +197,7 @@ func decidedUIDs(cr *wrapupv1alpha1.CompletionRecord) string {
 // earlier outcome of the same AppWrapper (a failure a retry cleared). It
 // returns whether it wrote (false: the same record was there already, or
 // the rule keeps none).
-func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord, decided bool) (bool, error) {
+func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) (bool, error) {
 	err := r.Writer.Create(ctx, cr)
 	if err == nil {
 		historyWrittenTotal.WithLabelValues(cr.Rule).Inc()
@@ -213,12 +213,6 @@ func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alp
 	if sameRun(old, cr) || !old.FinishedAt.Before(&cr.FinishedAt) && old.AppWrapper.UID == cr.AppWrapper.UID {
 		// Written already, or a later outcome of this AppWrapper is (a
 		// decision on a stale view must not replace it).
-		return false, nil
-	}
-	if !decided {
-		// A record this process did not decide never replaces a stored
-		// one: only a decision of its own (a retry cleared the failure)
-		// does.
 		return false, nil
 	}
 	if old.AppWrapper.UID != cr.AppWrapper.UID {
@@ -382,7 +376,7 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		}
 	}
 	if err == nil {
-		_, err = r.writeHistory(ctx, cr, decided || rec.Same(mem.counted))
+		_, err = r.writeHistory(ctx, cr)
 	}
 	if err != nil {
 		if !forged {

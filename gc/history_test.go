@@ -269,29 +269,3 @@ func TestNoHistoryPastTheLimit(t *testing.T) {
 		}
 	}
 }
-
-// A record this process did not decide never replaces a CompletionRecord
-// already stored for the AppWrapper, even one that is older.
-func TestHistoryNotReplacedByAnUndecidedRecord(t *testing.T) {
-	fc := historyBed(t)
-	created := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
-	now := created.Add(time.Hour)
-	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}
-	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid", CreationTimestamp: metav1.NewTime(created)},
-		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperFailed}}
-	stored := &wrapupv1alpha1.CompletionRecord{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: RecordName("run", "aw-uid")},
-		AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: "run", UID: "aw-uid"}, Rule: "jobs", Outcome: "Succeeded", FinishedAt: metav1.NewMicroTime(created.Add(10 * time.Minute))}
-	if err := fc.Create(context.Background(), stored); err != nil {
-		t.Fatal(err)
-	}
-	rec := &decision.Record{Outcome: "Failed", Rule: "jobs", FinishedAt: now.Add(-time.Minute)}
-	d := decision.Decision{Verdict: decision.VerdictDelete, Winner: "jobs", Outcome: rec.Outcome, Recorded: rec, DueAt: rec.FinishedAt}
-	in := decision.Input{Now: now, AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
-	r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
-	var mem awMemory
-	r.ensureHistory(context.Background(), in, d, rec, false, &mem, nil)
-	got := &wrapupv1alpha1.CompletionRecord{}
-	if err := fc.Get(context.Background(), client.ObjectKeyFromObject(stored), got); err != nil || got.Outcome != "Succeeded" {
-		t.Errorf("the stored CompletionRecord is now %s (%v): replaced by a record this process did not decide", got.Outcome, err)
-	}
-}
