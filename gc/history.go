@@ -270,8 +270,8 @@ func (r *AppWrapperReconciler) pastLimit(ctx context.Context, cr *wrapupv1alpha1
 		if o.Rule != cr.Rule || !o.DeletionTimestamp.IsZero() || o.Name == cr.Name {
 			continue
 		}
-		// The history reconciler's order: newest first, then by name.
-		if cr.FinishedAt.Before(&o.FinishedAt) || cr.FinishedAt.Equal(&o.FinishedAt) && o.Name < cr.Name {
+		// The history reconciler's order.
+		if newerRecord(o, cr) {
 			newer++
 		}
 	}

@@ -63,12 +63,7 @@ func (r *HistoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	}
 	// Newest first; the newest record's limit is the rule's.
-	sort.Slice(same, func(i, j int) bool {
-		if !same[i].FinishedAt.Equal(&same[j].FinishedAt) {
-			return same[j].FinishedAt.Before(&same[i].FinishedAt)
-		}
-		return same[i].Name < same[j].Name
-	})
+	sort.Slice(same, func(i, j int) bool { return newerRecord(same[i], same[j]) })
 	if len(same) > 0 {
 		if limit := int(same[0].Retention.LimitPerNamespace); limit > 0 && len(same) > limit {
 			for _, o := range same[limit:] {
@@ -79,6 +74,15 @@ func (r *HistoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	}
 	return ctrl.Result{RequeueAfter: expires.Sub(now)}, nil
+}
+
+// newerRecord says whether a comes before b in a rule's count limit: the
+// later finish first, ties by name.
+func newerRecord(a, b *wrapupv1alpha1.CompletionRecord) bool {
+	if !a.FinishedAt.Equal(&b.FinishedAt) {
+		return b.FinishedAt.Before(&a.FinishedAt)
+	}
+	return a.Name < b.Name
 }
 
 // expire deletes cr, as it was read (a record replaced since is kept).
