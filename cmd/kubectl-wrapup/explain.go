@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -117,13 +118,23 @@ which wins, the trigger, its evaluation, the recorded outcome, and what
 happens next and when. It reads the AppWrapper, its Namespace, the rules and
 the trigger, and decides with the controller's own decision code. Read-only.
 
-For an AppWrapper that is gone, its CompletionRecord: how its run ended.`
+For an AppWrapper that is gone, its CompletionRecord: how its run ended.
+
+Offline, with -f: the AppWrappers of the files (or those named), under the
+CompletionRules of --rules (and of the files), with the trigger objects,
+Namespaces and status the files give, decided by the same code, with no
+cluster. A component object given without an owner is taken as the
+AppWrapper's own, as its controller creates it; one not given counts as not
+created yet. --expect checks the verdicts (exit 1 when one is not met), so a
+folder of AppWrappers and expected verdicts can test rules in CI.`
 
 func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	var output, workerSecrets string
+	var output, workerSecrets, at string
 	var workerFiles map[string]string
+	var src, rules sources
+	var expect []string
 	cmd := &cobra.Command{
-		Use:   "explain APPWRAPPER",
+		Use:   "explain (APPWRAPPER | -f APPWRAPPERS.yaml [--rules RULES] [--expect NAME=VERDICT|FILE])",
 		Short: "Say what wrapup does with a live AppWrapper, and why",
 		Long:  explainLong,
 		Example: examples(
@@ -132,11 +143,23 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 			"",
 			"# The same, for scripts",
 			"kubectl wrapup explain llama-sweep -n team-a -o json",
+			"",
+			"# Offline: an AppWrapper and its finished Job under a folder of rules",
+			"kubectl wrapup explain -f llama-sweep.yaml -f guidellm-job.yaml --rules rules/",
+			"",
+			"# In CI: every AppWrapper of a test folder gets the verdict expected",
+			"kubectl wrapup explain -f tests/ --rules rules/ --expect tests/expect.yaml",
 		),
-		Args: cobra.ExactArgs(1),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output, "json", "yaml"); err != nil {
 				return err
+			}
+			if !src.empty() || !rules.empty() || len(expect) > 0 || at != "" {
+				return explainOffline(cmd.Context(), cf, streams, offlineFlags{src: src, rules: rules, expect: expect, at: at, output: output}, args)
+			}
+			if len(args) != 1 {
+				return errors.New("explain needs an AppWrapper's name, or -f FILE to explain the AppWrappers of files offline")
 			}
 			if strings.Contains(args[0], "/") {
 				return fmt.Errorf("%q is not an AppWrapper name: give the namespace with -n", args[0])
@@ -176,6 +199,11 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: for people).")
+	addSourceFlags(cmd, &src, "AppWrappers and the objects beside them (triggers, Namespaces, rules): explain offline")
+	cmd.Flags().StringSliceVar(&rules.Filenames, "rules", nil, "Offline: a file or folder of CompletionRules; repeatable.")
+	cmd.Flags().StringArrayVar(&expect, "expect", nil, "Offline: the verdict expected, as [NAMESPACE/]NAME=VERDICT, or a YAML file of NAME: {verdict: V, rule: R, trigger: T}; repeatable. Exit 1 when one is not met.")
+	cmd.Flags().StringVar(&at, "now", "", "Offline: decide at this instant (RFC 3339) rather than now, for stable tests.")
+	_ = cmd.MarkFlagFilename("rules", "yaml", "yml", "json")
 	cmd.Flags().StringToStringVar(&workerFiles, "worker-kubeconfig", nil,
 		"For an AppWrapper that MultiKueue dispatched: the kubeconfig file of its worker cluster, as MULTIKUEUECLUSTER=PATH (repeatable; default: wrapup's kubeconfig Secret of that name, see --worker-secrets-namespace).")
 	cmd.Flags().StringVar(&workerSecrets, "worker-secrets-namespace", "wrapup-system", "Where wrapup keeps the kubeconfig Secrets of MultiKueue's worker clusters: the namespace it is installed in (the Helm release's).")

@@ -157,6 +157,13 @@ const (
 	VerdictDelete Verdict = "Delete"
 )
 
+// Verdicts lists every verdict, in the order of the constants.
+func Verdicts() []Verdict {
+	return []Verdict{VerdictGone, VerdictBeingDeleted, VerdictIgnored, VerdictNoRule, VerdictBlocked,
+		VerdictNoTrigger, VerdictTriggerNotWatchable, VerdictWorkerUnreachable, VerdictWaitingForTrigger,
+		VerdictWaitingForRetries, VerdictClearOutcome, VerdictRecordOnly, VerdictDryRun, VerdictDeleteAfterTTL, VerdictDelete}
+}
+
 // Decision is what to do with one AppWrapper, and why.
 type Decision struct {
 	// Verdict says what wrapup does next; Reason says why, for people.
