@@ -12,6 +12,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
 // evalReport is what eval found for one rule and one trigger.
@@ -29,6 +30,11 @@ type evalReport struct {
 	// WorkerCopy: the live AppWrapper is MultiKueue's copy on a worker,
 	// which wrapup never deletes.
 	WorkerCopy bool
+	// Verdict and Reason are the controller's decision on the AppWrapper
+	// given (--appwrapper) under this rule alone: what it does, rather
+	// than what the rule's action is.
+	Verdict decision.Verdict
+	Reason  string
 }
 
 // then says what the rule does once the trigger finished with outcome.
@@ -63,6 +69,10 @@ func (rep *evalReport) output() map[string]any {
 	}
 	if rep.Note != "" {
 		out["note"] = rep.Note
+	}
+	if rep.Verdict != "" {
+		out["verdict"], out["reason"] = string(rep.Verdict), rep.Reason
+		delete(out, "then")
 	}
 	return out
 }
@@ -154,6 +164,10 @@ func (rep *evalReport) print(w io.Writer) {
 		then = rep.then(wrapupv1alpha1.OutcomeSucceeded)
 	case res.Outcome == celpolicies.OutcomeFailed:
 		then = rep.then(wrapupv1alpha1.OutcomeFailed)
+	}
+	if rep.Verdict != "" {
+		// The decision on the AppWrapper, not the rule's action alone.
+		then = fmt.Sprintf("%s: %s", rep.Verdict, rep.Reason)
 	}
 	line("then", "%s", then)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
@@ -30,7 +32,12 @@ trigger comes from a file (--trigger; its kind from its apiVersion and
 kind), or from the cluster: --appwrapper [NAMESPACE/]NAME reads the
 AppWrapper, finds its trigger as the controller finds it, and reads it.
 --appwrapper with a file (*.yaml, *.yml, *.json, or -) gives the appWrapper
-variable of the expressions instead.`
+variable of the expressions instead.
+
+With --appwrapper, "then" is what the controller decides for that AppWrapper
+under this rule alone (its decision code, as explain runs it: an AppWrapper
+it ignores, one the rule does not select, or one not running yet is not
+finished whatever the trigger says); without it, the rule's action.`
 
 func newEvalCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	var src sources
@@ -100,6 +107,15 @@ func newEvalCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 					printCompileError(streams.ErrOut, where, rule.Name, err)
 					return quietly(exitFail)
 				}
+				if awFile {
+					// What the controller decides on this AppWrapper with
+					// this trigger, under this rule alone.
+					ex, err := explainFiles(ctx, rule, awVar, appWrapper, trigger, triggerFile, namespaceOf(cf))
+					if err != nil {
+						return failed("%v", err)
+					}
+					rep.Verdict, rep.Reason = ex.Verdict, ex.Reason
+				}
 				reports = append(reports, rep)
 			} else {
 				key := namespacedName(appWrapper, ns)
@@ -110,6 +126,14 @@ func newEvalCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 					}
 					printCompileError(streams.ErrOut, where, rule.Name, err)
 					return quietly(exitFail)
+				}
+				// What the controller decides on it, under this rule alone.
+				ex, err := gc.ExplainWithWorkers(ctx, withRules{Client: c, rules: []wrapupv1alpha1.CompletionRule{*rule}}, nil, nil, key, time.Now())
+				if err != nil {
+					return failed("%v", err)
+				}
+				for _, rep := range reports {
+					rep.Verdict, rep.Reason = ex.Verdict, ex.Reason
 				}
 			}
 			failedEval := false

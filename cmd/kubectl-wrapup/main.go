@@ -150,6 +150,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newEvalCommand(cf, streams),
 		newLintCommand(cf, streams),
 		newExplainCommand(cf, streams),
+		newPlanCommand(cf, streams),
 		newHistoryCommand(cf, streams),
 		newVersionCommand(streams),
 	)

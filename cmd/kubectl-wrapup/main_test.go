@@ -136,7 +136,15 @@ func TestRun(t *testing.T) {
 			name:     "eval: appWrapper from --appwrapper",
 			args:     []string{"eval", "-f", td("rules/uses-appwrapper.yaml"), "--trigger", td("job-complete.yaml"), "--appwrapper", td("appwrapper.yaml")},
 			wantCode: exitOK,
-			wantOut:  []string{"message:      llama-8b-sweep: benchmark done\n", "then:         UpdateStatus: record the outcome on the AppWrapper, delete nothing\n"},
+			wantOut: []string{"message:      llama-8b-sweep: benchmark done\n",
+				"then:         RecordOnly: the trigger Succeeded and rule uses-appwrapper's action for it is UpdateStatus: the outcome is recorded, everything keeps running"},
+		},
+		{
+			name:     "eval: an AppWrapper the controller ignores is not finished, whatever its trigger says",
+			args:     []string{"eval", "-f", td("rules/uses-appwrapper.yaml"), "--trigger", td("job-complete.yaml"), "--appwrapper", td("appwrapper-ignored.yaml"), "-o", "json"},
+			wantCode: exitOK,
+			wantOut:  []string{`"outcome": "Succeeded"`, `"verdict": "Ignored"`, `"reason": "the AppWrapper is annotated wrapup.dev/ignore`},
+			notOut:   []string{`"then"`},
 		},
 		{
 			name:     "eval: without --appwrapper, appWrapper is empty",

@@ -375,10 +375,7 @@ func explainOffline(ctx context.Context, cf *genericclioptions.ConfigFlags, stre
 		}
 		now = t
 	}
-	ns := "default"
-	if cf.Namespace != nil && *cf.Namespace != "" {
-		ns = *cf.Namespace
-	}
+	ns := namespaceOf(cf)
 	expected, err := parseExpectations(f.expect, ns)
 	if err != nil {
 		return err
@@ -475,4 +472,30 @@ func explainOffline(ctx context.Context, cf *genericclioptions.ConfigFlags, stre
 		fmt.Fprintf(streams.ErrOut, "%s met\n", plural(len(expected), "expectation"))
 	}
 	return nil
+}
+
+// namespaceOf is the namespace -n gives; "default" without it.
+func namespaceOf(cf *genericclioptions.ConfigFlags) string {
+	if cf.Namespace != nil && *cf.Namespace != "" {
+		return *cf.Namespace
+	}
+	return "default"
+}
+
+// explainFiles decides, offline, on the AppWrapper aw (read from awFile)
+// with its trigger (read from triggerFile), under rule alone.
+func explainFiles(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, aw map[string]any, awFile string, trigger map[string]any, triggerFile, ns string) (*gc.Explanation, error) {
+	o := &offlineObjects{objects: map[objectKey]*unstructured.Unstructured{}, rules: []wrapupv1alpha1.CompletionRule{*rule}}
+	seen := map[objectKey]string{}
+	if err := o.add(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(aw)}, awFile, ns, seen); err != nil {
+		return nil, err
+	}
+	key := o.appWrappers[0]
+	if err := o.add(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(trigger)}, triggerFile, key.Namespace, seen); err != nil {
+		return nil, err
+	}
+	if err := o.settle(); err != nil {
+		return nil, err
+	}
+	return gc.ExplainWithWorkers(ctx, o, nil, nil, key, time.Now())
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/test/framework"
@@ -158,6 +159,41 @@ var _ = Describe("kubectl wrapup", func() {
 		Expect(ex).To(HaveKeyWithValue("winner", rule.Name))
 		Expect(ex["recorded"]).To(HaveKeyWithValue("outcome", "Succeeded"))
 		Expect(ex["trigger"]).To(HaveKeyWithValue("name", "run-benchmark"))
+
+		By("plan says that turning the rule to DeleteAll deletes the recorded run at once, and writes nothing")
+		edited := &wrapupv1alpha1.CompletionRule{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(rule), edited)).To(Succeed())
+		edited = &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: edited.Name}, Spec: *edited.Spec.DeepCopy()}
+		edited.SetGroupVersionKind(wrapupv1alpha1.GroupVersion.WithKind("CompletionRule"))
+		edited.Spec.OnSuccess = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll}
+		data, err := yaml.Marshal(edited)
+		Expect(err).NotTo(HaveOccurred())
+		file := filepath.Join(GinkgoT().TempDir(), "edited.yaml")
+		Expect(os.WriteFile(file, data, 0o600)).To(Succeed())
+		out, code = run("plan", "-f", file, "-n", ns.Name)
+		Expect(code).To(Equal(0), out)
+		Expect(out).To(MatchRegexp(`(?m)^%s/run\s+%s\s+RecordOnly\s+%s\s+(Delete|DeleteAfterTTL)\s+deleted at once: `, ns.Name, rule.Name, rule.Name))
+		Expect(out).To(ContainSubstring("1 AppWrapper: 1 change, 1 deleted (1 at once), 0 blocked (rules %s)\n", rule.Name))
+		out, code = run("plan", "--delete", rule.Name, "-n", ns.Name, "-o", "json")
+		Expect(code).To(Equal(0), out)
+		var pl struct {
+			Items []struct {
+				AppWrapper    string
+				DeletedAtOnce bool
+				After         struct{ Verdict string }
+			}
+		}
+		Expect(json.Unmarshal([]byte(out), &pl)).To(Succeed(), out)
+		Expect(pl.Items).To(HaveLen(1), out)
+		Expect(pl.Items[0].AppWrapper).To(Equal(ns.Name + "/run"))
+		Expect(pl.Items[0].After.Verdict).To(Equal("NoRule"))
+		Expect(pl.Items[0].DeletedAtOnce).To(BeFalse())
+		Consistently(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(rule), got)).To(Succeed())
+			g.Expect(got.Spec.OnSuccess.Action).To(Equal(wrapupv1alpha1.ActionUpdateStatus))
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})).To(Succeed())
+		}, "2s", util.Interval).Should(Succeed())
 
 		By("a rule that is not there is an error")
 		out, code = run("eval", "--rule", "nope", "--appwrapper", ns.Name+"/run")
