@@ -14,6 +14,7 @@ import (
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -286,12 +287,20 @@ func unusedVariables(spec *wrapupv1alpha1.CompletionRuleSpec) []string {
 // it. Documents of other kinds are skipped; it returns how many rules it
 // checked.
 func lintDocuments(ctx context.Context, docs []*document, opts lintOptions) ([]finding, int) {
+	fs, n, _ := lintAll(ctx, docs, opts)
+	return fs, n
+}
+
+// lintAll is lintDocuments, and it also lints the AppWrappers among docs
+// for what wrapup reads of them (where wrapup.dev/trigger is), returning
+// how many it read.
+func lintAll(ctx context.Context, docs []*document, opts lintOptions) ([]finding, int, int) {
 	var out []finding
 	seen := map[string]string{}
-	n := 0
+	n, aws := 0, 0
 	rs, err := loadRuleSchema()
 	if err != nil {
-		return []finding{{At: "kubectl-wrapup", Severity: sevError, Message: err.Error()}}, 0
+		return []finding{{At: "kubectl-wrapup", Severity: sevError, Message: err.Error()}}, 0, 0
 	}
 	for _, d := range docs {
 		tm, err := typeOf(d)
@@ -333,6 +342,9 @@ func lintDocuments(ctx context.Context, docs []*document, opts lintOptions) ([]f
 		case isRule(tm):
 			fs, rule := lintDocument(ctx, rs, d, tm, opts)
 			items = append(items, item{fs, rule, d.At})
+		case tm.Kind == "AppWrapper" && schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind).Group == awv1beta2.GroupVersion.Group:
+			aws++
+			out = append(out, lintAppWrapper(d)...)
 		}
 		for _, it := range items {
 			n++
@@ -348,7 +360,25 @@ func lintDocuments(ctx context.Context, docs []*document, opts lintOptions) ([]f
 			}
 		}
 	}
-	return out, n
+	return out, n, aws
+}
+
+// lintAppWrapper reports a wrapup.dev/trigger that wrapup does not read:
+// on the AppWrapper's own metadata (the controller's
+// TriggerAnnotationMisplaced Event says the same).
+func lintAppWrapper(d *document) []finding {
+	obj, err := d.object()
+	if err != nil {
+		return []finding{{At: d.At(""), Severity: sevError, Message: err.Error()}}
+	}
+	name, _, _ := unstructured.NestedString(obj, "metadata", "name")
+	v, found, _ := unstructured.NestedString(obj, "metadata", "annotations", wrapupv1alpha1.TriggerAnnotation)
+	if !found || !decision.Truthy(v) {
+		return nil
+	}
+	field := "metadata.annotations"
+	return []finding{{At: d.At(field), Severity: sevWarning, Field: field,
+		Message: fmt.Sprintf("AppWrapper %s: %s", name, decision.MisplacedTriggerAnnotation)}}
 }
 
 // lintDocument lints one CompletionRule document; it returns the rule as

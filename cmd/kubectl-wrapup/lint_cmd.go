@@ -32,12 +32,15 @@ controller check them:
     group (a core-group kind that is not one, "Job is in batch"): errors,
     as the admission webhook refuses them; a near miss of a built-in kind
     (PytorchJob) is a warning, or an error when it can never be served;
-  - parts of a rule that can never take effect (warnings).
+  - parts of a rule that can never take effect (warnings);
+  - in AppWrappers, a wrapup.dev/trigger that wrapup does not read (on the
+    AppWrapper's own metadata: a warning, as the controller's
+    TriggerAnnotationMisplaced Event).
 
 Each finding is one line naming the file, line and column of the field,
 and for CEL the line and column inside the expression. Documents of other
-kinds are skipped; finding no CompletionRule at all is an error unless
---allow-no-rules. --strict makes warnings fail too.`
+kinds are skipped; finding no CompletionRule nor AppWrapper at all is an
+error unless --allow-no-rules. --strict makes warnings fail too.`
 
 func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	var src sources
@@ -78,8 +81,8 @@ func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 					return failed("%v", err)
 				}
 			}
-			findings, rules := lintDocuments(cmd.Context(), docs, opts)
-			if rules == 0 && !allowEmpty {
+			findings, rules, aws := lintAll(cmd.Context(), docs, opts)
+			if rules == 0 && aws == 0 && !allowEmpty {
 				findings = append(findings, finding{At: describeSources(src), Severity: sevError,
 					Message: fmt.Sprintf("no CompletionRule found in %d document(s) (--allow-no-rules accepts that)", len(docs))})
 			}

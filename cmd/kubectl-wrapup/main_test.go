@@ -249,6 +249,21 @@ func TestRun(t *testing.T) {
 			wantErr:  []string{"error: no AppWrapper in the -f files\n"},
 		},
 		{
+			name:     "lint: wrapup.dev/trigger on an AppWrapper's own metadata",
+			args:     []string{"lint", "-f", td("lint/misplaced-annotation.yaml")},
+			wantCode: exitOK,
+			wantOut: []string{
+				"testdata/lint/misplaced-annotation.yaml:8:3: warning: metadata.annotations: AppWrapper on-the-appwrapper: wrapup.dev/trigger is on the AppWrapper's metadata, where it names no component, and is not read: put it on the trigger component (spec.components[i].annotations) or on that component's template (spec.components[i].template.metadata.annotations)\n",
+				"0 rules in 1 file: 0 errors, 1 warning\n",
+			},
+			notOut: []string{"on-the-template"},
+		},
+		{
+			name:     "lint --strict: the misplaced annotation fails",
+			args:     []string{"lint", "--strict", "-f", td("lint/misplaced-annotation.yaml")},
+			wantCode: exitFail,
+		},
+		{
 			name:     "lint: the samples are clean",
 			args:     []string{"lint", "-f", samples},
 			wantCode: exitOK,

@@ -466,6 +466,14 @@ func tornDown(obj *unstructured.Unstructured) string {
 	return ""
 }
 
+// MisplacedTriggerAnnotation says why wrapup.dev/trigger on an
+// AppWrapper's own metadata is not read, and where it belongs: the
+// message of the TriggerAnnotationMisplaced Event, and lint's finding.
+var MisplacedTriggerAnnotation = fmt.Sprintf(
+	"%s is on the AppWrapper's metadata, where it names no component, and is not read: put it on the trigger component "+
+		"(spec.components[i].annotations) or on that component's template (spec.components[i].template.metadata.annotations)",
+	wrapupv1alpha1.TriggerAnnotation)
+
 // Decide decides what to do with in.AppWrapper. ctx bounds the evaluation
 // of the rule's expressions only.
 func Decide(ctx context.Context, in Input) Decision {
@@ -477,10 +485,7 @@ func Decide(ctx context.Context, in Input) Decision {
 		d.Verdict != VerdictBeingDeleted && d.Verdict != VerdictIgnored {
 		// Where people annotate objects, but it names no component: said,
 		// never guessed (which component would it be?).
-		d.warn(wrapupv1alpha1.ReasonTriggerAnnotationMisplaced, "FindTrigger", fmt.Sprintf(
-			"%s is on the AppWrapper's metadata, where it names no component, and is not read: put it on the trigger component "+
-				"(spec.components[i].annotations) or on that component's template (spec.components[i].template.metadata.annotations)",
-			wrapupv1alpha1.TriggerAnnotation))
+		d.warn(wrapupv1alpha1.ReasonTriggerAnnotationMisplaced, "FindTrigger", MisplacedTriggerAnnotation)
 	}
 	if MultiKueueManaged(in.AppWrapper) {
 		// Its components are on the worker: the gatherer watches their
