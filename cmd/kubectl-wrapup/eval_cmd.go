@@ -219,6 +219,7 @@ func evalRule(ctx context.Context, c client.Client, src sources, ruleName, name 
 	}
 	tm, _ := typeOf(doc)
 	if fs, _ := lintDocument(ctx, rs, doc, tm, lintOptions{}); len(fs) > 0 {
+		fs = doc.placeExpressions("", fs)
 		bad := false
 		for _, f := range fs {
 			if f.Severity == sevError {

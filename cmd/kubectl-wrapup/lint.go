@@ -337,11 +337,11 @@ func lintAll(ctx context.Context, docs []*document, opts lintOptions) ([]finding
 				prefix := fmt.Sprintf("items[%d].", i)
 				at := func(field string) string { return d.At(prefix + field) }
 				fs, rule := lintRuleObject(ctx, rs, m, itm, opts, at)
-				items = append(items, item{fs, rule, at})
+				items = append(items, item{d.placeExpressions(prefix, fs), rule, at})
 			}
 		case isRule(tm):
 			fs, rule := lintDocument(ctx, rs, d, tm, opts)
-			items = append(items, item{fs, rule, d.At})
+			items = append(items, item{d.placeExpressions("", fs), rule, d.At})
 		case tm.Kind == "AppWrapper" && schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind).Group == awv1beta2.GroupVersion.Group:
 			aws++
 			out = append(out, lintAppWrapper(d)...)

@@ -44,17 +44,17 @@ func TestLint(t *testing.T) {
 		{
 			name: "a misspelt field of the trigger (type check)",
 			spec: "  trigger:\n    apiGroup: batch\n    kind: Job\n  success: object.status.succeded > 0\n",
-			want: []string{"rule.yaml:9:12: warning: spec.success: 1:14: undefined field 'succeded' (rule r)"},
+			want: []string{"rule.yaml:9:25: warning: spec.success: 1:14: undefined field 'succeded' (rule r)"},
 		},
 		{
 			name: "a field the kind does not have",
 			spec: "  trigger: {apiGroup: batch, kind: Job}\n  failure: object.status.phase == 'Failed'\n",
-			want: []string{"rule.yaml:7:12: warning: spec.failure: 1:14: undefined field 'phase' (rule r)"},
+			want: []string{"rule.yaml:7:25: warning: spec.failure: 1:14: undefined field 'phase' (rule r)"},
 		},
 		{
 			name: "no such overload",
 			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: object.status.succeeded > 'x'\n",
-			want: []string{"rule.yaml:7:12: warning: spec.success: 1:25: found no matching overload for '_>_' applied to '(int, string)' (rule r)"},
+			want: []string{"rule.yaml:7:36: warning: spec.success: 1:25: found no matching overload for '_>_' applied to '(int, string)' (rule r)"},
 		},
 		{
 			name: "an int where a bool is wanted",
@@ -110,22 +110,57 @@ func TestLint(t *testing.T) {
 		{
 			name: "an expression that does not compile, with the CEL position",
 			spec: "  trigger: {apiGroup: batch, kind: Job}\n  variables:\n  - name: done\n    expression: object.status.?succeeded.orValue(0)\n  message: \"'pods: ' + 1\"\n",
-			want: []string{"rule.yaml:10:12: error: spec.message: 1:10: found no matching overload for '_+_' applied to '(string, int)' (rule r)"},
+			want: []string{"rule.yaml:10:22: error: spec.message: 1:10: found no matching overload for '_+_' applied to '(string, int)' (rule r)"},
 		},
 		{
 			name: "a misspelt field in a variable",
 			spec: "  trigger: {apiGroup: batch, kind: Job}\n  variables:\n  - name: done\n    expression: object.status.succeded\n  success: variables.done > 0\n",
-			want: []string{"rule.yaml:9:17: warning: spec.variables[0].expression: 1:14: undefined field 'succeded' (rule r)"},
+			want: []string{"rule.yaml:9:30: warning: spec.variables[0].expression: 1:14: undefined field 'succeded' (rule r)"},
 		},
 		{
-			name: "a block scalar: the position of its first line",
+			name: "a literal block scalar: the character's own line and column",
 			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: |\n    object.status.?active.orValue(0) == 0 &&\n      object.status.succeded > 0\n",
-			want: []string{"rule.yaml:8:5: warning: spec.success: 2:16: undefined field 'succeded' (rule r)"},
+			want: []string{"rule.yaml:9:20: warning: spec.success: 2:16: undefined field 'succeded' (rule r)"},
 		},
 		{
 			name: "an anchored value: the value, not the anchor",
 			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: &s object.status.succeded > 0\n",
 			want: []string{"rule.yaml:7:15: warning: spec.success: 1:14: undefined field 'succeded' (rule r)"},
+		},
+		{
+			name: "a folded block scalar (>-), as config/samples/benchmarks.yaml writes messages",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  message: >-\n    'benchmark ' + object.metadata.name + ': ' +\n    string(object.?status.?succeeded.orValue(0)) + ' succeeded, ' +\n    string(object.status.faild)\n",
+			want: []string{"rule.yaml:10:25: warning: spec.message: 1:130: undefined field 'faild' (rule r)"},
+		},
+		{
+			name: "a folded block scalar with a blank line, kept as a line break",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: >\n    object.status.?active.orValue(0) == 0\n\n    && object.status.succeded > 0\n",
+			want: []string{"rule.yaml:10:21: warning: spec.success: 2:17: undefined field 'succeded' (rule r)"},
+		},
+		{
+			name: "a double-quoted string with escapes",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: \"object.metadata.name == \\\"a\\\" && object.status.succeded > 0\"\n",
+			want: []string{"rule.yaml:7:59: warning: spec.success: 1:45: undefined field 'succeded' (rule r)"},
+		},
+		{
+			name: "a single-quoted string with a doubled quote",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: 'object.metadata.name == ''a'' && object.status.succeded > 0'\n",
+			want: []string{"rule.yaml:7:59: warning: spec.success: 1:45: undefined field 'succeded' (rule r)"},
+		},
+		{
+			name: "a double-quoted string over two lines",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: \"object.metadata.name == 'a' &&\n    object.status.succeded > 0\"\n",
+			want: []string{"rule.yaml:8:18: warning: spec.success: 1:45: undefined field 'succeded' (rule r)"},
+		},
+		{
+			name: "a plain scalar over two lines",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: object.metadata.name == 'a' &&\n    object.status.succeded > 0\n",
+			want: []string{"rule.yaml:8:18: warning: spec.success: 1:45: undefined field 'succeded' (rule r)"},
+		},
+		{
+			name: "a syntax error: one line, after the unfinished expression",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: |\n    object.status.succeeded >=\n",
+			want: []string{"rule.yaml:8:31: error: spec.success: 2:1: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER} (rule r)"},
 		},
 		{
 			name: "a TTL UpdateStatus never waits for",

@@ -48,6 +48,42 @@ func (d *document) At(fieldPath string) string {
 	return fmt.Sprintf("%s:%d:%d", d.File, line, col)
 }
 
+// nodeAt is the node of the field at path; nil when the document does not
+// have it.
+func (d *document) nodeAt(fieldPath string) *kyaml.Node {
+	if d.tree == nil {
+		var n kyaml.Node
+		if err := kyaml.Unmarshal(d.Data, &n); err != nil || len(n.Content) == 0 {
+			return nil
+		}
+		d.tree = n.Content[0]
+	}
+	n := d.tree
+	for _, part := range splitPath(fieldPath) {
+		var next *kyaml.Node
+		if i, err := strconv.Atoi(part); err == nil && n.Kind == kyaml.SequenceNode {
+			if i < len(n.Content) {
+				next = n.Content[i]
+			}
+		} else if n.Kind == kyaml.MappingNode {
+			for j := 0; j+1 < len(n.Content); j += 2 {
+				if n.Content[j].Value == part {
+					next = n.Content[j+1]
+					break
+				}
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		if next.Kind == kyaml.AliasNode && next.Alias != nil {
+			next = next.Alias
+		}
+		n = next
+	}
+	return n
+}
+
 func (d *document) position(fieldPath string) (line, col int) {
 	line, col = d.Line, 1
 	if d.tree == nil {

@@ -106,8 +106,8 @@ func TestRun(t *testing.T) {
 			args:     []string{"eval", "-f", td("rules/broken.yaml"), "--trigger", td("job-complete.yaml")},
 			wantCode: exitFail,
 			wantErr: []string{
-				"testdata/rules/broken.yaml:9:12: error: spec.success: 1:39: Syntax error: mismatched input '<EOF>'",
-				"testdata/rules/broken.yaml:10:12: error: spec.message: 1:10: found no matching overload for '_+_' applied to '(string, int)' (rule broken)\n",
+				"testdata/rules/broken.yaml:9:51: error: spec.success: 1:39: Syntax error: mismatched input '<EOF>'",
+				"testdata/rules/broken.yaml:10:22: error: spec.message: 1:10: found no matching overload for '_+_' applied to '(string, int)' (rule broken)\n",
 			},
 			notOut: []string{"outcome:"},
 		},
@@ -326,8 +326,8 @@ func TestRun(t *testing.T) {
 			args:     []string{"lint", "-f", td("rules/broken.yaml"), "-f", sample("benchmarks.yaml")},
 			wantCode: exitFail,
 			wantOut: []string{
-				"testdata/rules/broken.yaml:9:12: error: spec.success: 1:39: Syntax error",
-				"testdata/rules/broken.yaml:10:12: error: spec.message: 1:10: found no matching overload for '_+_' applied to '(string, int)' (rule broken)\n",
+				"testdata/rules/broken.yaml:9:51: error: spec.success: 1:39: Syntax error",
+				"testdata/rules/broken.yaml:10:22: error: spec.message: 1:10: found no matching overload for '_+_' applied to '(string, int)' (rule broken)\n",
 				"2 rules in 2 files: 2 errors, 0 warnings\n",
 			},
 		},

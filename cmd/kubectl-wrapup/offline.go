@@ -112,7 +112,7 @@ func loadOffline(ctx context.Context, docs []*document, ns string) (*offlineObje
 		}
 		if isRule(tm) {
 			fs, rule := lintDocument(ctx, rs, d, tm, lintOptions{})
-			findings = append(findings, fs...)
+			findings = append(findings, d.placeExpressions("", fs)...)
 			if err := o.addRule(rule, d.Where()); err != nil {
 				return nil, nil, err
 			}
