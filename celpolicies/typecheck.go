@@ -80,6 +80,11 @@ func TypeCheck(ruleSpec *v1alpha1.CompletionRuleSpec, objectSchema *spec.Schema,
 					"on such a trigger it fails with a cost error (taken as not finished); %s",
 				costString(est.Max), StaticCostLimit, kind, UnboundedListItems, UnboundedStringBytes, costAdvice(ast.NativeRep().Expr()))})
 		}
+		// A field the schema does not require, read without ? or has():
+		// an error on every trigger that lacks it.
+		for _, m := range optionalReads(ast, objectType, kind, ruleSpec.Trigger.APIGroup) {
+			warnings = append(warnings, v1alpha1.ExpressionWarning{FieldRef: field, Warning: m})
+		}
 		// The rule compiles with a dynamically typed object, so that a
 		// success of an int type passes there and fails at every
 		// evaluation: typed, it is found now.

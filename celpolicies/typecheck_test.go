@@ -49,9 +49,15 @@ func TestTypeCheck(t *testing.T) {
 		},
 		{
 			name:       "a success of type int, and a message of type bool",
-			spec:       v1alpha1.CompletionRuleSpec{Success: "object.status.succeeded", Message: "object.status.failed > 0"},
+			spec:       v1alpha1.CompletionRuleSpec{Success: "object.?status.?succeeded.orValue(0)", Message: "object.?status.?failed.orValue(0) > 0"},
 			wantFields: []string{"spec.success", "spec.message"},
 			wantText:   "must evaluate to",
+		},
+		{
+			name:       "an optional field read without ? or has(), and the same guarded",
+			spec:       v1alpha1.CompletionRuleSpec{Success: "object.status.conditions.exists(c, c.type == 'Complete')", Failure: "has(object.status.conditions) && object.status.conditions.exists(c, c.type == 'Failed')"},
+			wantFields: []string{"spec.success"},
+			wantText:   "1:14: conditions is optional in the Job schema: object.status.conditions errors (no such key) on a Job without it",
 		},
 		{
 			name:       "a misspelt status field",
@@ -120,7 +126,7 @@ func TestTypeCheckEstimatesCost(t *testing.T) {
 	}
 	// A costly walk beside an unknown size is still reported: the
 	// estimate with the unknown taken as 1 is a lower bound.
-	mixed := v1alpha1.CompletionRuleSpec{Message: "'run ' + string(object.status.?succeeded.orValue(0)) + (object.status.conditions.all(c, object.status.conditions.all(d, c.type != d.type)) ? ' ok' : ' dup')"}
+	mixed := v1alpha1.CompletionRuleSpec{Message: "'run ' + string(object.status.?succeeded.orValue(0)) + (has(object.status.conditions) && object.status.conditions.all(c, object.status.conditions.all(d, c.type != d.type)) ? ' ok' : ' dup')"}
 	if w := TypeCheck(&mixed, jobLikeSchema(), "Job"); len(w) != 1 {
 		t.Errorf("a nested walk beside an optional field: warnings %+v, want one on the cost", w)
 	}

@@ -58,8 +58,34 @@ func TestLint(t *testing.T) {
 		},
 		{
 			name: "an int where a bool is wanted",
-			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: object.status.succeeded\n",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: object.?status.?succeeded.orValue(0)\n",
 			want: []string{"rule.yaml:7:12: warning: spec.success: must evaluate to bool but, for a Job, evaluates to int: every evaluation fails (taken as not finished) (rule r)"},
+		},
+		{
+			name: "an optional field read without ? or has(): it errors on every Job that lacks it",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n  success: object.status.conditions.exists(c, c.type == 'Complete' && c.status == 'True')\n",
+			want: []string{"rule.yaml:7:25: warning: spec.success: 1:14: conditions is optional in the Job schema: object.status.conditions errors (no such key) on a Job without it, and every such evaluation counts as not finished, with an EvaluationError Warning; read it as object.status.?conditions.orValue([]), or test it with has() (rule r)"},
+		},
+		{
+			name: "the forms the docs show read optional fields safely: has(), ?, and a built-in kind's status",
+			spec: "  trigger: {apiGroup: batch, kind: Job}\n" +
+				"  success: has(object.status.conditions) && object.status.conditions.exists(c, c.type == 'Complete' && c.status == 'True')\n" +
+				"  failure: object.?status.?conditions.orValue([]).filter(c, c.type == 'Failed' && c.status == 'True').size() > 0\n" +
+				"  message: \"object.metadata.name + ': ' + string(object.?status.?succeeded.orValue(0))\"\n",
+			want: nil,
+		},
+		{
+			name: "a custom resource has no status until its controller writes one",
+			spec: "  trigger: {apiGroup: kubeflow.org, kind: PyTorchJob}\n  success: object.status.?completionTime.hasValue()\n",
+			want: []string{"rule.yaml:7:18: warning: spec.success: 1:7: status is optional in the PyTorchJob schema: object.status errors (no such key) on a PyTorchJob without it, and every such evaluation counts as not finished, with an EvaluationError Warning; read it as object.?status, or test it with has() (rule r)"},
+		},
+		{
+			name: "a key of a map may be absent",
+			spec: "  trigger: {apiGroup: kubeflow.org, kind: PyTorchJob}\n  success: has(object.status.replicaStatuses) && object.status.replicaStatuses.Master.succeeded > 0\n",
+			want: []string{
+				"rule.yaml:7:22: warning: spec.success: 1:11: status is optional in the PyTorchJob schema: object.status errors (no such key) on a PyTorchJob without it, and every such evaluation counts as not finished, with an EvaluationError Warning; read it as object.?status.orValue({}), or test it with has() (rule r)",
+				"rule.yaml:7:79: warning: spec.success: 1:68: Master is a map key, which may be absent: object.status.replicaStatuses.Master.succeeded errors (no such key) on a PyTorchJob without it, and every such evaluation counts as not finished, with an EvaluationError Warning; read it as object.status.replicaStatuses.?Master.?succeeded.orValue(0), or test it with has() (rule r)",
+			},
 		},
 		{
 			name: "a comprehension of 10^7 iterations",

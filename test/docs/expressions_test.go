@@ -1,7 +1,8 @@
 // Package docs tests what the project's documentation and samples teach:
-// every CompletionRule they show compiles, and its expressions evaluate,
-// without an error, on a trigger that has no status yet (a custom resource
-// just created) and on a finished one. A doc that teaches an expression
+// every CompletionRule they show compiles, type-checks without a warning
+// against its kind's shipped schema, and its expressions evaluate, without
+// an error, on a trigger that has no status yet (a custom resource just
+// created) and on a finished one. A doc that teaches an expression
 // failing on every new object cannot come back.
 package docs
 
@@ -19,6 +20,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/celpolicies/schemas"
 )
 
 // root is the repository's root, from this package's folder.
@@ -131,6 +133,19 @@ func TestEveryRuleTheDocsShowEvaluatesOnNewAndFinishedTriggers(t *testing.T) {
 		}
 		if _, err := p.Evaluate(context.Background(), gk, finished(gk), aw); err != nil {
 			t.Errorf("%s: rule %s on a finished %s: %v", where, rule.Name, gk, err)
+		}
+		// And no warning from the type check (cost, an optional field
+		// read without ? or has()), where the plugin ships the schema.
+		if rule.Spec.Trigger.Kind != "" {
+			if gvk, ok := schemas.Preferred(gk); ok {
+				s, err := schemas.Resolve(gvk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range celpolicies.TypeCheck(&rule.Spec, s, gk.Kind) {
+					t.Errorf("%s: rule %s: type-check warning on %s: %s", where, rule.Name, w.FieldRef, w.Warning)
+				}
+			}
 		}
 	}
 	if rules < 5 {

@@ -87,7 +87,7 @@ var _ = Describe("kubectl wrapup", func() {
 			}
 		}
 		sort.Strings(fromStatus)
-		Expect(fromStatus).To(HaveLen(9), strings.Join(fromStatus, "\n"))
+		Expect(fromStatus).To(HaveLen(10), strings.Join(fromStatus, "\n"))
 
 		lint := func(args ...string) []string {
 			GinkgoHelper()
