@@ -230,7 +230,9 @@ $(CONTROLLER_GEN):
 # them, and the CRDs of the kinds with built-in expressions from the modules.
 module-dir = $(shell go mod download -json $(1) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p')
 SCHEMA_CRDS = $(call module-dir,sigs.k8s.io/jobset)/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml \
-	$(call module-dir,github.com/kubeflow/training-operator)/manifests/base/crds/kubeflow.org_pytorchjobs.yaml \
+	$(foreach k,pytorchjobs tfjobs xgboostjobs jaxjobs paddlejobs,$(call module-dir,github.com/kubeflow/training-operator)/manifests/base/crds/kubeflow.org_$(k).yaml) \
+	$(call module-dir,github.com/kubeflow/mpi-operator)/manifests/base/kubeflow.org_mpijobs.yaml \
+	$(call module-dir,github.com/kubeflow/trainer/v2)/manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml \
 	$(call module-dir,github.com/ray-project/kuberay/ray-operator)/config/crd/bases/ray.io_rayjobs.yaml
 
 .PHONY: schemas

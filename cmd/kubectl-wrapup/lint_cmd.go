@@ -24,8 +24,9 @@ controller check them:
   - the expressions type-checked against the trigger kind's schema, with the
     estimated worst-case cost, as the controller does and reports on the
     rule's status.typeChecking (warnings). Offline, the schemas of batch/v1
-    Job, v1 Pod, JobSet, PyTorchJob and RayJob ship with the plugin, as the
-    API server of the supported Kubernetes version publishes them;
+    Job, v1 Pod, JobSet, the Kubeflow training kinds (PyTorchJob, TFJob,
+    XGBoostJob, JAXJob, PaddleJob, MPIJob v2beta1, TrainJob) and RayJob ship
+    with the plugin, as the API server publishes them;
     --server-schema checks against the cluster's published schema instead;
   - selectors parsed as the controller parses them, the name as the API
     server validates a custom resource's, and the trigger kind against its

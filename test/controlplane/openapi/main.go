@@ -114,6 +114,14 @@ func run(out string, crdFiles []string) error {
 				return err
 			}
 			gv := gvk.GroupVersion()
+			if prev := docs[gv]; prev != nil {
+				// Another kind of the same group and version: one
+				// document holds both, as the API server publishes them.
+				for n, s := range d.Components.Schemas {
+					prev.Components.Schemas[n] = s
+				}
+				d = prev
+			}
 			docs[gv] = d
 			ref, err := rootOf(d, gvk)
 			if err != nil {
