@@ -355,6 +355,23 @@ func (w *simWorld) randomRule(name string) simRule {
 	return r
 }
 
+// perKindShape gives r, in a world of rules written one per kind (as
+// docs/writing-rules.md shows them), the shape of its name there: r0 takes
+// Jobs, r1 Pods, r2 RayJobs, all at priority 10 with no selectors, and r3
+// annotated components at priority 0. Elsewhere r is as it is.
+func (w *simWorld) perKindShape(r simRule) simRule {
+	if !w.perKind {
+		return r
+	}
+	r.kind = map[string]string{"r0": "Job", "r1": "Pod", "r2": "RayJob", "r3": ""}[r.name]
+	r.priority = 10
+	if r.kind == "" {
+		r.priority = 0
+	}
+	r.benchOnly, r.team = false, ""
+	return r
+}
+
 // randomPolicy is a trigger policy: unset, One, All or Any.
 func (w *simWorld) randomPolicy() string {
 	return []string{"", "One", "All", "All", "Any", "Any"}[w.rng.Intn(6)]
@@ -470,7 +487,11 @@ func (w *simWorld) step() {
 			w.putAW(aw)
 		}
 	case n < 63: // an admin creates or edits a rule
-		name := fmt.Sprintf("r%d", w.rng.Intn(3))
+		names := 3
+		if w.perKind {
+			names = 4
+		}
+		name := fmt.Sprintf("r%d", w.rng.Intn(names))
 		r, ok := w.ruleSpecs[name]
 		if !ok || w.rng.Intn(3) == 0 {
 			r = w.randomRule(name)
@@ -500,7 +521,7 @@ func (w *simWorld) step() {
 				r.policy = w.randomPolicy()
 			}
 		}
-		w.setRule(r)
+		w.setRule(w.perKindShape(r))
 	case n < 66: // an admin deletes a rule
 		names := sortedKeys(w.rules)
 		if len(names) > 0 {

@@ -298,6 +298,8 @@ type simWorld struct {
 	checks    simChecks
 	// explainPolicies compiles rules for the Explain checks.
 	explainPolicies *celpolicies.Cache
+	// perKind: the admin writes one rule per kind (perKindShape).
+	perKind bool
 }
 
 func newSimWorld(seed int64) *simWorld {
@@ -313,6 +315,10 @@ func newSimWorld(seed int64) *simWorld {
 		maxLag: 2 * time.Second, explainPolicies: &celpolicies.Cache{},
 	}
 	w.checks.init()
+	// A third of the worlds have their rules written one per kind; the
+	// choice comes from a generator of its own, so that the histories of
+	// the other worlds (and the regression seeds) stay as they were.
+	w.perKind = rand.New(rand.NewSource(seed^0x5eed)).Intn(3) == 0
 	w.refuseRecords = w.rng.Intn(8) == 0
 	for _, ns := range []struct{ name, team string }{{"ns-a", "a"}, {"ns-b", "b"}} {
 		w.putNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name, Labels: map[string]string{"team": ns.team}}})
