@@ -307,6 +307,10 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	rule.Status.DeletingSince = decision.DeletingSince(rule, r.now())
 	if !equality.Semantic.DeepEqual(orig.Status, rule.Status) {
 		if err := r.Client.Status().Patch(ctx, rule, client.MergeFrom(orig)); err != nil {
+			if apierrors.IsNotFound(err) {
+				// Deleted meanwhile: its deletion's event cleans up.
+				return ctrl.Result{}, nil
+			}
 			return ctrl.Result{}, fmt.Errorf("writing rule status: %w", err)
 		}
 	}
@@ -329,7 +333,9 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	if terminal != nil {
 		// A user's mistake: retrying cannot fix it, the next edit will.
-		return ctrl.Result{}, reconcile.TerminalError(terminal)
+		// The rule's status and a Warning Event say it; it is no error of
+		// the manager's, to be logged with a stack trace.
+		return ctrl.Result{}, nil
 	}
 	if cond.Reason == wrapupv1alpha1.ReasonTriggerKindNotFound {
 		// CRD events bring the rule back when its kind appears; discovery

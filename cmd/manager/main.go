@@ -95,7 +95,7 @@ func main() {
 		fmt.Println("wrapup manager", managerVersion())
 		return
 	}
-	logger := zap.New(zap.UseFlagOptions(&opts))
+	logger := quieten(zap.New(zap.UseFlagOptions(&opts)))
 	ctrl.SetLogger(logger)
 	// client-go's leader election and other klog lines in the same format.
 	klog.SetLogger(logger)

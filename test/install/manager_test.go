@@ -153,6 +153,12 @@ func TestManagerBinary(t *testing.T) {
 		if !json.Valid([]byte(l)) {
 			t.Errorf("a log line that is not JSON: %q", l)
 		}
+		// A fresh start that goes well logs no error: an admin's alert on
+		// error lines would fire at every install.
+		var entry struct{ Level string }
+		if json.Unmarshal([]byte(l), &entry) == nil && entry.Level == "error" {
+			t.Errorf("an error line in a start that went well: %s", l)
+		}
 	}
 
 	// For docs/install.md's sizing: the process's resident memory with
