@@ -377,8 +377,7 @@ func (v *workerCacheView) claim(gk schema.GroupKind, fields celpolicies.Fields) 
 	// Remembered before the claim is made, so that it is released with the
 	// AppWrapper whatever happens to this reconcile.
 	v.r.claimOnWorker(v.key, v.c, gk)
-	var nf *KindNotFoundError
-	if err := v.c.triggers.Ensure(workerOwner(v.key, gk), gk, fields); err != nil && !errors.As(err, &nf) {
+	if err := v.c.triggers.Ensure(workerOwner(v.key, gk), gk, fields); err != nil && !KindState(err) {
 		return fmt.Errorf("watching %s on worker cluster %s: %w", gk, v.c.cluster, err)
 	}
 	return nil
@@ -430,14 +429,13 @@ func (v *cacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 	if ref.Annotated {
 		// The rule does not name the kind: this AppWrapper's annotated
 		// component does, so the AppWrapper holds the watch on it.
-		var nf *KindNotFoundError
 		owner := claimOwner(v.key, aw, ref.Kind)
 		if owner != watchOwner(v.key) {
 			// Remembered before the claim is made, so that it is released
 			// with the AppWrapper whatever happens to this reconcile.
 			v.r.rememberClaim(v.key, ref.Kind)
 		}
-		if err := v.r.Triggers.Ensure(owner, ref.Kind, fields); err != nil && !errors.As(err, &nf) {
+		if err := v.r.Triggers.Ensure(owner, ref.Kind, fields); err != nil && !KindState(err) {
 			return t, err
 		}
 		if k := v.r.Triggers.Kind(ref.Kind); k.State == decision.KindNotServed || k.State == decision.KindNotWatchable {

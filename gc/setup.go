@@ -59,6 +59,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
 	watches := NewWatches(dyn, mgr.GetRESTMapper(), dc)
+	watches.access = SelfAccessReview(dyn)
 	if err := mgr.Add(watches); err != nil {
 		return fmt.Errorf("adding trigger watches: %w", err)
 	}

@@ -58,6 +58,13 @@ type Watches struct {
 	failed map[schema.GroupKind]decision.Kind
 	// noStatus holds the kinds served with no status subresource.
 	noStatus map[schema.GroupKind]bool
+	// access, when set, asks the API server whether wrapup may list and
+	// watch a resource in every namespace, before an informer is started
+	// for it (an informer that may not list would retry, and log, for as
+	// long as it runs); nil: not asked.
+	access func(ctx context.Context, gvr schema.GroupVersionResource) (allowed bool, why string, err error)
+	// retryAt says when a kind found not watchable is asked about again.
+	retryAt map[schema.GroupKind]time.Time
 	// waiters are AppWrappers that read a kind before its informer had
 	// listed: each gets an event once it has.
 	waiters map[schema.GroupKind]map[types.NamespacedName]struct{}
@@ -110,6 +117,7 @@ func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery
 		informers: map[schema.GroupKind]*kindInformer{},
 		failed:    map[schema.GroupKind]decision.Kind{},
 		noStatus:  map[schema.GroupKind]bool{},
+		retryAt:   map[schema.GroupKind]time.Time{},
 		waiters:   map[schema.GroupKind]map[types.NamespacedName]struct{}{},
 		started:   make(chan struct{}),
 		gone:      make(chan event.GenericEvent, 64),
@@ -190,6 +198,11 @@ func (w *Watches) Ensure(owner string, gk schema.GroupKind, fields celpolicies.F
 		w.owners[owner] = claim{kind: gk, fields: fields}
 	}
 	need := w.needsStartLocked(gk)
+	if f, ok := w.failed[gk]; need && ok && f.State == decision.KindNotWatchable && time.Now().Before(w.retryAt[gk]) {
+		// Found not watchable a moment ago: not asked again yet.
+		w.mu.Unlock()
+		return &KindNotWatchableError{Kind: gk, Err: errors.New(f.Message)}
+	}
 	w.mu.Unlock()
 	if !need {
 		return nil
@@ -212,6 +225,8 @@ func (w *Watches) Ensure(owner string, gk schema.GroupKind, fields celpolicies.F
 		state := decision.Kind{State: decision.KindNotWatchable, Message: err.Error()}
 		if errors.As(err, &nf) {
 			state = decision.Kind{State: decision.KindNotServed, Message: err.Error()}
+		} else {
+			w.retryAt[gk] = time.Now().Add(notWatchableRecheck)
 		}
 		w.failed[gk] = state
 		return err
@@ -258,9 +273,71 @@ func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, error) {
 	w.noStatus[gk] = !status
 	w.mu.Unlock()
 	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-		return nil, fmt.Errorf("trigger kind %s is cluster-scoped: AppWrapper components live in the AppWrapper's namespace", gk)
+		return nil, &KindNotWatchableError{Kind: gk, Err: fmt.Errorf("trigger kind %s is cluster-scoped: AppWrapper components live in the AppWrapper's namespace", gk)}
+	}
+	if w.access != nil {
+		ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
+		defer cancel()
+		allowed, why, err := w.access(ctx, mapping.Resource)
+		switch {
+		case err != nil:
+			// Not an answer about the kind: its owners try again.
+			return nil, &discoveryError{kind: gk, err: fmt.Errorf("asking whether wrapup may list %s: %w", mapping.Resource.GroupResource(), err)}
+		case !allowed:
+			return nil, &KindNotWatchableError{Kind: gk, Err: errors.New(why)}
+		}
 	}
 	return mapping, nil
+}
+
+// notWatchableRecheck is how long a kind found not watchable (wrapup may not
+// list it) stays so before it is asked about again: a grant is picked up
+// within it, when an owner of the kind looks again (an AppWrapper whose
+// trigger it is comes back after decision.NotWatchableRetry).
+const notWatchableRecheck = time.Minute
+
+// KindNotWatchableError says that triggers of a kind cannot be watched:
+// the kind is cluster-scoped, or wrapup may not list and watch it. Its
+// owners are told through Kind (KindNotWatchable), as for a kind that is
+// not served: it is the state of the kind, not a failure of the reconcile.
+type KindNotWatchableError struct {
+	Kind schema.GroupKind
+	Err  error
+}
+
+func (e *KindNotWatchableError) Error() string { return e.Err.Error() }
+
+func (e *KindNotWatchableError) Unwrap() error { return e.Err }
+
+// KindState says whether err, from Ensure, is a state of the kind (not
+// served, not watchable) that Kind reports, rather than a failure to retry.
+func KindState(err error) bool {
+	var nf *KindNotFoundError
+	var nw *KindNotWatchableError
+	return errors.As(err, &nf) || errors.As(err, &nw)
+}
+
+// SelfAccessReview asks the API server, through client, whether the caller
+// may list and watch a resource in every namespace (SelfSubjectAccessReview,
+// which every authenticated user may create).
+func SelfAccessReview(client dynamic.Interface) func(ctx context.Context, gvr schema.GroupVersionResource) (bool, string, error) {
+	ssar := schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
+	return func(ctx context.Context, gvr schema.GroupVersionResource) (bool, string, error) {
+		for _, verb := range []string{"list", "watch"} {
+			review := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+				"spec": map[string]any{"resourceAttributes": map[string]any{"verb": verb, "group": gvr.Group, "resource": gvr.Resource}},
+			}}
+			res, err := client.Resource(ssar).Create(ctx, review, metav1.CreateOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			if allowed, _, _ := unstructured.NestedBool(res.Object, "status", "allowed"); !allowed {
+				return false, fmt.Sprintf("wrapup may not %s %s in every namespace (RBAC); grant it through the ClusterRole label wrapup.dev/aggregate-to-trigger-kinds", verb, gvr.GroupResource()), nil
+			}
+		}
+		return true, "", nil
+	}
 }
 
 // Release drops every claim of owner.
@@ -423,7 +500,11 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 			// instead of retrying forever, and tell the rules.
 			go w.recheck(gk, inf)
 		case apierrors.IsForbidden(err):
+			// Said once, as information (listForbidden), and to the
+			// owners through Kind: the reflector retries with its
+			// backoff, and the error is not logged again each time.
 			w.listForbidden(gk, inf, err)
+			return
 		}
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	}); err != nil {

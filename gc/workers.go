@@ -267,6 +267,7 @@ func (ws *WorkerClusters) connect(base context.Context, cluster string, cfg *res
 	}
 	w := NewWatches(dyn, mapper, disc)
 	w.cluster = cluster
+	w.access = SelfAccessReview(dyn)
 	ctx, cancel := context.WithCancel(base)
 	go func() { _ = w.Start(ctx) }()
 	go func() {

@@ -11,6 +11,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -174,6 +175,8 @@ var _ = Describe("Deciding safely", func() {
 		Consistently(func() int { return countEvents(aw, wrapupv1alpha1.ReasonTriggerKindNotWatched) },
 			util.ConsistentDuration, util.Interval).Should(Equal(1))
 		notDeletedNorRecorded(aw)
+		By("no informer for a kind wrapup may not list (asked first): no informer metric, so no admin's alert, and no failing watch logging")
+		Expect(informerRunning(schema.GroupKind{Kind: "ConfigMap"})).To(BeFalse())
 
 		By("the AppWrapper going: the rule says nothing more")
 		Expect(k8sClient.Delete(ctx, aw)).To(Succeed())
