@@ -29,6 +29,31 @@ type Explanation struct {
 	// At is the instant the explanation is for.
 	At time.Time
 	decision.Decision
+	// Notes say where what the reader saw may differ from what the
+	// controller sees: a kind wrapup may not list though the reader may
+	// read it, or what could not be checked.
+	Notes []string
+}
+
+// AccessReview says whether wrapup may list and watch a resource in every
+// namespace: SelfAccessReview for the controller itself, or a
+// SubjectAccessReview for wrapup's ServiceAccount in a tool.
+type AccessReview func(ctx context.Context, gvr schema.GroupVersionResource) (allowed bool, why string, err error)
+
+// ExplainOptions are what a tool may give Explain besides its reader.
+type ExplainOptions struct {
+	// Workers reads MultiKueue's worker clusters (see ExplainWithWorkers).
+	Workers WorkerReader
+	// Access, when set, says which trigger kinds wrapup may list, so that
+	// the decision is made with wrapup's rights rather than the reader's:
+	// a kind it may not list is not watchable, as the controller finds it.
+	Access AccessReview
+}
+
+// DeniedList is what wrapup says of a resource it may not verb in every
+// namespace: the same words from the controller and from a tool.
+func DeniedList(verb string, gr schema.GroupResource) string {
+	return fmt.Sprintf("wrapup may not %s %s in every namespace (RBAC); grant it through the ClusterRole label wrapup.dev/aggregate-to-trigger-kinds", verb, gr)
 }
 
 // Explain says what wrapup does with the AppWrapper key at now, and why. It
@@ -59,10 +84,17 @@ type WorkerReader func(ctx context.Context, cluster string) (client.Reader, erro
 // controller does: MultiKueue's copy there and the trigger. Without
 // workers, such an AppWrapper's worker counts as unreadable.
 func ExplainWithWorkers(ctx context.Context, r client.Reader, workers WorkerReader, policies *celpolicies.Cache, key types.NamespacedName, now time.Time) (*Explanation, error) {
+	return ExplainWith(ctx, r, ExplainOptions{Workers: workers}, policies, key, now)
+}
+
+// ExplainWith is Explain with options.
+func ExplainWith(ctx context.Context, r client.Reader, opts ExplainOptions, policies *celpolicies.Cache, key types.NamespacedName, now time.Time) (*Explanation, error) {
+	workers := opts.Workers
 	if policies == nil {
 		policies = &celpolicies.Cache{}
 	}
-	v := &readerView{r: r, labelled: true, kinds: explainKinds(r), ruleStatus: true}
+	var notes []string
+	v := &readerView{r: r, labelled: true, kinds: explainKinds(ctx, r, opts.Access, &notes), ruleStatus: true}
 	if workers != nil {
 		v.workers = func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
 			return explainWorker(ctx, r, workers, aw)
@@ -76,7 +108,9 @@ func ExplainWithWorkers(ctx context.Context, r client.Reader, workers WorkerRead
 		return nil, fmt.Errorf("reading appwrapper %s: %w", key,
 			apierrors.NewNotFound(awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource(), key.Name))
 	}
-	return explainInput(ctx, in), nil
+	ex := explainInput(ctx, in)
+	ex.Notes = notes
+	return ex, nil
 }
 
 // explainWorker reads, for Explain, the worker cluster of aw: its Workload
@@ -94,7 +128,7 @@ func explainWorker(ctx context.Context, r client.Reader, workers WorkerReader, a
 	if w.Problem != "" || wr == nil {
 		return w, nil
 	}
-	return w, &readerView{r: wr, labelled: true, kinds: explainKinds(wr)}
+	return w, &readerView{r: wr, labelled: true, kinds: explainKinds(ctx, wr, nil, nil)}
 }
 
 // emptyReader is a cache with nothing in it.
@@ -108,21 +142,44 @@ func (emptyReader) List(context.Context, client.ObjectList, ...client.ListOption
 
 // explainKinds says, from r's REST mapper when it has one, which trigger
 // kinds the API server serves; nil (every kind counts as served) without.
-func explainKinds(r client.Reader) func(schema.GroupKind) decision.Kind {
+// With access, a kind wrapup may not list is not watchable, as the
+// controller's own access review finds it, and a note says so; a review
+// that cannot be made is a note too (the reader's view then stands).
+func explainKinds(ctx context.Context, r client.Reader, access AccessReview, notes *[]string) func(schema.GroupKind) decision.Kind {
 	m, ok := r.(interface{ RESTMapper() apimeta.RESTMapper })
 	if !ok || m.RESTMapper() == nil {
 		return nil
 	}
 	mapper := m.RESTMapper()
+	known := map[schema.GroupKind]decision.Kind{}
+	note := func(format string, args ...any) {
+		if notes != nil {
+			*notes = append(*notes, fmt.Sprintf(format, args...))
+		}
+	}
 	return func(gk schema.GroupKind) decision.Kind {
+		if k, ok := known[gk]; ok {
+			return k
+		}
 		m, err := mapper.RESTMapping(gk)
+		k := decision.Kind{State: decision.KindWatched}
 		switch {
 		case err != nil && apimeta.IsNoMatchError(err):
-			return decision.Kind{State: decision.KindNotServed, Message: err.Error()}
+			k = decision.Kind{State: decision.KindNotServed, Message: err.Error()}
 		case err == nil && m.Scope.Name() != apimeta.RESTScopeNameNamespace:
-			return decision.Kind{State: decision.KindNotWatchable, Message: fmt.Sprintf("trigger kind %s is cluster-scoped", gk)}
+			k = decision.Kind{State: decision.KindNotWatchable, Message: fmt.Sprintf("trigger kind %s is cluster-scoped", gk)}
+		case err == nil && access != nil:
+			allowed, why, aerr := access(ctx, m.Resource)
+			switch {
+			case aerr != nil:
+				note("whether wrapup may list %s could not be checked (%v): it is taken as watchable, as you may read it", m.Resource.GroupResource(), aerr)
+			case !allowed:
+				k = decision.Kind{State: decision.KindNotWatchable, Message: why}
+				note("%s: the controller does not see triggers of %s, whatever you may read", why, gk)
+			}
 		}
-		return decision.Kind{State: decision.KindWatched}
+		known[gk] = k
+		return k
 	}
 }
 
@@ -255,6 +312,9 @@ func (ex *Explanation) String() string {
 		b.WriteString("\n")
 	} else {
 		b.WriteString("Recorded:   no outcome\n")
+	}
+	for _, n := range ex.Notes {
+		fmt.Fprintf(&b, "Note:       %s\n", n)
 	}
 	return b.String()
 }

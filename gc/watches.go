@@ -333,7 +333,7 @@ func SelfAccessReview(client dynamic.Interface) func(ctx context.Context, gvr sc
 				return false, "", err
 			}
 			if allowed, _, _ := unstructured.NestedBool(res.Object, "status", "allowed"); !allowed {
-				return false, fmt.Sprintf("wrapup may not %s %s in every namespace (RBAC); grant it through the ClusterRole label wrapup.dev/aggregate-to-trigger-kinds", verb, gvr.GroupResource()), nil
+				return false, DeniedList(verb, gvr.GroupResource()), nil
 			}
 		}
 		return true, "", nil

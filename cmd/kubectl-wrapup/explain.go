@@ -10,11 +10,13 @@ import (
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	"github.com/spf13/cobra"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -129,7 +131,7 @@ created yet. --expect checks the verdicts (exit 1 when one is not met), so a
 folder of AppWrappers and expected verdicts can test rules in CI.`
 
 func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	var output, workerSecrets, at string
+	var output, workerSecrets, at, sa string
 	var workerFiles map[string]string
 	var src, rules sources
 	var expect []string
@@ -161,6 +163,9 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 			if len(args) != 1 {
 				return errors.New("explain needs an AppWrapper's name, or -f FILE to explain the AppWrappers of files offline")
 			}
+			if err := checkServiceAccount(sa); err != nil {
+				return err
+			}
 			if strings.Contains(args[0], "/") {
 				return fmt.Errorf("%q is not an AppWrapper name: give the namespace with -n", args[0])
 			}
@@ -169,7 +174,7 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 				return failed("%v", err)
 			}
 			key := types.NamespacedName{Namespace: ns, Name: args[0]}
-			ex, err := gc.ExplainWithWorkers(cmd.Context(), c, workerReaders(c, workerFiles, workerSecrets), nil, key, time.Now())
+			ex, err := gc.ExplainWith(cmd.Context(), c, gc.ExplainOptions{Workers: workerReaders(c, workerFiles, workerSecrets), Access: serviceAccountAccess(c, sa)}, nil, key, time.Now())
 			if apierrors.IsNotFound(err) {
 				// Gone: its CompletionRecord says how its run ended.
 				records, lerr := gc.Records(cmd.Context(), c, ns, args[0], nil)
@@ -203,6 +208,7 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 	cmd.Flags().StringSliceVar(&rules.Filenames, "rules", nil, "Offline: a file or folder of CompletionRules; repeatable.")
 	cmd.Flags().StringArrayVar(&expect, "expect", nil, "Offline: the verdict expected, as [NAMESPACE/]NAME=VERDICT, or a YAML file of NAME: {verdict: V, rule: R, trigger: T}; repeatable. Exit 1 when one is not met.")
 	cmd.Flags().StringVar(&at, "now", "", "Offline: decide at this instant (RFC 3339) rather than now, for stable tests.")
+	cmd.Flags().StringVar(&sa, "wrapup-service-account", defaultServiceAccount, "wrapup's ServiceAccount, as NAMESPACE:NAME: explain decides with its rights (which trigger kinds it may list), asked with a SubjectAccessReview.")
 	_ = cmd.MarkFlagFilename("rules", "yaml", "yml", "json")
 	cmd.Flags().StringToStringVar(&workerFiles, "worker-kubeconfig", nil,
 		"For an AppWrapper that MultiKueue dispatched: the kubeconfig file of its worker cluster, as MULTIKUEUECLUSTER=PATH (repeatable; default: wrapup's kubeconfig Secret of that name, see --worker-secrets-namespace).")
@@ -300,6 +306,13 @@ func explanationObject(ex *gc.Explanation) (*unstructured.Unstructured, error) {
 		events = append(events, map[string]any{"type": e.Type, "reason": e.Reason, "message": e.Message})
 	}
 	set("events", events)
+	var notes []any
+	for _, n := range ex.Notes {
+		notes = append(notes, n)
+	}
+	if len(notes) > 0 {
+		obj["notes"] = notes
+	}
 	return &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}, nil
 }
 
@@ -376,4 +389,43 @@ func printRecords(w io.Writer, format string, records []wrapupv1alpha1.Completio
 		list.Items[i].SetGroupVersionKind(wrapupv1alpha1.GroupVersion.WithKind("CompletionRecord"))
 	}
 	return printObject(w, format, list)
+}
+
+// defaultServiceAccount is wrapup's ServiceAccount as the kustomize and
+// Helm installs (a release named wrapup) create it.
+const defaultServiceAccount = "wrapup-system:wrapup-controller"
+
+// serviceAccountAccess asks the API server, with a SubjectAccessReview,
+// whether wrapup's ServiceAccount sa ("NAMESPACE:NAME") may list and watch
+// a resource in every namespace: explain then decides with wrapup's rights,
+// not the user's. The user needs to be allowed to create
+// SubjectAccessReviews; when not, explain says it could not check.
+func serviceAccountAccess(c client.Client, sa string) gc.AccessReview {
+	ns, name, _ := strings.Cut(sa, ":")
+	user := "system:serviceaccount:" + ns + ":" + name
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+	return func(ctx context.Context, gvr schema.GroupVersionResource) (bool, string, error) {
+		for _, verb := range []string{"list", "watch"} {
+			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: user, Groups: groups,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: gvr.Group, Resource: gvr.Resource},
+			}}
+			if err := c.Create(ctx, review); err != nil {
+				return false, "", fmt.Errorf("asking whether %s may %s %s: %w", user, verb, gvr.GroupResource(), err)
+			}
+			if !review.Status.Allowed {
+				return false, gc.DeniedList(verb, gvr.GroupResource()), nil
+			}
+		}
+		return true, "", nil
+	}
+}
+
+// checkServiceAccount validates --wrapup-service-account.
+func checkServiceAccount(sa string) error {
+	ns, name, ok := strings.Cut(sa, ":")
+	if !ok || ns == "" || name == "" || strings.Contains(name, ":") {
+		return fmt.Errorf("--wrapup-service-account %q: want NAMESPACE:NAME", sa)
+	}
+	return nil
 }

@@ -42,7 +42,7 @@ func newPlanCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 	var src sources
 	var remove []string
 	var all bool
-	var output, workerSecrets string
+	var output, workerSecrets, sa string
 	var workerFiles map[string]string
 	cmd := &cobra.Command{
 		Use:   "plan (-f RULES | --delete RULE)... [-n NAMESPACE]",
@@ -61,6 +61,9 @@ func newPlanCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 				return errors.New("plan needs the change: -f RULES (rules to apply) or --delete RULE")
 			}
 			if err := checkOutput(output, "json", "yaml"); err != nil {
+				return err
+			}
+			if err := checkServiceAccount(sa); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -93,7 +96,8 @@ func newPlanCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 				ns = *cf.Namespace
 			}
 			now := time.Now()
-			p, err := planChange(ctx, c, workerReaders(c, workerFiles, workerSecrets), objs.rules, remove, ns, now)
+			opts := gc.ExplainOptions{Workers: workerReaders(c, workerFiles, workerSecrets), Access: serviceAccountAccess(c, sa)}
+			p, err := planChange(ctx, c, opts, objs.rules, remove, ns, now)
 			if err != nil {
 				return failed("%v", err)
 			}
@@ -111,6 +115,7 @@ func newPlanCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 	cmd.Flags().StringToStringVar(&workerFiles, "worker-kubeconfig", nil,
 		"For AppWrappers that MultiKueue dispatched: the kubeconfig file of a worker cluster, as MULTIKUEUECLUSTER=PATH (repeatable; default: wrapup's kubeconfig Secret of that name).")
 	cmd.Flags().StringVar(&workerSecrets, "worker-secrets-namespace", "wrapup-system", "Where wrapup keeps the kubeconfig Secrets of MultiKueue's worker clusters.")
+	cmd.Flags().StringVar(&sa, "wrapup-service-account", defaultServiceAccount, "wrapup's ServiceAccount, as NAMESPACE:NAME: decisions are made with its rights (which trigger kinds it may list).")
 	return cmd
 }
 
@@ -194,7 +199,7 @@ type plan struct {
 
 // planChange decides for each AppWrapper of ns ("": every namespace) under
 // the cluster's rules and under them after the change.
-func planChange(ctx context.Context, c client.Client, workers gc.WorkerReader, applied []wrapupv1alpha1.CompletionRule, remove []string, ns string, now time.Time) (*plan, error) {
+func planChange(ctx context.Context, c client.Client, opts gc.ExplainOptions, applied []wrapupv1alpha1.CompletionRule, remove []string, ns string, now time.Time) (*plan, error) {
 	var live wrapupv1alpha1.CompletionRuleList
 	if err := c.List(ctx, &live); err != nil {
 		return nil, fmt.Errorf("listing CompletionRules: %w", err)
@@ -218,8 +223,8 @@ func planChange(ctx context.Context, c client.Client, workers gc.WorkerReader, a
 		key := client.ObjectKeyFromObject(&aws.Items[i])
 		it := planned{AppWrapper: key.String()}
 		var err error
-		if it.Now, err = gc.ExplainWithWorkers(ctx, c, workers, nil, key, now); err == nil {
-			it.After, err = gc.ExplainWithWorkers(ctx, withRules{Client: c, rules: after}, workers, nil, key, now)
+		if it.Now, err = gc.ExplainWith(ctx, c, opts, nil, key, now); err == nil {
+			it.After, err = gc.ExplainWith(ctx, withRules{Client: c, rules: after}, opts, nil, key, now)
 		}
 		if err != nil {
 			it.Err = err.Error()

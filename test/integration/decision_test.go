@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
@@ -177,6 +179,18 @@ var _ = Describe("Deciding safely", func() {
 		notDeletedNorRecorded(aw)
 		By("no informer for a kind wrapup may not list (asked first): no informer metric, so no admin's alert, and no failing watch logging")
 		Expect(informerRunning(schema.GroupKind{Kind: "ConfigMap"})).To(BeFalse())
+
+		By("explain, run as cluster-admin, decides with wrapup's rights, as the controller did, and says where the user's view differs")
+		run := plugin()
+		out, code := run("explain", "configured", "-n", ns.Name, "-o", "json")
+		Expect(code).To(Equal(0), out)
+		var ex struct {
+			Verdict string
+			Notes   []string
+		}
+		Expect(json.Unmarshal([]byte(out), &ex)).To(Succeed(), out)
+		Expect(ex.Verdict).To(Equal(string(decision.VerdictTriggerNotWatchable)), out)
+		Expect(ex.Notes).To(ContainElement(ContainSubstring("wrapup may not list configmaps in every namespace")), out)
 
 		By("the AppWrapper going: the rule says nothing more")
 		Expect(k8sClient.Delete(ctx, aw)).To(Succeed())
