@@ -14,7 +14,13 @@ import (
 // alwaysPresent are the paths under object that every stored object has,
 // whatever its schema says: the API server sets them.
 var alwaysPresent = []string{"apiVersion", "kind", "metadata", "metadata.name", "metadata.uid",
-	"metadata.resourceVersion", "metadata.creationTimestamp"}
+	"metadata.resourceVersion", "metadata.creationTimestamp", "metadata.generation"}
+
+// alwaysPresentOf are the paths a built-in kind's objects always have
+// besides: the API server sets them when it creates one (a Pod's phase is
+// Pending from its creation, pkg/registry/core/pod/strategy.go
+// PrepareForCreate).
+var alwaysPresentOf = map[string][]string{"Pod": {"status.phase"}}
 
 // builtinStatus says whether the objects of group always have spec and
 // status: the Kubernetes API's own kinds (their Go types serialize both
@@ -97,6 +103,7 @@ func optionalReads(a *cel.Ast, root *apiservercel.DeclType, kind, group string) 
 				break
 			}
 			if !optional || guarded[path] || !hasOperand[chain[len(chain)-1].ID()] && guardedBelow(guarded, path) || slices.Contains(alwaysPresent, rel) ||
+				group == "" && slices.Contains(alwaysPresentOf[kind], rel) ||
 				(rel == "spec" || rel == "status") && builtinStatus(group) {
 				continue
 			}

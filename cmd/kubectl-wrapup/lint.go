@@ -331,6 +331,11 @@ func lintAll(ctx context.Context, docs []*document, opts lintOptions) ([]finding
 				av, _ := m["apiVersion"].(string)
 				k, _ := m["kind"].(string)
 				itm := metav1.TypeMeta{APIVersion: av, Kind: k}
+				if isAppWrapper(itm) {
+					aws++
+					out = append(out, appWrapperFindings(m, func(f string) string { return d.At(fmt.Sprintf("items[%d].", i) + f) })...)
+					continue
+				}
 				if !isRule(itm) {
 					continue
 				}
@@ -342,9 +347,14 @@ func lintAll(ctx context.Context, docs []*document, opts lintOptions) ([]finding
 		case isRule(tm):
 			fs, rule := lintDocument(ctx, rs, d, tm, opts)
 			items = append(items, item{d.placeExpressions("", fs), rule, d.At})
-		case tm.Kind == "AppWrapper" && schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind).Group == awv1beta2.GroupVersion.Group:
+		case isAppWrapper(tm):
 			aws++
-			out = append(out, lintAppWrapper(d)...)
+			obj, err := d.object()
+			if err != nil {
+				out = append(out, finding{At: d.At(""), Severity: sevError, Message: err.Error()})
+				continue
+			}
+			out = append(out, appWrapperFindings(obj, d.At)...)
 		}
 		for _, it := range items {
 			n++
@@ -363,22 +373,25 @@ func lintAll(ctx context.Context, docs []*document, opts lintOptions) ([]finding
 	return out, n, aws
 }
 
-// lintAppWrapper reports a wrapup.dev/trigger that wrapup does not read:
+// appWrapperFindings reports a wrapup.dev/trigger that wrapup does not read:
 // on the AppWrapper's own metadata (the controller's
 // TriggerAnnotationMisplaced Event says the same).
-func lintAppWrapper(d *document) []finding {
-	obj, err := d.object()
-	if err != nil {
-		return []finding{{At: d.At(""), Severity: sevError, Message: err.Error()}}
-	}
+func appWrapperFindings(obj map[string]any, at func(string) string) []finding {
 	name, _, _ := unstructured.NestedString(obj, "metadata", "name")
 	v, found, _ := unstructured.NestedString(obj, "metadata", "annotations", wrapupv1alpha1.TriggerAnnotation)
-	if !found || !decision.Truthy(v) {
+	ignored, _, _ := unstructured.NestedString(obj, "metadata", "annotations", wrapupv1alpha1.IgnoreAnnotation)
+	if !found || !decision.Truthy(v) || decision.Truthy(ignored) {
+		// An AppWrapper wrapup ignores: the controller says nothing of it.
 		return nil
 	}
 	field := "metadata.annotations"
-	return []finding{{At: d.At(field), Severity: sevWarning, Field: field,
+	return []finding{{At: at(field), Severity: sevWarning, Field: field,
 		Message: fmt.Sprintf("AppWrapper %s: %s", name, decision.MisplacedTriggerAnnotation)}}
+}
+
+// isAppWrapper says whether a document declares itself an AppWrapper.
+func isAppWrapper(tm metav1.TypeMeta) bool {
+	return tm.Kind == "AppWrapper" && schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind).Group == awv1beta2.GroupVersion.Group
 }
 
 // lintDocument lints one CompletionRule document; it returns the rule as

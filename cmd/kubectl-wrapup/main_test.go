@@ -213,7 +213,7 @@ func TestRun(t *testing.T) {
 				"Trigger:    v1 Pod annotated-pod, component 0 (annotated wrapup.dev/trigger)",
 				"AppWrapper: team-a/sample-pod (phase Running) at 2026-12-03T10:00:00Z\nVerdict:    NoRule\n",
 			},
-			wantErr: []string{"5 expectations met\n"},
+			wantErr: []string{"6 expectations met\n"},
 		},
 		{
 			name: "explain offline: an expectation not met fails",

@@ -47,6 +47,11 @@ type offlineObjects struct {
 	appWrappers []types.NamespacedName
 	// notes say what the files leave out and how it is taken.
 	notes []string
+	// unplaced are objects given without a namespace, until settle places
+	// them.
+	unplaced []unplaced
+	// seen says where each object was read.
+	seen map[objectKey]string
 }
 
 var _ client.Reader = (*offlineObjects)(nil)
@@ -95,13 +100,13 @@ func offlineUID(key types.NamespacedName) types.UID {
 // beside it whose kind and name it has (the AppWrapper controller would
 // have created it so: controlled by the AppWrapper, with its label).
 func loadOffline(ctx context.Context, docs []*document, ns string) (*offlineObjects, []finding, error) {
-	o := &offlineObjects{objects: map[objectKey]*unstructured.Unstructured{}}
+	o := &offlineObjects{objects: map[objectKey]*unstructured.Unstructured{}, seen: map[objectKey]string{}}
 	rs, err := loadRuleSchema()
 	if err != nil {
 		return nil, nil, err
 	}
 	var findings []finding
-	where := map[objectKey]string{}
+	where := o.seen
 	for _, d := range docs {
 		tm, err := typeOf(d)
 		if err != nil {
@@ -143,7 +148,7 @@ func loadOffline(ctx context.Context, docs []*document, ns string) (*offlineObje
 			if itm := (metav1.TypeMeta{APIVersion: av, Kind: k}); isRule(itm) {
 				prefix := fmt.Sprintf("items[%d].", i)
 				fs, rule := lintRuleObject(ctx, rs, it, itm, lintOptions{}, func(f string) string { return d.At(prefix + f) })
-				findings = append(findings, fs...)
+				findings = append(findings, d.placeExpressions(prefix, fs)...)
 				if err := o.addRule(rule, at); err != nil {
 					return nil, nil, err
 				}
@@ -158,6 +163,26 @@ func loadOffline(ctx context.Context, docs []*document, ns string) (*offlineObje
 		return nil, nil, err
 	}
 	return o, findings, nil
+}
+
+// inForce makes the rules read from files rules that have been in force
+// for a long time, as the controller would see them, unless a file gives
+// their status.deletingSince: a TTL counts from the run's end, not from
+// --now.
+func (o *offlineObjects) inForce() {
+	for i := range o.rules {
+		r := &o.rules[i]
+		if r.Status.DeletingSince != nil {
+			continue
+		}
+		if r.Generation == 0 {
+			r.Generation = 1
+		}
+		if r.CreationTimestamp.IsZero() {
+			r.CreationTimestamp = metav1.NewTime(time.Unix(0, 0).UTC())
+		}
+		r.Status.DeletingSince = decision.DeletingSince(r, time.Now())
+	}
 }
 
 // addRule adds rule, read at where (nil: it did not decode).
@@ -176,36 +201,91 @@ func (o *offlineObjects) addRule(rule *wrapupv1alpha1.CompletionRule, where stri
 // gives none; seen says where each object was read.
 func (o *offlineObjects) add(u *unstructured.Unstructured, where, ns string, seen map[objectKey]string) error {
 	gvk := u.GroupVersionKind()
+	isAW := gvk.GroupKind() == awv1beta2.GroupVersion.WithKind("AppWrapper").GroupKind()
 	if gvk.Kind == "" || gvk.Version == "" {
 		return fmt.Errorf("%s: the object has no apiVersion or kind", where)
 	}
 	if u.GetName() == "" {
-		return fmt.Errorf("%s: the %s has no metadata.name", where, gvk.Kind)
+		if isAW {
+			return fmt.Errorf("%s: the AppWrapper has no metadata.name", where)
+		}
+		// Not an object a decision reads (a kustomization.yaml, a
+		// template with generateName): skipped, as lint skips it.
+		return nil
 	}
-	if gvk.GroupKind() == (schema.GroupKind{Kind: "Namespace"}) {
+	switch {
+	case gvk.GroupKind() == (schema.GroupKind{Kind: "Namespace"}):
 		u.SetNamespace("")
-	} else if u.GetNamespace() == "" {
+	case u.GetNamespace() == "" && !isAW:
+		// Placed once every AppWrapper is read: in the namespace of the
+		// AppWrapper it is a component of (settle).
+		o.unplaced = append(o.unplaced, unplaced{u: u, where: where, ns: ns})
+		return nil
+	case u.GetNamespace() == "":
 		u.SetNamespace(ns)
 	}
+	return o.put(u, where, seen)
+}
+
+// put adds u, whose namespace is set, to the objects.
+func (o *offlineObjects) put(u *unstructured.Unstructured, where string, seen map[objectKey]string) error {
+	gvk := u.GroupVersionKind()
 	key := objectKey{gvk.GroupKind(), u.GetNamespace(), u.GetName()}
 	if prev, dup := seen[key]; dup {
 		return fmt.Errorf("%s: %s %s/%s is given twice (first at %s)", where, gvk.Kind, key.namespace, key.name, prev)
 	}
 	seen[key] = where
 	if gvk.GroupKind() == awv1beta2.GroupVersion.WithKind("AppWrapper").GroupKind() {
-		awKey := types.NamespacedName{Namespace: key.namespace, Name: key.name}
-		if u.GetUID() == "" {
-			u.SetUID(offlineUID(awKey))
-		}
-		o.appWrappers = append(o.appWrappers, awKey)
+		o.appWrappers = append(o.appWrappers, types.NamespacedName{Namespace: key.namespace, Name: key.name})
 	}
 	o.objects[key] = u
 	return nil
 }
 
+// unplaced is an object given without a namespace, placed by settle.
+type unplaced struct {
+	u         *unstructured.Unstructured
+	where, ns string
+}
+
 // settle completes the objects once all are added: the AppWrappers'
 // components are adopted, and the Namespaces a rule needs are there.
 func (o *offlineObjects) settle() error {
+	// An object given without a namespace is in the namespace of the
+	// AppWrapper it is a component of (else in -n's).
+	for _, p := range o.unplaced {
+		gk := p.u.GroupVersionKind().GroupKind()
+		ns := p.ns
+		for _, key := range o.appWrappers {
+			if o.names(key, gk, p.u.GetName()) {
+				ns = key.Namespace
+				break
+			}
+		}
+		p.u.SetNamespace(ns)
+		if err := o.put(p.u, p.where, o.seen); err != nil {
+			return err
+		}
+	}
+	o.unplaced = nil
+	for _, key := range o.appWrappers {
+		u := o.objects[objectKey{awv1beta2.GroupVersion.WithKind("AppWrapper").GroupKind(), key.Namespace, key.Name}]
+		if u.GetUID() != "" {
+			continue
+		}
+		// Without a UID: the one its components' owner reference gives,
+		// when one names it (they were read from the same cluster); else
+		// one made up, so that the components given beside it are its own.
+		uid := offlineUID(key)
+		for _, obj := range o.objects {
+			if ref := metav1.GetControllerOf(obj); obj.GetNamespace() == key.Namespace && ref != nil &&
+				ref.Kind == "AppWrapper" && ref.Name == key.Name && ref.UID != "" {
+				uid = ref.UID
+				break
+			}
+		}
+		u.SetUID(uid)
+	}
 	for _, key := range o.appWrappers {
 		if err := o.adopt(key); err != nil {
 			return err
@@ -244,8 +324,9 @@ func (o *offlineObjects) adopt(key types.NamespacedName) error {
 			return fmt.Errorf("AppWrapper %s: spec.components[%d].template: %w", key, i, err)
 		}
 		gk := schema.FromAPIVersionAndKind(tmpl.APIVersion, tmpl.Kind).GroupKind()
-		obj, ok := o.objects[objectKey{gk, key.Namespace, tmpl.Metadata.Name}]
-		if !ok || tmpl.Metadata.Name == "" || metav1.GetControllerOf(obj) != nil {
+		name := componentName(aw, i, tmpl.Metadata.Name)
+		obj, ok := o.objects[objectKey{gk, key.Namespace, name}]
+		if !ok || name == "" || metav1.GetControllerOf(obj) != nil {
 			continue
 		}
 		obj.SetOwnerReferences(append(obj.GetOwnerReferences(), metav1.OwnerReference{
@@ -260,6 +341,39 @@ func (o *offlineObjects) adopt(key types.NamespacedName) error {
 		obj.SetLabels(labels)
 	}
 	return nil
+}
+
+// componentName is the name of component i of aw: its template's, or, for
+// a template with generateName, the one the AppWrapper controller gave it
+// (status.componentStatus), as the decision finds it.
+func componentName(aw *awv1beta2.AppWrapper, i int, template string) string {
+	if template == "" && i < len(aw.Status.ComponentStatus) {
+		return aw.Status.ComponentStatus[i].Name
+	}
+	return template
+}
+
+// names says whether the AppWrapper key has a component of kind gk named
+// name.
+func (o *offlineObjects) names(key types.NamespacedName, gk schema.GroupKind, name string) bool {
+	u := o.objects[objectKey{awv1beta2.GroupVersion.WithKind("AppWrapper").GroupKind(), key.Namespace, key.Name}]
+	aw := &awv1beta2.AppWrapper{}
+	if u == nil || runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, aw) != nil {
+		return false
+	}
+	for i, c := range aw.Spec.Components {
+		var tmpl struct {
+			metav1.TypeMeta `json:",inline"`
+			Metadata        metav1.ObjectMeta `json:"metadata"`
+		}
+		if json.Unmarshal(c.Template.Raw, &tmpl) != nil {
+			continue
+		}
+		if schema.FromAPIVersionAndKind(tmpl.APIVersion, tmpl.Kind).GroupKind() == gk && componentName(aw, i, tmpl.Metadata.Name) == name {
+			return true
+		}
+	}
+	return false
 }
 
 // expectation is what an offline explain is expected to decide for one
@@ -380,7 +494,6 @@ func explainOffline(ctx context.Context, cf *genericclioptions.ConfigFlags, stre
 	if err != nil {
 		return err
 	}
-	f.rules.Recursive = f.src.Recursive
 	docs, _, err := f.src.read(streams.In)
 	if err != nil {
 		return failed("%v", err)
@@ -393,6 +506,7 @@ func explainOffline(ctx context.Context, cf *genericclioptions.ConfigFlags, stre
 	if err != nil {
 		return failed("%v", err)
 	}
+	objs.inForce()
 	bad := false
 	for _, fd := range findings {
 		if fd.Severity == sevError {
@@ -485,15 +599,15 @@ func namespaceOf(cf *genericclioptions.ConfigFlags) string {
 // explainFiles decides, offline, on the AppWrapper aw (read from awFile)
 // with its trigger (read from triggerFile), under rule alone.
 func explainFiles(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, aw map[string]any, awFile string, trigger map[string]any, triggerFile, ns string) (*gc.Explanation, error) {
-	o := &offlineObjects{objects: map[objectKey]*unstructured.Unstructured{}, rules: []wrapupv1alpha1.CompletionRule{*rule}}
-	seen := map[objectKey]string{}
-	if err := o.add(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(aw)}, awFile, ns, seen); err != nil {
+	o := &offlineObjects{objects: map[objectKey]*unstructured.Unstructured{}, rules: []wrapupv1alpha1.CompletionRule{*rule}, seen: map[objectKey]string{}}
+	if err := o.add(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(aw)}, awFile, ns, o.seen); err != nil {
 		return nil, err
 	}
 	key := o.appWrappers[0]
-	if err := o.add(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(trigger)}, triggerFile, key.Namespace, seen); err != nil {
+	if err := o.add(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(trigger)}, triggerFile, key.Namespace, o.seen); err != nil {
 		return nil, err
 	}
+	o.inForce()
 	if err := o.settle(); err != nil {
 		return nil, err
 	}

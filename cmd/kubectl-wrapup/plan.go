@@ -144,6 +144,7 @@ func (w withRules) List(ctx context.Context, list client.ObjectList, opts ...cli
 // for it (an action that now deletes counts from now).
 func changedRules(live, applied []wrapupv1alpha1.CompletionRule, remove []string, now time.Time) ([]wrapupv1alpha1.CompletionRule, error) {
 	out := slices.Clone(live)
+	remove = slices.Compact(slices.Sorted(slices.Values(remove)))
 	for _, name := range remove {
 		i := slices.IndexFunc(out, func(r wrapupv1alpha1.CompletionRule) bool { return r.Name == name })
 		if i < 0 {
@@ -167,8 +168,10 @@ func changedRules(live, applied []wrapupv1alpha1.CompletionRule, remove []string
 			n.Generation = old.Generation + 1
 			n.Status = *old.Status.DeepCopy()
 		} else {
+			// Created: the API server keeps no status a file gives.
 			n.Generation = 1
 			n.CreationTimestamp = metav1.NewTime(now)
+			n.Status = wrapupv1alpha1.CompletionRuleStatus{}
 		}
 		n.Status.DeletingSince = decision.DeletingSince(n, now)
 		if i >= 0 {
@@ -230,8 +233,12 @@ func planChange(ctx context.Context, c client.Client, opts gc.ExplainOptions, ap
 			it.Err = err.Error()
 			it.changed = true
 		} else {
-			it.changed = it.Now.Winner != it.After.Winner || it.Now.Verdict != it.After.Verdict
-			it.deleted = deletes(it.After) && !deletes(it.Now)
+			// A deletion that comes sooner (a shorter TTL) is one the
+			// change makes; one that comes later, a change all the same.
+			sooner := deletes(it.After) && (!deletes(it.Now) || dueAt(it.After).Before(dueAt(it.Now).Add(-time.Second)))
+			it.changed = it.Now.Winner != it.After.Winner || it.Now.Verdict != it.After.Verdict ||
+				deletes(it.Now) && deletes(it.After) && dueAt(it.Now).Sub(dueAt(it.After)).Abs() > time.Second
+			it.deleted = sooner
 			it.deletesNow = it.deleted && (it.After.Verdict == decision.VerdictDelete || it.After.After <= time.Second)
 			it.blocksAfter = it.After.Verdict == decision.VerdictBlocked && it.Now.Verdict != decision.VerdictBlocked
 		}
@@ -247,6 +254,14 @@ func deletes(ex *gc.Explanation) bool {
 	return ex.Verdict == decision.VerdictDelete || ex.Verdict == decision.VerdictDeleteAfterTTL
 }
 
+// dueAt is when ex deletes the AppWrapper (now, for a deletion at once).
+func dueAt(ex *gc.Explanation) time.Time {
+	if ex.Verdict == decision.VerdictDelete || ex.DueAt.IsZero() {
+		return ex.At
+	}
+	return ex.DueAt
+}
+
 // note says in a few words what the change does to it.
 func (it *planned) note() string {
 	switch {
@@ -256,6 +271,8 @@ func (it *planned) note() string {
 		return "deleted at once: " + it.After.Reason
 	case it.deleted:
 		return fmt.Sprintf("deleted in %s: %s", it.After.After.Round(time.Second), it.After.Reason)
+	case it.changed && deletes(it.Now) && deletes(it.After):
+		return fmt.Sprintf("deleted later, in %s rather than %s: %s", it.After.After.Round(time.Second), dueAt(it.Now).Sub(it.Now.At).Round(time.Second), it.After.Reason)
 	case it.blocksAfter:
 		return "blocked: " + it.After.Reason
 	case it.changed:

@@ -65,7 +65,13 @@ func runeCol(s string, i int) int { return utf8.RuneCountInString(s[:i]) + 1 }
 // blockScalar walks a | or > scalar, whose indicator is on n's line.
 func blockScalar(lines []string, n *kyaml.Node, emit func(rune, srcPos)) {
 	header := lines[n.Line-1]
-	if strings.ContainsAny(header[strings.LastIndexAny(header, "|>"):], "123456789") {
+	// The indicators after | or > (chomping, indentation), up to a space
+	// or a comment.
+	ind := header[strings.LastIndexAny(header, "|>")+1:]
+	if i := strings.IndexAny(ind, " \t#"); i >= 0 {
+		ind = ind[:i]
+	}
+	if strings.ContainsAny(ind, "123456789") {
 		return // an explicit indentation indicator: not walked
 	}
 	first := n.Line // 0-based index of the first content line
