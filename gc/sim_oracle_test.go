@@ -911,7 +911,7 @@ func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Deci
 		}
 	}
 	v := &readerView{r: &simReader{w: w, fresh: true, noFaults: true}, labelled: true}
-	v.kinds = explainKinds(v.r)
+	v.kinds = explainKinds(context.Background(), v.r, nil, nil)
 	ein, err := gather(context.Background(), v, w.explainPolicies, client.ObjectKeyFromObject(aw), nil,
 		decision.Input{Now: in.Now, FailureSeen: in.FailureSeen, HoldStart: in.HoldStart, FailureGracePeriod: in.FailureGracePeriod})
 	if err != nil {
