@@ -282,7 +282,9 @@ func issuesMessage(iss *cel.Issues) string {
 			parts = append(parts, fmt.Sprintf("and %d more errors", len(errs)-maxReported))
 			break
 		}
-		msg := e.Message
+		// cel-go names the container of an undeclared reference; wrapup
+		// declares none, so it says nothing but noise.
+		msg := strings.ReplaceAll(e.Message, " (in container '')", "")
 		if line := e.Location.Line(); line > 0 {
 			msg = fmt.Sprintf("%d:%d: %s", line, e.Location.Column()+1, msg)
 		}

@@ -281,3 +281,15 @@ func TestCompileEstimatedCost(t *testing.T) {
 		t.Errorf("Compile without a cost estimate limit: %v", err)
 	}
 }
+
+// An undeclared name is reported without cel-go's "(in container '')":
+// wrapup declares no container, and the words say nothing to a user.
+func TestUndeclaredReferenceMessage(t *testing.T) {
+	_, err := Compile(&v1alpha1.CompletionRuleSpec{Success: "objet.status.succeeded > 0"})
+	if err == nil {
+		t.Fatal("a rule reading an undeclared name compiled")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "undeclared reference to 'objet'") || strings.Contains(msg, "in container") {
+		t.Errorf("message %q: want the undeclared name, without the container", msg)
+	}
+}
