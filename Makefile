@@ -196,11 +196,11 @@ docker-push: ## Push the controller image IMG.
 ##@ Deployment
 
 .PHONY: install
-install: manifests ## Install the CompletionRule CRD into the current cluster.
+install: manifests ## Install wrapup's CRDs (CompletionRule, CompletionRecord) into the current cluster.
 	kubectl apply -k config/crd
 
 .PHONY: uninstall
-uninstall: ## Remove the CompletionRule CRD (and every rule) from the current cluster.
+uninstall: ## Remove wrapup's CRDs from the current cluster, and with them every rule and every CompletionRecord.
 	kubectl delete -k config/crd --ignore-not-found
 
 .PHONY: deploy
