@@ -66,7 +66,7 @@ import (
 // in the test); on SIGTERM it exits 0 and releases the Lease. It needs the
 // control plane (make test); make test-unit skips it.
 func TestManagerBinary(t *testing.T) {
-	cfg, c := managerTestServer(t)
+	cfg, c, kubeconfig := managerTestServerKubeconfig(t)
 	m := startManager(t, cfg, c, nil)
 	cmd, logs, done, probes, metrics, certDir := m.cmd, m.logs, m.done, m.probes, m.metrics, m.certDir
 
@@ -100,6 +100,7 @@ func TestManagerBinary(t *testing.T) {
 		Should(gomega.Equal(http.StatusOK), "GET /readyz")
 	logs.await(t, "Serving the webhook")
 	checkWebhook(t, c)
+	checkWebhookDoc(t, kubeconfig)
 	// The metrics: HTTPS, for whom the API server says may get /metrics
 	// (a ServiceAccount bound to the install's wrapup-metrics-reader).
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, Timeout: 10 * time.Second}
@@ -192,17 +193,24 @@ func TestManagerBinary(t *testing.T) {
 // managerTestServer starts a fresh API server for a manager test, or skips
 // it without the control plane (make test-unit).
 func managerTestServer(t *testing.T) (*rest.Config, client.Client) {
+	cfg, c, _ := managerTestServerKubeconfig(t)
+	return cfg, c
+}
+
+// managerTestServerKubeconfig is managerTestServer, with an admin
+// kubeconfig file for kubectl.
+func managerTestServerKubeconfig(t *testing.T) (*rest.Config, client.Client, string) {
 	t.Helper()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		t.Skip("needs the local control plane (KUBEBUILDER_ASSETS, as make test sets it)")
 	}
-	cfg, _ := freshAPIServer(t, assets)
+	cfg, kubeconfig := freshAPIServer(t, assets)
 	c, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg, c
+	return cfg, c, kubeconfig
 }
 
 // managerProcess is cmd/manager running as a process.
@@ -685,6 +693,42 @@ func projectSecret(t *testing.T, c client.Client, key types.NamespacedName, dir 
 	})
 	if err != nil && ctx.Err() == nil {
 		t.Errorf("projecting the webhook's Secret: %v", err)
+	}
+}
+
+// checkWebhookDoc applies, with the control plane's kubectl, the rule that
+// docs/install.md shows refused, and checks that the doc shows what kubectl
+// prints (white space aside: the doc wraps it).
+func checkWebhookDoc(t *testing.T, kubeconfig string) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "not compile, with the compiler's message:\n\n```\n")
+	shown, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/install.md: the webhook's refusal is not shown")
+	}
+	rule := filepath.Join(t.TempDir(), "rule.yaml")
+	if err := os.WriteFile(rule, []byte(`apiVersion: wrapup.dev/v1alpha1
+kind: CompletionRule
+metadata:
+  name: bench
+spec:
+  trigger: {apiGroup: batch, kind: Job}
+  success: "object.status.succeeded >= undeclaredThreshold"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "apply", "-f", "rule.yaml", "--kubeconfig", kubeconfig)
+	cmd.Dir = filepath.Dir(rule)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("kubectl apply of a rule that does not compile succeeded: %s", out)
+	}
+	if got, want := strings.Join(strings.Fields(string(out)), " "), strings.Join(strings.Fields(shown), " "); got != want {
+		t.Errorf("docs/install.md shows:\n%s\nkubectl prints:\n%s", want, got)
 	}
 }
 
