@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/client-go/discovery"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -18,7 +21,46 @@ import (
 // so that `kubectl apply` of a bad rule fails with the compile error instead
 // of storing a rule that only reports Ready=False. The CRD's own validation
 // rules run first; this adds what only the CEL compiler knows.
-type RuleValidator struct{}
+type RuleValidator struct {
+	// Mapper and Schemas, when set, type-check an admitted rule against
+	// its trigger kind's schema, as the rule controller does: what it
+	// would write on status.typeChecking comes back as admission warnings,
+	// which kubectl prints at apply time.
+	Mapper  meta.RESTMapper
+	Schemas resolver.SchemaResolver
+}
+
+// NewRuleValidator is a RuleValidator that type-checks against the
+// schemas the API server of mgr publishes, read at each admission (rules
+// are seldom written; a CRD installed a moment ago is seen).
+func NewRuleValidator(mgr ctrl.Manager) (*RuleValidator, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("creating discovery client: %w", err)
+	}
+	return &RuleValidator{Mapper: mgr.GetRESTMapper(), Schemas: &resolver.ClientDiscoveryResolver{Discovery: dc}}, nil
+}
+
+// warnings are the type-check warnings of rule, as admission warnings.
+func (v *RuleValidator) warnings(rule *wrapupv1alpha1.CompletionRule) admission.Warnings {
+	gk := decision.RuleKind(rule)
+	if v.Mapper == nil || v.Schemas == nil || gk.Kind == "" {
+		return nil
+	}
+	mapping, err := v.Mapper.RESTMapping(gk)
+	if err != nil {
+		return nil
+	}
+	s, err := v.Schemas.ResolveSchema(mapping.GroupVersionKind)
+	if err != nil {
+		return nil
+	}
+	var out admission.Warnings
+	for _, w := range TypeCheck(rule, mapping.GroupVersionKind, s).ExpressionWarnings {
+		out = append(out, decision.Truncate(w.FieldRef+": "+w.Warning, 512))
+	}
+	return out
+}
 
 // failurePolicy is Ignore: the webhook only gives the compile error early.
 // What keeps a bad rule from acting is the controller, which never acts on
@@ -34,12 +76,18 @@ func (v *RuleValidator) SetupWebhookWithManager(mgr ctrl.Manager) error {
 
 // ValidateCreate compiles the new rule.
 func (v *RuleValidator) ValidateCreate(_ context.Context, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
-	return nil, validateRule(rule)
+	if err := validateRule(rule); err != nil {
+		return nil, err
+	}
+	return v.warnings(rule), nil
 }
 
 // ValidateUpdate compiles the updated rule.
 func (v *RuleValidator) ValidateUpdate(_ context.Context, _, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
-	return nil, validateRule(rule)
+	if err := validateRule(rule); err != nil {
+		return nil, err
+	}
+	return v.warnings(rule), nil
 }
 
 // ValidateDelete allows every deletion.

@@ -124,7 +124,11 @@ func (o *webhookOptions) setup(ctx context.Context, mgr ctrl.Manager, namespace 
 		}
 		// The webhook server reads its certificate when it starts: it is
 		// added to the manager only now.
-		if err := (&gc.RuleValidator{}).SetupWebhookWithManager(mgr); err != nil {
+		v, err := gc.NewRuleValidator(mgr)
+		if err == nil {
+			err = v.SetupWebhookWithManager(mgr)
+		}
+		if err != nil {
 			log.Error(err, "Serving the webhook")
 			return
 		}

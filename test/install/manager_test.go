@@ -730,6 +730,30 @@ spec:
 	if got, want := strings.Join(strings.Fields(string(out)), " "), strings.Join(strings.Fields(shown), " "); got != want {
 		t.Errorf("docs/install.md shows:\n%s\nkubectl prints:\n%s", want, got)
 	}
+
+	// A rule that compiles but reads an optional field without ?: admitted,
+	// and kubectl prints the type check's warning as it applies it.
+	if err := os.WriteFile(rule, []byte(`apiVersion: wrapup.dev/v1alpha1
+kind: CompletionRule
+metadata:
+  name: bench-warned
+spec:
+  trigger: {apiGroup: batch, kind: Job}
+  success: "object.status.conditions.exists(c, c.type == 'Complete' && c.status == 'True')"
+  dryRun: true
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "apply", "-f", "rule.yaml", "--kubeconfig", kubeconfig)
+	cmd.Dir = filepath.Dir(rule)
+	out, err = cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply of a rule that compiles: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "Warning: spec.success: 1:14: conditions is optional in the Job schema") {
+		t.Errorf("kubectl apply of a rule reading an optional field without ?: no type-check warning printed:\n%s", out)
+	}
+	t.Logf("kubectl apply printed:\n%s", out)
 }
 
 // checkWebhook checks the webhook as the API server calls it: the manager
