@@ -181,16 +181,19 @@ type CompletionRuleSpec struct {
 	// onSuccess is what happens once the trigger succeeded. Default:
 	// DeleteAll at once.
 	// +optional
+	// +kubebuilder:default={}
 	OnSuccess ActionSpec `json:"onSuccess,omitempty"`
 
 	// onFailure is what happens once the trigger failed and the AppWrapper
 	// controller will not retry it. Default: DeleteAll at once.
 	// +optional
+	// +kubebuilder:default={}
 	OnFailure ActionSpec `json:"onFailure,omitempty"`
 
 	// dryRun records outcomes and emits "would delete" Events, and never
 	// deletes anything: for trying a new rule on a live cluster.
 	// +optional
+	// +kubebuilder:default=false
 	DryRun bool `json:"dryRun,omitempty"`
 
 	// history says how long the CompletionRecords of the runs this rule
@@ -218,14 +221,17 @@ type CompletionRuleStatus struct {
 	// matchedAppWrappers is how many AppWrappers this rule currently decides
 	// for (it matches them and wins over every other matching rule).
 	// +optional
+	// +kubebuilder:default=0
 	MatchedAppWrappers int32 `json:"matchedAppWrappers,omitempty"`
 
 	// succeeded counts AppWrappers finished by this rule with a succeeded trigger.
 	// +optional
+	// +kubebuilder:default=0
 	Succeeded int64 `json:"succeeded,omitempty"`
 
 	// failed counts AppWrappers finished by this rule with a failed trigger.
 	// +optional
+	// +kubebuilder:default=0
 	Failed int64 `json:"failed,omitempty"`
 
 	// deletingSince says since when wrapup has seen the rule delete the
@@ -302,7 +308,11 @@ type ExpressionWarning struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=crule;crules,categories=wrapup
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="Trigger",type=string,JSONPath=`.spec.trigger.kind`
+// +kubebuilder:printcolumn:name="On-Success",type=string,JSONPath=`.spec.onSuccess.action`
+// +kubebuilder:printcolumn:name="On-Failure",type=string,JSONPath=`.spec.onFailure.action`,priority=1
+// +kubebuilder:printcolumn:name="DryRun",type=boolean,JSONPath=`.spec.dryRun`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.matchedAppWrappers`
 // +kubebuilder:printcolumn:name="Succeeded",type=integer,JSONPath=`.status.succeeded`

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,16 @@ func TestKubectlApply(t *testing.T) {
 			t.Errorf("a second apply of the rules changed something:\n%s", out)
 		}
 		run("apply", "--server-side", "-k", "config/rules")
+		// kubectl get shows the rule's priority, actions and dryRun, the
+		// CRD's defaults filling what the rule leaves out.
+		out = run("get", "completionrules", "-o", "wide")
+		header, row, _ := strings.Cut(out, "\n")
+		if got := strings.Fields(header); !slices.Equal(got[:6], []string{"NAME", "PRIORITY", "TRIGGER", "ON-SUCCESS", "ON-FAILURE", "DRYRUN"}) {
+			t.Errorf("kubectl get completionrules -o wide: columns %v", got)
+		}
+		if got := strings.Fields(row); len(got) < 5 || got[0] != "annotated-triggers" || got[1] != "-1000000" || got[2] != "DeleteAll" || got[3] != "DeleteAll" || got[4] != "false" {
+			t.Errorf("kubectl get completionrules -o wide: row %v\n%s", got, out)
+		}
 	})
 	t.Run("kubectl delete -k removes it all", func(t *testing.T) {
 		run("delete", "-k", "config/rules")
