@@ -225,8 +225,8 @@ func TestExplain(t *testing.T) {
 					r.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}
 				})},
 			want: want{verdict: decision.VerdictNoRule, rules: map[string]string{
-				"training": "appWrapperSelector does not select",
-				"team-b":   "namespaceSelector does not select namespace team-a",
+				"training": "appWrapperSelector (role=training) does not select the AppWrapper (labels: role=benchmark)",
+				"team-b":   "namespaceSelector (team=b) does not select namespace team-a (labels: ",
 			}},
 		},
 		{

@@ -83,6 +83,23 @@ type selection struct {
 	standings []RuleStanding
 }
 
+// selectorString renders a selector as kubectl's -l takes it.
+func selectorString(sel *metav1.LabelSelector) string {
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return "does not parse"
+	}
+	return s.String()
+}
+
+// labelsString renders labels as key=value, sorted; "none" for none.
+func labelsString(set map[string]string) string {
+	if len(set) == 0 {
+		return "none"
+	}
+	return labels.Set(set).String()
+}
+
 // selectorMatches says whether sel selects set; a selector that does not
 // parse returns its error.
 func selectorMatches(sel *metav1.LabelSelector, set map[string]string) (bool, error) {
@@ -178,9 +195,11 @@ func selectRule(rules []Rule, aw *awv1beta2.AppWrapper, nsLabels map[string]stri
 		case !rule.DeletionTimestamp.IsZero():
 			s.Why = "is being deleted"
 		case !awMatch:
-			s.Why = "appWrapperSelector does not select the AppWrapper"
+			s.Why = fmt.Sprintf("appWrapperSelector (%s) does not select the AppWrapper (labels: %s)",
+				selectorString(rule.Spec.AppWrapperSelector), labelsString(awLabels))
 		case !nsMatch:
-			s.Why = fmt.Sprintf("namespaceSelector does not select namespace %s", namespace)
+			s.Why = fmt.Sprintf("namespaceSelector (%s) does not select namespace %s (labels: %s)",
+				selectorString(rule.Spec.NamespaceSelector), namespace, labelsString(nsLabels))
 		case !appliesTo(rule, comps):
 			s.Matches = false
 			s.Why = fmt.Sprintf("does not apply: it wants %s as the trigger, and the AppWrapper has none", wanted(rule))
