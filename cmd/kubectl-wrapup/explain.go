@@ -189,6 +189,10 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 					return nil
 				}
 			}
+			if apierrors.IsForbidden(err) {
+				return failed("%v\n(explain reads the cluster's CompletionRules and the AppWrapper's Namespace besides your namespace's objects: "+
+					"ask an admin to bind you the ClusterRole wrapup-explain with a ClusterRoleBinding; see docs/plugin.md)", err)
+			}
 			if err != nil {
 				return failed("%v", err)
 			}

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	batchv1 "k8s.io/api/batch/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -194,6 +195,32 @@ var _ = Describe("kubectl wrapup", func() {
 			g.Expect(got.Spec.OnSuccess.Action).To(Equal(wrapupv1alpha1.ActionUpdateStatus))
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})).To(Succeed())
 		}, "2s", util.Interval).Should(Succeed())
+
+		By("a tenant with rights in their namespace only: explain says which role it needs")
+		tenant := "system:serviceaccount:" + ns.Name + ":tenant"
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns.Name}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{awv1beta2.GroupVersion.Group}, Resources: []string{"appwrappers"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{wrapupv1alpha1.GroupVersion.Group}, Resources: []string{"completionrecords"}, Verbs: []string{"get", "list"}},
+		}}
+		Expect(k8sClient.Create(ctx, role)).To(Succeed())
+		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns.Name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "tenant"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "tenant", Namespace: ns.Name}}})).To(Succeed())
+		Eventually(func() string { out, _ = run("explain", "run", "-n", ns.Name, "--as", tenant); return out }, util.Timeout, util.Interval).
+			Should(ContainSubstring("ask an admin to bind you the ClusterRole wrapup-explain"))
+
+		By("with the shipped ClusterRole wrapup-explain bound, the tenant's explain decides")
+		crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns.Name + "-tenant-explain"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "wrapup-explain"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "tenant", Namespace: ns.Name}}}
+		Expect(k8sClient.Create(ctx, crb)).To(Succeed())
+		DeferCleanup(func() { _ = k8sClient.Delete(ctx, crb) })
+		Eventually(func() string { out, _ = run("explain", "run", "-n", ns.Name, "--as", tenant); return out }, util.Timeout, util.Interval).
+			Should(ContainSubstring("Verdict:    RecordOnly"))
+		// It may not ask what wrapup may list: it says so, and decides with
+		// its own view.
+		Expect(out).To(ContainSubstring("could not be checked"))
 
 		By("a rule that is not there is an error")
 		out, code = run("eval", "--rule", "nope", "--appwrapper", ns.Name+"/run")
