@@ -346,6 +346,12 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		return ctrl.Result{RequeueAfter: kindNotFoundRecheck}, nil
 	}
+	if cond.Reason == wrapupv1alpha1.ReasonTriggerKindNotWatchable {
+		// No informer runs for a kind wrapup may not list: nothing tells
+		// the rule of a grant but asking again (Ensure does, once its
+		// last answer is older than notWatchableRecheck).
+		return ctrl.Result{RequeueAfter: notWatchableRecheck + time.Second}, nil
+	}
 	return ctrl.Result{}, nil
 }
 

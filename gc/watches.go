@@ -280,6 +280,9 @@ func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, error) {
 		defer cancel()
 		allowed, why, err := w.access(ctx, mapping.Resource)
 		switch {
+		case apierrors.IsForbidden(err):
+			// wrapup may not ask (a policy refuses access reviews): the
+			// informer starts, and its list says (listForbidden).
 		case err != nil:
 			// Not an answer about the kind: its owners try again.
 			return nil, &discoveryError{kind: gk, err: fmt.Errorf("asking whether wrapup may list %s: %w", mapping.Resource.GroupResource(), err)}
@@ -499,10 +502,12 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 			// The kind's CRD may have been deleted: stop the informer,
 			// instead of retrying forever, and tell the rules.
 			go w.recheck(gk, inf)
-		case apierrors.IsForbidden(err):
+		case apierrors.IsForbidden(err) && !inf.informer.HasSynced():
 			// Said once, as information (listForbidden), and to the
 			// owners through Kind: the reflector retries with its
-			// backoff, and the error is not logged again each time.
+			// backoff, and the error is not logged again each time. (A
+			// watch refused after the kind was listed, its RBAC revoked,
+			// is logged as the error it is.)
 			w.listForbidden(gk, inf, err)
 			return
 		}

@@ -3,11 +3,13 @@ package gc
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -34,7 +36,9 @@ type RuleValidator struct {
 // schemas the API server of mgr publishes, read at each admission (rules
 // are seldom written; a CRD installed a moment ago is seen).
 func NewRuleValidator(mgr ctrl.Manager) (*RuleValidator, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	cfg := rest.CopyConfig(mgr.GetConfig())
+	cfg.Timeout = warningsTimeout
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client: %w", err)
 	}
@@ -75,19 +79,40 @@ func (v *RuleValidator) SetupWebhookWithManager(mgr ctrl.Manager) error {
 }
 
 // ValidateCreate compiles the new rule.
-func (v *RuleValidator) ValidateCreate(_ context.Context, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
+func (v *RuleValidator) ValidateCreate(ctx context.Context, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
 	if err := validateRule(rule); err != nil {
 		return nil, err
 	}
-	return v.warnings(rule), nil
+	return v.boundedWarnings(ctx, rule), nil
+}
+
+// warningsTimeout bounds the schema reads of the type check at admission,
+// well within the webhook's timeout (5 s): a slow API server costs the
+// warnings, never the admission (the rule's status says them later).
+const warningsTimeout = 2 * time.Second
+
+// boundedWarnings is warnings, or none when they take longer than
+// warningsTimeout or than ctx allows.
+func (v *RuleValidator) boundedWarnings(ctx context.Context, rule *wrapupv1alpha1.CompletionRule) admission.Warnings {
+	done := make(chan admission.Warnings, 1)
+	go func() { done <- v.warnings(rule) }()
+	timer := time.NewTimer(warningsTimeout)
+	defer timer.Stop()
+	select {
+	case w := <-done:
+		return w
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 // ValidateUpdate compiles the updated rule.
-func (v *RuleValidator) ValidateUpdate(_ context.Context, _, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
+func (v *RuleValidator) ValidateUpdate(ctx context.Context, _, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
 	if err := validateRule(rule); err != nil {
 		return nil, err
 	}
-	return v.warnings(rule), nil
+	return v.boundedWarnings(ctx, rule), nil
 }
 
 // ValidateDelete allows every deletion.

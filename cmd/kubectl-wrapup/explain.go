@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
@@ -408,7 +409,30 @@ func serviceAccountAccess(c client.Client, sa string) gc.AccessReview {
 	ns, name, _ := strings.Cut(sa, ":")
 	user := "system:serviceaccount:" + ns + ":" + name
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+	type answer struct {
+		allowed bool
+		why     string
+		err     error
+	}
+	var mu sync.Mutex
+	answers := map[schema.GroupResource]answer{}
 	return func(ctx context.Context, gvr schema.GroupVersionResource) (bool, string, error) {
+		// Asked once per resource for the command (plan explains every
+		// AppWrapper twice).
+		mu.Lock()
+		defer mu.Unlock()
+		if a, ok := answers[gvr.GroupResource()]; ok {
+			return a.allowed, a.why, a.err
+		}
+		allowed, why, err := reviewAccess(ctx, c, user, groups, gvr)
+		answers[gvr.GroupResource()] = answer{allowed, why, err}
+		return allowed, why, err
+	}
+}
+
+// reviewAccess asks whether user may list and watch gvr in every namespace.
+func reviewAccess(ctx context.Context, c client.Client, user string, groups []string, gvr schema.GroupVersionResource) (bool, string, error) {
+	{
 		for _, verb := range []string{"list", "watch"} {
 			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: user, Groups: groups,

@@ -160,7 +160,7 @@ func changedRules(live, applied []wrapupv1alpha1.CompletionRule, remove []string
 		i := slices.IndexFunc(out, func(r wrapupv1alpha1.CompletionRule) bool { return r.Name == a.Name })
 		if i >= 0 {
 			old := &out[i]
-			if equality.Semantic.DeepEqual(old.Spec, n.Spec) {
+			if equality.Semantic.DeepEqual(defaulted(old.Spec), defaulted(n.Spec)) {
 				continue
 			}
 			n.ObjectMeta = *old.ObjectMeta.DeepCopy()
@@ -181,6 +181,18 @@ func changedRules(live, applied []wrapupv1alpha1.CompletionRule, remove []string
 		}
 	}
 	return out, nil
+}
+
+// defaulted is spec with the defaults the API server fills in that a file
+// may leave out (an action "" is DeleteAll), so that a file the same as
+// the live rule but for them is no change.
+func defaulted(spec wrapupv1alpha1.CompletionRuleSpec) wrapupv1alpha1.CompletionRuleSpec {
+	for _, a := range []*wrapupv1alpha1.ActionSpec{&spec.OnSuccess, &spec.OnFailure} {
+		if a.Action == "" {
+			a.Action = wrapupv1alpha1.ActionDeleteAll
+		}
+	}
+	return spec
 }
 
 // planned is what wrapup decides for one AppWrapper now and after.
@@ -310,6 +322,23 @@ func (p *plan) print(w io.Writer, all bool) {
 			orNone(it.After.Winner), it.After.Verdict, decision.Truncate(it.note(), 160))
 	}
 	_ = tw.Flush()
+	// What the decisions could not see as the controller does.
+	var notes []string
+	for i := range p.Items {
+		for _, ex := range []*gc.Explanation{p.Items[i].Now, p.Items[i].After} {
+			if ex == nil {
+				continue
+			}
+			for _, n := range ex.Notes {
+				if !slices.Contains(notes, n) {
+					notes = append(notes, n)
+				}
+			}
+		}
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
+	}
 	fmt.Fprintf(w, "\n%s: %d change, %d deleted (%d at once), %d blocked (rules %s)\n",
 		plural(len(p.Items), "AppWrapper"), changed, deleted, deletesNow, blocks, strings.Join(p.Rules, ", "))
 }

@@ -22,28 +22,35 @@ type quietRotator struct {
 }
 
 func quieten(l logr.Logger) logr.Logger {
-	sink := l.GetSink()
-	if c, ok := sink.(logr.CallDepthLogSink); ok {
-		// One more frame: this sink's own methods.
-		sink = c.WithCallDepth(1)
+	return logr.New(quietRotator{LogSink: l.GetSink()})
+}
+
+// Init does nothing: the sink it wraps was initialized by its own logger.
+func (s quietRotator) Init(logr.RuntimeInfo) {}
+
+// deeper is the wrapped sink, one frame deeper: Error's own.
+func (s quietRotator) deeper() logr.LogSink {
+	if c, ok := s.LogSink.(logr.CallDepthLogSink); ok {
+		return c.WithCallDepth(1)
 	}
-	return logr.New(quietRotator{LogSink: sink})
+	return s.LogSink
 }
 
 func (s quietRotator) rotator() bool { return strings.HasPrefix(s.name, "cert-rotation") }
 
 func (s quietRotator) Error(err error, msg string, kv ...any) {
+	withErr := func() []any { return append(append([]any{}, kv...), "error", err.Error()) }
 	switch {
 	case s.rotator() && apierrors.IsConflict(err):
-		s.LogSink.Info(0, msg+"; trying again (a conflicting write of the Secret)", append(kv, "error", err.Error())...)
+		s.deeper().Info(0, msg+"; trying again (a conflicting write of the Secret)", withErr()...)
 		return
 	case s.rotator() && err != nil && strings.Contains(err.Error(), "not well-formed, missing"):
 		// The Secret as installed, empty, before the first rotation
 		// fills it (the rotator's Secret reconciler sees it first).
-		s.LogSink.Info(0, msg+"; the rotator fills it", append(kv, "error", err.Error())...)
+		s.deeper().Info(0, msg+"; the rotator fills it", withErr()...)
 		return
 	}
-	s.LogSink.Error(err, msg, kv...)
+	s.deeper().Error(err, msg, kv...)
 }
 
 func (s quietRotator) WithName(name string) logr.LogSink {
