@@ -282,7 +282,7 @@ func TestCompileEstimatedCost(t *testing.T) {
 	}
 }
 
-// An undeclared name is reported without cel-go's "(in container '')":
+// An undeclared name is reported without cel-go's "(in container ”)":
 // wrapup declares no container, and the words say nothing to a user.
 func TestUndeclaredReferenceMessage(t *testing.T) {
 	_, err := Compile(&v1alpha1.CompletionRuleSpec{Success: "objet.status.succeeded > 0"})
