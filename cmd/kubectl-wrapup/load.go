@@ -48,19 +48,21 @@ func (d *document) At(fieldPath string) string {
 	return fmt.Sprintf("%s:%d:%d", d.File, line, col)
 }
 
-// nodeAt is the node of the field at path; nil when the document does not
-// have it.
-func (d *document) nodeAt(fieldPath string) *kyaml.Node {
+// walk follows fieldPath from the document's root, calling step with each
+// node it reaches (the root first) and, for a mapping's value, its key; it
+// returns the last node reached and whether the whole path was.
+func (d *document) walk(fieldPath string, step func(n, key *kyaml.Node)) (*kyaml.Node, bool) {
 	if d.tree == nil {
 		var n kyaml.Node
 		if err := kyaml.Unmarshal(d.Data, &n); err != nil || len(n.Content) == 0 {
-			return nil
+			return nil, false
 		}
 		d.tree = n.Content[0]
 	}
 	n := d.tree
+	step(n, nil)
 	for _, part := range splitPath(fieldPath) {
-		var next *kyaml.Node
+		var next, key *kyaml.Node
 		if i, err := strconv.Atoi(part); err == nil && n.Kind == kyaml.SequenceNode {
 			if i < len(n.Content) {
 				next = n.Content[i]
@@ -68,62 +70,44 @@ func (d *document) nodeAt(fieldPath string) *kyaml.Node {
 		} else if n.Kind == kyaml.MappingNode {
 			for j := 0; j+1 < len(n.Content); j += 2 {
 				if n.Content[j].Value == part {
-					next = n.Content[j+1]
+					key, next = n.Content[j], n.Content[j+1]
 					break
 				}
 			}
 		}
 		if next == nil {
-			return nil
+			return n, false
 		}
 		if next.Kind == kyaml.AliasNode && next.Alias != nil {
 			next = next.Alias
 		}
 		n = next
+		step(n, key)
+	}
+	return n, true
+}
+
+// nodeAt is the node of the field at path; nil when the document does not
+// have it.
+func (d *document) nodeAt(fieldPath string) *kyaml.Node {
+	n, ok := d.walk(fieldPath, func(*kyaml.Node, *kyaml.Node) {})
+	if !ok {
+		return nil
 	}
 	return n
 }
 
 func (d *document) position(fieldPath string) (line, col int) {
 	line, col = d.Line, 1
-	if d.tree == nil {
-		var n kyaml.Node
-		if err := kyaml.Unmarshal(d.Data, &n); err != nil || len(n.Content) == 0 {
-			return line, col
+	n, _ := d.walk(fieldPath, func(n, key *kyaml.Node) {
+		line, col = d.Start+n.Line-1, n.Column
+		if key != nil && (n.Kind == kyaml.MappingNode || n.Kind == kyaml.SequenceNode) && n.Line != key.Line {
+			// A block: point at its key.
+			line, col = d.Start+key.Line-1, key.Column
 		}
-		d.tree = n.Content[0]
-	}
-	n := d.tree
-	at := func(n *kyaml.Node) { line, col = d.Start+n.Line-1, n.Column }
-	at(n)
-	for _, part := range splitPath(fieldPath) {
-		var next *kyaml.Node
-		if i, err := strconv.Atoi(part); err == nil && n.Kind == kyaml.SequenceNode {
-			if i < len(n.Content) {
-				next = n.Content[i]
-			}
-		} else if n.Kind == kyaml.MappingNode {
-			for j := 0; j+1 < len(n.Content); j += 2 {
-				if n.Content[j].Value == part {
-					next = n.Content[j+1]
-					if next.Kind == kyaml.MappingNode || next.Kind == kyaml.SequenceNode {
-						// A block: point at its key.
-						if next.Line != n.Content[j].Line {
-							next = &kyaml.Node{Kind: next.Kind, Content: next.Content, Line: n.Content[j].Line, Column: n.Content[j].Column}
-						}
-					}
-					break
-				}
-			}
-		}
-		if next == nil {
-			return line, col
-		}
-		if next.Kind == kyaml.AliasNode && next.Alias != nil {
-			next = next.Alias
-		}
-		n = next
-		at(n)
+	})
+	if n == nil {
+		return line, col
 	}
 	switch {
 	case n.Kind == kyaml.ScalarNode && n.Style&(kyaml.LiteralStyle|kyaml.FoldedStyle) != 0:

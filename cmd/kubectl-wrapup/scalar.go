@@ -174,28 +174,9 @@ func quotedScalar(lines []string, n *kyaml.Node, double bool, emit func(rune, sr
 			// dropped, the break folds to a space, or to breaks for each
 			// blank line; the next line's leading white space is dropped.
 			pend, pendR = nil, nil
-			breakAt := srcPos{li + 1, len(line) + 1}
-			blanks := 0
-			for {
-				li++
-				if li >= len(lines) {
-					return
-				}
-				line = []rune(strings.TrimRight(lines[li], "\r"))
-				if strings.TrimSpace(string(line)) != "" {
-					break
-				}
-				blanks++
-			}
-			if blanks == 0 {
-				emit(' ', breakAt)
-			}
-			for k := 0; k < blanks; k++ {
-				emit('\n', breakAt)
-			}
-			ci = 0
-			for ci < len(line) && (line[ci] == ' ' || line[ci] == '\t') {
-				ci++
+			var ok bool
+			if li, line, ci, _, ok = foldLineBreak(lines, li, line, emit); !ok {
+				return
 			}
 			continue
 		}
@@ -257,6 +238,41 @@ func quotedScalar(lines []string, n *kyaml.Node, double bool, emit func(rune, sr
 	}
 }
 
+// foldLineBreak folds the line break after line li of a flow scalar (plain
+// or quoted): a space, or a break for each blank line that follows, at the
+// end of line li; it returns the next line with text, where its text starts
+// (leading white space dropped), how many characters it emitted, and false
+// when the text ends first.
+func foldLineBreak(lines []string, li int, line []rune, emit func(rune, srcPos)) (int, []rune, int, int, bool) {
+	breakAt := srcPos{li + 1, len(line) + 1}
+	blanks := 0
+	for {
+		li++
+		if li >= len(lines) {
+			return li, nil, 0, 0, false
+		}
+		line = []rune(strings.TrimRight(lines[li], "\r"))
+		if strings.TrimSpace(string(line)) != "" {
+			break
+		}
+		blanks++
+	}
+	emitted := 0
+	if blanks == 0 {
+		emit(' ', breakAt)
+		emitted++
+	}
+	for k := 0; k < blanks; k++ {
+		emit('\n', breakAt)
+		emitted++
+	}
+	ci := 0
+	for ci < len(line) && (line[ci] == ' ' || line[ci] == '\t') {
+		ci++
+	}
+	return li, line, ci, emitted, true
+}
+
 // simpleEscapes are YAML's one-character escapes in double quotes.
 var simpleEscapes = map[rune]rune{
 	'0': 0, 'a': '\a', 'b': '\b', 't': '\t', '\t': '\t', 'n': '\n', 'v': '\v', 'f': '\f', 'r': '\r',
@@ -272,31 +288,12 @@ func plainScalar(lines []string, n *kyaml.Node, want []rune, emit func(rune, src
 	count := 0
 	for count < len(want) {
 		if ci >= len(line) {
-			breakAt := srcPos{li + 1, len(line) + 1}
-			blanks := 0
-			for {
-				li++
-				if li >= len(lines) {
-					return
-				}
-				line = []rune(strings.TrimRight(lines[li], "\r"))
-				if strings.TrimSpace(string(line)) != "" {
-					break
-				}
-				blanks++
+			var emitted int
+			var ok bool
+			if li, line, ci, emitted, ok = foldLineBreak(lines, li, line, emit); !ok {
+				return
 			}
-			if blanks == 0 {
-				emit(' ', breakAt)
-				count++
-			}
-			for k := 0; k < blanks; k++ {
-				emit('\n', breakAt)
-				count++
-			}
-			ci = 0
-			for ci < len(line) && (line[ci] == ' ' || line[ci] == '\t') {
-				ci++
-			}
+			count += emitted
 			continue
 		}
 		emit(line[ci], srcPos{li + 1, ci + 1})
