@@ -13,6 +13,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -40,8 +42,34 @@ func TestDemo(t *testing.T) {
 
 var start = time.Now()
 
+// said is every line the demo printed, for the README's check.
+var said []string
+
 func say(format string, args ...any) {
-	fmt.Fprintf(os.Stdout, "[%6.2fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	line := fmt.Sprintf("[%6.2fs] %s", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	said = append(said, line)
+	fmt.Fprintln(os.Stdout, line)
+}
+
+// shape is a demo line without what changes from run to run: times,
+// durations, counts of milliseconds and the generated parts of pod names.
+func shape(line string) string {
+	line = regexp.MustCompile(`-[a-z0-9]{5,10}\b`).ReplaceAllString(line, "-x")
+	line = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`).ReplaceAllString(line, "0")
+	return strings.Join(strings.Fields(line), " ")
+}
+
+// readmeDemo is the demo's output as the README shows it.
+func readmeDemo() []string {
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "README.md"))
+	Expect(err).NotTo(HaveOccurred())
+	_, rest, ok := strings.Cut(string(data), "What `make demo` shows")
+	Expect(ok).To(BeTrue(), "README.md: no demo output")
+	_, rest, ok = strings.Cut(rest, "```\n")
+	Expect(ok).To(BeTrue())
+	block, _, ok := strings.Cut(rest, "```")
+	Expect(ok).To(BeTrue())
+	return strings.Split(strings.TrimSpace(block), "\n")
 }
 
 // nodeGPUs is the GPU node's size: one benchmark (2+2+4 GPUs) fills it.
@@ -74,6 +102,16 @@ var _ = Describe("wrapup", Ordered, func() {
 		cancel()
 		fwk.Teardown()
 		say("Control plane stopped; every process it started has exited")
+		// The README shows this output: the same lines, times and names
+		// aside, so that it cannot drift from what make demo prints.
+		var want, got []string
+		for _, l := range readmeDemo() {
+			want = append(want, shape(l))
+		}
+		for _, l := range said {
+			got = append(got, shape(l))
+		}
+		Expect(got).To(Equal(want), "README.md's demo output differs from what the demo printed:\n%s", strings.Join(said, "\n"))
 	})
 
 	It("hands a finished benchmark's GPUs to the next queued one", func() {
