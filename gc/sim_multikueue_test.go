@@ -430,6 +430,10 @@ func (w *mkWorld) startWrapup() {
 	}
 	w.r.defaults()
 	w.r.observe = func(stage string, in decision.Input, d decision.Decision) {
+		// Every decision asks for no more than its verdict allows.
+		if err := decision.CheckVerdict(d); err != nil {
+			w.fail("a %s decision on %s: %v", stage, client.ObjectKeyFromObject(in.AppWrapper), err)
+		}
 		where := ""
 		if d.Worker != nil {
 			where = " on " + d.Worker.Cluster

@@ -888,6 +888,10 @@ func (w *simWorld) checkSettled() {
 // server's (a fresh decision on an AppWrapper the cache holds as it is;
 // a cached one when every cache has caught up).
 func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Decision) {
+	// Every decision asks for no more than its verdict allows.
+	if err := decision.CheckVerdict(d); err != nil {
+		w.fail("a %s decision on %s: %v", stage, client.ObjectKeyFromObject(in.AppWrapper), err)
+	}
 	w.checks.verdicts[d.Verdict]++
 	if len(d.Candidates) > 0 {
 		w.checks.manyDecisions++

@@ -409,6 +409,9 @@ func TestDecide(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Decide(context.Background(), tc.in(t))
+			if err := CheckVerdict(d); err != nil {
+				t.Errorf("the verdict table: %v", err)
+			}
 			if d.Verdict != tc.want || d.Outcome != tc.outcome || (d.Write != nil) != tc.write || d.Clear != tc.clear || d.After != tc.after || d.Requeue != tc.requeue {
 				t.Errorf("got %s, outcome %q, write %v, clear %v, after %s, requeue %s; want %s, %q, %v, %v, %s, %s\nreason: %s",
 					d.Verdict, d.Outcome, d.Write != nil, d.Clear, d.After, d.Requeue, tc.want, tc.outcome, tc.write, tc.clear, tc.after, tc.requeue, d.Reason)

@@ -1,0 +1,83 @@
+package decision
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+)
+
+// VerdictRow says what a decision of a verdict may ask for: the writes,
+// the requeue and the Events. A decision that asks for more is a defect of
+// Decide (CheckVerdict; the simulations check every decision).
+type VerdictRow struct {
+	// Write: it may write a record (the outcome, newly decided).
+	Write bool
+	// Clear: it may remove the record.
+	Clear bool
+	// Requeue: it may ask to decide again after a while, not only on a
+	// change.
+	Requeue bool
+	// Reasons are the Events it may emit.
+	Reasons []string
+}
+
+// diagnostics are the Warnings of what was read of a trigger, which any
+// verdict that reads one may carry: a candidate whose evaluation failed, an
+// object of the trigger's name that is not the AppWrapper's, the
+// annotation in the wrong place.
+var diagnostics = []string{wrapupv1alpha1.ReasonEvaluationError, wrapupv1alpha1.ReasonTriggerNotOwned, wrapupv1alpha1.ReasonTriggerAnnotationMisplaced}
+
+// recording are the Events of an outcome recorded now.
+var recording = []string{wrapupv1alpha1.ReasonTriggerSucceeded, wrapupv1alpha1.ReasonTriggerFailed}
+
+func with(lists ...[]string) []string { return slices.Concat(lists...) }
+
+// VerdictTable is, for each verdict, what its decisions may ask for.
+var VerdictTable = map[Verdict]VerdictRow{
+	VerdictGone:                {},
+	VerdictBeingDeleted:        {},
+	VerdictIgnored:             {},
+	VerdictNoRule:              {Reasons: []string{wrapupv1alpha1.ReasonTriggerAnnotationMisplaced}},
+	VerdictBlocked:             {Reasons: []string{wrapupv1alpha1.ReasonBlockedByRule, wrapupv1alpha1.ReasonTriggerAnnotationMisplaced}},
+	VerdictNoTrigger:           {Reasons: with(diagnostics, []string{wrapupv1alpha1.ReasonNoTrigger, wrapupv1alpha1.ReasonAmbiguousTrigger, wrapupv1alpha1.ReasonTooManyTriggers})},
+	VerdictTriggerNotWatchable: {Requeue: true, Reasons: []string{wrapupv1alpha1.ReasonTriggerKindNotWatched, wrapupv1alpha1.ReasonTriggerAnnotationMisplaced}},
+	VerdictWorkerUnreachable:   {Requeue: true, Reasons: []string{wrapupv1alpha1.ReasonWorkerUnreachable, wrapupv1alpha1.ReasonTriggerAnnotationMisplaced}},
+	VerdictWaitingForTrigger:   {Requeue: true, Reasons: diagnostics},
+	VerdictWaitingForRetries:   {Requeue: true, Reasons: diagnostics},
+	VerdictClearOutcome:        {Clear: true, Requeue: true, Reasons: with(diagnostics, []string{wrapupv1alpha1.ReasonOutcomeCleared})},
+	VerdictRecordOnly:          {Write: true, Reasons: with(diagnostics, recording, []string{wrapupv1alpha1.ReasonMultiKueueWorker})},
+	VerdictDryRun:              {Write: true, Requeue: true, Reasons: with(diagnostics, recording, []string{wrapupv1alpha1.ReasonWouldDelete})},
+	VerdictDeleteAfterTTL:      {Write: true, Requeue: true, Reasons: with(diagnostics, recording)},
+	VerdictDelete:              {Write: true, Reasons: with(diagnostics, recording, []string{wrapupv1alpha1.ReasonDeleted})},
+}
+
+// CheckVerdict says how d asks for more than its verdict allows; nil when
+// it does not.
+func CheckVerdict(d Decision) error {
+	row, ok := VerdictTable[d.Verdict]
+	switch {
+	case !ok:
+		return fmt.Errorf("verdict %q is not in the verdict table", d.Verdict)
+	case d.Write != nil && !row.Write:
+		return fmt.Errorf("verdict %s writes a record", d.Verdict)
+	case d.Clear && !row.Clear:
+		return fmt.Errorf("verdict %s clears the record", d.Verdict)
+	case d.Requeue > 0 && !row.Requeue:
+		return fmt.Errorf("verdict %s asks to decide again in %s", d.Verdict, d.Requeue)
+	}
+	for _, e := range d.Events {
+		if !slices.Contains(row.Reasons, e.Reason) {
+			return fmt.Errorf("verdict %s emits the Event %s: %s", d.Verdict, e.Reason, e.Message)
+		}
+		if slices.Contains(recording, e.Reason) && d.Write == nil {
+			return fmt.Errorf("verdict %s emits %s, an outcome recorded now, with no record to write", d.Verdict, e.Reason)
+		}
+		if e.Type == corev1.EventTypeNormal && slices.Contains(diagnostics, e.Reason) {
+			return fmt.Errorf("verdict %s emits the Warning %s as Normal", d.Verdict, e.Reason)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package decision
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+)
+
+// TestVerdictTable: every verdict has a row, and CheckVerdict refuses a
+// decision that asks for more than its verdict allows.
+func TestVerdictTable(t *testing.T) {
+	for _, v := range Verdicts() {
+		if _, ok := VerdictTable[v]; !ok {
+			t.Errorf("verdict %s has no row", v)
+		}
+	}
+	event := func(typ, reason string) Event { return Event{Type: typ, Reason: reason} }
+	for _, tc := range []struct {
+		name string
+		d    Decision
+		want string // "" for allowed
+	}{
+		{"a deletion, recorded now", Decision{Verdict: VerdictDelete, Write: &Record{},
+			Events: []Event{event(corev1.EventTypeNormal, wrapupv1alpha1.ReasonTriggerSucceeded), event(corev1.EventTypeNormal, wrapupv1alpha1.ReasonDeleted)}}, ""},
+		{"waiting, with a failed evaluation", Decision{Verdict: VerdictWaitingForTrigger, Requeue: 1,
+			Events: []Event{event(corev1.EventTypeWarning, wrapupv1alpha1.ReasonEvaluationError)}}, ""},
+		{"a record written while waiting", Decision{Verdict: VerdictWaitingForTrigger, Write: &Record{}}, "writes a record"},
+		{"a record cleared by a deletion", Decision{Verdict: VerdictDelete, Clear: true}, "clears the record"},
+		{"Deleted before the TTL", Decision{Verdict: VerdictDeleteAfterTTL,
+			Events: []Event{event(corev1.EventTypeNormal, wrapupv1alpha1.ReasonDeleted)}}, "emits the Event Deleted"},
+		{"an outcome announced and not recorded", Decision{Verdict: VerdictDelete,
+			Events: []Event{event(corev1.EventTypeNormal, wrapupv1alpha1.ReasonTriggerSucceeded)}}, "no record to write"},
+		{"a blocked AppWrapper that requeues", Decision{Verdict: VerdictBlocked, Requeue: 1}, "asks to decide again"},
+		{"an ignored AppWrapper with a Warning", Decision{Verdict: VerdictIgnored,
+			Events: []Event{event(corev1.EventTypeWarning, wrapupv1alpha1.ReasonTriggerAnnotationMisplaced)}}, "emits the Event"},
+		{"a verdict nobody knows", Decision{Verdict: "Maybe"}, "not in the verdict table"},
+	} {
+		err := CheckVerdict(tc.d)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
