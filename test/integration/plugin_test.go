@@ -226,5 +226,12 @@ var _ = Describe("kubectl wrapup", func() {
 		out, code = run("eval", "--rule", "nope", "--appwrapper", ns.Name+"/run")
 		Expect(code).To(Equal(1), out)
 		Expect(out).To(ContainSubstring(`error: reading CompletionRule nope:`))
+
+		By("the AppWrapper gone, the tenant's explain shows how its run ended: its CompletionRecord")
+		Expect(k8sClient.Delete(ctx, aw)).To(Succeed())
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+		Eventually(func() string { out, _ = run("explain", "run", "-n", ns.Name, "--as", tenant); return out }, util.Timeout, util.Interval).
+			Should(And(ContainSubstring("Succeeded"), ContainSubstring(rule.Name)))
+		Expect(out).NotTo(ContainSubstring("forbidden"))
 	})
 })
