@@ -35,49 +35,77 @@ func builtinStatus(group string) bool {
 // the schema does not mark required, without ? or has(): on an object that
 // lacks it, the evaluation errors ("no such key") and counts as not
 // finished, with an EvaluationError Warning, on every such trigger. A
-// field tested with has() anywhere in the expression counts as guarded,
-// and so do the fields above it (has() reads them first), except in the
-// chain has() itself tests.
+// field is guarded where has() says it is there: on both sides of an &&
+// with has(f) on either side (CEL's && absorbs the error of one side when
+// the other is false), on both sides of an || with !has(f) on either, and
+// in the branch of ?: its condition chooses; the fields above it count as
+// guarded too (has() reads them first), except in the chain has() itself
+// tests.
 // Each finding is "line:column: message", at the field's selection.
 func optionalReads(a *cel.Ast, root *apiservercel.DeclType, kind, group string) []string {
 	native := a.NativeRep()
-	guarded := map[string]bool{}
-	var tops [][]ast.Expr
+	type top struct {
+		chain  []ast.Expr
+		guards map[string]bool
+	}
+	var tops []top
 	// optTarget: chains that are the target of an optional selection
 	// (object.status.?phase), by the ID of their last selection.
 	optTarget := map[int64]bool{}
 	// hasOperand: chains that has() tests a field of (has(object.status.x)
 	// reads object.status, which must be there).
 	hasOperand := map[int64]bool{}
-	var visit func(e ast.Expr, shadowed, inChain bool)
-	visit = func(e ast.Expr, shadowed, inChain bool) {
-		if e.Kind() == ast.CallKind && e.AsCall().FunctionName() == operators.OptSelect && len(e.AsCall().Args()) == 2 {
-			optTarget[e.AsCall().Args()[0].ID()] = true
+	var visit func(e ast.Expr, shadowed, inChain bool, guards map[string]bool)
+	visit = func(e ast.Expr, shadowed, inChain bool, guards map[string]bool) {
+		if e.Kind() == ast.CallKind {
+			c := e.AsCall()
+			args := c.Args()
+			switch {
+			case c.FunctionName() == operators.OptSelect && len(args) == 2:
+				optTarget[args[0].ID()] = true
+			case c.FunctionName() == operators.LogicalAnd && len(args) == 2 && !shadowed:
+				// CEL's && absorbs an error when the other side is
+				// false: has(f) on either side guards f on both.
+				g := union(guards, tested(args[0], false), tested(args[1], false))
+				visit(args[0], shadowed, false, g)
+				visit(args[1], shadowed, false, g)
+				return
+			case c.FunctionName() == operators.LogicalOr && len(args) == 2 && !shadowed:
+				// || absorbs an error when the other side is true:
+				// !has(f) on either side guards f on both.
+				g := union(guards, tested(args[0], true), tested(args[1], true))
+				visit(args[0], shadowed, false, g)
+				visit(args[1], shadowed, false, g)
+				return
+			case c.FunctionName() == operators.Conditional && len(args) == 3 && !shadowed:
+				visit(args[0], shadowed, false, guards)
+				visit(args[1], shadowed, false, union(guards, tested(args[0], false)))
+				visit(args[2], shadowed, false, union(guards, tested(args[0], true)))
+				return
+			}
 		}
 		if e.Kind() == ast.SelectKind {
 			s := e.AsSelect()
 			if s.IsTestOnly() {
-				if p := exprPath(e); p != "" && !shadowed {
-					guarded[p] = true
-				}
 				hasOperand[s.Operand().ID()] = true
-				visit(s.Operand(), shadowed, false)
+				visit(s.Operand(), shadowed, false, guards)
 				return
 			}
 			if !inChain && !shadowed {
 				if chain := selectChain(e); chain != nil {
-					tops = append(tops, chain)
+					tops = append(tops, top{chain, guards})
 				}
 			}
-			visit(s.Operand(), shadowed, true)
+			visit(s.Operand(), shadowed, true, guards)
 			return
 		}
-		walkChildren(e, ObjectVarName, shadowed, func(c ast.Expr, sh bool) { visit(c, sh, false) })
+		walkChildren(e, ObjectVarName, shadowed, func(c ast.Expr, sh bool) { visit(c, sh, false, guards) })
 	}
-	visit(native.Expr(), false, false)
+	visit(native.Expr(), false, false, nil)
 
 	var out []string
-	for _, chain := range tops {
+	for _, tp := range tops {
+		chain, guarded := tp.chain, tp.guards
 		t := root
 		path := ObjectVarName
 		for i, sel := range chain {
@@ -127,6 +155,48 @@ func optionalReads(a *cel.Ast, root *apiservercel.DeclType, kind, group string) 
 			out = append(out, fmt.Sprintf("%d:%d: %s is %s: %s errors (no such key) on a %s without it, and every such evaluation counts as not finished, with an EvaluationError Warning; read it as %s, or test it with has()",
 				loc.Line(), loc.Column()+1, name, what, ObjectVarName+"."+strings.Join(names, "."), kind, safe))
 			break
+		}
+	}
+	return out
+}
+
+// tested are the paths that e, true (or, negated, false), says are there:
+// the fields has() tests in its conjuncts (for negated, the disjuncts
+// !has(f)).
+func tested(e ast.Expr, negated bool) map[string]bool {
+	out := map[string]bool{}
+	var walk func(e ast.Expr, neg bool)
+	walk = func(e ast.Expr, neg bool) {
+		switch e.Kind() {
+		case ast.SelectKind:
+			if e.AsSelect().IsTestOnly() && !neg {
+				if p := exprPath(e); p != "" {
+					out[p] = true
+				}
+			}
+		case ast.CallKind:
+			c := e.AsCall()
+			args := c.Args()
+			switch {
+			case c.FunctionName() == operators.LogicalNot && len(args) == 1:
+				walk(args[0], !neg)
+			case c.FunctionName() == operators.LogicalAnd && !neg, c.FunctionName() == operators.LogicalOr && neg:
+				for _, a := range args {
+					walk(a, neg)
+				}
+			}
+		}
+	}
+	walk(e, negated)
+	return out
+}
+
+// union is the paths of every set.
+func union(sets ...map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range sets {
+		for p := range s {
+			out[p] = true
 		}
 	}
 	return out

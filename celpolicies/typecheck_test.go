@@ -60,6 +60,20 @@ func TestTypeCheck(t *testing.T) {
 			wantText:   "1:14: conditions is optional in the Job schema: object.status.conditions errors (no such key) on a Job without it",
 		},
 		{
+			name: "has() guards where CEL's logic says the field is there, and only there",
+			spec: v1alpha1.CompletionRuleSpec{
+				Success: "object.status.failed > 0 && has(object.status.failed)",
+				Failure: "!has(object.status.failed) || object.status.failed > 0",
+				Message: "has(object.status.failed) ? string(object.status.failed) : 'none'",
+				Variables: []v1alpha1.Variable{
+					{Name: "wrong", Expression: "has(object.status.failed) || object.status.failed > 0"},
+					{Name: "elsewhere", Expression: "object.status.succeeded > 0 && has(object.status.failed)"},
+				},
+			},
+			wantFields: []string{"spec.variables[0].expression", "spec.variables[1].expression"},
+			wantText:   "is optional in the Job schema",
+		},
+		{
 			name:       "a misspelt status field",
 			spec:       v1alpha1.CompletionRuleSpec{Success: "object.status.succeded > 0"},
 			wantFields: []string{"spec.success"},
