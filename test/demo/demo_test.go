@@ -56,6 +56,8 @@ func say(format string, args ...any) {
 func shape(line string) string {
 	line = regexp.MustCompile(`-[a-z0-9]{5,10}\b`).ReplaceAllString(line, "-x")
 	line = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`).ReplaceAllString(line, "0")
+	// "+  49ms" and "+1483ms": the padding of a width the number may fill.
+	line = regexp.MustCompile(`\+\s+`).ReplaceAllString(line, "+")
 	return strings.Join(strings.Fields(line), " ")
 }
 
