@@ -83,15 +83,6 @@ type selection struct {
 	standings []RuleStanding
 }
 
-// selectorString renders a selector as kubectl's -l takes it.
-func selectorString(sel *metav1.LabelSelector) string {
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return "does not parse"
-	}
-	return s.String()
-}
-
 // labelsString renders labels as key=value, sorted; "none" for none.
 func labelsString(set map[string]string) string {
 	if len(set) == 0 {
@@ -100,17 +91,18 @@ func labelsString(set map[string]string) string {
 	return labels.Set(set).String()
 }
 
-// selectorMatches says whether sel selects set; a selector that does not
-// parse returns its error.
-func selectorMatches(sel *metav1.LabelSelector, set map[string]string) (bool, error) {
+// selectorMatches says whether sel selects set, and gives the selector
+// parsed (for its String); a selector that does not parse returns its
+// error.
+func selectorMatches(sel *metav1.LabelSelector, set map[string]string) (bool, labels.Selector, error) {
 	if sel == nil {
-		return true, nil
+		return true, labels.Everything(), nil
 	}
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
-	return s.Matches(labels.Set(set)), nil
+	return s.Matches(labels.Set(set)), s, nil
 }
 
 // Better says whether rule a wins over rule b: the highest priority, ties
@@ -177,8 +169,8 @@ func selectRule(rules []Rule, aw *awv1beta2.AppWrapper, nsLabels map[string]stri
 			s.Ready = string(c.Status) + "/" + c.Reason
 		}
 		why := unusable(r, kinds)
-		awMatch, awErr := selectorMatches(rule.Spec.AppWrapperSelector, awLabels)
-		nsMatch, nsErr := selectorMatches(rule.Spec.NamespaceSelector, nsLabels)
+		awMatch, awSel, awErr := selectorMatches(rule.Spec.AppWrapperSelector, awLabels)
+		nsMatch, nsSel, nsErr := selectorMatches(rule.Spec.NamespaceSelector, nsLabels)
 		// A selector that does not parse fails closed: it selects, each of
 		// the two on its own (with both broken, the rule still blocks).
 		if nsErr != nil {
@@ -196,10 +188,10 @@ func selectRule(rules []Rule, aw *awv1beta2.AppWrapper, nsLabels map[string]stri
 			s.Why = "is being deleted"
 		case !awMatch:
 			s.Why = fmt.Sprintf("appWrapperSelector (%s) does not select the AppWrapper (labels: %s)",
-				selectorString(rule.Spec.AppWrapperSelector), labelsString(awLabels))
+				awSel, labelsString(awLabels))
 		case !nsMatch:
 			s.Why = fmt.Sprintf("namespaceSelector (%s) does not select namespace %s (labels: %s)",
-				selectorString(rule.Spec.NamespaceSelector), namespace, labelsString(nsLabels))
+				nsSel, namespace, labelsString(nsLabels))
 		case !appliesTo(rule, comps):
 			s.Matches = false
 			s.Why = fmt.Sprintf("does not apply: it wants %s as the trigger, and the AppWrapper has none", wanted(rule))
