@@ -62,7 +62,7 @@ type Watches struct {
 	// watch a resource in every namespace, before an informer is started
 	// for it (an informer that may not list would retry, and log, for as
 	// long as it runs); nil: not asked.
-	access func(ctx context.Context, gvr schema.GroupVersionResource) (allowed bool, why string, err error)
+	access AccessReview
 	// retryAt says when a kind found not watchable is asked about again.
 	retryAt map[schema.GroupKind]time.Time
 	// waiters are AppWrappers that read a kind before its informer had
@@ -323,7 +323,7 @@ func KindState(err error) bool {
 // SelfAccessReview asks the API server, through client, whether the caller
 // may list and watch a resource in every namespace (SelfSubjectAccessReview,
 // which every authenticated user may create).
-func SelfAccessReview(client dynamic.Interface) func(ctx context.Context, gvr schema.GroupVersionResource) (bool, string, error) {
+func SelfAccessReview(client dynamic.Interface) AccessReview {
 	ssar := schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
 	return func(ctx context.Context, gvr schema.GroupVersionResource) (bool, string, error) {
 		for _, verb := range []string{"list", "watch"} {
