@@ -2,6 +2,7 @@ package gc
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,5 +70,25 @@ func TestRuleOfAKindNotWatchableComesBackWhenGranted(t *testing.T) {
 	}
 	if k := b.w.Kind(jobGK); k.State == decision.KindNotWatchable {
 		t.Errorf("kind %+v after the grant", k)
+	}
+}
+
+// An access review that gets no answer (an endpoint that does not serve
+// them, an API server in trouble) never holds a kind unwatched: its
+// informer starts, as without the question, and a completion of that kind
+// is not lost for want of an answer.
+func TestKindWatchedWhenTheAccessReviewGetsNoAnswer(t *testing.T) {
+	b := newWatchesBed(t)
+	b.w.access = func(context.Context, schema.GroupVersionResource) (bool, string, error) {
+		return false, "", errors.New("the server could not find the requested resource")
+	}
+	if err := b.w.Ensure("rule/jobs", jobGK, celpolicies.Fields{}); err != nil {
+		t.Fatalf("Ensure: %v", err)
+	}
+	if len(b.w.Kinds()) != 1 {
+		t.Fatalf("informers %v, want Job's", b.w.Kinds())
+	}
+	if k := b.w.Kind(jobGK); k.State == decision.KindNotWatchable {
+		t.Errorf("kind %+v: not watchable for want of an answer", k)
 	}
 }

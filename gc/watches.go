@@ -280,12 +280,14 @@ func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, error) {
 		defer cancel()
 		allowed, why, err := w.access(ctx, mapping.Resource)
 		switch {
-		case apierrors.IsForbidden(err):
-			// wrapup may not ask (a policy refuses access reviews): the
-			// informer starts, and its list says (listForbidden).
 		case err != nil:
-			// Not an answer about the kind: its owners try again.
-			return nil, &discoveryError{kind: gk, err: fmt.Errorf("asking whether wrapup may list %s: %w", mapping.Resource.GroupResource(), err)}
+			// No answer (a policy refuses access reviews, an endpoint
+			// that does not serve them, an API server in trouble): the
+			// informer starts, as it would without the question, and
+			// its list says whether wrapup may (listForbidden). Never
+			// holding a kind unwatched for want of an answer keeps its
+			// completions from being lost.
+			logf.FromContext(w.ctx).Info("Could not ask whether wrapup may list a trigger kind; watching it", "kind", gk.String(), "err", err.Error())
 		case !allowed:
 			return nil, &KindNotWatchableError{Kind: gk, Err: errors.New(why)}
 		}
