@@ -219,13 +219,11 @@ func claimOwner(key types.NamespacedName, aw *awv1beta2.AppWrapper, gk schema.Gr
 	return watchOwner(key) + "/" + gk.String()
 }
 
-// rememberClaim remembers that the AppWrapper key claims a watch of gk
+// rememberClaim remembers that its AppWrapper claims a watch of gk
 // besides its first kind.
-func (r *AppWrapperReconciler) rememberClaim(key types.NamespacedName, gk schema.GroupKind) {
-	mem := r.memory.get(key)
+func (mem *awMemory) rememberClaim(gk schema.GroupKind) {
 	if !slices.Contains(mem.claims, gk) {
 		mem.claims = append(slices.Clone(mem.claims), gk)
-		r.memory.put(key, mem)
 	}
 }
 
@@ -244,10 +242,7 @@ func (r *AppWrapperReconciler) keepClaims(key types.NamespacedName, claims []sch
 			r.Triggers.Release(watchOwner(key) + "/" + gk.String())
 		}
 	}
-	if len(mem.claims) > 0 || len(extra) > 0 {
-		mem.claims = extra
-		r.memory.put(key, *mem)
-	}
+	mem.claims = extra
 }
 
 // liveView reads from the API server, triggers at the version the watches
@@ -287,98 +282,38 @@ func (r *AppWrapperReconciler) workerLiveView(c *workerConn) *readerView {
 	}
 }
 
-// Reconcile finishes one AppWrapper.
+// Reconcile finishes one AppWrapper. It decides on the caches (gather,
+// decision.Decide), remembers what the decision says to, and when the
+// decision writes or deletes, decides again on what the API server says
+// (confirm) and does what that decision says (apply). The AppWrapper's
+// memory entry is taken once and settled once.
 func (r *AppWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	key := req.NamespacedName
-	mem := r.memory.get(key)
-	in, err := gather(ctx, &cacheView{r: r, key: key}, r.Policies, key, nil, r.input(mem))
+	mem := r.memory.take(key)
+	defer r.memory.settle(key, mem)
+	in, err := gather(ctx, &cacheView{r: r, key: key, mem: mem}, r.Policies, key, nil, r.input(mem))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if in.AppWrapper == nil {
-		r.forget(key)
+		r.forget(key, mem)
 		return ctrl.Result{}, nil
 	}
-	// The gather may have remembered watch claims.
-	now := r.memory.get(key)
-	mem.claims, mem.worker, mem.workerKinds = now.claims, now.worker, now.workerKinds
-	log := logf.FromContext(ctx).WithValues("appWrapper", klog.KObj(in.AppWrapper))
-	ctx = logf.IntoContext(ctx, log)
+	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("appWrapper", klog.KObj(in.AppWrapper)))
 	d := decision.Decide(ctx, in)
-	return r.act(ctx, in, d, mem)
-}
-
-// input is the start of a decision's input: the clock and the memory.
-func (r *AppWrapperReconciler) input(mem awMemory) decision.Input {
-	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, HoldStart: mem.holdStart, FailureGracePeriod: r.FailureGracePeriod}
-}
-
-// act carries out a decision made on the caches. Every write and every
-// delete is decided again first, on what the API server says (act on the
-// fresh decision, not the cached one): the rules, the Namespace and the
-// trigger are read from it; the AppWrapper is the cached one, and the
-// resourceVersion precondition of the write or the delete makes sure that
-// it is the API server's too.
-func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d decision.Decision, mem awMemory) (ctrl.Result, error) {
-	log := logf.FromContext(ctx)
-	aw := in.AppWrapper
-	key := client.ObjectKeyFromObject(aw)
 	r.observed("cached", in, d)
 	if d.Verdict == decision.VerdictBeingDeleted {
-		r.forget(key)
+		r.forget(key, mem)
 		return ctrl.Result{}, nil
 	}
-	r.Assign.Set(key, d.Assigned)
-	mem = r.memory.update(key, aw.UID, d, mem)
-	r.keepClaims(key, d.Claims, &mem)
-	if d.Winner != "" {
-		log = log.WithValues("rule", d.Winner)
-		ctx = logf.IntoContext(ctx, log)
-	}
-	if d.Worker == nil || d.Worker.Cluster != mem.worker {
-		// Not dispatched there (any more): its triggers there are not watched for it.
-		r.releaseWorker(key, &mem)
-		r.memory.put(key, mem)
-	}
-	r.warn(aw, d, &mem)
+	ctx = r.remember(ctx, in, d, mem)
 	if d.Verdict == decision.VerdictWorkerUnreachable {
-		mem.unreachable++
-		r.memory.put(key, mem)
 		return ctrl.Result{RequeueAfter: workerBackoff(mem.unreachable)}, nil
-	}
-	if mem.unreachable > 0 {
-		mem.unreachable = 0
-		r.memory.put(key, mem)
-	}
-	if e := d.Evaluation; e != nil && !e.FromAppWrapperPhase {
-		evaluationSeconds.Observe(e.Took.Seconds())
-		if e.Error != "" {
-			evaluationErrorsTotal.WithLabelValues(d.Winner).Inc()
-		}
-	}
-	for _, c := range d.Candidates {
-		if e := c.Evaluation; e != nil && !e.FromAppWrapperPhase {
-			evaluationSeconds.Observe(e.Took.Seconds())
-			if e.Error != "" {
-				evaluationErrorsTotal.WithLabelValues(d.Winner).Inc()
-			}
-		}
-	}
-	if mem.unsure != nil && d.Recorded != nil {
-		// A record write whose answer was lost: it landed if the
-		// AppWrapper carries it now (else it was replaced), unless what it
-		// carries is a record counted already.
-		if d.Recorded.Same(mem.unsure) && !d.Recorded.Same(mem.counted) {
-			r.count(ctx, mem.unsure)
-			mem.counted = mem.unsure
-		}
-		mem.unsure = nil
-		r.memory.put(key, mem)
 	}
 	confirm := func() (decision.Input, decision.Decision, error) {
 		return r.decideFresh(ctx, key, nil, mem)
 	}
-	if d.Write == nil && !d.Clear && d.Outcome != "" && !r.ensureHistory(ctx, in, d, d.Recorded, false, &mem, confirm) {
+	if d.Write == nil && !d.Clear && d.Outcome != "" && !r.ensureHistory(ctx, in, d, d.Recorded, false, mem, confirm) {
 		// The run's CompletionRecord is not written yet: nothing is
 		// deleted before it is, or before its deadline. Soon when a
 		// deletion waits on it, else at most a minute later.
@@ -394,12 +329,11 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 	if d.Write == nil && !d.Clear && d.Verdict != decision.VerdictDelete {
 		return ctrl.Result{RequeueAfter: d.Requeue}, nil
 	}
-
 	// For a write, the cached AppWrapper will do: the write's
 	// resourceVersion makes sure it is current. A deletion alone is decided
 	// on the AppWrapper read from the API server too, which shows a
 	// deletion already made (the cache may not yet).
-	known := aw
+	known := in.AppWrapper
 	if d.Write == nil && !d.Clear {
 		known = nil
 	}
@@ -407,27 +341,84 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 	if err != nil || fin.AppWrapper == nil {
 		return ctrl.Result{}, err
 	}
-	base := fin.AppWrapper
+	return r.apply(ctx, in.AppWrapper, d, fin, fd, mem)
+}
+
+// input is the start of a decision's input: the clock and the memory.
+func (r *AppWrapperReconciler) input(mem *awMemory) decision.Input {
+	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, HoldStart: mem.holdStart, FailureGracePeriod: r.FailureGracePeriod}
+}
+
+// remember keeps in mem what the decision d on the caches says to
+// remember, and does what it allows before any write: the rule assigned,
+// the watches claimed and released, the Warnings said once, the
+// evaluation metrics, the count of a record write whose answer was lost.
+// It returns ctx with the deciding rule in its logger.
+func (r *AppWrapperReconciler) remember(ctx context.Context, in decision.Input, d decision.Decision, mem *awMemory) context.Context {
+	aw := in.AppWrapper
+	key := client.ObjectKeyFromObject(aw)
+	r.Assign.Set(key, d.Assigned)
+	mem.update(aw.UID, d)
+	r.keepClaims(key, d.Claims, mem)
+	if d.Winner != "" {
+		ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("rule", d.Winner))
+	}
+	if d.Worker == nil || d.Worker.Cluster != mem.worker {
+		// Not dispatched there (any more): its triggers there are not watched for it.
+		r.releaseWorker(key, mem)
+	}
+	r.warn(aw, d, mem)
+	if d.Verdict == decision.VerdictWorkerUnreachable {
+		mem.unreachable++
+		return ctx
+	}
+	mem.unreachable = 0
+	for _, e := range d.Evaluations() {
+		if !e.FromAppWrapperPhase {
+			evaluationSeconds.Observe(e.Took.Seconds())
+			if e.Error != "" {
+				evaluationErrorsTotal.WithLabelValues(d.Winner).Inc()
+			}
+		}
+	}
+	if mem.unsure != nil && d.Recorded != nil {
+		// A record write whose answer was lost: it landed if the
+		// AppWrapper carries it now (else it was replaced), unless what it
+		// carries is a record counted already.
+		if d.Recorded.Same(mem.unsure) && !d.Recorded.Same(mem.counted) {
+			r.count(ctx, mem.unsure)
+			mem.counted = mem.unsure
+		}
+		mem.unsure = nil
+	}
+	return ctx
+}
+
+// apply does what the fresh decision fd on fin says: it writes the record
+// (or clears it), then deletes, when a decision on the AppWrapper as the
+// API server answered still deletes the same way as d, decided on the
+// caches about aw, said.
+func (r *AppWrapperReconciler) apply(ctx context.Context, aw *awv1beta2.AppWrapper, d decision.Decision, fin decision.Input, fd decision.Decision, mem *awMemory) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	key := client.ObjectKeyFromObject(aw)
 	wrote := false
 	switch {
 	case fd.Write != nil:
-		patched, err := r.writeRecord(ctx, base, fd.Write)
+		patched, err := r.writeRecord(ctx, fin.AppWrapper, fd.Write)
 		if err != nil {
 			if !rejected(err) {
 				// The write may have landed: count it when it is seen.
 				mem.unsure = fd.Write
-				r.memory.put(key, mem)
 			}
 			return r.writeFailed(ctx, err, "recording outcome")
 		}
 		// It landed on the AppWrapper as read, so no earlier write of
 		// unknown fate is on it.
 		mem.unsure, mem.counted = nil, fd.Write
-		r.memory.put(key, mem)
 		r.emit(aw, fd.Events, decision.EventAfterWrite)
 		log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
 		r.count(ctx, fd.Write)
-		if !r.ensureHistory(ctx, decision.Input{Now: fin.Now, AppWrapper: patched, Rules: fin.Rules, Triggers: fin.Triggers}, fd, fd.Write, true, &mem, nil) &&
+		if !r.ensureHistory(ctx, decision.Input{Now: fin.Now, AppWrapper: patched, Rules: fin.Rules, Triggers: fin.Triggers}, fd, fd.Write, true, mem, nil) &&
 			fd.Verdict == decision.VerdictDelete {
 			return ctrl.Result{RequeueAfter: historyRetry}, nil
 		}
@@ -439,7 +430,7 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		}
 		fin.AppWrapper, wrote = patched, true
 	case fd.Clear:
-		patched, err := r.writeRecord(ctx, base, nil)
+		patched, err := r.writeRecord(ctx, fin.AppWrapper, nil)
 		if err != nil {
 			return r.writeFailed(ctx, err, "clearing outcome")
 		}
@@ -462,9 +453,10 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 		// answered it (the rest is as fresh as it was a moment ago).
 		fd = decision.Decide(ctx, fin)
 		r.observed("written", fin, fd)
-	case known != nil:
+	case d.Write != nil || d.Clear:
 		// Decided on the cached AppWrapper for a write it then did not
 		// make: read the AppWrapper too, as for any deletion.
+		var err error
 		if fin, fd, err = r.decideFresh(ctx, key, nil, mem); err != nil || fin.AppWrapper == nil {
 			return ctrl.Result{}, err
 		}
@@ -472,17 +464,17 @@ func (r *AppWrapperReconciler) act(ctx context.Context, in decision.Input, d dec
 	if !decision.SameDeletion(first, fd) {
 		return ctrl.Result{Requeue: true}, nil
 	}
-	if !r.ensureHistory(ctx, fin, fd, fd.Recorded, false, &mem, nil) {
+	if !r.ensureHistory(ctx, fin, fd, fd.Recorded, false, mem, nil) {
 		// The run's CompletionRecord, by the rules as the API server has
 		// them, is not written yet.
 		return ctrl.Result{RequeueAfter: historyRetry}, nil
 	}
-	return r.delete(ctx, fin, fd)
+	return r.delete(ctx, fin, fd, mem)
 }
 
 // decideFresh gathers from the API server (the AppWrapper too, unless
 // known is it as good as read) and decides.
-func (r *AppWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, known *awv1beta2.AppWrapper, mem awMemory) (decision.Input, decision.Decision, error) {
+func (r *AppWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, known *awv1beta2.AppWrapper, mem *awMemory) (decision.Input, decision.Decision, error) {
 	in, err := gather(ctx, r.liveView(), r.Policies, key, known, r.input(mem))
 	if err != nil || in.AppWrapper == nil {
 		return in, decision.Decision{}, err
@@ -566,7 +558,7 @@ func (r *AppWrapperReconciler) writeRecord(ctx context.Context, aw *awv1beta2.Ap
 // AppWrapper decided on, unchanged) and Background propagation (so that
 // the AppWrapper controller's finalizer tears the components down and Kueue
 // releases the quota only after the pods are gone).
-func (r *AppWrapperReconciler) delete(ctx context.Context, in decision.Input, d decision.Decision) (ctrl.Result, error) {
+func (r *AppWrapperReconciler) delete(ctx context.Context, in decision.Input, d decision.Decision, mem *awMemory) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	aw := in.AppWrapper
 	uid, rv := aw.UID, aw.ResourceVersion
@@ -590,7 +582,7 @@ func (r *AppWrapperReconciler) delete(ctx context.Context, in decision.Input, d 
 	}
 	log.Info("Deleted finished AppWrapper", "outcome", d.Outcome)
 	r.emit(aw, d.Events, decision.EventAfterDelete)
-	r.forget(client.ObjectKeyFromObject(aw))
+	r.forget(client.ObjectKeyFromObject(aw), mem)
 	return ctrl.Result{}, nil
 }
 
@@ -614,7 +606,7 @@ func (r *AppWrapperReconciler) warn(aw *awv1beta2.AppWrapper, d decision.Decisio
 		}
 		k := e.Reason + "\x00" + e.Message
 		keys = append(keys, k)
-		if !contains(mem.warned, k) {
+		if !slices.Contains(mem.warned, k) {
 			r.Recorder.Eventf(aw, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
 		}
 	}
@@ -623,7 +615,6 @@ func (r *AppWrapperReconciler) warn(aw *awv1beta2.AppWrapper, d decision.Decisio
 		r.Assign.Touch(d.Winner)
 	}
 	mem.warned = keys
-	r.memory.put(client.ObjectKeyFromObject(aw), *mem)
 }
 
 func hasReason(keys []string, reason string) bool {
@@ -635,30 +626,25 @@ func hasReason(keys []string, reason string) bool {
 	return false
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *AppWrapperReconciler) forget(key types.NamespacedName) {
+// forget drops what is held for the AppWrapper key, which is gone or
+// going: its watch claims, here and on its worker, its rule assignment and
+// its memory entry.
+func (r *AppWrapperReconciler) forget(key types.NamespacedName, mem *awMemory) {
 	r.Triggers.Release(watchOwner(key))
-	mem := r.memory.get(key)
 	for _, gk := range mem.claims {
 		r.Triggers.Release(watchOwner(key) + "/" + gk.String())
 	}
-	r.releaseWorker(key, &mem)
+	r.releaseWorker(key, mem)
 	r.Assign.Set(key, "")
-	r.memory.drop(key)
+	*mem = awMemory{}
 }
 
 // memory is what the controller remembers of each AppWrapper between
 // reconciles, one entry per AppWrapper, dropped when it goes: lost on a
 // restart, which only delays (a failure's grace starts again; a Warning is
-// said once more).
+// said once more). A reconcile takes its AppWrapper's entry once, changes
+// it through the pointer, and settles it once when it returns; the
+// controller never reconciles one AppWrapper in two workers at a time.
 type memory struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]awMemory
@@ -693,22 +679,25 @@ type awMemory struct {
 
 // empty is true when e remembers nothing but the AppWrapper's UID, which
 // update compares only to reset what else is remembered.
-func (e awMemory) empty() bool {
+func (e *awMemory) empty() bool {
 	return e.failure == (decision.FailureSeen{}) && e.holdStart.IsZero() && len(e.warned) == 0 && e.unsure == nil && e.counted == nil &&
 		len(e.claims) == 0 && e.history == nil && e.worker == "" && len(e.workerKinds) == 0 && e.unreachable == 0
 }
 
-func (m *memory) get(key types.NamespacedName) awMemory {
+// take returns the entry of the AppWrapper key for one reconcile to
+// change: a copy, which settle keeps.
+func (m *memory) take(key types.NamespacedName) *awMemory {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.m[key]
+	e := m.m[key]
+	return &e
 }
 
-// put keeps e; an entry that holds nothing but the UID is dropped instead,
-// as get's zero value means the same: most AppWrappers (running, their
-// trigger not done) need no entry, and an entry weighs as much as a
-// cached AppWrapper's spec.
-func (m *memory) put(key types.NamespacedName, e awMemory) {
+// settle keeps e as the entry of key; an entry that holds nothing but the
+// UID is dropped instead, as take's zero value means the same: most
+// AppWrappers (running, their trigger not done) need no entry, and an
+// entry weighs as much as a cached AppWrapper's spec.
+func (m *memory) settle(key types.NamespacedName, e *awMemory) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e.empty() {
@@ -718,29 +707,21 @@ func (m *memory) put(key types.NamespacedName, e awMemory) {
 	if m.m == nil {
 		m.m = map[types.NamespacedName]awMemory{}
 	}
-	m.m[key] = e
+	m.m[key] = *e
 }
 
-// update keeps what d says to remember of the AppWrapper uid.
-func (m *memory) update(key types.NamespacedName, uid types.UID, d decision.Decision, e awMemory) awMemory {
+// update keeps what d, decided on the AppWrapper uid, says to remember.
+func (e *awMemory) update(uid types.UID, d decision.Decision) {
 	if e.uid != uid {
 		// Watches are claimed by name: an AppWrapper created again under
 		// the same name takes its claims over.
-		e = awMemory{uid: uid, claims: e.claims, worker: e.worker, workerKinds: e.workerKinds}
+		*e = awMemory{uid: uid, claims: e.claims, worker: e.worker, workerKinds: e.workerKinds}
 	}
 	e.failure = decision.FailureSeen{}
 	if d.FailureSeen != nil {
 		e.failure = *d.FailureSeen
 	}
 	e.holdStart = d.HoldStart
-	m.put(key, e)
-	return e
-}
-
-func (m *memory) drop(key types.NamespacedName) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.m, key)
 }
 
 // Len is how many AppWrappers the controller remembers something of.

@@ -301,10 +301,8 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		return true
 	}
 	aw := in.AppWrapper
-	key := client.ObjectKeyFromObject(aw)
 	done := func() bool {
 		mem.history = rec
-		r.memory.put(key, *mem)
 		return true
 	}
 	rule, ret, keep := historyOf(in, d, rec)

@@ -195,17 +195,22 @@ func BenchmarkCachedCompletionRecord(b *testing.B) {
 func TestMemoryHoldsOnlyWhatItMust(t *testing.T) {
 	var m memory
 	key := types.NamespacedName{Namespace: "team-a", Name: "run-0"}
-	e := m.update(key, "uid-1", decision.Decision{}, m.get(key))
+	e := m.take(key)
+	e.update("uid-1", decision.Decision{})
+	m.settle(key, e)
 	if n := m.Len(); n != 0 || e.uid != "uid-1" {
 		t.Fatalf("after a decision with nothing to remember: %d entries (want 0), uid %q", n, e.uid)
 	}
 	e.counted = &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded}
-	m.put(key, e)
-	if got := m.get(key); m.Len() != 1 || got.counted == nil || got.uid != "uid-1" {
+	m.settle(key, e)
+	if got := m.take(key); m.Len() != 1 || got.counted == nil || got.uid != "uid-1" {
 		t.Fatalf("a counted record is not remembered: %d entries, %+v", m.Len(), got)
 	}
 	// The same name, another AppWrapper: what was remembered goes.
-	if e := m.update(key, "uid-2", decision.Decision{}, m.get(key)); e.counted != nil || m.Len() != 0 {
+	e = m.take(key)
+	e.update("uid-2", decision.Decision{})
+	m.settle(key, e)
+	if e.counted != nil || m.Len() != 0 {
 		t.Fatalf("an AppWrapper created again under the same name keeps %+v (%d entries)", e, m.Len())
 	}
 }

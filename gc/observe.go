@@ -337,6 +337,9 @@ type cacheView struct {
 	// key is the AppWrapper decided on: the owner of the watch of its
 	// annotated trigger's kind.
 	key types.NamespacedName
+	// mem is the AppWrapper's memory entry, which remembers the watches
+	// claimed for it.
+	mem *awMemory
 }
 
 func (v *cacheView) appWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error) {
@@ -358,7 +361,7 @@ func (v *cacheView) worker(ctx context.Context, key types.NamespacedName, aw *aw
 	if c == nil || w.Problem != "" {
 		return w, nil
 	}
-	return w, &workerCacheView{r: v.r, key: key, c: c}
+	return w, &workerCacheView{r: v.r, key: key, mem: v.mem, c: c}
 }
 
 // workerCacheView reads triggers from the watches on a worker cluster,
@@ -367,6 +370,7 @@ func (v *cacheView) worker(ctx context.Context, key types.NamespacedName, aw *aw
 type workerCacheView struct {
 	r   *AppWrapperReconciler
 	key types.NamespacedName
+	mem *awMemory
 	c   *workerConn
 }
 
@@ -376,7 +380,7 @@ func (v *workerCacheView) kind(gk schema.GroupKind) decision.Kind { return v.c.t
 func (v *workerCacheView) claim(gk schema.GroupKind, fields celpolicies.Fields) error {
 	// Remembered before the claim is made, so that it is released with the
 	// AppWrapper whatever happens to this reconcile.
-	v.r.claimOnWorker(v.key, v.c, gk)
+	v.r.claimOnWorker(v.key, v.mem, v.c, gk)
 	if err := v.c.triggers.Ensure(workerOwner(v.key, gk), gk, fields); err != nil && !KindState(err) {
 		return fmt.Errorf("watching %s on worker cluster %s: %w", gk, v.c.cluster, err)
 	}
@@ -433,7 +437,7 @@ func (v *cacheView) trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 		if owner != watchOwner(v.key) {
 			// Remembered before the claim is made, so that it is released
 			// with the AppWrapper whatever happens to this reconcile.
-			v.r.rememberClaim(v.key, ref.Kind)
+			v.mem.rememberClaim(ref.Kind)
 		}
 		if err := v.r.Triggers.Ensure(owner, ref.Kind, fields); err != nil && !KindState(err) {
 			return t, err

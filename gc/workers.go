@@ -478,16 +478,14 @@ func workerOwner(key types.NamespacedName, gk schema.GroupKind) string {
 
 // claimOnWorker claims kind gk on the worker c for the AppWrapper key,
 // remembering it (and releasing its claims on any other worker) first.
-func (r *AppWrapperReconciler) claimOnWorker(key types.NamespacedName, c *workerConn, gk schema.GroupKind) {
-	mem := r.memory.get(key)
+func (r *AppWrapperReconciler) claimOnWorker(key types.NamespacedName, mem *awMemory, c *workerConn, gk schema.GroupKind) {
 	if mem.worker != c.cluster {
-		r.releaseWorker(key, &mem)
+		r.releaseWorker(key, mem)
 		mem.worker = c.cluster
 	}
 	if !slices.Contains(mem.workerKinds, gk) {
 		mem.workerKinds = append(slices.Clone(mem.workerKinds), gk)
 	}
-	r.memory.put(key, mem)
 }
 
 // releaseWorker drops the claims of the AppWrapper key on its worker.

@@ -252,6 +252,21 @@ type Candidate struct {
 	Decided bool
 }
 
+// Evaluations returns every evaluation the decision made: of its trigger,
+// then of each candidate.
+func (d Decision) Evaluations() []*Evaluation {
+	var es []*Evaluation
+	if d.Evaluation != nil {
+		es = append(es, d.Evaluation)
+	}
+	for _, c := range d.Candidates {
+		if c.Evaluation != nil {
+			es = append(es, c.Evaluation)
+		}
+	}
+	return es
+}
+
 // WillRecord says whether the decision writes a record.
 func (d *Decision) WillRecord() bool { return d.Write != nil }
 
