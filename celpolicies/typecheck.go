@@ -5,11 +5,13 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/version"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/common"
@@ -257,4 +259,33 @@ func dedupe(s []string) []string {
 
 func (s *schemaSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
 	return nil
+}
+
+// TypeChecking is what a rule's status says of checking its expressions
+// against the schema s of its trigger kind gvk: the warnings of TypeCheck,
+// as many and as long as the status holds. The rule controller, its
+// admission webhook and kubectl wrapup lint report the same.
+func TypeChecking(rule *v1alpha1.CompletionRule, gvk schema.GroupVersionKind, s *spec.Schema) *v1alpha1.TypeChecking {
+	warnings := TypeCheck(&rule.Spec, s, gvk.Kind)
+	if len(warnings) > maxTypeCheckWarnings {
+		warnings = warnings[:maxTypeCheckWarnings]
+	}
+	for i := range warnings {
+		warnings[i].Warning = Truncate(warnings[i].Warning, 4000)
+	}
+	return &v1alpha1.TypeChecking{Schema: gvk.String(), ExpressionWarnings: warnings}
+}
+
+const maxTypeCheckWarnings = 32
+
+// Truncate cuts s to at most n bytes, on a character boundary, marking the cut.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

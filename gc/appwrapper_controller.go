@@ -36,6 +36,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // DefaultFailureGracePeriod is how long a Running AppWrapper with a failed
@@ -248,17 +249,17 @@ func (r *AppWrapperReconciler) keepClaims(key types.NamespacedName, claims []sch
 // liveView reads from the API server, triggers at the version the watches
 // read them; an AppWrapper handed to it may be the cache's, which keeps
 // only part of the spec and status.
-func (r *AppWrapperReconciler) liveView() *readerView {
-	return &readerView{
-		r:     r.APIReader,
-		slim:  true,
-		kinds: r.Triggers.Kind,
-		version: func(gk schema.GroupKind) (string, bool) {
+func (r *AppWrapperReconciler) liveView() *view.Reader {
+	return &view.Reader{
+		Client: r.APIReader,
+		Slim:   true,
+		Kinds:  r.Triggers.Kind,
+		Version: func(gk schema.GroupKind) (string, bool) {
 			gvr, ok := r.Triggers.Resource(gk)
 			return gvr.Version, ok
 		},
-		labelled: true,
-		workers: func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
+		Labelled: true,
+		Workers: func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, view.TriggerView) {
 			w, c := r.readWorker(ctx, true, aw)
 			if c == nil || w.Problem != "" {
 				return w, nil
@@ -270,15 +271,15 @@ func (r *AppWrapperReconciler) liveView() *readerView {
 
 // workerLiveView reads triggers from a worker's API server, at the
 // version its watches read them.
-func (r *AppWrapperReconciler) workerLiveView(c *workerConn) *readerView {
-	return &readerView{
-		r:     c.reader,
-		kinds: c.triggers.Kind,
-		version: func(gk schema.GroupKind) (string, bool) {
+func (r *AppWrapperReconciler) workerLiveView(c *workerConn) *view.Reader {
+	return &view.Reader{
+		Client: c.reader,
+		Kinds:  c.triggers.Kind,
+		Version: func(gk schema.GroupKind) (string, bool) {
 			gvr, ok := c.triggers.Resource(gk)
 			return gvr.Version, ok
 		},
-		labelled: true,
+		Labelled: true,
 	}
 }
 
@@ -291,7 +292,7 @@ func (r *AppWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	key := req.NamespacedName
 	mem := r.memory.take(key)
 	defer r.memory.settle(key, mem)
-	in, err := gather(ctx, &cacheView{r: r, key: key, mem: mem}, r.Policies, key, nil, r.input(mem))
+	in, err := view.Gather(ctx, &cacheView{r: r, key: key, mem: mem}, r.Policies, key, nil, r.input(mem))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -475,7 +476,7 @@ func (r *AppWrapperReconciler) apply(ctx context.Context, aw *awv1beta2.AppWrapp
 // decideFresh gathers from the API server (the AppWrapper too, unless
 // known is it as good as read) and decides.
 func (r *AppWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, known *awv1beta2.AppWrapper, mem *awMemory) (decision.Input, decision.Decision, error) {
-	in, err := gather(ctx, r.liveView(), r.Policies, key, known, r.input(mem))
+	in, err := view.Gather(ctx, r.liveView(), r.Policies, key, known, r.input(mem))
 	if err != nil || in.AppWrapper == nil {
 		return in, decision.Decision{}, err
 	}

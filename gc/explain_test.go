@@ -27,9 +27,10 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
-// Fixtures for Explain: one AppWrapper "sweep" in namespace "team-a" that
+// Fixtures for view.Explain: one AppWrapper "sweep" in namespace "team-a" that
 // wraps an inference Deployment and a benchmark Job, the live Job, and rules.
 
 const (
@@ -208,7 +209,7 @@ func TestExplain(t *testing.T) {
 		funcs   *interceptor.Funcs
 		want    want
 		wantErr string
-		check   func(*testing.T, *Explanation)
+		check   func(*testing.T, *view.Explanation)
 	}{
 		{
 			name:    "no rules",
@@ -239,7 +240,7 @@ func TestExplain(t *testing.T) {
 				"high":   "blocked by broken",
 				"low":    "blocked by broken",
 			}},
-			check: func(t *testing.T, ex *Explanation) {
+			check: func(t *testing.T, ex *view.Explanation) {
 				if ex.Trigger != nil || ex.Evaluation != nil || ex.WillRecord() {
 					t.Errorf("a blocked AppWrapper is not evaluated nor recorded, got trigger %+v evaluation %+v", ex.Trigger, ex.Evaluation)
 				}
@@ -258,7 +259,7 @@ func TestExplain(t *testing.T) {
 				"low":    "loses to high: lower priority (1 < 10)",
 				"broken": "is not usable (it does not compile",
 			}},
-			check: func(t *testing.T, ex *Explanation) {
+			check: func(t *testing.T, ex *view.Explanation) {
 				if ex.Rules[0].Name != "high" {
 					t.Errorf("first rule = %s, want the winner first", ex.Rules[0].Name)
 				}
@@ -289,7 +290,7 @@ func TestExplain(t *testing.T) {
 			name:    "ignored AppWrapper",
 			objects: []client.Object{exAppWrapper(t, withAnnotation(wrapupv1alpha1.IgnoreAnnotation, "true")), exLiveJob(exJob, exJobUID, jobDone), exRule("all", 0)},
 			want:    want{verdict: decision.VerdictIgnored, winner: "all", reason: "wrapup.dev/ignore"},
-			check: func(t *testing.T, ex *Explanation) {
+			check: func(t *testing.T, ex *view.Explanation) {
 				if ex.Trigger != nil || ex.Evaluation != nil {
 					t.Errorf("an ignored AppWrapper is not evaluated, got trigger %+v evaluation %+v", ex.Trigger, ex.Evaluation)
 				}
@@ -315,7 +316,7 @@ func TestExplain(t *testing.T) {
 				awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "second")},
 			)), exRule("jobs", 0)},
 			want: want{verdict: decision.VerdictNoTrigger, winner: "jobs", reason: "has 2 (components 0, 1)"},
-			check: func(t *testing.T, ex *Explanation) {
+			check: func(t *testing.T, ex *view.Explanation) {
 				if len(ex.Events) != 1 || ex.Events[0].Reason != wrapupv1alpha1.ReasonAmbiguousTrigger {
 					t.Errorf("events = %+v, want one AmbiguousTrigger Warning", ex.Events)
 				}
@@ -325,7 +326,7 @@ func TestExplain(t *testing.T) {
 			name:    "a rule without kind and no annotated component",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("annotated", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{} })},
 			want:    want{verdict: decision.VerdictNoRule, reason: "no CompletionRule applies"},
-			check: func(t *testing.T, ex *Explanation) {
+			check: func(t *testing.T, ex *view.Explanation) {
 				// The rule does not apply: no Event, and it is not counted as deciding.
 				if len(ex.Events) != 0 || ex.Assigned != "" || ex.Winner != "" {
 					t.Errorf("events %+v, assigned %q, winner %q: want none, none, none", ex.Events, ex.Assigned, ex.Winner)
@@ -342,7 +343,7 @@ func TestExplain(t *testing.T) {
 				awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", exJob), Annotations: map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}},
 			)), exLiveJob(exJob, exJobUID, jobDone), exRule("annotated", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{} })},
 			want: want{verdict: decision.VerdictDelete, winner: "annotated", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true},
-			check: func(t *testing.T, ex *Explanation) {
+			check: func(t *testing.T, ex *view.Explanation) {
 				if ex.Trigger == nil || !ex.Trigger.Annotated || ex.Trigger.Index != 1 {
 					t.Errorf("trigger = %+v, want the annotated component 1", ex.Trigger)
 				}
@@ -385,7 +386,7 @@ func TestExplain(t *testing.T) {
 			name:    "a runtime error is not finished",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("typo", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = "object.status.noSuchField == 1" })},
 			want:    want{verdict: decision.VerdictWaitingForTrigger, winner: "typo", reason: "EvaluationError"},
-			check: func(t *testing.T, ex *Explanation) {
+			check: func(t *testing.T, ex *view.Explanation) {
 				if ex.Evaluation == nil || !strings.Contains(ex.Evaluation.Error, "noSuchField") {
 					t.Errorf("evaluation = %+v, want the runtime error", ex.Evaluation)
 				}
@@ -404,7 +405,7 @@ func TestExplain(t *testing.T) {
 			name:    "succeeded, DeleteAll at once",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Message = "'done: ' + object.metadata.name" })},
 			want:    want{verdict: decision.VerdictDelete, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true, reason: "not recorded yet"},
-			check: func(t *testing.T, ex *Explanation) {
+			check: func(t *testing.T, ex *view.Explanation) {
 				if ex.Evaluation == nil || ex.Evaluation.Message != "done: sweep-bench" || ex.Evaluation.Cost == 0 {
 					t.Errorf("evaluation = %+v, want the rule's message and its cost", ex.Evaluation)
 				}
@@ -414,7 +415,7 @@ func TestExplain(t *testing.T) {
 			name:    "succeeded and recorded 100s ago, TTL 300s",
 			objects: []client.Object{exAppWrapper(t, withRecord(wrapupv1alpha1.OutcomeSucceeded, "jobs", 100*time.Second, exJobUID)), exLiveJob(exJob, exJobUID, jobDone), exRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300))},
 			want:    want{verdict: decision.VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, after: 200 * time.Second, reason: "2026-05-01T12:03:20Z"},
-			check: func(t *testing.T, ex *Explanation) {
+			check: func(t *testing.T, ex *view.Explanation) {
 				if ex.Recorded == nil || ex.Recorded.Rule != "jobs" || ex.Recorded.Message != "recorded message" {
 					t.Errorf("recorded = %+v", ex.Recorded)
 				}
@@ -464,7 +465,7 @@ func TestExplain(t *testing.T) {
 				aw.Status.Conditions = []metav1.Condition{{Type: string(awv1beta2.Unhealthy), Status: metav1.ConditionTrue, Reason: "FoundFailedResources", Message: "retry limit exceeded"}}
 			}), exRule("jobs", 0)},
 			want: want{verdict: decision.VerdictDelete, winner: "jobs", outcome: wrapupv1alpha1.OutcomeFailed, willRecord: true},
-			check: func(t *testing.T, ex *Explanation) {
+			check: func(t *testing.T, ex *view.Explanation) {
 				if ex.Evaluation == nil || !ex.Evaluation.FromAppWrapperPhase || !strings.Contains(ex.Evaluation.Message, "retry limit exceeded") {
 					t.Errorf("evaluation = %+v, want Failed from the AppWrapper's phase", ex.Evaluation)
 				}
@@ -504,15 +505,15 @@ func TestExplain(t *testing.T) {
 			if tc.funcs != nil {
 				b = b.WithInterceptorFuncs(*tc.funcs)
 			}
-			ex, err := Explain(context.Background(), b.Build(), nil, types.NamespacedName{Namespace: exNS, Name: exAW}, exNow)
+			ex, err := view.Explain(context.Background(), b.Build(), nil, types.NamespacedName{Namespace: exNS, Name: exAW}, exNow)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Explain error = %v, want one containing %q", err, tc.wantErr)
+					t.Fatalf("view.Explain error = %v, want one containing %q", err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("Explain: %v", err)
+				t.Fatalf("view.Explain: %v", err)
 			}
 			w := tc.want
 			if w.winner == "" && ex.Assigned == "" {
@@ -549,7 +550,7 @@ func TestExplain(t *testing.T) {
 	}
 }
 
-// TestExplainAgreesWithWinningRule checks that the rule Explain names is the
+// TestExplainAgreesWithWinningRule checks that the rule view.Explain names is the
 // one the controller's selection picks, whatever the order of the list.
 func TestExplainAgreesWithWinningRule(t *testing.T) {
 	rules := []*wrapupv1alpha1.CompletionRule{exRule("c", 3), exRule("a", 7), exRule("b", 7), exRule("z", 9, func(r *wrapupv1alpha1.CompletionRule) {
@@ -560,12 +561,12 @@ func TestExplainAgreesWithWinningRule(t *testing.T) {
 		objs = append(objs, r)
 	}
 	c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithRESTMapper(explainMapper()).WithObjects(objs...).Build()
-	ex, err := Explain(context.Background(), c, nil, types.NamespacedName{Namespace: exNS, Name: exAW}, exNow)
+	ex, err := view.Explain(context.Background(), c, nil, types.NamespacedName{Namespace: exNS, Name: exAW}, exNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ex.Winner != "a" {
-		t.Errorf("Explain winner = %s, want a", ex.Winner)
+		t.Errorf("view.Explain winner = %s, want a", ex.Winner)
 	}
 	var order []string
 	for _, v := range ex.Rules {
@@ -577,7 +578,7 @@ func TestExplainAgreesWithWinningRule(t *testing.T) {
 }
 
 func TestExplanationString(t *testing.T) {
-	ex := &Explanation{
+	ex := &view.Explanation{
 		AppWrapper: types.NamespacedName{Namespace: exNS, Name: exAW},
 		Phase:      awv1beta2.AppWrapperRunning,
 		At:         exNow,
@@ -628,8 +629,8 @@ func TestDescribeAction(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := DescribeAction(tc.rule, tc.outcome); !strings.Contains(got, tc.want) {
-				t.Errorf("DescribeAction = %q, want it to contain %q", got, tc.want)
+			if got := view.DescribeAction(tc.rule, tc.outcome); !strings.Contains(got, tc.want) {
+				t.Errorf("view.DescribeAction = %q, want it to contain %q", got, tc.want)
 			}
 		})
 	}
@@ -637,7 +638,7 @@ func TestDescribeAction(t *testing.T) {
 
 // A rule names a kind that is served but that wrapup may not list (no
 // ClusterRole grants it): the controller's watches say it is not
-// watchable, so the rule blocks. Explain, reading as a user who may read
+// watchable, so the rule blocks. view.Explain, reading as a user who may read
 // it, takes that from the rule's Ready condition and says the same.
 func TestExplainKindTheControllerCannotWatch(t *testing.T) {
 	m := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{batchv1.SchemeGroupVersion, awv1beta2.GroupVersion, corev1.SchemeGroupVersion})
@@ -658,18 +659,18 @@ func TestExplainKindTheControllerCannotWatch(t *testing.T) {
 			Reason: wrapupv1alpha1.ReasonTriggerKindNotWatchable, Message: `configmaps is forbidden`, LastTransitionTime: metav1.NewTime(exNow)}}
 	})
 	c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithRESTMapper(m).WithObjects(aw, cm, exNamespace(), r).Build()
-	ex, err := Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
+	ex, err := view.Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The controller: the same reads, with its watches' view of the kind.
-	v := &readerView{r: c, labelled: true, kinds: func(gk schema.GroupKind) decision.Kind {
+	v := &view.Reader{Client: c, Labelled: true, Kinds: func(gk schema.GroupKind) decision.Kind {
 		if gk.Kind == "ConfigMap" {
 			return decision.Kind{State: decision.KindNotWatchable, Message: "configmaps is forbidden"}
 		}
 		return decision.Kind{State: decision.KindWatched}
 	}}
-	in, err := gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
+	in, err := view.Gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -689,7 +690,7 @@ func TestExplainSeveralTriggers(t *testing.T) {
 	r := exRule("sweeps", 10, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger.Policy = wrapupv1alpha1.TriggerPolicyAll })
 	c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithRESTMapper(explainMapper()).
 		WithObjects(aw, exNamespace(), r, exLiveJob("sweep-a", "a-uid", jobDone), exLiveJob("sweep-b", "b-uid", jobRunning)).Build()
-	ex, err := Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
+	ex, err := view.Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -715,7 +716,7 @@ func TestExplainSeveralTriggers(t *testing.T) {
 	if err := c.Status().Update(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	ex, err = Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
+	ex, err = view.Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -753,8 +754,8 @@ func TestNamespaceReadOnlyForNamespaceSelectors(t *testing.T) {
 					}
 					return c.Get(ctx, key, obj, opts...)
 				}}).Build()
-			v := &readerView{r: c, labelled: true}
-			in, err := gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
+			v := &view.Reader{Client: c, Labelled: true}
+			in, err := view.Gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // TestInternerSharesOnlyEqualSets: sets of the same content share one map;
@@ -93,7 +94,7 @@ func TestAppWrapperVariableReadsWhatTheCacheDrops(t *testing.T) {
 			t.Fatalf("%s: %v", expr, err)
 		}
 		r := &countingReader{live: live}
-		if _, err := fullAppWrapperVariable(context.Background(), r, cached, p); err != nil {
+		if _, err := view.FullAppWrapperVariable(context.Background(), r, cached, p); err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
 		if got := r.gets > 0; got != wantLive {

@@ -15,6 +15,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // mkView is a view of a MultiKueue manager whose one AppWrapper is
@@ -24,27 +25,27 @@ type mkView struct {
 	rule     *wrapupv1alpha1.CompletionRule
 }
 
-func (v *mkView) kind(schema.GroupKind) decision.Kind {
+func (v *mkView) Kind(schema.GroupKind) decision.Kind {
 	return decision.Kind{State: decision.KindWatched}
 }
-func (v *mkView) trigger(_ context.Context, _ *awv1beta2.AppWrapper, ref decision.Ref, _ celpolicies.Fields) (decision.Trigger, error) {
+func (v *mkView) Trigger(_ context.Context, _ *awv1beta2.AppWrapper, ref decision.Ref, _ celpolicies.Fields) (decision.Trigger, error) {
 	return decision.Trigger{Ref: ref, State: decision.TriggerAbsent}, nil
 }
-func (v *mkView) appWrapper(context.Context, types.NamespacedName) (*awv1beta2.AppWrapper, error) {
+func (v *mkView) AppWrapper(context.Context, types.NamespacedName) (*awv1beta2.AppWrapper, error) {
 	return v.aw, nil
 }
-func (v *mkView) rules(context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
+func (v *mkView) Rules(context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
 	return []wrapupv1alpha1.CompletionRule{*v.rule}, nil
 }
-func (v *mkView) namespace(context.Context, string) (*corev1.Namespace, error) { return nil, nil }
-func (v *mkView) ruleKind(*wrapupv1alpha1.CompletionRule, schema.GroupKind) decision.Kind {
+func (v *mkView) Namespace(context.Context, string) (*corev1.Namespace, error) { return nil, nil }
+func (v *mkView) RuleKind(*wrapupv1alpha1.CompletionRule, schema.GroupKind) decision.Kind {
 	return decision.Kind{State: decision.KindWatched}
 }
-func (v *mkView) worker(context.Context, types.NamespacedName, *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
+func (v *mkView) Worker(context.Context, types.NamespacedName, *awv1beta2.AppWrapper) (*decision.Worker, view.TriggerView) {
 	return &decision.Worker{Cluster: "worker-1", Workload: "wl", AppWrapper: v.copy}, v
 }
-func (v *mkView) appWrapperVariable(_ context.Context, aw *awv1beta2.AppWrapper, _ *celpolicies.Policy) (map[string]any, error) {
-	return appWrapperMap(aw)
+func (v *mkView) AppWrapperVariable(_ context.Context, aw *awv1beta2.AppWrapper, _ *celpolicies.Policy) (map[string]any, error) {
+	return view.AppWrapperMap(aw)
 }
 
 // A rule that reads appWrapper.status, on a MultiKueue manager, reads the
@@ -65,7 +66,7 @@ func TestAppWrapperVariableUnderMultiKueue(t *testing.T) {
 	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"},
 		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}, Success: "appWrapper.status.resettingCount > 2"}}
 	v := &mkView{aw: aw, copy: cp, rule: rule}
-	in, err := gather(context.Background(), v, &celpolicies.Cache{}, types.NamespacedName{Namespace: "ns", Name: "run"}, nil, decision.Input{})
+	in, err := view.Gather(context.Background(), v, &celpolicies.Cache{}, types.NamespacedName{Namespace: "ns", Name: "run"}, nil, decision.Input{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -417,27 +416,10 @@ func (r *RuleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.Com
 		logf.FromContext(ctx).V(2).Info("No schema to type-check against", "kind", mapping.GroupVersionKind.String(), "err", err.Error())
 		return nil
 	}
-	result := TypeCheck(rule, mapping.GroupVersionKind, s)
+	result := celpolicies.TypeChecking(rule, mapping.GroupVersionKind, s)
 	r.typeChecks.Store(rule.Name, typeChecked{uid: rule.UID, generation: rule.Generation, gvk: mapping.GroupVersionKind, epoch: epoch, result: result.DeepCopy()})
 	return result
 }
-
-// TypeCheck is what a rule's status says of checking its expressions
-// against the schema s of its trigger kind gvk: the warnings of
-// celpolicies.TypeCheck, as many and as long as the status holds.
-// kubectl wrapup lint reports the same.
-func TypeCheck(rule *wrapupv1alpha1.CompletionRule, gvk schema.GroupVersionKind, s *spec.Schema) *wrapupv1alpha1.TypeChecking {
-	warnings := celpolicies.TypeCheck(&rule.Spec, s, gvk.Kind)
-	if len(warnings) > maxTypeCheckWarnings {
-		warnings = warnings[:maxTypeCheckWarnings]
-	}
-	for i := range warnings {
-		warnings[i].Warning = decision.Truncate(warnings[i].Warning, 4000)
-	}
-	return &wrapupv1alpha1.TypeChecking{Schema: gvk.String(), ExpressionWarnings: warnings}
-}
-
-const maxTypeCheckWarnings = 32
 
 func (r *RuleReconciler) forget(name string) {
 	r.typeChecks.Delete(name)

@@ -18,6 +18,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // A rule whose kind wrapup may not list is not watched (no informer), and
@@ -32,7 +33,7 @@ func TestRuleOfAKindNotWatchableComesBackWhenGranted(t *testing.T) {
 		if allowed.Load() {
 			return true, "", nil
 		}
-		return false, DeniedList("list", schema.GroupResource{Group: "batch", Resource: "jobs"}), nil
+		return false, view.DeniedList("list", schema.GroupResource{Group: "batch", Resource: "jobs"}), nil
 	}
 	scheme := runtime.NewScheme()
 	if err := wrapupv1alpha1.AddToScheme(scheme); err != nil {

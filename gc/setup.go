@@ -16,6 +16,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // Options tune the controllers.
@@ -97,7 +98,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if opts.Namespace == "" {
 			return errors.New("MultiKueue support needs wrapup's namespace, where the workers' kubeconfig Secrets are")
 		}
-		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kueue.Workload{}, workloadOwnerIndex, workloadController); err != nil {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kueue.Workload{}, view.WorkloadOwnerIndex, view.WorkloadController); err != nil {
 			return fmt.Errorf("indexing Kueue Workloads (is Kueue installed?): %w", err)
 		}
 		ws := NewWorkerClusters(mgr.GetAPIReader(), opts.Namespace)

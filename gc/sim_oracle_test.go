@@ -21,6 +21,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // simChecks counts what the oracle saw.
@@ -882,7 +883,7 @@ func (w *simWorld) checkSettled() {
 	}
 }
 
-// checkExplain checks that Explain, gathering what it reads from the API
+// checkExplain checks that view.Explain, gathering what it reads from the API
 // server with the controller's memory, decides as the controller did on
 // the same observations: whenever the controller's view is the API
 // server's (a fresh decision on an AppWrapper the cache holds as it is;
@@ -914,15 +915,15 @@ func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Deci
 			return
 		}
 	}
-	v := &readerView{r: &simReader{w: w, fresh: true, noFaults: true}, labelled: true}
-	v.kinds = explainKinds(context.Background(), v.r, nil, nil)
-	ein, err := gather(context.Background(), v, w.explainPolicies, client.ObjectKeyFromObject(aw), nil,
+	v := &view.Reader{Client: &simReader{w: w, fresh: true, noFaults: true}, Labelled: true}
+	v.Kinds = view.ServedKinds(context.Background(), v.Client, nil, nil)
+	ein, err := view.Gather(context.Background(), v, w.explainPolicies, client.ObjectKeyFromObject(aw), nil,
 		decision.Input{Now: in.Now, FailureSeen: in.FailureSeen, HoldStart: in.HoldStart, FailureGracePeriod: in.FailureGracePeriod})
 	if err != nil {
 		w.fail("explain of %s: %v", client.ObjectKeyFromObject(aw), err)
 		return
 	}
-	ex := explainInput(context.Background(), ein)
+	ex := view.ExplainInput(context.Background(), ein)
 	w.checks.explained++
 	if ex.Verdict != d.Verdict || ex.Outcome != d.Outcome || ex.WillRecord() != d.WillRecord() || ex.Clear != d.Clear {
 		w.fail("explain of %s says %s (outcome %q, record %v, clear %v: %s); the controller's %s decision %s (outcome %q, record %v, clear %v: %s)",

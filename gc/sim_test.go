@@ -16,7 +16,7 @@ package gc
 //   - never a lost completion;
 //   - one record per trigger (or set of candidates that decided), no
 //     record cleared without cause, counters equal to the records;
-//   - Explain, on the same observations, gives the controller's verdict;
+//   - view.Explain, on the same observations, gives the controller's verdict;
 //   - no polling, and what the controller remembers (and watches) is
 //     bounded by the AppWrappers there are.
 //

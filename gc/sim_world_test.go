@@ -296,7 +296,7 @@ type simWorld struct {
 	trace     []string
 	violation string
 	checks    simChecks
-	// explainPolicies compiles rules for the Explain checks.
+	// explainPolicies compiles rules for the view.Explain checks.
 	explainPolicies *celpolicies.Cache
 	// perKind: the admin writes one rule per kind (perKindShape).
 	perKind bool
@@ -1059,7 +1059,7 @@ func simComponent(apiVersion, kind, name string, annotations map[string]string) 
 type simReader struct {
 	w     *simWorld
 	fresh bool
-	// noFaults: a reader that never fails (Explain's, in the checks).
+	// noFaults: a reader that never fails (view.Explain's, in the checks).
 	noFaults bool
 }
 
@@ -1155,7 +1155,7 @@ func (r *simReader) List(_ context.Context, list client.ObjectList, opts ...clie
 	return fmt.Errorf("simReader: no list %T", list)
 }
 
-// RESTMapper lets Explain tell served kinds (Job, Pod) from others.
+// RESTMapper lets view.Explain tell served kinds (Job, Pod) from others.
 func (r *simReader) RESTMapper() apimeta.RESTMapper {
 	m := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{{Group: "batch", Version: "v1"}, {Version: "v1"}, {Group: "ray.io", Version: "v1"}})
 	m.Add(schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayJob"}, apimeta.RESTScopeNamespace)

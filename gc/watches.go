@@ -26,6 +26,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // Watches keeps one informer per trigger kind in use, never one per object.
@@ -62,7 +63,7 @@ type Watches struct {
 	// watch a resource in every namespace, before an informer is started
 	// for it (an informer that may not list would retry, and log, for as
 	// long as it runs); nil: not asked.
-	access AccessReview
+	access view.AccessReview
 	// retryAt says when a kind found not watchable is asked about again.
 	retryAt map[schema.GroupKind]time.Time
 	// waiters are AppWrappers that read a kind before its informer had
@@ -325,7 +326,7 @@ func KindState(err error) bool {
 // SelfAccessReview asks the API server, through client, whether the caller
 // may list and watch a resource in every namespace (SelfSubjectAccessReview,
 // which every authenticated user may create).
-func SelfAccessReview(client dynamic.Interface) AccessReview {
+func SelfAccessReview(client dynamic.Interface) view.AccessReview {
 	ssar := schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
 	return func(ctx context.Context, gvr schema.GroupVersionResource) (bool, string, error) {
 		for _, verb := range []string{"list", "watch"} {
@@ -338,7 +339,7 @@ func SelfAccessReview(client dynamic.Interface) AccessReview {
 				return false, "", err
 			}
 			if allowed, _, _ := unstructured.NestedBool(res.Object, "status", "allowed"); !allowed {
-				return false, DeniedList(verb, gvr.GroupResource()), nil
+				return false, view.DeniedList(verb, gvr.GroupResource()), nil
 			}
 		}
 		return true, "", nil
@@ -814,7 +815,7 @@ func keepFields(keep celpolicies.Fields) cache.TransformFunc {
 		}
 		keep.Keep(u.Object)
 		if keep.Has("metadata") {
-			stripMetadata(u)
+			view.StripMetadata(u)
 			return newCachedTrigger(u)
 		}
 		return newIdentityTrigger(identityOnly(u))
@@ -842,19 +843,6 @@ func identityOnly(u *unstructured.Unstructured) *unstructured.Unstructured {
 			}
 		default:
 			delete(md, k)
-		}
-	}
-	return u
-}
-
-// stripMetadata drops managedFields and the last-applied annotation, the
-// largest parts of most objects' metadata, which no expression reads.
-func stripMetadata(u *unstructured.Unstructured) *unstructured.Unstructured {
-	u.SetManagedFields(nil)
-	if ann := u.GetAnnotations(); ann != nil {
-		if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
-			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-			u.SetAnnotations(ann)
 		}
 	}
 	return u

@@ -60,7 +60,7 @@ func (v *RuleValidator) warnings(rule *wrapupv1alpha1.CompletionRule) admission.
 		return nil
 	}
 	var out admission.Warnings
-	for _, w := range TypeCheck(rule, mapping.GroupVersionKind, s).ExpressionWarnings {
+	for _, w := range celpolicies.TypeChecking(rule, mapping.GroupVersionKind, s).ExpressionWarnings {
 		out = append(out, decision.Truncate(w.FieldRef+": "+w.Warning, 512))
 	}
 	return out

@@ -28,14 +28,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
-
-// KubeconfigKey is the key of a worker's kubeconfig in its Secret.
-const KubeconfigKey = "kubeconfig"
-
-// workloadOwnerIndex indexes Kueue Workloads by the UID of the object that
-// controls them: an AppWrapper's Workload, whose name Kueue derives.
-const workloadOwnerIndex = "wrapup.dev/controller-uid"
 
 // Timings of the worker connections.
 const (
@@ -65,7 +59,7 @@ type WorkerClusters struct {
 	// Secrets reads the kubeconfig Secrets (uncached: wrapup neither lists
 	// nor watches Secrets).
 	Secrets client.Reader
-	// Cache finds Workloads here by their controller (workloadOwnerIndex);
+	// Cache finds Workloads here by their controller (view.WorkloadOwnerIndex);
 	// Live reads them from the API server.
 	Cache, Live client.Reader
 	// Namespace is where the Secrets are: wrapup's own.
@@ -175,7 +169,7 @@ func (ws *WorkerClusters) conn(ctx context.Context, cluster string) (*workerConn
 	key := types.NamespacedName{Namespace: ws.Namespace, Name: cluster}
 	if err := ws.Secrets.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("no kubeconfig Secret %s for worker cluster %s: create it with key %q (see docs/multikueue.md)", key, cluster, KubeconfigKey)
+			return nil, fmt.Errorf("no kubeconfig Secret %s for worker cluster %s: create it with key %q (see docs/multikueue.md)", key, cluster, view.KubeconfigKey)
 		}
 		return nil, fmt.Errorf("reading the kubeconfig Secret %s of worker cluster %s: %w", key, cluster, err)
 	}
@@ -185,9 +179,9 @@ func (ws *WorkerClusters) conn(ctx context.Context, cluster string) (*workerConn
 		c.checked = ws.now()
 		return c, nil
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[KubeconfigKey])
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[view.KubeconfigKey])
 	if err != nil {
-		return nil, fmt.Errorf("the kubeconfig Secret %s of worker cluster %s: key %q: %w", key, cluster, KubeconfigKey, err)
+		return nil, fmt.Errorf("the kubeconfig Secret %s of worker cluster %s: key %q: %w", key, cluster, view.KubeconfigKey, err)
 	}
 	nc, err := ws.connect(base, cluster, cfg)
 	if err != nil {
@@ -306,56 +300,9 @@ func (ws *WorkerClusters) release(cluster, owner string) {
 
 func (ws *WorkerClusters) workload(ctx context.Context, aw *awv1beta2.AppWrapper, live bool) (*kueue.Workload, error) {
 	if live {
-		return findWorkload(ctx, ws.Cache, ws.Live, aw)
+		return view.FindWorkload(ctx, ws.Cache, ws.Live, aw)
 	}
-	return findWorkload(ctx, ws.Cache, nil, aw)
-}
-
-// findWorkload finds the Workload of aw (on this cluster): by the
-// controller index in cache, then, when live is set, read from it.
-func findWorkload(ctx context.Context, cache, live client.Reader, aw *awv1beta2.AppWrapper) (*kueue.Workload, error) {
-	var list kueue.WorkloadList
-	if err := cache.List(ctx, &list, client.InNamespace(aw.Namespace), client.MatchingFields{workloadOwnerIndex: string(aw.UID)}); err != nil {
-		return nil, fmt.Errorf("finding the AppWrapper's Workload: %w", err)
-	}
-	if len(list.Items) == 0 && live != nil {
-		// Not in the cache yet: the final check asks the API server.
-		var all kueue.WorkloadList
-		if err := live.List(ctx, &all, client.InNamespace(aw.Namespace)); err != nil {
-			return nil, fmt.Errorf("listing the Workloads of namespace %s: %w", aw.Namespace, err)
-		}
-		for _, wl := range all.Items {
-			if uids := workloadController(&wl); len(uids) == 1 && uids[0] == string(aw.UID) {
-				list.Items = append(list.Items, wl)
-			}
-		}
-	}
-	if len(list.Items) == 0 {
-		return nil, nil
-	}
-	// Kueue makes one Workload per AppWrapper; the newest is the one in use.
-	wl := slices.MaxFunc(list.Items, func(a, b kueue.Workload) int {
-		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
-	})
-	if live == nil {
-		return &wl, nil
-	}
-	fresh := &kueue.Workload{}
-	if err := live.Get(ctx, client.ObjectKeyFromObject(&wl), fresh); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading the AppWrapper's Workload %s: %w", wl.Name, err)
-	}
-	return fresh, nil
-}
-
-// workloadController is the index function of workloadOwnerIndex.
-func workloadController(obj client.Object) []string {
-	if ref := metav1.GetControllerOf(obj); ref != nil && ref.Kind == "AppWrapper" {
-		return []string{string(ref.UID)}
-	}
-	return nil
+	return view.FindWorkload(ctx, ws.Cache, nil, aw)
 }
 
 // slimWorkload is the cache transform of Workloads: wrapup reads their
@@ -402,7 +349,7 @@ func (r *AppWrapperReconciler) readWorker(ctx context.Context, live bool, aw *aw
 	}
 	wl, err := r.Clusters.workload(ctx, aw, live)
 	var c *workerConn
-	w = workerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
+	w = view.WorkerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
 		var err error
 		if c, err = r.Clusters.conn(ctx, cluster); err != nil {
 			return nil, err
@@ -432,42 +379,6 @@ func (a *answerReader) Get(ctx context.Context, key client.ObjectKey, obj client
 	err := a.Reader.Get(ctx, key, obj, opts...)
 	a.c.answered(a.clock.Now(), err)
 	return err
-}
-
-// workerOf is what a decision needs of the worker of aw, whose Workload
-// here is wl (nil: none; werr: it could not be read): the worker it is
-// dispatched to and the copy there, read through connect's reader.
-func workerOf(ctx context.Context, aw *awv1beta2.AppWrapper, wl *kueue.Workload, werr error, connect func(cluster string) (client.Reader, error)) *decision.Worker {
-	w := &decision.Worker{}
-	switch {
-	case werr != nil:
-		w.Problem = werr.Error()
-		return w
-	case wl == nil:
-		return w
-	}
-	w.Workload = wl.Name
-	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished); c != nil && c.Status == metav1.ConditionTrue {
-		w.Finished, w.FinishedReason = true, c.Reason
-	}
-	if wl.Status.ClusterName == nil || *wl.Status.ClusterName == "" {
-		return w
-	}
-	w.Cluster = *wl.Status.ClusterName
-	reader, err := connect(w.Cluster)
-	if err != nil {
-		w.Problem = err.Error()
-		return w
-	}
-	cp := &awv1beta2.AppWrapper{}
-	switch err := reader.Get(ctx, client.ObjectKeyFromObject(aw), cp); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		w.Problem = fmt.Sprintf("reading the AppWrapper on worker cluster %s: %v", w.Cluster, err)
-	default:
-		w.AppWrapper = cp
-	}
-	return w
 }
 
 // workerOwner is the owner of the claim on a worker's watches of kind gk

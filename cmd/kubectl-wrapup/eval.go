@@ -11,8 +11,8 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // evalReport is what eval found for one rule and one trigger.
@@ -42,7 +42,7 @@ func (rep *evalReport) then(outcome wrapupv1alpha1.Outcome) string {
 	if rep.WorkerCopy {
 		return "record the outcome and delete nothing: the AppWrapper is MultiKueue's copy on a worker cluster, and the manager cluster's wrapup finishes it"
 	}
-	return gc.DescribeAction(rep.Rule, outcome)
+	return view.DescribeAction(rep.Rule, outcome)
 }
 
 // output is the report as -o json|yaml prints it.

@@ -19,8 +19,8 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 const evalLong = `Evaluate a CompletionRule against a trigger object, as the controller does:
@@ -128,7 +128,7 @@ func newEvalCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 					return quietly(exitFail)
 				}
 				// What the controller decides on it, under this rule alone.
-				ex, err := gc.ExplainWithWorkers(ctx, withRules{Client: c, rules: []wrapupv1alpha1.CompletionRule{*rule}}, nil, nil, key, time.Now())
+				ex, err := view.ExplainWithWorkers(ctx, withRules{Client: c, rules: []wrapupv1alpha1.CompletionRule{*rule}}, nil, nil, key, time.Now())
 				if err != nil {
 					return failed("%v", err)
 				}

@@ -30,8 +30,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // requestTimeout bounds each request to the API server when
@@ -56,7 +56,7 @@ var scheme = func() *runtime.Scheme {
 // kubeconfig files given per MultiKueueCluster name, else from wrapup's
 // own kubeconfig Secret of that name in secretsNS (which the user may not
 // be allowed to read).
-func workerReaders(c client.Reader, files map[string]string, secretsNS string) gc.WorkerReader {
+func workerReaders(c client.Reader, files map[string]string, secretsNS string) view.WorkerReader {
 	return func(ctx context.Context, cluster string) (client.Reader, error) {
 		var cfg *rest.Config
 		var err error
@@ -70,7 +70,7 @@ func workerReaders(c client.Reader, files map[string]string, secretsNS string) g
 			if err := c.Get(ctx, types.NamespacedName{Namespace: secretsNS, Name: cluster}, secret); err != nil {
 				return nil, fmt.Errorf("worker cluster %s: reading wrapup's kubeconfig Secret %s/%s: %w (or give --worker-kubeconfig %s=PATH)", cluster, secretsNS, cluster, err, cluster)
 			}
-			if cfg, err = clientcmd.RESTConfigFromKubeConfig(secret.Data[gc.KubeconfigKey]); err != nil {
+			if cfg, err = clientcmd.RESTConfigFromKubeConfig(secret.Data[view.KubeconfigKey]); err != nil {
 				return nil, fmt.Errorf("worker cluster %s: the kubeconfig in Secret %s/%s: %w", cluster, secretsNS, cluster, err)
 			}
 		}
@@ -175,15 +175,15 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 				return failed("%v", err)
 			}
 			key := types.NamespacedName{Namespace: ns, Name: args[0]}
-			ex, err := gc.ExplainWith(cmd.Context(), c, gc.ExplainOptions{Workers: workerReaders(c, workerFiles, workerSecrets), Access: serviceAccountAccess(c, sa)}, nil, key, time.Now())
+			ex, err := view.ExplainWith(cmd.Context(), c, view.ExplainOptions{Workers: workerReaders(c, workerFiles, workerSecrets), Access: serviceAccountAccess(c, sa)}, nil, key, time.Now())
 			if apierrors.IsNotFound(err) {
 				// Gone: its CompletionRecord says how its run ended.
-				records, lerr := gc.Records(cmd.Context(), c, ns, args[0], nil)
+				records, lerr := view.Records(cmd.Context(), c, ns, args[0], nil)
 				if lerr == nil && len(records) > 0 {
 					if output != "" {
 						return printRecords(streams.Out, output, records[:1])
 					}
-					fmt.Fprint(streams.Out, gc.DescribeRecord(&records[0]))
+					fmt.Fprint(streams.Out, view.DescribeRecord(&records[0]))
 					if len(records) > 1 {
 						fmt.Fprintf(streams.Out, "            %d earlier run(s) of an AppWrapper of this name: kubectl wrapup history -n %s\n", len(records)-1, ns)
 					}
@@ -224,7 +224,7 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 // explanationObject is an explanation as -o json|yaml prints it: the
 // decision's fields, as an object of kind Explanation (output only, never
 // served).
-func explanationObject(ex *gc.Explanation) (*unstructured.Unstructured, error) {
+func explanationObject(ex *view.Explanation) (*unstructured.Unstructured, error) {
 	d := ex.Decision
 	obj := map[string]any{
 		"apiVersion": wrapupv1alpha1.GroupVersion.String(),
@@ -353,7 +353,7 @@ The same records as kubectl get completionrecords, newest first.`,
 			if all {
 				ns = ""
 			}
-			records, err := gc.Records(cmd.Context(), c, ns, appWrapper, sel)
+			records, err := view.Records(cmd.Context(), c, ns, appWrapper, sel)
 			if err != nil {
 				return failed("%v", err)
 			}
@@ -365,7 +365,7 @@ The same records as kubectl get completionrecords, newest first.`,
 				fmt.Fprintln(streams.ErrOut, "No finished runs recorded.")
 				return nil
 			}
-			fmt.Fprint(streams.Out, gc.HistoryTable(records, all, output == "wide", time.Now()))
+			fmt.Fprint(streams.Out, view.HistoryTable(records, all, output == "wide", time.Now()))
 			return nil
 		},
 	}
@@ -405,7 +405,7 @@ const defaultServiceAccount = "wrapup-system:wrapup-controller"
 // a resource in every namespace: explain then decides with wrapup's rights,
 // not the user's. The user needs to be allowed to create
 // SubjectAccessReviews; when not, explain says it could not check.
-func serviceAccountAccess(c client.Client, sa string) gc.AccessReview {
+func serviceAccountAccess(c client.Client, sa string) view.AccessReview {
 	ns, name, _ := strings.Cut(sa, ":")
 	user := "system:serviceaccount:" + ns + ":" + name
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
@@ -442,7 +442,7 @@ func reviewAccess(ctx context.Context, c client.Client, user string, groups []st
 				return false, "", fmt.Errorf("asking whether %s may %s %s: %w", user, verb, gvr.GroupResource(), err)
 			}
 			if !review.Status.Allowed {
-				return false, gc.DeniedList(verb, gvr.GroupResource()), nil
+				return false, view.DeniedList(verb, gvr.GroupResource()), nil
 			}
 		}
 		return true, "", nil

@@ -24,7 +24,6 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/celpolicies/schemas"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
@@ -137,7 +136,7 @@ func lintRule(rule *wrapupv1alpha1.CompletionRule, opts lintOptions, at func(fie
 	// does (a rule that names no kind takes components of any kind).
 	if t.Kind != "" && opts.schemaFor != nil {
 		if gvk, s, why, ok := opts.schemaFor(gk); ok {
-			for _, w := range gc.TypeCheck(rule, gvk, s).ExpressionWarnings {
+			for _, w := range celpolicies.TypeChecking(rule, gvk, s).ExpressionWarnings {
 				add(sevWarning, w.FieldRef, "%s", w.Warning)
 			}
 		} else {

@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // objectKey names an object of the files an offline explain reads.
@@ -39,7 +39,7 @@ type objectKey struct {
 
 // offlineObjects is what an offline explain reads instead of a cluster:
 // the objects of files, served as a client.Reader to the same gathering
-// and decision (gc.ExplainWithWorkers) that explain runs on a cluster.
+// and decision (view.ExplainWithWorkers) that explain runs on a cluster.
 type offlineObjects struct {
 	objects map[objectKey]*unstructured.Unstructured
 	rules   []wrapupv1alpha1.CompletionRule
@@ -438,7 +438,7 @@ var verdicts = func() []string {
 }()
 
 // unmet says how ex falls short of e; "" when it does not.
-func (e expectation) unmet(ex *gc.Explanation) string {
+func (e expectation) unmet(ex *view.Explanation) string {
 	var got []string
 	if string(ex.Verdict) != e.Verdict {
 		got = append(got, fmt.Sprintf("verdict %s, expected %s", ex.Verdict, e.Verdict))
@@ -541,7 +541,7 @@ func explainOffline(ctx context.Context, cf *genericclioptions.ConfigFlags, stre
 	var items []any
 	var unmet []string
 	for i, key := range keys {
-		ex, err := gc.ExplainWithWorkers(ctx, objs, nil, nil, key, now)
+		ex, err := view.ExplainWithWorkers(ctx, objs, nil, nil, key, now)
 		if err != nil {
 			return failed("%v", err)
 		}
@@ -598,7 +598,7 @@ func namespaceOf(cf *genericclioptions.ConfigFlags) string {
 
 // explainFiles decides, offline, on the AppWrapper aw (read from awFile)
 // with its trigger (read from triggerFile), under rule alone.
-func explainFiles(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, aw map[string]any, awFile string, trigger map[string]any, triggerFile, ns string) (*gc.Explanation, error) {
+func explainFiles(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, aw map[string]any, awFile string, trigger map[string]any, triggerFile, ns string) (*view.Explanation, error) {
 	o := &offlineObjects{objects: map[objectKey]*unstructured.Unstructured{}, rules: []wrapupv1alpha1.CompletionRule{*rule}, seen: map[objectKey]string{}}
 	if err := o.add(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(aw)}, awFile, ns, o.seen); err != nil {
 		return nil, err
@@ -611,5 +611,5 @@ func explainFiles(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, aw m
 	if err := o.settle(); err != nil {
 		return nil, err
 	}
-	return gc.ExplainWithWorkers(ctx, o, nil, nil, key, time.Now())
+	return view.ExplainWithWorkers(ctx, o, nil, nil, key, time.Now())
 }

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 const planLong = `Say, before CompletionRules are applied, what wrapup would do with each
@@ -96,7 +96,7 @@ func newPlanCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 				ns = *cf.Namespace
 			}
 			now := time.Now()
-			opts := gc.ExplainOptions{Workers: workerReaders(c, workerFiles, workerSecrets), Access: serviceAccountAccess(c, sa)}
+			opts := view.ExplainOptions{Workers: workerReaders(c, workerFiles, workerSecrets), Access: serviceAccountAccess(c, sa)}
 			p, err := planChange(ctx, c, opts, objs.rules, remove, ns, now)
 			if err != nil {
 				return failed("%v", err)
@@ -198,7 +198,7 @@ func defaulted(spec wrapupv1alpha1.CompletionRuleSpec) wrapupv1alpha1.Completion
 // planned is what wrapup decides for one AppWrapper now and after.
 type planned struct {
 	AppWrapper  string
-	Now, After  *gc.Explanation
+	Now, After  *view.Explanation
 	Err         string
 	changed     bool
 	deleted     bool
@@ -214,7 +214,7 @@ type plan struct {
 
 // planChange decides for each AppWrapper of ns ("": every namespace) under
 // the cluster's rules and under them after the change.
-func planChange(ctx context.Context, c client.Client, opts gc.ExplainOptions, applied []wrapupv1alpha1.CompletionRule, remove []string, ns string, now time.Time) (*plan, error) {
+func planChange(ctx context.Context, c client.Client, opts view.ExplainOptions, applied []wrapupv1alpha1.CompletionRule, remove []string, ns string, now time.Time) (*plan, error) {
 	var live wrapupv1alpha1.CompletionRuleList
 	if err := c.List(ctx, &live); err != nil {
 		return nil, fmt.Errorf("listing CompletionRules: %w", err)
@@ -238,8 +238,8 @@ func planChange(ctx context.Context, c client.Client, opts gc.ExplainOptions, ap
 		key := client.ObjectKeyFromObject(&aws.Items[i])
 		it := planned{AppWrapper: key.String()}
 		var err error
-		if it.Now, err = gc.ExplainWith(ctx, c, opts, nil, key, now); err == nil {
-			it.After, err = gc.ExplainWith(ctx, withRules{Client: c, rules: after}, opts, nil, key, now)
+		if it.Now, err = view.ExplainWith(ctx, c, opts, nil, key, now); err == nil {
+			it.After, err = view.ExplainWith(ctx, withRules{Client: c, rules: after}, opts, nil, key, now)
 		}
 		if err != nil {
 			it.Err = err.Error()
@@ -262,12 +262,12 @@ func planChange(ctx context.Context, c client.Client, opts gc.ExplainOptions, ap
 // deletes says whether ex deletes the AppWrapper: now, or at a time set.
 // (A TTL counted from a rule change, as status.deletingSince counts it, is
 // due within a second of it when it is 0: at once.)
-func deletes(ex *gc.Explanation) bool {
+func deletes(ex *view.Explanation) bool {
 	return ex.Verdict == decision.VerdictDelete || ex.Verdict == decision.VerdictDeleteAfterTTL
 }
 
 // dueAt is when ex deletes the AppWrapper (now, for a deletion at once).
-func dueAt(ex *gc.Explanation) time.Time {
+func dueAt(ex *view.Explanation) time.Time {
 	if ex.Verdict == decision.VerdictDelete || ex.DueAt.IsZero() {
 		return ex.At
 	}
@@ -325,7 +325,7 @@ func (p *plan) print(w io.Writer, all bool) {
 	// What the decisions could not see as the controller does.
 	var notes []string
 	for i := range p.Items {
-		for _, ex := range []*gc.Explanation{p.Items[i].Now, p.Items[i].After} {
+		for _, ex := range []*view.Explanation{p.Items[i].Now, p.Items[i].After} {
 			if ex == nil {
 				continue
 			}
@@ -355,7 +355,7 @@ func (p *plan) object(all bool) map[string]any {
 		if it.Err != "" {
 			m["error"] = it.Err
 		} else {
-			for k, ex := range map[string]*gc.Explanation{"now": it.Now, "after": it.After} {
+			for k, ex := range map[string]*view.Explanation{"now": it.Now, "after": it.After} {
 				u, err := explanationObject(ex)
 				if err == nil {
 					m[k] = u.Object

@@ -15,8 +15,8 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
@@ -63,13 +63,13 @@ var _ = Describe("kubectl wrapup explain", func() {
 		util.JobStarted(ctx, k8sClient, job)
 		return aw, job
 	}
-	explain := func(aw *awv1beta2.AppWrapper) *gc.Explanation {
+	explain := func(aw *awv1beta2.AppWrapper) *view.Explanation {
 		GinkgoHelper()
-		ex, err := gc.Explain(ctx, k8sClient, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), time.Now())
+		ex, err := view.Explain(ctx, k8sClient, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), time.Now())
 		Expect(err).NotTo(HaveOccurred())
 		return ex
 	}
-	ruleVerdict := func(ex *gc.Explanation, name string) decision.RuleStanding {
+	ruleVerdict := func(ex *view.Explanation, name string) decision.RuleStanding {
 		GinkgoHelper()
 		for _, v := range ex.Rules {
 			if v.Name == name {
@@ -128,7 +128,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 		By("the trigger finishing: explain says UpdateStatus before the controller acts or after")
 		util.JobComplete(ctx, k8sClient, job)
 		Eventually(func(g Gomega) {
-			ex, err := gc.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
+			ex, err := view.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ex.Verdict).To(Equal(decision.VerdictRecordOnly), ex.String())
 			g.Expect(ex.Outcome).To(Equal(wrapupv1alpha1.OutcomeSucceeded))
@@ -150,7 +150,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 		aw, job := runningAppWrapper("run3")
 		util.JobComplete(ctx, k8sClient, job)
 		Eventually(func(g Gomega) {
-			ex, err := gc.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
+			ex, err := view.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ex.Recorded).NotTo(BeNil(), ex.String())
 			g.Expect(ex.Verdict).To(Equal(decision.VerdictDeleteAfterTTL), ex.String())

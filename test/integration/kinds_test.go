@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
@@ -392,7 +392,7 @@ var _ = Describe("Trigger kinds", func() {
 		util.JobComplete(ctx, k8sClient, client.ObjectKeyFromObject(impostor))
 		// A suspended AppWrapper has no components: nothing is read for it.
 		Eventually(func(g Gomega) {
-			ex, err := gc.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
+			ex, err := view.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ex.Verdict).To(Equal(decision.VerdictWaitingForTrigger), ex.String())
 			g.Expect(ex.Trigger).NotTo(BeNil())

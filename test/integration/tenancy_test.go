@@ -18,6 +18,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
@@ -166,7 +167,7 @@ var _ = Describe("Multi-tenancy", func() {
 
 		By("wrapup taking the record for what it is, not its own (older than the AppWrapper), and deleting nothing")
 		Eventually(func(g Gomega) {
-			ex, err := gc.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
+			ex, err := view.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ex.Verdict).To(Equal(decision.VerdictWaitingForTrigger), ex.String())
 		}, util.Timeout, util.Interval).Should(Succeed())

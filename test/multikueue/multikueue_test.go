@@ -21,8 +21,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
@@ -184,7 +184,7 @@ var _ = Describe("AppWrappers that MultiKueue dispatches to worker clusters", fu
 		By("explain reads the trigger on the worker, as the controller does")
 		live := &batchv1.Job{}
 		Expect(w.client.Get(ctx, job, live)).To(Succeed())
-		ex, err := gc.ExplainWithWorkers(ctx, manager.client, func(_ context.Context, name string) (client.Reader, error) {
+		ex, err := view.ExplainWithWorkers(ctx, manager.client, func(_ context.Context, name string) (client.Reader, error) {
 			for _, c := range workers {
 				if c.name == name {
 					return c.client, nil

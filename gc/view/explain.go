@@ -1,4 +1,4 @@
-package gc
+package view
 
 import (
 	"context"
@@ -94,13 +94,13 @@ func ExplainWith(ctx context.Context, r client.Reader, opts ExplainOptions, poli
 		policies = &celpolicies.Cache{}
 	}
 	var notes []string
-	v := &readerView{r: r, labelled: true, kinds: explainKinds(ctx, r, opts.Access, &notes), ruleStatus: true}
+	v := &Reader{Client: r, Labelled: true, Kinds: ServedKinds(ctx, r, opts.Access, &notes), RuleStatus: true}
 	if workers != nil {
-		v.workers = func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
+		v.Workers = func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView) {
 			return explainWorker(ctx, r, workers, aw)
 		}
 	}
-	in, err := gather(ctx, v, policies, key, nil, decision.Input{Now: now})
+	in, err := Gather(ctx, v, policies, key, nil, decision.Input{Now: now})
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func ExplainWith(ctx context.Context, r client.Reader, opts ExplainOptions, poli
 		return nil, fmt.Errorf("reading appwrapper %s: %w", key,
 			apierrors.NewNotFound(awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource(), key.Name))
 	}
-	ex := explainInput(ctx, in)
+	ex := ExplainInput(ctx, in)
 	ex.Notes = notes
 	return ex, nil
 }
@@ -116,11 +116,11 @@ func ExplainWith(ctx context.Context, r client.Reader, opts ExplainOptions, poli
 // explainWorker reads, for Explain, the worker cluster of aw: its Workload
 // through r (listed, as a tool has no index), the copy and the triggers
 // through the worker's reader.
-func explainWorker(ctx context.Context, r client.Reader, workers WorkerReader, aw *awv1beta2.AppWrapper) (*decision.Worker, triggerView) {
+func explainWorker(ctx context.Context, r client.Reader, workers WorkerReader, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView) {
 	// A tool has no index: the Workloads are listed.
-	wl, err := findWorkload(ctx, emptyReader{}, r, aw)
+	wl, err := FindWorkload(ctx, emptyReader{}, r, aw)
 	var wr client.Reader
-	w := workerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
+	w := WorkerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
 		var err error
 		wr, err = workers(ctx, cluster)
 		return wr, err
@@ -128,7 +128,7 @@ func explainWorker(ctx context.Context, r client.Reader, workers WorkerReader, a
 	if w.Problem != "" || wr == nil {
 		return w, nil
 	}
-	return w, &readerView{r: wr, labelled: true, kinds: explainKinds(ctx, wr, nil, nil)}
+	return w, &Reader{Client: wr, Labelled: true, Kinds: ServedKinds(ctx, wr, nil, nil)}
 }
 
 // emptyReader is a cache with nothing in it.
@@ -140,12 +140,12 @@ func (emptyReader) Get(context.Context, client.ObjectKey, client.Object, ...clie
 
 func (emptyReader) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
 
-// explainKinds says, from r's REST mapper when it has one, which trigger
+// ServedKinds says, from r's REST mapper when it has one, which trigger
 // kinds the API server serves; nil (every kind counts as served) without.
 // With access, a kind wrapup may not list is not watchable, as the
 // controller's own access review finds it, and a note says so; a review
 // that cannot be made is a note too (the reader's view then stands).
-func explainKinds(ctx context.Context, r client.Reader, access AccessReview, notes *[]string) func(schema.GroupKind) decision.Kind {
+func ServedKinds(ctx context.Context, r client.Reader, access AccessReview, notes *[]string) func(schema.GroupKind) decision.Kind {
 	m, ok := r.(interface{ RESTMapper() apimeta.RESTMapper })
 	if !ok || m.RESTMapper() == nil {
 		return nil
@@ -183,8 +183,8 @@ func explainKinds(ctx context.Context, r client.Reader, access AccessReview, not
 	}
 }
 
-// explainInput is the explanation of a decision on in.
-func explainInput(ctx context.Context, in decision.Input) *Explanation {
+// ExplainInput is the explanation of a decision on in.
+func ExplainInput(ctx context.Context, in decision.Input) *Explanation {
 	return &Explanation{
 		AppWrapper: client.ObjectKeyFromObject(in.AppWrapper),
 		Phase:      in.AppWrapper.Status.Phase,

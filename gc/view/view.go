@@ -1,0 +1,347 @@
+// Package view is the read side of wrapup: it gathers what a decision
+// needs (Gather) through a View (the controller's caches, the API server,
+// or a tool's reader), explains a decision for people (Explain), and
+// renders CompletionRecords. The controllers in package gc and the
+// kubectl plugin both read through it; it writes nothing.
+package view
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
+)
+
+// A View is where observations come from: the controller's caches, the API
+// server (the final check before a delete), or the reader of a tool. Each
+// gathers the same things; decision.Decide then decides the same way on
+// whatever any of them saw.
+type View interface {
+	TriggerView
+	// appWrapper reads the AppWrapper; nil when it does not exist.
+	AppWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error)
+	Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error)
+	// namespace reads a Namespace; nil when it does not exist.
+	Namespace(ctx context.Context, name string) (*corev1.Namespace, error)
+	// ruleKind says it for the kind gk that rule names.
+	RuleKind(rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) decision.Kind
+	// worker reads, for an AppWrapper that MultiKueue dispatches, what the
+	// decision needs of its worker cluster, and returns the view to read
+	// its triggers through there (nil when they cannot be read there).
+	Worker(ctx context.Context, key types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView)
+	// appWrapperVariable is the appWrapper variable for a rule that reads
+	// fields of it.
+	AppWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, p *celpolicies.Policy) (map[string]any, error)
+}
+
+// TriggerView is where triggers are read: the cluster's own, or a worker's.
+type TriggerView interface {
+	// kind says how far triggers of gk can be read.
+	Kind(gk schema.GroupKind) decision.Kind
+	// trigger reads the live trigger ref of aw, keeping at least fields.
+	Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error)
+}
+
+// Claimer is a TriggerView that watches kinds for the AppWrapper it reads
+// for.
+type Claimer interface {
+	Claim(gk schema.GroupKind, fields celpolicies.Fields) error
+}
+
+// Gather builds the input of a decision on key from v. aw, when set, is
+// the AppWrapper as v would read it (the answer to a write just made).
+func Gather(ctx context.Context, v View, policies *celpolicies.Cache, key types.NamespacedName, aw *awv1beta2.AppWrapper, in decision.Input) (decision.Input, error) {
+	if aw == nil {
+		var err error
+		if aw, err = v.AppWrapper(ctx, key); err != nil {
+			return in, err
+		}
+		if aw == nil {
+			return in, nil
+		}
+	}
+	in.AppWrapper = aw
+	rules, err := v.Rules(ctx)
+	if err != nil {
+		return in, err
+	}
+	in.Rules = make([]decision.Rule, len(rules))
+	in.Kinds = map[schema.GroupKind]decision.Kind{}
+	for i := range rules {
+		p, err := policies.Get(&rules[i])
+		in.Rules[i] = decision.Rule{Rule: &rules[i], Policy: p, Err: err}
+		if gk := decision.RuleKind(&rules[i]); gk.Kind != "" {
+			if k, ok := in.Kinds[gk]; !ok || k.State == decision.KindWatched {
+				in.Kinds[gk] = v.RuleKind(&rules[i], gk)
+			}
+		}
+	}
+	if len(rules) == 0 {
+		return in, nil
+	}
+	// A rule with a namespaceSelector needs the Namespace's labels: without
+	// them, a rule that excludes it could not be told from one that
+	// selects it. Without such a rule, they change nothing, and the read
+	// (one request per final check) is saved.
+	if slices.ContainsFunc(rules, func(r wrapupv1alpha1.CompletionRule) bool { return r.Spec.NamespaceSelector != nil }) {
+		ns, err := v.Namespace(ctx, aw.Namespace)
+		if err != nil {
+			return in, err
+		}
+		if ns == nil {
+			return in, fmt.Errorf("reading namespace %s: not found", aw.Namespace)
+		}
+		in.Namespace = ns
+	}
+
+	plan := decision.Plan(in)
+	var tv TriggerView = v
+	if rule := plan.Rule; rule != nil && decision.WorkerToRead(in) {
+		// MultiKueue dispatched it: its triggers are on a worker cluster.
+		in.Worker, tv = v.Worker(ctx, key, aw)
+		plan = decision.Plan(in)
+		if c, ok := tv.(Claimer); ok && len(plan.Refs) == 0 {
+			// Not read there yet (no copy of it, or not started): its
+			// triggers' kinds are watched there all the same, so that the
+			// components' creation brings it back.
+			refs, _ := decision.FindTriggers(aw, rule.Rule)
+			for _, ref := range refs {
+				if err := c.Claim(ref.Kind, decision.TriggerFields(rule.Policy, ref.Kind)); err != nil {
+					return in, err
+				}
+			}
+		}
+	}
+	for _, ref := range plan.Refs {
+		t, err := tv.Trigger(ctx, aw, ref, decision.TriggerFields(plan.Rule.Policy, ref.Kind))
+		if in.Worker != nil {
+			// On a worker, a kind that cannot be read there says nothing
+			// of the rule here: the worker cannot be read for it.
+			k := tv.Kind(ref.Kind)
+			switch {
+			case apimeta.IsNoMatchError(err):
+				in.Worker.Problem = fmt.Sprintf("the trigger kind %s is not served on worker cluster %s (is its CRD installed there?)", ref.Kind, in.Worker.Cluster)
+				continue
+			case err == nil && (k.State == decision.KindNotServed || k.State == decision.KindNotWatchable):
+				in.Worker.Problem = fmt.Sprintf("wrapup cannot watch the trigger kind %s on worker cluster %s: %s", ref.Kind, in.Worker.Cluster, k.Message)
+				continue
+			}
+		}
+		if apimeta.IsNoMatchError(err) {
+			// The API server does not serve the kind: as the controller's
+			// watches would say.
+			in.Kinds[ref.Kind] = decision.Kind{State: decision.KindNotServed, Message: err.Error()}
+			continue
+		}
+		if err != nil {
+			return in, err
+		}
+		in.Triggers = append(in.Triggers, t)
+		if ref.Annotated {
+			in.Kinds[ref.Kind] = tv.Kind(ref.Kind)
+		}
+	}
+	if plan.ReadAppWrapper {
+		if in.AppWrapperVariable, err = v.AppWrapperVariable(ctx, aw, plan.Rule.Policy); err != nil {
+			return in, err
+		}
+		if st, ok := decision.StatusForRules(in); ok {
+			// Under MultiKueue, the status of the copy that runs it.
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+			if err != nil {
+				return in, err
+			}
+			in.AppWrapperVariable["status"] = m
+		}
+	}
+	return in, nil
+}
+
+// Reader reads everything from one client.Reader: the API server for
+// the final check, or a tool's client. Its triggers are read at version,
+// or, when version gives none, at the template's version.
+type Reader struct {
+	// Client is what it reads from.
+	Client client.Reader
+	// Kinds, when set, says how far each kind can be read (the
+	// controller's watches); otherwise every kind counts as watched, and a
+	// kind the API server does not serve shows as its trigger's read error.
+	Kinds func(schema.GroupKind) decision.Kind
+	// Version, when set, gives the version to read a kind at.
+	Version func(schema.GroupKind) (string, bool)
+	// Labelled makes an object without the AppWrapper label absent, as it
+	// is to the controller's label-filtered watches.
+	Labelled bool
+	// RuleStatus takes what a rule's Ready condition says of its kind (not
+	// served, not watchable by the controller) over Kinds: for a reader
+	// outside the controller, which cannot see the controller's watches.
+	RuleStatus bool
+	// Slim says that an AppWrapper handed to Gather may lack parts of its
+	// spec and status (the controller's cache): a rule that reads them is
+	// given the AppWrapper read from Client.
+	Slim bool
+	// Workers, when set, reads worker clusters; without it, the worker of
+	// an AppWrapper that MultiKueue dispatches cannot be read.
+	Workers func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView)
+}
+
+func (v *Reader) Worker(ctx context.Context, _ types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView) {
+	if v.Workers == nil {
+		return &decision.Worker{Problem: "this reader has no credentials for worker clusters"}, nil
+	}
+	return v.Workers(ctx, aw)
+}
+
+func (v *Reader) AppWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error) {
+	aw := &awv1beta2.AppWrapper{}
+	if err := v.Client.Get(ctx, key, aw); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading appwrapper %s: %w", key, err)
+	}
+	return aw, nil
+}
+
+func (v *Reader) Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
+	var list wrapupv1alpha1.CompletionRuleList
+	if err := v.Client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing rules: %w", err)
+	}
+	return list.Items, nil
+}
+
+func (v *Reader) Namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	return ReadNamespace(ctx, v.Client, name)
+}
+
+func ReadNamespace(ctx context.Context, r client.Reader, name string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading namespace %s: %w", name, err)
+	}
+	return ns, nil
+}
+
+func (v *Reader) Kind(gk schema.GroupKind) decision.Kind {
+	if v.Kinds == nil {
+		return decision.Kind{State: decision.KindWatched}
+	}
+	return v.Kinds(gk)
+}
+
+func (v *Reader) RuleKind(rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) decision.Kind {
+	if v.RuleStatus {
+		if c := apimeta.FindStatusCondition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady); c != nil &&
+			c.ObservedGeneration == rule.Generation && c.Status == metav1.ConditionFalse {
+			switch c.Reason {
+			case wrapupv1alpha1.ReasonTriggerKindNotFound:
+				return decision.Kind{State: decision.KindNotServed, Message: c.Message}
+			case wrapupv1alpha1.ReasonTriggerKindNotWatchable:
+				return decision.Kind{State: decision.KindNotWatchable, Message: c.Message}
+			}
+		}
+	}
+	return v.Kind(gk)
+}
+
+func (v *Reader) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, _ celpolicies.Fields) (decision.Trigger, error) {
+	t := decision.Trigger{Ref: ref}
+	gvk := ref.GroupVersionKind()
+	if v.Version != nil {
+		if version, ok := v.Version(ref.Kind); ok {
+			gvk.Version = version
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := v.Client.Get(ctx, types.NamespacedName{Namespace: aw.Namespace, Name: ref.Name}, u); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			t.State = decision.TriggerAbsent
+			return t, nil
+		case apimeta.IsNoMatchError(err):
+			return t, fmt.Errorf("reading trigger: %s is not served by the API server (is its CRD installed?): %w", gvk, err)
+		}
+		return t, fmt.Errorf("reading trigger %s %s: %w", ref.Kind.Kind, ref.Name, err)
+	}
+	if _, ok := u.GetLabels()[awv1beta2.AppWrapperLabel]; v.Labelled && !ok {
+		// The controller's watches list only labelled objects: to it, this
+		// one does not exist.
+		t.State = decision.TriggerAbsent
+		t.Note = fmt.Sprintf("%s %s lacks the label %s, so wrapup's watch does not see it", ref.Kind.Kind, ref.Name, awv1beta2.AppWrapperLabel)
+		return t, nil
+	}
+	StripMetadata(u)
+	t.State, t.Object = decision.TriggerPresent, u
+	return t, nil
+}
+
+func (v *Reader) AppWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, p *celpolicies.Policy) (map[string]any, error) {
+	if v.Slim {
+		return FullAppWrapperVariable(ctx, v.Client, aw, p)
+	}
+	return AppWrapperMap(aw)
+}
+
+// CachedMetadata are the fields of an AppWrapper's metadata that wrapup's
+// cache keeps as they are (CacheOptions): not the annotations, the
+// finalizers or the managedFields.
+var CachedMetadata = celpolicies.FieldsOf("name", "generateName", "namespace", "uid", "resourceVersion", "generation",
+	"creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "ownerReferences")
+
+// FullAppWrapperVariable is the appWrapper variable of aw, which may be the
+// cache's: a rule that reads its spec, its status or any of its metadata
+// that the cache does not keep as it is is given the AppWrapper read from r.
+func FullAppWrapperVariable(ctx context.Context, r client.Reader, aw *awv1beta2.AppWrapper, p *celpolicies.Policy) (map[string]any, error) {
+	fields := p.AppWrapperFields()
+	if fields.Has("spec") || fields.Has("status") || fields.Has("metadata") && !CachedMetadata.Covers(p.AppWrapperMetadataFields()) {
+		live := &awv1beta2.AppWrapper{}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(aw), live); err != nil {
+			return nil, fmt.Errorf("reading the AppWrapper for a rule that reads its spec or status: %w", err)
+		}
+		aw = live
+	}
+	return AppWrapperMap(aw)
+}
+
+// AppWrapperMap is the appWrapper variable: the AppWrapper as unstructured
+// content, with its apiVersion and kind.
+func AppWrapperMap(aw *awv1beta2.AppWrapper) (map[string]any, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(aw)
+	if err != nil {
+		return nil, fmt.Errorf("converting appwrapper: %w", err)
+	}
+	m["apiVersion"], m["kind"] = awv1beta2.GroupVersion.String(), "AppWrapper"
+	return m, nil
+}
+
+// StripMetadata drops managedFields and the last-applied annotation, the
+// largest parts of most objects' metadata, which no expression reads.
+func StripMetadata(u *unstructured.Unstructured) *unstructured.Unstructured {
+	u.SetManagedFields(nil)
+	if ann := u.GetAnnotations(); ann != nil {
+		if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+			u.SetAnnotations(ann)
+		}
+	}
+	return u
+}
