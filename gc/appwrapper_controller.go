@@ -52,9 +52,9 @@ const DefaultFailureGracePeriod = decision.DefaultFailureGracePeriod
 // trigger watches (Watches), one informer per kind.
 type TriggerCache interface {
 	// Ensure claims a watch on kind gk for owner, keeping fields.
-	Ensure(owner string, gk schema.GroupKind, fields celpolicies.Fields) error
+	Ensure(owner Owner, gk schema.GroupKind, fields celpolicies.Fields) error
 	// Release drops the claims of owner.
-	Release(owner string)
+	Release(owner Owner)
 	// Get returns the cached object, or nil; synced is false while the
 	// kind's informer has not listed.
 	Get(gk schema.GroupKind, namespace, name string, fields celpolicies.Fields) (obj *unstructured.Unstructured, synced bool, err error)
@@ -207,43 +207,57 @@ func (r *AppWrapperReconciler) listAppWrappers(ctx context.Context, opts ...clie
 	return reqs
 }
 
-func watchOwner(key types.NamespacedName) string { return "appwrapper/" + key.String() }
-
 // claimOwner is the owner of the watch of kind gk for the AppWrapper key
-// (aw): watchOwner for the kind of its first annotated component, and one
-// owner per other kind, for AppWrappers whose annotated triggers are of
-// several kinds.
-func claimOwner(key types.NamespacedName, aw *awv1beta2.AppWrapper, gk schema.GroupKind) string {
+// (aw): its own for the kind of its first annotated component, and one
+// per other kind, for AppWrappers whose annotated triggers are of several
+// kinds.
+func claimOwner(key types.NamespacedName, aw *awv1beta2.AppWrapper, gk schema.GroupKind) Owner {
 	if kinds := decision.AnnotatedKinds(aw); len(kinds) == 0 || kinds[0] == gk {
-		return watchOwner(key)
+		return AppWrapperOwner(key)
 	}
-	return watchOwner(key) + "/" + gk.String()
+	return AppWrapperOwner(key).Of(gk)
 }
 
-// rememberClaim remembers that its AppWrapper claims a watch of gk
-// besides its first kind.
-func (mem *awMemory) rememberClaim(gk schema.GroupKind) {
-	if !slices.Contains(mem.claims, gk) {
-		mem.claims = append(slices.Clone(mem.claims), gk)
+// held are the trigger kinds an AppWrapper claims on one cluster's
+// watches, each as AppWrapperOwner(key).Of(kind): on the cluster wrapup
+// runs in, the kinds of its annotated triggers besides the first (which it
+// holds as AppWrapperOwner(key), without remembering it); on a worker
+// cluster, every kind it reads there.
+type held struct {
+	// cluster is the worker cluster; "" for the cluster wrapup runs in.
+	cluster string
+	kinds   []schema.GroupKind
+}
+
+// add remembers that gk is claimed.
+func (h *held) add(gk schema.GroupKind) {
+	if !slices.Contains(h.kinds, gk) {
+		h.kinds = append(slices.Clone(h.kinds), gk)
 	}
+}
+
+// keep releases, through release, the claims of the AppWrapper key on the
+// kinds not in kinds, and remembers kinds.
+func (h *held) keep(key types.NamespacedName, kinds []schema.GroupKind, release func(Owner)) {
+	for _, gk := range h.kinds {
+		if !slices.Contains(kinds, gk) {
+			release(AppWrapperOwner(key).Of(gk))
+		}
+	}
+	h.kinds = kinds
 }
 
 // keepClaims keeps the watches of the kinds claims, and drops the others
 // the AppWrapper key held.
 func (r *AppWrapperReconciler) keepClaims(key types.NamespacedName, claims []schema.GroupKind, mem *awMemory) {
 	if len(claims) == 0 {
-		r.Triggers.Release(watchOwner(key))
+		r.Triggers.Release(AppWrapperOwner(key))
 	}
 	var extra []schema.GroupKind
 	if len(claims) > 1 {
 		extra = claims[1:]
 	}
-	for _, gk := range mem.claims {
-		if !slices.Contains(extra, gk) {
-			r.Triggers.Release(watchOwner(key) + "/" + gk.String())
-		}
-	}
-	mem.claims = extra
+	mem.claims.keep(key, extra, r.Triggers.Release)
 }
 
 // liveView reads from the API server, triggers at the version the watches
@@ -364,7 +378,7 @@ func (r *AppWrapperReconciler) remember(ctx context.Context, in decision.Input, 
 	if d.Winner != "" {
 		ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("rule", d.Winner))
 	}
-	if d.Worker == nil || d.Worker.Cluster != mem.worker {
+	if d.Worker == nil || d.Worker.Cluster != mem.worker.cluster {
 		// Not dispatched there (any more): its triggers there are not watched for it.
 		r.releaseWorker(key, mem)
 	}
@@ -631,10 +645,8 @@ func hasReason(keys []string, reason string) bool {
 // going: its watch claims, here and on its worker, its rule assignment and
 // its memory entry.
 func (r *AppWrapperReconciler) forget(key types.NamespacedName, mem *awMemory) {
-	r.Triggers.Release(watchOwner(key))
-	for _, gk := range mem.claims {
-		r.Triggers.Release(watchOwner(key) + "/" + gk.String())
-	}
+	r.Triggers.Release(AppWrapperOwner(key))
+	mem.claims.keep(key, nil, r.Triggers.Release)
 	r.releaseWorker(key, mem)
 	r.Assign.Set(key, "")
 	*mem = awMemory{}
@@ -666,13 +678,12 @@ type awMemory struct {
 	counted *decision.Record
 	// claims are the kinds of its annotated triggers watched for it
 	// besides the first.
-	claims []schema.GroupKind
+	claims held
 	// history is the record whose CompletionRecord is written.
 	history *decision.Record
-	// worker is the worker cluster whose watches hold workerKinds for it
-	// (MultiKueue dispatched it there).
-	worker      string
-	workerKinds []schema.GroupKind
+	// worker are the kinds watched for it on the worker cluster
+	// MultiKueue dispatched it to.
+	worker held
 	// unreachable counts the decisions in a row that found its worker
 	// cluster unreadable: the wait before the next grows with it.
 	unreachable int
@@ -682,7 +693,7 @@ type awMemory struct {
 // update compares only to reset what else is remembered.
 func (e *awMemory) empty() bool {
 	return e.failure == (decision.FailureSeen{}) && e.holdStart.IsZero() && len(e.warned) == 0 && e.unsure == nil && e.counted == nil &&
-		len(e.claims) == 0 && e.history == nil && e.worker == "" && len(e.workerKinds) == 0 && e.unreachable == 0
+		len(e.claims.kinds) == 0 && e.history == nil && e.worker.cluster == "" && len(e.worker.kinds) == 0 && e.unreachable == 0
 }
 
 // take returns the entry of the AppWrapper key for one reconcile to
@@ -716,7 +727,7 @@ func (e *awMemory) update(uid types.UID, d decision.Decision) {
 	if e.uid != uid {
 		// Watches are claimed by name: an AppWrapper created again under
 		// the same name takes its claims over.
-		*e = awMemory{uid: uid, claims: e.claims, worker: e.worker, workerKinds: e.workerKinds}
+		*e = awMemory{uid: uid, claims: e.claims, worker: e.worker}
 	}
 	e.failure = decision.FailureSeen{}
 	if d.FailureSeen != nil {

@@ -69,7 +69,7 @@ func (v *workerCacheView) Claim(gk schema.GroupKind, fields celpolicies.Fields) 
 	// Remembered before the claim is made, so that it is released with the
 	// AppWrapper whatever happens to this reconcile.
 	v.r.claimOnWorker(v.key, v.mem, v.c, gk)
-	if err := v.c.triggers.Ensure(workerOwner(v.key, gk), gk, fields); err != nil && !KindState(err) {
+	if err := v.c.triggers.Ensure(AppWrapperOwner(v.key).Of(gk), gk, fields); err != nil && !KindState(err) {
 		return fmt.Errorf("watching %s on worker cluster %s: %w", gk, v.c.cluster, err)
 	}
 	return nil
@@ -122,10 +122,10 @@ func (v *cacheView) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 		// The rule does not name the kind: this AppWrapper's annotated
 		// component does, so the AppWrapper holds the watch on it.
 		owner := claimOwner(v.key, aw, ref.Kind)
-		if owner != watchOwner(v.key) {
+		if owner != AppWrapperOwner(v.key) {
 			// Remembered before the claim is made, so that it is released
 			// with the AppWrapper whatever happens to this reconcile.
-			v.mem.rememberClaim(ref.Kind)
+			v.mem.claims.add(ref.Kind)
 		}
 		if err := v.r.Triggers.Ensure(owner, ref.Kind, fields); err != nil && !KindState(err) {
 			return t, err

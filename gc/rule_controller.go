@@ -200,8 +200,6 @@ func (r *RuleReconciler) rulesWaitingForKinds(ctx context.Context, crd client.Ob
 	return reqs
 }
 
-func ruleOwner(name string) string { return "rule/" + name }
-
 func (r *RuleReconciler) now() time.Time {
 	if r.Clock == nil {
 		return time.Now()
@@ -236,16 +234,16 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	var watchable, unprotected *metav1.Condition
 	switch {
 	case compileErr != nil:
-		r.Watches.Release(ruleOwner(rule.Name))
+		r.Watches.Release(RuleOwner(rule.Name))
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidExpression, decision.Truncate(compileErr.Error(), 32*1024-8)
 		terminal = compileErr
 	case selectorErr != nil:
-		r.Watches.Release(ruleOwner(rule.Name))
+		r.Watches.Release(RuleOwner(rule.Name))
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidSelector, decision.Truncate(selectorErr.Error(), 32*1024-8)
 		terminal = selectorErr
 	case rule.Spec.Trigger.Kind != "":
 		gk := decision.RuleKind(rule)
-		err := r.Watches.Ensure(ruleOwner(rule.Name), gk, decision.TriggerFields(policy, gk))
+		err := r.Watches.Ensure(RuleOwner(rule.Name), gk, decision.TriggerFields(policy, gk))
 		var nf *KindNotFoundError
 		switch {
 		case errors.As(err, &nf):
@@ -276,7 +274,7 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 	default:
 		// The trigger is the annotated component: its AppWrapper holds the watch.
-		r.Watches.Release(ruleOwner(rule.Name))
+		r.Watches.Release(RuleOwner(rule.Name))
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, "expressions compiled; the trigger is the component annotated "+wrapupv1alpha1.TriggerAnnotation
 		watchable = r.annotatedKindsCondition(rule)
 	}
@@ -426,6 +424,6 @@ func (r *RuleReconciler) forget(name string) {
 	if uid, ok := r.uids.LoadAndDelete(name); ok {
 		r.Policies.Forget(uid.(types.UID))
 	}
-	r.Watches.Release(ruleOwner(name))
+	r.Watches.Release(RuleOwner(name))
 	ruleReadyGauge.DeleteLabelValues(name)
 }

@@ -83,7 +83,7 @@ func TestKindWatchedWhenTheAccessReviewGetsNoAnswer(t *testing.T) {
 	b.w.access = func(context.Context, schema.GroupVersionResource) (bool, string, error) {
 		return false, "", errors.New("the server could not find the requested resource")
 	}
-	if err := b.w.Ensure("rule/jobs", jobGK, celpolicies.Fields{}); err != nil {
+	if err := b.w.Ensure(RuleOwner("jobs"), jobGK, celpolicies.Fields{}); err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}
 	if len(b.w.Kinds()) != 1 {

@@ -8,6 +8,8 @@ package gc
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -789,10 +791,10 @@ func (w *simWorld) checkSettled() {
 	}
 	// So are the watches it holds for them: of AppWrappers that exist, on
 	// kinds of their annotated components.
-	owners := sortedKeys(w.wr.triggers.claims)
+	owners := slices.SortedFunc(maps.Keys(w.wr.triggers.claims), func(a, b Owner) int { return strings.Compare(a.String(), b.String()) })
 	for _, owner := range owners {
-		key, ok := appWrapperOwner(owner)
-		if !ok {
+		key := owner.AppWrapper
+		if owner.Rule != "" {
 			continue // a rule's
 		}
 		gk := w.wr.triggers.claims[owner]

@@ -85,7 +85,7 @@ func (w *simWorld) startWrapup() {
 	}
 	clock := clocktesting.NewFakeClock(w.now)
 	triggers := &simTriggers{w: w, syncAt: w.now.Add(time.Duration(w.rng.Int63n(int64(3 * time.Second)))),
-		waiters: map[types.NamespacedName]bool{}, claims: map[string]schema.GroupKind{}}
+		waiters: map[types.NamespacedName]bool{}, claims: map[Owner]schema.GroupKind{}}
 	wr := &simWrapup{w: w, triggers: triggers, clock: clock, queue: map[types.NamespacedName]time.Time{},
 		failures: map[types.NamespacedName]int{}, restarts: restarts}
 	wr.r = &AppWrapperReconciler{

@@ -1388,14 +1388,14 @@ type simTriggers struct {
 	w       *simWorld
 	syncAt  time.Time
 	waiters map[types.NamespacedName]bool
-	claims  map[string]schema.GroupKind
+	claims  map[Owner]schema.GroupKind
 }
 
 var _ TriggerCache = (*simTriggers)(nil)
 
 func (t *simTriggers) synced() bool { return !t.w.now.Before(t.syncAt) }
 
-func (t *simTriggers) Ensure(owner string, gk schema.GroupKind, _ celpolicies.Fields) error {
+func (t *simTriggers) Ensure(owner Owner, gk schema.GroupKind, _ celpolicies.Fields) error {
 	t.claims[owner] = gk
 	if gk == simEvalRunGK {
 		return &KindNotFoundError{Kind: gk, Err: fmt.Errorf("not served")}
@@ -1403,7 +1403,7 @@ func (t *simTriggers) Ensure(owner string, gk schema.GroupKind, _ celpolicies.Fi
 	return nil
 }
 
-func (t *simTriggers) Release(owner string) { delete(t.claims, owner) }
+func (t *simTriggers) Release(owner Owner) { delete(t.claims, owner) }
 
 func (t *simTriggers) Get(gk schema.GroupKind, namespace, name string, _ celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
 	if gk == simEvalRunGK || gk == simConfigMapGK || !t.synced() {

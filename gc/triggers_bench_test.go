@@ -30,8 +30,8 @@ import (
 // mapTriggers is a trigger cache over a map, for benchmarks.
 type mapTriggers map[string]*unstructured.Unstructured
 
-func (m mapTriggers) Ensure(string, schema.GroupKind, celpolicies.Fields) error { return nil }
-func (m mapTriggers) Release(string)                                            {}
+func (m mapTriggers) Ensure(Owner, schema.GroupKind, celpolicies.Fields) error { return nil }
+func (m mapTriggers) Release(Owner)                                            {}
 func (m mapTriggers) Get(gk schema.GroupKind, ns, name string, _ celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
 	if o, ok := m[gk.String()+"/"+ns+"/"+name]; ok {
 		return o.DeepCopy(), true, nil

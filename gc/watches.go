@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -49,7 +48,7 @@ type Watches struct {
 	events    chan event.GenericEvent
 
 	mu     sync.Mutex
-	owners map[string]claim
+	owners map[Owner]claim
 	// kinds counts the owners of each kind, with the union of the fields
 	// they read; it only grows while the kind has owners.
 	kinds     map[schema.GroupKind]*kindClaims
@@ -74,6 +73,41 @@ type Watches struct {
 	// gone tells the rule controller about rules whose kind stopped being
 	// served while watched, or whose watch state changed.
 	gone chan event.GenericEvent
+}
+
+// Owner is who claims a trigger kind: a rule, or an AppWrapper for its
+// annotated triggers. An AppWrapper owns the kind of its first annotated
+// component with no Kind in its Owner (AppWrapperOwner), so that it is
+// released without knowing the kind, and each other kind, and every kind
+// on a worker cluster, with the kind named (Owner.Of).
+type Owner struct {
+	// Rule names the rule that claims, or is "" for an AppWrapper.
+	Rule string
+	// AppWrapper is the AppWrapper that claims.
+	AppWrapper types.NamespacedName
+	// Kind is the kind an AppWrapper claims besides its first.
+	Kind schema.GroupKind
+}
+
+// RuleOwner is the owner of the kind the rule name names.
+func RuleOwner(name string) Owner { return Owner{Rule: name} }
+
+// AppWrapperOwner is the owner, for the AppWrapper key, of the kind of its
+// first annotated component.
+func AppWrapperOwner(key types.NamespacedName) Owner { return Owner{AppWrapper: key} }
+
+// Of is the owner, for the same AppWrapper, of the kind gk.
+func (o Owner) Of(gk schema.GroupKind) Owner { return Owner{AppWrapper: o.AppWrapper, Kind: gk} }
+
+// String names the owner in logs.
+func (o Owner) String() string {
+	switch {
+	case o.Rule != "":
+		return "rule/" + o.Rule
+	case o.Kind.Kind != "":
+		return "appwrapper/" + o.AppWrapper.String() + "/" + o.Kind.String()
+	}
+	return "appwrapper/" + o.AppWrapper.String()
 }
 
 // claim is what an owner needs watched: a kind, and the fields of it that
@@ -113,7 +147,7 @@ func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery
 		mapper:    mapper,
 		discovery: disc,
 		events:    make(chan event.GenericEvent, 1024),
-		owners:    map[string]claim{},
+		owners:    map[Owner]claim{},
 		kinds:     map[schema.GroupKind]*kindClaims{},
 		informers: map[schema.GroupKind]*kindInformer{},
 		failed:    map[schema.GroupKind]decision.Kind{},
@@ -174,7 +208,7 @@ func (e *KindNotFoundError) Unwrap() error { return e.Err }
 // owner keeps its claim, so that a later Ensure picks the kind up. The
 // REST mapping and discovery happen outside the lock: a slow API server
 // never holds up readers of the caches.
-func (w *Watches) Ensure(owner string, gk schema.GroupKind, fields celpolicies.Fields) error {
+func (w *Watches) Ensure(owner Owner, gk schema.GroupKind, fields celpolicies.Fields) error {
 	// The controllers and the watches start together; informers need the
 	// manager's context.
 	select {
@@ -347,7 +381,7 @@ func SelfAccessReview(client dynamic.Interface) view.AccessReview {
 }
 
 // Release drops every claim of owner.
-func (w *Watches) Release(owner string) {
+func (w *Watches) Release(owner Owner) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.releaseLocked(owner)
@@ -355,7 +389,7 @@ func (w *Watches) Release(owner string) {
 
 // releaseLocked drops the claim of owner, and stops the informer of its
 // kind if no other owner needs it.
-func (w *Watches) releaseLocked(owner string) {
+func (w *Watches) releaseLocked(owner Owner) {
 	c, ok := w.owners[owner]
 	if !ok {
 		return
@@ -589,7 +623,6 @@ func (w *Watches) send(ctx context.Context, keys []types.NamespacedName, rules [
 	}
 }
 
-// appWrapperOwner parses an owner name of watchOwner.
 // claimants are the AppWrappers that claim kinds here.
 func (w *Watches) claimants() []types.NamespacedName {
 	w.mu.Lock()
@@ -597,23 +630,12 @@ func (w *Watches) claimants() []types.NamespacedName {
 	seen := map[types.NamespacedName]bool{}
 	var out []types.NamespacedName
 	for owner := range w.owners {
-		if k, ok := appWrapperOwner(owner); ok && !seen[k] {
+		if k := owner.AppWrapper; owner.Rule == "" && !seen[k] {
 			seen[k] = true
 			out = append(out, k)
 		}
 	}
 	return out
-}
-
-func appWrapperOwner(owner string) (types.NamespacedName, bool) {
-	rest, ok := strings.CutPrefix(owner, "appwrapper/")
-	if !ok {
-		return types.NamespacedName{}, false
-	}
-	ns, name, ok := strings.Cut(rest, "/")
-	// An AppWrapper's owner of a second kind ends in "/Kind.group".
-	name, _, _ = strings.Cut(name, "/")
-	return types.NamespacedName{Namespace: ns, Name: name}, ok
 }
 
 // listForbidden records that wrapup may not list gk (until its informer
@@ -637,10 +659,10 @@ func (w *Watches) ownersLocked(gk schema.GroupKind) (rules []string, keys []type
 		if c.kind != gk {
 			continue
 		}
-		if name, ok := strings.CutPrefix(owner, "rule/"); ok {
-			rules = append(rules, name)
-		} else if key, ok := appWrapperOwner(owner); ok {
-			keys = append(keys, key)
+		if owner.Rule != "" {
+			rules = append(rules, owner.Rule)
+		} else {
+			keys = append(keys, owner.AppWrapper)
 		}
 	}
 	return rules, keys
@@ -858,11 +880,11 @@ func (w *Watches) UnwatchableClaims(keep func(types.NamespacedName) bool) []stri
 		gk  schema.GroupKind
 	}
 	for owner, c := range w.owners {
-		if key, ok := appWrapperOwner(owner); ok {
+		if owner.Rule == "" {
 			claims = append(claims, struct {
 				key types.NamespacedName
 				gk  schema.GroupKind
-			}{key, c.kind})
+			}{owner.AppWrapper, c.kind})
 		}
 	}
 	w.mu.Unlock()

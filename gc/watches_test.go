@@ -87,7 +87,7 @@ func (b *watchesBed) fail(err error) {
 func TestWatchesRecheckStopsOnlyOnADefiniteAnswer(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := newWatchesBed(t)
-	g.Expect(b.w.Ensure("rule/jobs", jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Expect(b.w.Ensure(RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
 	g.Eventually(func() decision.KindState { return b.w.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
 
 	b.fail(apierrors.NewServiceUnavailable("restarting"))
@@ -111,7 +111,7 @@ func TestWatchesRecheckStopsOnlyOnADefiniteAnswer(t *testing.T) {
 func TestWatchesRecheckIsFilteredByCRD(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := newWatchesBed(t)
-	g.Expect(b.w.Ensure("rule/jobs", jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	g.Expect(b.w.Ensure(RuleOwner("jobs"), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
 	before := b.calls.Load()
 	g.Expect(b.w.Recheck("rayjobs.ray.io")).To(gomega.BeEmpty())
 	g.Expect(b.calls.Load()).To(gomega.Equal(before))
@@ -127,7 +127,7 @@ func TestWatchesAnnounceTheFirstList(t *testing.T) {
 		<-release
 		return false, nil, nil
 	})
-	g.Expect(b.w.Ensure("rule/jobs", jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	g.Expect(b.w.Ensure(RuleOwner("jobs"), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
 	g.Expect(b.w.Kind(jobGK).State).To(gomega.Equal(decision.KindPending))
 	_, synced, err := b.w.Get(jobGK, "ns", "bench", celpolicies.Fields{})
 	g.Expect(err).NotTo(gomega.HaveOccurred())
@@ -151,7 +151,7 @@ func TestWatchesForbiddenKind(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "", errors.New("RBAC"))
 	})
 	owner := types.NamespacedName{Namespace: "ns", Name: "run"}
-	g.Expect(b.w.Ensure(watchOwner(owner), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	g.Expect(b.w.Ensure(AppWrapperOwner(owner), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
 	g.Eventually(func() decision.KindState { return b.w.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindNotWatchable))
 	g.Expect(b.w.Kind(jobGK).Message).To(gomega.ContainSubstring("forbidden"))
 	g.Eventually(b.w.Events(), 5*time.Second).Should(gomega.Receive(gomega.HaveField("Object.GetName()", "run")))
@@ -172,13 +172,13 @@ func TestWatchesDiscoveryOutsideTheLock(t *testing.T) {
 		return false, nil, nil
 	})
 	done := make(chan error, 1)
-	go func() { done <- b.w.Ensure("rule/jobs", jobGK, celpolicies.Fields{}) }()
+	go func() { done <- b.w.Ensure(RuleOwner("jobs"), jobGK, celpolicies.Fields{}) }()
 	<-started
 	read := make(chan struct{})
 	go func() {
 		b.w.Kind(jobGK)
 		_, _, _ = b.w.Get(jobGK, "ns", "x", celpolicies.Fields{})
-		b.w.Release("appwrapper/ns/other")
+		b.w.Release(AppWrapperOwner(types.NamespacedName{Namespace: "ns", Name: "other"}))
 		close(read)
 	}()
 	g.Eventually(read, 2*time.Second).Should(gomega.BeClosed(), "readers waited for discovery")
@@ -195,12 +195,12 @@ func TestClaimOwnersOfSeveralKinds(t *testing.T) {
 		awv1beta2.AppWrapperComponent{Template: template(t, "v1", "Pod", "checker"), Annotations: ann}))
 	key := types.NamespacedName{Namespace: exNS, Name: exAW}
 	job, pod := claimOwner(key, aw, schema.GroupKind{Group: "batch", Kind: "Job"}), claimOwner(key, aw, schema.GroupKind{Kind: "Pod"})
-	if job != watchOwner(key) || pod == job {
-		t.Fatalf("owners %q and %q, want the AppWrapper's own for the first kind and another for the second", job, pod)
+	if job != AppWrapperOwner(key) || pod == job {
+		t.Fatalf("owners %v and %v, want the AppWrapper's own for the first kind and another for the second", job, pod)
 	}
-	for _, o := range []string{job, pod} {
-		if got, ok := appWrapperOwner(o); !ok || got != key {
-			t.Errorf("owner %q names %v, want %v", o, got, key)
+	for _, o := range []Owner{job, pod} {
+		if o.Rule != "" || o.AppWrapper != key {
+			t.Errorf("owner %v names %v, want %v", o, o.AppWrapper, key)
 		}
 	}
 }
@@ -236,18 +236,18 @@ func TestWatchesEnsureNotServedOnlyOnADefiniteAnswer(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := newWatchesBed(t)
 	b.fail(apierrors.NewServiceUnavailable("restarting"))
-	err := b.w.Ensure("rule/jobs", jobGK, celpolicies.FieldsOf("status"))
+	err := b.w.Ensure(RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))
 	var nf *KindNotFoundError
 	g.Expect(err).To(gomega.HaveOccurred())
 	g.Expect(errors.As(err, &nf)).To(gomega.BeFalse(), "a failed discovery request reported the kind as not served: %v", err)
 	g.Expect(b.w.Kind(jobGK).State).To(gomega.Equal(decision.KindPending))
 
 	b.fail(nil)
-	g.Expect(b.w.Ensure("rule/jobs", jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Expect(b.w.Ensure(RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
 	g.Eventually(func() decision.KindState { return b.w.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
 
 	other := schema.GroupKind{Group: "example.com", Kind: "EvalRun"}
-	err = b.w.Ensure("rule/evals", other, celpolicies.Fields{})
+	err = b.w.Ensure(RuleOwner("evals"), other, celpolicies.Fields{})
 	g.Expect(errors.As(err, &nf)).To(gomega.BeTrue(), "a kind the REST mapper does not know: %v", err)
 	g.Expect(b.w.Kind(other).State).To(gomega.Equal(decision.KindNotServed))
 }

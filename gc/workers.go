@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -87,7 +86,7 @@ type WorkerSource interface {
 	// conn returns the connection to the worker named cluster.
 	conn(ctx context.Context, cluster string) (*workerConn, error)
 	// release drops the claims of owner on the watches of cluster.
-	release(cluster, owner string)
+	release(cluster string, owner Owner)
 }
 
 // workerConn is the connection to one worker.
@@ -292,7 +291,7 @@ func (ws *WorkerClusters) lookup(cluster string) *workerConn {
 }
 
 // release drops the claims of owner on the watches of cluster.
-func (ws *WorkerClusters) release(cluster, owner string) {
+func (ws *WorkerClusters) release(cluster string, owner Owner) {
 	if c := ws.lookup(cluster); c != nil {
 		c.watches.Release(owner)
 	}
@@ -381,33 +380,24 @@ func (a *answerReader) Get(ctx context.Context, key client.ObjectKey, obj client
 	return err
 }
 
-// workerOwner is the owner of the claim on a worker's watches of kind gk
-// for the AppWrapper key.
-func workerOwner(key types.NamespacedName, gk schema.GroupKind) string {
-	return watchOwner(key) + "/" + gk.String()
-}
-
 // claimOnWorker claims kind gk on the worker c for the AppWrapper key,
 // remembering it (and releasing its claims on any other worker) first.
 func (r *AppWrapperReconciler) claimOnWorker(key types.NamespacedName, mem *awMemory, c *workerConn, gk schema.GroupKind) {
-	if mem.worker != c.cluster {
+	if mem.worker.cluster != c.cluster {
 		r.releaseWorker(key, mem)
-		mem.worker = c.cluster
+		mem.worker.cluster = c.cluster
 	}
-	if !slices.Contains(mem.workerKinds, gk) {
-		mem.workerKinds = append(slices.Clone(mem.workerKinds), gk)
-	}
+	mem.worker.add(gk)
 }
 
 // releaseWorker drops the claims of the AppWrapper key on its worker.
 func (r *AppWrapperReconciler) releaseWorker(key types.NamespacedName, mem *awMemory) {
-	if mem.worker == "" || r.Clusters == nil {
+	if mem.worker.cluster == "" || r.Clusters == nil {
 		return
 	}
-	for _, gk := range mem.workerKinds {
-		r.Clusters.release(mem.worker, workerOwner(key, gk))
-	}
-	mem.worker, mem.workerKinds = "", nil
+	cluster := mem.worker.cluster
+	mem.worker.keep(key, nil, func(o Owner) { r.Clusters.release(cluster, o) })
+	mem.worker = held{}
 }
 
 // workerBackoff is how long to wait before reading an unreachable worker

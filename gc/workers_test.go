@@ -100,7 +100,7 @@ func TestWorkerConnections(t *testing.T) {
 	}
 	// An AppWrapper watching a kind on the old connection.
 	first.watches.mu.Lock()
-	first.watches.owners[workerOwner(types.NamespacedName{Namespace: "ns", Name: "run"}, schema.GroupKind{Group: "batch", Kind: "Job"})] = claim{}
+	first.watches.owners[AppWrapperOwner(types.NamespacedName{Namespace: "ns", Name: "run"}).Of(schema.GroupKind{Group: "batch", Kind: "Job"})] = claim{}
 	first.watches.mu.Unlock()
 	clock.SetTime(clock.Now().Add(secretRecheck))
 	second, err := ws.conn(ctx, "worker-1")
