@@ -3,194 +3,24 @@ package gc
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
-	"sort"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
-// HistoryWriteDeadline is how long after a run finished wrapup keeps
-// trying to write its CompletionRecord before it deletes the AppWrapper
-// anyway: a record must never hold GPUs hostage.
-const HistoryWriteDeadline = 2 * time.Minute
+// HistoryWriteDeadline is decision.HistoryWriteDeadline.
+const HistoryWriteDeadline = decision.HistoryWriteDeadline
+
+// RecordName is decision.RecordName, the name of an AppWrapper's
+// CompletionRecord.
+func RecordName(name, uid string) string { return decision.RecordName(name, uid) }
 
 // historyRetry is how soon a failed CompletionRecord write is tried again.
 const historyRetry = 5 * time.Second
-
-// History is how long rule keeps the records of its runs; keep is false
-// when it writes none.
-func History(rule *wrapupv1alpha1.CompletionRule) (ret wrapupv1alpha1.RecordRetention, keep bool) {
-	h := rule.Spec.History
-	ret = wrapupv1alpha1.RecordRetention{TTLSecondsAfterFinished: wrapupv1alpha1.DefaultHistoryTTLSeconds, LimitPerNamespace: wrapupv1alpha1.DefaultHistoryLimit}
-	if h.TTLSecondsAfterFinished != nil {
-		ret.TTLSecondsAfterFinished = *h.TTLSecondsAfterFinished
-	}
-	if h.LimitPerNamespace != nil {
-		ret.LimitPerNamespace = *h.LimitPerNamespace
-	}
-	return ret, !h.Disabled && ret.TTLSecondsAfterFinished > 0
-}
-
-// RecordName is the name of the CompletionRecord of the AppWrapper name
-// with uid: the name and a hash of the UID, so that a retry, a restart or
-// a second replica writes the same one, and an AppWrapper created again
-// under the same name gets another.
-func RecordName(name string, uid string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(uid))
-	suffix := fmt.Sprintf("-%08x", h.Sum32())
-	if max := validation.DNS1123SubdomainMaxLength - len(suffix); len(name) > max {
-		name = name[:max]
-	}
-	return name + suffix
-}
-
-// completionRecord is the CompletionRecord of the outcome rec of aw, decided
-// by d on the observations in.
-// rule names the rule whose retention it has (historyOf): the rule that
-// decides, never a name read from the AppWrapper's metadata alone.
-func completionRecord(in decision.Input, d decision.Decision, rec *decision.Record, rule string, ret wrapupv1alpha1.RecordRetention) *wrapupv1alpha1.CompletionRecord {
-	aw := in.AppWrapper
-	cr := &wrapupv1alpha1.CompletionRecord{
-		ObjectMeta: metav1.ObjectMeta{Namespace: aw.Namespace, Name: RecordName(aw.Name, string(aw.UID)), Labels: map[string]string{}},
-		AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: aw.Name, UID: aw.UID, QueueName: aw.Labels["kueue.x-k8s.io/queue-name"]},
-		Rule:       rule,
-		Outcome:    rec.Outcome,
-		Message:    decision.Truncate(rec.Message, decision.MaxMessage),
-		FinishedAt: metav1.NewMicroTime(rec.FinishedAt),
-		Action:     wrapupv1alpha1.RecordedAction{Action: d.Action.Action, TTLSecondsAfterFinished: d.Action.TTLSecondsAfterFinished, DryRun: d.DryRun},
-		Retention:  ret,
-	}
-	if len(validation.IsValidLabelValue(aw.Name)) == 0 {
-		cr.Labels[wrapupv1alpha1.RecordAppWrapperLabel] = aw.Name
-	}
-	if len(validation.IsValidLabelValue(rule)) == 0 {
-		cr.Labels[wrapupv1alpha1.RecordRuleLabel] = rule
-	}
-	if d.Action.Action == wrapupv1alpha1.ActionDeleteAll && !d.DryRun {
-		due := d.DueAt
-		if due.IsZero() {
-			due = rec.FinishedAt.Add(time.Duration(ptr.Deref(d.Action.TTLSecondsAfterFinished, 0)) * time.Second)
-		}
-		cr.Action.DeleteAfter = ptr.To(metav1.NewTime(due))
-	}
-	// The AppWrapper's labels (at most 32) are the record's too, so that
-	// users find their runs with their own selectors.
-	keys := make([]string, 0, len(aw.Labels))
-	for k := range aw.Labels {
-		if k != wrapupv1alpha1.OutcomeLabel {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for i, k := range keys {
-		if i == wrapupv1alpha1.MaxRecordedLabels {
-			break
-		}
-		if cr.AppWrapper.Labels == nil {
-			cr.AppWrapper.Labels = map[string]string{}
-		}
-		cr.AppWrapper.Labels[k] = aw.Labels[k]
-		if _, ours := cr.Labels[k]; !ours {
-			cr.Labels[k] = aw.Labels[k]
-		}
-	}
-	cr.Labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
-
-	// Which triggers decided, and their UIDs, come from the record: a
-	// trigger read since may be gone or re-created.
-	decided := map[int]types.UID{}
-	for _, t := range rec.Triggers {
-		decided[t.Index] = t.UID
-	}
-	add := func(info decision.TriggerInfo, state string) {
-		if len(cr.Triggers) == wrapupv1alpha1.MaxRecordedTriggers {
-			return
-		}
-		gvk := info.GroupVersionKind()
-		t := wrapupv1alpha1.RecordedTrigger{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: info.Name, UID: info.UID, State: state}
-		if t.Name == "" {
-			t.Name = info.Template
-		}
-		if uid, ok := decided[info.Index]; ok || len(rec.Triggers) == 0 {
-			if !ok {
-				uid = rec.TriggerUID
-			}
-			t.Decided = true
-			if t.UID != uid {
-				// Not the object that decided: say nothing of its state.
-				t.UID, t.State = uid, ""
-			}
-		}
-		for _, tr := range in.Triggers {
-			if tr.Ref == info.Ref && tr.Object != nil && tr.Object.GetUID() == t.UID {
-				triggerStatus(&t, tr.Object)
-			}
-		}
-		cr.Triggers = append(cr.Triggers, t)
-	}
-	switch {
-	case len(d.Candidates) > 0:
-		for _, c := range d.Candidates {
-			add(c.TriggerInfo, c.State)
-		}
-	case d.Trigger != nil:
-		state := ""
-		if e := d.Evaluation; e != nil && e.Error == "" && !e.FromAppWrapperPhase {
-			state = string(e.Outcome)
-		}
-		add(*d.Trigger, state)
-	}
-	return cr
-}
-
-// triggerStatus copies the phase and the last conditions of obj's status.
-func triggerStatus(t *wrapupv1alpha1.RecordedTrigger, obj *unstructured.Unstructured) {
-	if p, ok, _ := unstructured.NestedString(obj.Object, "status", "phase"); ok {
-		t.Phase = decision.Truncate(p, 64)
-	}
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	if len(conds) > wrapupv1alpha1.MaxRecordedConditions {
-		conds = conds[len(conds)-wrapupv1alpha1.MaxRecordedConditions:]
-	}
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if !ok {
-			continue
-		}
-		str := func(k string, n int) string { s, _ := m[k].(string); return decision.Truncate(s, n) }
-		t.Conditions = append(t.Conditions, wrapupv1alpha1.RecordedCondition{
-			Type: str("type", 316), Status: str("status", 16), Reason: str("reason", 1024), Message: str("message", 1024)})
-	}
-}
-
-// sameRun says whether the stored record a is of the run that b records:
-// the same AppWrapper, outcome, rule and deciding triggers, finished in the
-// same microsecond (what the API server keeps of a time).
-func sameRun(a, b *wrapupv1alpha1.CompletionRecord) bool {
-	return a.AppWrapper.UID == b.AppWrapper.UID && a.Outcome == b.Outcome && a.Rule == b.Rule &&
-		a.FinishedAt.UnixMicro() == b.FinishedAt.UnixMicro() && decidedUIDs(a) == decidedUIDs(b)
-}
-
-func decidedUIDs(cr *wrapupv1alpha1.CompletionRecord) string {
-	var s string
-	for _, t := range cr.Triggers {
-		if t.Decided {
-			s += string(t.UID) + ","
-		}
-	}
-	return s
-}
 
 // writeHistory makes sure that the CompletionRecord of the outcome rec,
 // decided by d on in, exists: it creates it, or replaces the record of an
@@ -210,7 +40,7 @@ func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alp
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cr), old); err != nil {
 		return false, fmt.Errorf("reading CompletionRecord %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
-	if sameRun(old, cr) || !old.FinishedAt.Before(&cr.FinishedAt) && old.AppWrapper.UID == cr.AppWrapper.UID {
+	if decision.SameRun(old, cr) || !old.FinishedAt.Before(&cr.FinishedAt) && old.AppWrapper.UID == cr.AppWrapper.UID {
 		// Written already, or a later outcome of this AppWrapper is (a
 		// decision on a stale view must not replace it).
 		return false, nil
@@ -226,28 +56,6 @@ func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alp
 	}
 	historyWrittenTotal.WithLabelValues(cr.Rule).Inc()
 	return true, nil
-}
-
-// historyOf is the retention of the run under the rule that decides it now
-// (d.Winner; the record's own rule only when none does), among in's rules:
-// that rule's deletion waits on the record, even when the rule that
-// recorded the outcome was renamed or deleted since. keep is false when it
-// keeps no history, or is not among the rules. rule is its name: the
-// record's retention, its count limit and its rule label are that rule's,
-// so that the rule named in the AppWrapper's metadata (which a tenant may
-// write) never makes a retention of its own.
-func historyOf(in decision.Input, d decision.Decision, rec *decision.Record) (rule string, ret wrapupv1alpha1.RecordRetention, keep bool) {
-	name := d.Winner
-	if name == "" {
-		name = rec.Rule
-	}
-	for _, ru := range in.Rules {
-		if ru.Rule.Name == name {
-			ret, keep = History(ru.Rule)
-			return name, ret, keep
-		}
-	}
-	return name, ret, false
 }
 
 // pastLimit says whether cr would be among the records its rule's count
@@ -305,7 +113,7 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		mem.history = rec
 		return true
 	}
-	rule, ret, keep := historyOf(in, d, rec)
+	rule, ret, keep := decision.HistoryOf(in, d, rec)
 	if !keep {
 		// Not remembered: a decision on fresher rules may keep history.
 		return true
@@ -313,15 +121,13 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 	// Its retention has passed (it was written, and has expired, or the
 	// run finished long ago): nothing to keep. Remembered only on rules as
 	// the API server has them: a stale cache may hold a shorter retention.
-	expired := func() bool {
-		return !in.Now.Before(rec.FinishedAt.Add(time.Duration(ret.TTLSecondsAfterFinished) * time.Second))
-	}
+	expired := func() bool { return decision.RecordExpired(in.Now, rec, ret) }
 	if confirm == nil && expired() {
 		return done()
 	}
-	cr := completionRecord(in, d, rec, rule, ret)
+	cr := decision.CompletionRecordOf(in, d, rec, rule, ret)
 	cached := &wrapupv1alpha1.CompletionRecord{}
-	if err := r.Cache.Get(ctx, client.ObjectKeyFromObject(cr), cached); err == nil && sameRun(cached, cr) {
+	if err := r.Cache.Get(ctx, client.ObjectKeyFromObject(cr), cached); err == nil && decision.SameRun(cached, cr) {
 		return done()
 	}
 	var err error
@@ -338,13 +144,13 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 			// The write, its retention and its deadline are the fresh
 			// decision's, on the rules as the API server has them.
 			in, d, due = fin, fd, fd.DueAt
-			if rule, ret, keep = historyOf(in, d, rec); !keep {
+			if rule, ret, keep = decision.HistoryOf(in, d, rec); !keep {
 				return true
 			}
 			if expired() {
 				return done()
 			}
-			cr = completionRecord(in, d, rec, rule, ret)
+			cr = decision.CompletionRecordOf(in, d, rec, rule, ret)
 		} else {
 			err = fmt.Errorf("reading the AppWrapper, its rules and its trigger before writing it: %w", err)
 			unconfirmed = true
@@ -380,11 +186,7 @@ func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		if !forged {
 			historyWriteFailuresTotal.WithLabelValues(rule).Inc()
 		}
-		deadline := rec.FinishedAt.Add(HistoryWriteDeadline)
-		if due.After(rec.FinishedAt) {
-			deadline = due.Add(HistoryWriteDeadline)
-		}
-		late := !in.Now.Before(deadline)
+		late := !in.Now.Before(decision.RecordDeadline(rec, due))
 		msg := fmt.Sprintf("the run's CompletionRecord could not be written: %v", err)
 		switch {
 		case late && unconfirmed:

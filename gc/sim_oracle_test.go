@@ -611,7 +611,7 @@ func (w *simWorld) checkHistoryBeforeDelete(cur *awv1beta2.AppWrapper, rec *deci
 	if rule == nil {
 		return
 	}
-	if _, keep := History(rule); !keep {
+	if _, keep := decision.History(rule); !keep {
 		return
 	}
 	cr := w.crecs[types.NamespacedName{Namespace: cur.Namespace, Name: RecordName(cur.Name, string(cur.UID))}]
