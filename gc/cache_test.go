@@ -23,6 +23,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
 // TestCachedAppWrapperDecidesAsWhole: the AppWrapper as wrapup's cache keeps
@@ -156,7 +157,7 @@ func TestRecordWriteTouchesOnlyItsKeys(t *testing.T) {
 	live := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns",
 		Labels:      map[string]string{"team": "x"},
 		Annotations: map[string]string{awv1beta2.TerminalExitCodesAnnotation: "1", "example.com/keep": "true"}}}
-	c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithObjects(live).Build()
+	c := fake.NewClientBuilder().WithScheme(util.Scheme()).WithObjects(live).Build()
 	ctx := context.Background()
 	r := &AppWrapperReconciler{Writer: c}
 	cached := func() *awv1beta2.AppWrapper {

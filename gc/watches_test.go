@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
-	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,9 +23,9 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
 // Unit tests of the trigger watches against client-go's fake dynamic
@@ -189,16 +189,14 @@ func TestWatchesDiscoveryOutsideTheLock(t *testing.T) {
 // TestClaimOwnersOfSeveralKinds: an AppWrapper whose annotated triggers
 // are of two kinds owns a watch on each, and each owner names it.
 func TestClaimOwnersOfSeveralKinds(t *testing.T) {
-	ann := map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
-	aw := exAppWrapper(t, withComponents(
-		awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "load"), Annotations: ann},
-		awv1beta2.AppWrapperComponent{Template: template(t, "v1", "Pod", "checker"), Annotations: ann}))
-	key := types.NamespacedName{Namespace: exNS, Name: exAW}
-	job, pod := claimOwner(key, aw, schema.GroupKind{Group: "batch", Kind: "Job"}), claimOwner(key, aw, schema.GroupKind{Kind: "Pod"})
-	if job != AppWrapperOwner(key) || pod == job {
-		t.Fatalf("owners %v and %v, want the AppWrapper's own for the first kind and another for the second", job, pod)
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: "checker"}}
+	aw := util.MakeAppWrapper("run", "ns").Trigger(util.MakeJob("load").Obj()).Trigger(pod).Obj()
+	key := types.NamespacedName{Namespace: "ns", Name: "run"}
+	job, podOwner := claimOwner(key, aw, schema.GroupKind{Group: "batch", Kind: "Job"}), claimOwner(key, aw, schema.GroupKind{Kind: "Pod"})
+	if job != AppWrapperOwner(key) || podOwner == job {
+		t.Fatalf("owners %v and %v, want the AppWrapper's own for the first kind and another for the second", job, podOwner)
 	}
-	for _, o := range []Owner{job, pod} {
+	for _, o := range []Owner{job, podOwner} {
 		if o.Rule != "" || o.AppWrapper != key {
 			t.Errorf("owner %v names %v, want %v", o, o.AppWrapper, key)
 		}

@@ -1,4 +1,4 @@
-package gc
+package view
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
-	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // mkView is a view of a MultiKueue manager whose one AppWrapper is
@@ -41,11 +40,11 @@ func (v *mkView) Namespace(context.Context, string) (*corev1.Namespace, error) {
 func (v *mkView) RuleKind(*wrapupv1alpha1.CompletionRule, schema.GroupKind) decision.Kind {
 	return decision.Kind{State: decision.KindWatched}
 }
-func (v *mkView) Worker(context.Context, types.NamespacedName, *awv1beta2.AppWrapper) (*decision.Worker, view.TriggerView) {
+func (v *mkView) Worker(context.Context, types.NamespacedName, *awv1beta2.AppWrapper) (*decision.Worker, TriggerView) {
 	return &decision.Worker{Cluster: "worker-1", Workload: "wl", AppWrapper: v.copy}, v
 }
 func (v *mkView) AppWrapperVariable(_ context.Context, aw *awv1beta2.AppWrapper, _ *celpolicies.Policy) (map[string]any, error) {
-	return view.AppWrapperMap(aw)
+	return AppWrapperMap(aw)
 }
 
 // A rule that reads appWrapper.status, on a MultiKueue manager, reads the
@@ -66,7 +65,7 @@ func TestAppWrapperVariableUnderMultiKueue(t *testing.T) {
 	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"},
 		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}, Success: "appWrapper.status.resettingCount > 2"}}
 	v := &mkView{aw: aw, copy: cp, rule: rule}
-	in, err := view.Gather(context.Background(), v, &celpolicies.Cache{}, types.NamespacedName{Namespace: "ns", Name: "run"}, nil, decision.Input{})
+	in, err := Gather(context.Background(), v, &celpolicies.Cache{}, types.NamespacedName{Namespace: "ns", Name: "run"}, nil, decision.Input{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package gc
+package view
 
 import (
 	"context"
@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -27,10 +25,10 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
-	"github.com/wrapup-dev/wrapup/gc/view"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
-// Fixtures for view.Explain: one AppWrapper "sweep" in namespace "team-a" that
+// Fixtures for Explain: one AppWrapper "sweep" in namespace "team-a" that
 // wraps an inference Deployment and a benchmark Job, the live Job, and rules.
 
 const (
@@ -43,15 +41,6 @@ const (
 )
 
 var exNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-
-func explainScheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(awv1beta2.AddToScheme(s))
-	utilruntime.Must(wrapupv1alpha1.AddToScheme(s))
-	return s
-}
 
 // explainMapper maps what the API server of the tests serves: Jobs and
 // AppWrappers.
@@ -209,7 +198,7 @@ func TestExplain(t *testing.T) {
 		funcs   *interceptor.Funcs
 		want    want
 		wantErr string
-		check   func(*testing.T, *view.Explanation)
+		check   func(*testing.T, *Explanation)
 	}{
 		{
 			name:    "no rules",
@@ -240,7 +229,7 @@ func TestExplain(t *testing.T) {
 				"high":   "blocked by broken",
 				"low":    "blocked by broken",
 			}},
-			check: func(t *testing.T, ex *view.Explanation) {
+			check: func(t *testing.T, ex *Explanation) {
 				if ex.Trigger != nil || ex.Evaluation != nil || ex.WillRecord() {
 					t.Errorf("a blocked AppWrapper is not evaluated nor recorded, got trigger %+v evaluation %+v", ex.Trigger, ex.Evaluation)
 				}
@@ -259,7 +248,7 @@ func TestExplain(t *testing.T) {
 				"low":    "loses to high: lower priority (1 < 10)",
 				"broken": "is not usable (it does not compile",
 			}},
-			check: func(t *testing.T, ex *view.Explanation) {
+			check: func(t *testing.T, ex *Explanation) {
 				if ex.Rules[0].Name != "high" {
 					t.Errorf("first rule = %s, want the winner first", ex.Rules[0].Name)
 				}
@@ -290,7 +279,7 @@ func TestExplain(t *testing.T) {
 			name:    "ignored AppWrapper",
 			objects: []client.Object{exAppWrapper(t, withAnnotation(wrapupv1alpha1.IgnoreAnnotation, "true")), exLiveJob(exJob, exJobUID, jobDone), exRule("all", 0)},
 			want:    want{verdict: decision.VerdictIgnored, winner: "all", reason: "wrapup.dev/ignore"},
-			check: func(t *testing.T, ex *view.Explanation) {
+			check: func(t *testing.T, ex *Explanation) {
 				if ex.Trigger != nil || ex.Evaluation != nil {
 					t.Errorf("an ignored AppWrapper is not evaluated, got trigger %+v evaluation %+v", ex.Trigger, ex.Evaluation)
 				}
@@ -316,7 +305,7 @@ func TestExplain(t *testing.T) {
 				awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "second")},
 			)), exRule("jobs", 0)},
 			want: want{verdict: decision.VerdictNoTrigger, winner: "jobs", reason: "has 2 (components 0, 1)"},
-			check: func(t *testing.T, ex *view.Explanation) {
+			check: func(t *testing.T, ex *Explanation) {
 				if len(ex.Events) != 1 || ex.Events[0].Reason != wrapupv1alpha1.ReasonAmbiguousTrigger {
 					t.Errorf("events = %+v, want one AmbiguousTrigger Warning", ex.Events)
 				}
@@ -326,7 +315,7 @@ func TestExplain(t *testing.T) {
 			name:    "a rule without kind and no annotated component",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("annotated", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{} })},
 			want:    want{verdict: decision.VerdictNoRule, reason: "no CompletionRule applies"},
-			check: func(t *testing.T, ex *view.Explanation) {
+			check: func(t *testing.T, ex *Explanation) {
 				// The rule does not apply: no Event, and it is not counted as deciding.
 				if len(ex.Events) != 0 || ex.Assigned != "" || ex.Winner != "" {
 					t.Errorf("events %+v, assigned %q, winner %q: want none, none, none", ex.Events, ex.Assigned, ex.Winner)
@@ -343,7 +332,7 @@ func TestExplain(t *testing.T) {
 				awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", exJob), Annotations: map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}},
 			)), exLiveJob(exJob, exJobUID, jobDone), exRule("annotated", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{} })},
 			want: want{verdict: decision.VerdictDelete, winner: "annotated", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true},
-			check: func(t *testing.T, ex *view.Explanation) {
+			check: func(t *testing.T, ex *Explanation) {
 				if ex.Trigger == nil || !ex.Trigger.Annotated || ex.Trigger.Index != 1 {
 					t.Errorf("trigger = %+v, want the annotated component 1", ex.Trigger)
 				}
@@ -386,7 +375,7 @@ func TestExplain(t *testing.T) {
 			name:    "a runtime error is not finished",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("typo", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = "object.status.noSuchField == 1" })},
 			want:    want{verdict: decision.VerdictWaitingForTrigger, winner: "typo", reason: "EvaluationError"},
-			check: func(t *testing.T, ex *view.Explanation) {
+			check: func(t *testing.T, ex *Explanation) {
 				if ex.Evaluation == nil || !strings.Contains(ex.Evaluation.Error, "noSuchField") {
 					t.Errorf("evaluation = %+v, want the runtime error", ex.Evaluation)
 				}
@@ -405,7 +394,7 @@ func TestExplain(t *testing.T) {
 			name:    "succeeded, DeleteAll at once",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Message = "'done: ' + object.metadata.name" })},
 			want:    want{verdict: decision.VerdictDelete, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true, reason: "not recorded yet"},
-			check: func(t *testing.T, ex *view.Explanation) {
+			check: func(t *testing.T, ex *Explanation) {
 				if ex.Evaluation == nil || ex.Evaluation.Message != "done: sweep-bench" || ex.Evaluation.Cost == 0 {
 					t.Errorf("evaluation = %+v, want the rule's message and its cost", ex.Evaluation)
 				}
@@ -415,7 +404,7 @@ func TestExplain(t *testing.T) {
 			name:    "succeeded and recorded 100s ago, TTL 300s",
 			objects: []client.Object{exAppWrapper(t, withRecord(wrapupv1alpha1.OutcomeSucceeded, "jobs", 100*time.Second, exJobUID)), exLiveJob(exJob, exJobUID, jobDone), exRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300))},
 			want:    want{verdict: decision.VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, after: 200 * time.Second, reason: "2026-05-01T12:03:20Z"},
-			check: func(t *testing.T, ex *view.Explanation) {
+			check: func(t *testing.T, ex *Explanation) {
 				if ex.Recorded == nil || ex.Recorded.Rule != "jobs" || ex.Recorded.Message != "recorded message" {
 					t.Errorf("recorded = %+v", ex.Recorded)
 				}
@@ -440,7 +429,7 @@ func TestExplain(t *testing.T) {
 		{
 			name:    "failed while Running: waiting for retries",
 			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobFailed), exRule("jobs", 0)},
-			want:    want{verdict: decision.VerdictWaitingForRetries, winner: "jobs", after: DefaultFailureGracePeriod, reason: "may still retry"},
+			want:    want{verdict: decision.VerdictWaitingForRetries, winner: "jobs", after: decision.DefaultFailureGracePeriod, reason: "may still retry"},
 		},
 		{
 			name: "failed while Running, with the AppWrapper's own grace period",
@@ -465,7 +454,7 @@ func TestExplain(t *testing.T) {
 				aw.Status.Conditions = []metav1.Condition{{Type: string(awv1beta2.Unhealthy), Status: metav1.ConditionTrue, Reason: "FoundFailedResources", Message: "retry limit exceeded"}}
 			}), exRule("jobs", 0)},
 			want: want{verdict: decision.VerdictDelete, winner: "jobs", outcome: wrapupv1alpha1.OutcomeFailed, willRecord: true},
-			check: func(t *testing.T, ex *view.Explanation) {
+			check: func(t *testing.T, ex *Explanation) {
 				if ex.Evaluation == nil || !ex.Evaluation.FromAppWrapperPhase || !strings.Contains(ex.Evaluation.Message, "retry limit exceeded") {
 					t.Errorf("evaluation = %+v, want Failed from the AppWrapper's phase", ex.Evaluation)
 				}
@@ -501,19 +490,19 @@ func TestExplain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := append([]client.Object{exNamespace()}, tc.objects...)
 			// managedFields are returned, as the API server returns them.
-			b := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithRESTMapper(explainMapper()).WithObjects(objs...).WithReturnManagedFields()
+			b := fake.NewClientBuilder().WithScheme(util.Scheme()).WithRESTMapper(explainMapper()).WithObjects(objs...).WithReturnManagedFields()
 			if tc.funcs != nil {
 				b = b.WithInterceptorFuncs(*tc.funcs)
 			}
-			ex, err := view.Explain(context.Background(), b.Build(), nil, types.NamespacedName{Namespace: exNS, Name: exAW}, exNow)
+			ex, err := Explain(context.Background(), b.Build(), nil, types.NamespacedName{Namespace: exNS, Name: exAW}, exNow)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("view.Explain error = %v, want one containing %q", err, tc.wantErr)
+					t.Fatalf("Explain error = %v, want one containing %q", err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("view.Explain: %v", err)
+				t.Fatalf("Explain: %v", err)
 			}
 			w := tc.want
 			if w.winner == "" && ex.Assigned == "" {
@@ -550,7 +539,7 @@ func TestExplain(t *testing.T) {
 	}
 }
 
-// TestExplainAgreesWithWinningRule checks that the rule view.Explain names is the
+// TestExplainAgreesWithWinningRule checks that the rule Explain names is the
 // one the controller's selection picks, whatever the order of the list.
 func TestExplainAgreesWithWinningRule(t *testing.T) {
 	rules := []*wrapupv1alpha1.CompletionRule{exRule("c", 3), exRule("a", 7), exRule("b", 7), exRule("z", 9, func(r *wrapupv1alpha1.CompletionRule) {
@@ -560,13 +549,13 @@ func TestExplainAgreesWithWinningRule(t *testing.T) {
 	for _, r := range rules {
 		objs = append(objs, r)
 	}
-	c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithRESTMapper(explainMapper()).WithObjects(objs...).Build()
-	ex, err := view.Explain(context.Background(), c, nil, types.NamespacedName{Namespace: exNS, Name: exAW}, exNow)
+	c := fake.NewClientBuilder().WithScheme(util.Scheme()).WithRESTMapper(explainMapper()).WithObjects(objs...).Build()
+	ex, err := Explain(context.Background(), c, nil, types.NamespacedName{Namespace: exNS, Name: exAW}, exNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ex.Winner != "a" {
-		t.Errorf("view.Explain winner = %s, want a", ex.Winner)
+		t.Errorf("Explain winner = %s, want a", ex.Winner)
 	}
 	var order []string
 	for _, v := range ex.Rules {
@@ -578,7 +567,7 @@ func TestExplainAgreesWithWinningRule(t *testing.T) {
 }
 
 func TestExplanationString(t *testing.T) {
-	ex := &view.Explanation{
+	ex := &Explanation{
 		AppWrapper: types.NamespacedName{Namespace: exNS, Name: exAW},
 		Phase:      awv1beta2.AppWrapperRunning,
 		At:         exNow,
@@ -629,8 +618,8 @@ func TestDescribeAction(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := view.DescribeAction(tc.rule, tc.outcome); !strings.Contains(got, tc.want) {
-				t.Errorf("view.DescribeAction = %q, want it to contain %q", got, tc.want)
+			if got := DescribeAction(tc.rule, tc.outcome); !strings.Contains(got, tc.want) {
+				t.Errorf("DescribeAction = %q, want it to contain %q", got, tc.want)
 			}
 		})
 	}
@@ -638,7 +627,7 @@ func TestDescribeAction(t *testing.T) {
 
 // A rule names a kind that is served but that wrapup may not list (no
 // ClusterRole grants it): the controller's watches say it is not
-// watchable, so the rule blocks. view.Explain, reading as a user who may read
+// watchable, so the rule blocks. Explain, reading as a user who may read
 // it, takes that from the rule's Ready condition and says the same.
 func TestExplainKindTheControllerCannotWatch(t *testing.T) {
 	m := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{batchv1.SchemeGroupVersion, awv1beta2.GroupVersion, corev1.SchemeGroupVersion})
@@ -658,19 +647,19 @@ func TestExplainKindTheControllerCannotWatch(t *testing.T) {
 		r.Status.Conditions = []metav1.Condition{{Type: wrapupv1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: r.Generation,
 			Reason: wrapupv1alpha1.ReasonTriggerKindNotWatchable, Message: `configmaps is forbidden`, LastTransitionTime: metav1.NewTime(exNow)}}
 	})
-	c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithRESTMapper(m).WithObjects(aw, cm, exNamespace(), r).Build()
-	ex, err := view.Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
+	c := fake.NewClientBuilder().WithScheme(util.Scheme()).WithRESTMapper(m).WithObjects(aw, cm, exNamespace(), r).Build()
+	ex, err := Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The controller: the same reads, with its watches' view of the kind.
-	v := &view.Reader{Client: c, Labelled: true, Kinds: func(gk schema.GroupKind) decision.Kind {
+	v := &Reader{Client: c, Labelled: true, Kinds: func(gk schema.GroupKind) decision.Kind {
 		if gk.Kind == "ConfigMap" {
 			return decision.Kind{State: decision.KindNotWatchable, Message: "configmaps is forbidden"}
 		}
 		return decision.Kind{State: decision.KindWatched}
 	}}
-	in, err := view.Gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
+	in, err := Gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -688,9 +677,9 @@ func TestExplainSeveralTriggers(t *testing.T) {
 		awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "sweep-a")},
 		awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "sweep-b")}))
 	r := exRule("sweeps", 10, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger.Policy = wrapupv1alpha1.TriggerPolicyAll })
-	c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithRESTMapper(explainMapper()).
+	c := fake.NewClientBuilder().WithScheme(util.Scheme()).WithRESTMapper(explainMapper()).
 		WithObjects(aw, exNamespace(), r, exLiveJob("sweep-a", "a-uid", jobDone), exLiveJob("sweep-b", "b-uid", jobRunning)).Build()
-	ex, err := view.Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
+	ex, err := Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -716,7 +705,7 @@ func TestExplainSeveralTriggers(t *testing.T) {
 	if err := c.Status().Update(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	ex, err = view.Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
+	ex, err = Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -746,7 +735,7 @@ func TestNamespaceReadOnlyForNamespaceSelectors(t *testing.T) {
 			aw := exAppWrapper(t)
 			r := exRule("jobs", 10, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.NamespaceSelector = tc.sel })
 			reads := 0
-			c := fake.NewClientBuilder().WithScheme(explainScheme(t)).WithRESTMapper(explainMapper()).
+			c := fake.NewClientBuilder().WithScheme(util.Scheme()).WithRESTMapper(explainMapper()).
 				WithObjects(aw, exNamespace(), r, exLiveJob(exJob, exJobUID, jobDone)).
 				WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 					if _, ok := obj.(*corev1.Namespace); ok {
@@ -754,8 +743,8 @@ func TestNamespaceReadOnlyForNamespaceSelectors(t *testing.T) {
 					}
 					return c.Get(ctx, key, obj, opts...)
 				}}).Build()
-			v := &view.Reader{Client: c, Labelled: true}
-			in, err := view.Gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
+			v := &Reader{Client: c, Labelled: true}
+			in, err := Gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
 			if err != nil {
 				t.Fatal(err)
 			}
