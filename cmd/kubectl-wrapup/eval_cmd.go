@@ -39,7 +39,7 @@ under this rule alone (its decision code, as explain runs it: an AppWrapper
 it ignores, one the rule does not select, or one not running yet is not
 finished whatever the trigger says); without it, the rule's action.`
 
-func newEvalCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func newEvalCommand(cf *genericclioptions.ConfigFlags, cluster clientGetter, streams genericiooptions.IOStreams) *cobra.Command {
 	var src sources
 	var name, ruleName, triggerFile, appWrapper, output string
 	cmd := &cobra.Command{
@@ -78,7 +78,7 @@ func newEvalCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 			var ns string
 			if ruleName != "" || (appWrapper != "" && !awFile) {
 				var err error
-				if c, ns, err = newClient(cf); err != nil {
+				if c, ns, err = cluster(); err != nil {
 					return failed("%v", err)
 				}
 			}

@@ -83,6 +83,16 @@ func workerReaders(c client.Reader, files map[string]string, secretsNS string) v
 	}
 }
 
+// clientGetter gives a command its cluster: a client, and the namespace
+// kubectl's flags (or the kubeconfig) pick. Tests give one over a fake
+// client.
+type clientGetter func() (client.Client, string, error)
+
+// flagsCluster is the clientGetter of kubectl's flags.
+func flagsCluster(cf *genericclioptions.ConfigFlags) clientGetter {
+	return func() (client.Client, string, error) { return newClient(cf) }
+}
+
 // newClient connects to the cluster kubectl's flags pick, and returns the
 // namespace to use.
 func newClient(cf *genericclioptions.ConfigFlags) (client.Client, string, error) {
@@ -131,11 +141,26 @@ AppWrapper's own, as its controller creates it; one not given counts as not
 created yet. --expect checks the verdicts (exit 1 when one is not met), so a
 folder of AppWrappers and expected verdicts can test rules in CI.`
 
-func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	var output, workerSecrets, at, sa string
-	var workerFiles map[string]string
-	var src, rules sources
-	var expect []string
+// explainOptions are explain's flags, and what Complete makes of them and
+// of the arguments: kubectl's Complete, Validate, Run.
+type explainOptions struct {
+	output, workerSecrets, at, sa string
+	workerFiles                   map[string]string
+	src, rules                    sources
+	expect                        []string
+
+	// args are the AppWrapper names given.
+	args []string
+	// offline: the AppWrappers are read from files.
+	offline bool
+
+	cf      *genericclioptions.ConfigFlags
+	cluster clientGetter
+	streams genericiooptions.IOStreams
+}
+
+func newExplainCommand(cf *genericclioptions.ConfigFlags, cluster clientGetter, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &explainOptions{cf: cf, cluster: cluster, streams: streams}
 	cmd := &cobra.Command{
 		Use:   "explain (APPWRAPPER | -f APPWRAPPERS.yaml [--rules RULES] [--expect NAME=VERDICT|FILE])",
 		Short: "Say what wrapup does with a live AppWrapper, and why",
@@ -153,72 +178,125 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, streams genericiooptio
 			"# In CI: every AppWrapper of a test folder gets the verdict expected",
 			"kubectl wrapup explain -f tests/ --rules rules/ --expect tests/expect.yaml",
 		),
-		Args: cobra.ArbitraryArgs,
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: completeAppWrappers(cluster),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output, "json", "yaml"); err != nil {
+			o.Complete(args)
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			if !src.empty() || !rules.empty() || len(expect) > 0 || at != "" {
-				return explainOffline(cmd.Context(), cf, streams, offlineFlags{src: src, rules: rules, expect: expect, at: at, output: output}, args)
-			}
-			if len(args) != 1 {
-				return errors.New("explain needs an AppWrapper's name, or -f FILE to explain the AppWrappers of files offline")
-			}
-			if err := checkServiceAccount(sa); err != nil {
-				return err
-			}
-			if strings.Contains(args[0], "/") {
-				return fmt.Errorf("%q is not an AppWrapper name: give the namespace with -n", args[0])
-			}
-			c, ns, err := newClient(cf)
-			if err != nil {
-				return failed("%v", err)
-			}
-			key := types.NamespacedName{Namespace: ns, Name: args[0]}
-			ex, err := view.ExplainWith(cmd.Context(), c, view.ExplainOptions{Workers: workerReaders(c, workerFiles, workerSecrets), Access: serviceAccountAccess(c, sa)}, nil, key, time.Now())
-			if apierrors.IsNotFound(err) {
-				// Gone: its CompletionRecord says how its run ended.
-				records, lerr := view.Records(cmd.Context(), c, ns, args[0], nil)
-				if lerr == nil && len(records) > 0 {
-					if output != "" {
-						return printRecords(streams.Out, output, records[:1])
-					}
-					fmt.Fprint(streams.Out, view.DescribeRecord(&records[0]))
-					if len(records) > 1 {
-						fmt.Fprintf(streams.Out, "            %d earlier run(s) of an AppWrapper of this name: kubectl wrapup history -n %s\n", len(records)-1, ns)
-					}
-					return nil
-				}
-			}
-			if apierrors.IsForbidden(err) {
-				return failed("%v\n(explain reads the cluster's CompletionRules and the AppWrapper's Namespace besides your namespace's objects: "+
-					"ask an admin to bind you the ClusterRole wrapup-explain with a ClusterRoleBinding; see docs/plugin.md)", err)
-			}
-			if err != nil {
-				return failed("%v", err)
-			}
-			if output != "" {
-				u, err := explanationObject(ex)
-				if err != nil {
-					return failed("%v", err)
-				}
-				return printObject(streams.Out, output, u)
-			}
-			fmt.Fprint(streams.Out, ex.String())
-			return nil
+			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: for people).")
-	addSourceFlags(cmd, &src, "AppWrappers and the objects beside them (triggers, Namespaces, rules): explain offline")
-	cmd.Flags().StringSliceVar(&rules.Filenames, "rules", nil, "Offline: a file or folder of CompletionRules; repeatable.")
-	cmd.Flags().StringArrayVar(&expect, "expect", nil, "Offline: the verdict expected, as [NAMESPACE/]NAME=VERDICT, or a YAML file of NAME: {verdict: V, rule: R, trigger: T}; repeatable. Exit 1 when one is not met.")
-	cmd.Flags().StringVar(&at, "now", "", "Offline: decide at this instant (RFC 3339) rather than now, for stable tests.")
-	cmd.Flags().StringVar(&sa, "wrapup-service-account", defaultServiceAccount, "wrapup's ServiceAccount, as NAMESPACE:NAME: explain decides with its rights (which trigger kinds it may list), asked with a SubjectAccessReview.")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: for people).")
+	addSourceFlags(cmd, &o.src, "AppWrappers and the objects beside them (triggers, Namespaces, rules): explain offline")
+	cmd.Flags().StringSliceVar(&o.rules.Filenames, "rules", nil, "Offline: a file or folder of CompletionRules; repeatable.")
+	cmd.Flags().StringArrayVar(&o.expect, "expect", nil, "Offline: the verdict expected, as [NAMESPACE/]NAME=VERDICT, or a YAML file of NAME: {verdict: V, rule: R, trigger: T}; repeatable. Exit 1 when one is not met.")
+	cmd.Flags().StringVar(&o.at, "now", "", "Offline: decide at this instant (RFC 3339) rather than now, for stable tests.")
+	cmd.Flags().StringVar(&o.sa, "wrapup-service-account", defaultServiceAccount, "wrapup's ServiceAccount, as NAMESPACE:NAME: explain decides with its rights (which trigger kinds it may list), asked with a SubjectAccessReview.")
 	_ = cmd.MarkFlagFilename("rules", "yaml", "yml", "json")
-	cmd.Flags().StringToStringVar(&workerFiles, "worker-kubeconfig", nil,
+	cmd.Flags().StringToStringVar(&o.workerFiles, "worker-kubeconfig", nil,
 		"For an AppWrapper that MultiKueue dispatched: the kubeconfig file of its worker cluster, as MULTIKUEUECLUSTER=PATH (repeatable; default: wrapup's kubeconfig Secret of that name, see --worker-secrets-namespace).")
-	cmd.Flags().StringVar(&workerSecrets, "worker-secrets-namespace", "wrapup-system", "Where wrapup keeps the kubeconfig Secrets of MultiKueue's worker clusters: the namespace it is installed in (the Helm release's).")
+	cmd.Flags().StringVar(&o.workerSecrets, "worker-secrets-namespace", "wrapup-system", "Where wrapup keeps the kubeconfig Secrets of MultiKueue's worker clusters: the namespace it is installed in (the Helm release's).")
 	return cmd
+}
+
+// Complete takes the arguments: offline when files, rules, expectations
+// or an instant are given.
+func (o *explainOptions) Complete(args []string) {
+	o.args = args
+	o.offline = !o.src.empty() || !o.rules.empty() || len(o.expect) > 0 || o.at != ""
+}
+
+// Validate checks the flags and the arguments of a live explain (an
+// offline one checks its own as it reads the files).
+func (o *explainOptions) Validate() error {
+	if err := checkOutput(o.output, "json", "yaml"); err != nil {
+		return err
+	}
+	if o.offline {
+		return nil
+	}
+	if len(o.args) != 1 {
+		return errors.New("explain needs an AppWrapper's name, or -f FILE to explain the AppWrappers of files offline")
+	}
+	if err := checkServiceAccount(o.sa); err != nil {
+		return err
+	}
+	if strings.Contains(o.args[0], "/") {
+		return fmt.Errorf("%q is not an AppWrapper name: give the namespace with -n", o.args[0])
+	}
+	return nil
+}
+
+// Run explains: offline, the AppWrappers of the files; live, the
+// AppWrapper named, or, when it is gone, its CompletionRecord.
+func (o *explainOptions) Run(ctx context.Context) error {
+	if o.offline {
+		return explainOffline(ctx, o.cf, o.streams, offlineFlags{src: o.src, rules: o.rules, expect: o.expect, at: o.at, output: o.output}, o.args)
+	}
+	c, ns, err := o.cluster()
+	if err != nil {
+		return failed("%v", err)
+	}
+	out := o.streams.Out
+	key := types.NamespacedName{Namespace: ns, Name: o.args[0]}
+	ex, err := view.ExplainWith(ctx, c, view.ExplainOptions{Workers: workerReaders(c, o.workerFiles, o.workerSecrets), Access: serviceAccountAccess(c, o.sa)}, nil, key, time.Now())
+	if apierrors.IsNotFound(err) {
+		// Gone: its CompletionRecord says how its run ended.
+		records, lerr := view.Records(ctx, c, ns, key.Name, nil)
+		if lerr == nil && len(records) > 0 {
+			if o.output != "" {
+				return printRecords(out, o.output, records[:1])
+			}
+			fmt.Fprint(out, view.DescribeRecord(&records[0]))
+			if len(records) > 1 {
+				fmt.Fprintf(out, "            %d earlier run(s) of an AppWrapper of this name: kubectl wrapup history -n %s\n", len(records)-1, ns)
+			}
+			return nil
+		}
+	}
+	if apierrors.IsForbidden(err) {
+		return failed("%v\n(explain reads the cluster's CompletionRules and the AppWrapper's Namespace besides your namespace's objects: "+
+			"ask an admin to bind you the ClusterRole wrapup-explain with a ClusterRoleBinding; see docs/plugin.md)", err)
+	}
+	if err != nil {
+		return failed("%v", err)
+	}
+	if o.output != "" {
+		u, err := explanationObject(ex)
+		if err != nil {
+			return failed("%v", err)
+		}
+		return printObject(out, o.output, u)
+	}
+	fmt.Fprint(out, ex.String())
+	return nil
+}
+
+// completeAppWrappers completes an AppWrapper name: those of the namespace
+// kubectl's flags pick, that begin with what was typed.
+func completeAppWrappers(cluster clientGetter) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, ns, err := cluster()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var list awv1beta2.AppWrapperList
+		if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		var names []cobra.Completion
+		for _, aw := range list.Items {
+			if strings.HasPrefix(aw.Name, toComplete) {
+				names = append(names, aw.Name)
+			}
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // explanationObject is an explanation as -o json|yaml prints it: the
@@ -321,9 +399,20 @@ func explanationObject(ex *view.Explanation) (*unstructured.Unstructured, error)
 	return &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}, nil
 }
 
-func newHistoryCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	var selector, appWrapper, output string
-	var all bool
+// historyOptions are history's flags: kubectl's Complete, Validate, Run.
+type historyOptions struct {
+	selector, appWrapper, output string
+	all                          bool
+
+	// sel is the parsed selector.
+	sel labels.Selector
+
+	cluster clientGetter
+	streams genericiooptions.IOStreams
+}
+
+func newHistoryCommand(cluster clientGetter, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &historyOptions{cluster: cluster, streams: streams}
 	cmd := &cobra.Command{
 		Use:   "history [-n NAMESPACE | -A] [-l SELECTOR] [--appwrapper NAME]",
 		Short: "List the finished runs wrapup recorded, the newest first",
@@ -339,41 +428,56 @@ The same records as kubectl get completionrecords, newest first.`,
 		),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, "wide", "json", "yaml", "name"); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			sel, err := labels.Parse(selector)
-			if err != nil {
-				return fmt.Errorf("bad selector: %v", err)
-			}
-			c, ns, err := newClient(cf)
-			if err != nil {
-				return failed("%v", err)
-			}
-			if all {
-				ns = ""
-			}
-			records, err := view.Records(cmd.Context(), c, ns, appWrapper, sel)
-			if err != nil {
-				return failed("%v", err)
-			}
-			switch output {
-			case "json", "yaml", "name":
-				return printRecords(streams.Out, output, records)
-			}
-			if len(records) == 0 {
-				fmt.Fprintln(streams.ErrOut, "No finished runs recorded.")
-				return nil
-			}
-			fmt.Fprint(streams.Out, view.HistoryTable(records, all, output == "wide", time.Now()))
-			return nil
+			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Runs of every namespace.")
-	cmd.Flags().StringVarP(&selector, "selector", "l", "", "Label selector over the records' labels: the AppWrappers' own, and wrapup.dev/outcome, wrapup.dev/rule, wrapup.dev/appwrapper.")
-	cmd.Flags().StringVar(&appWrapper, "appwrapper", "", "Only the runs of the AppWrapper of this name.")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: wide, json, yaml or name (default: a table).")
+	cmd.Flags().BoolVarP(&o.all, "all-namespaces", "A", false, "Runs of every namespace.")
+	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "Label selector over the records' labels: the AppWrappers' own, and wrapup.dev/outcome, wrapup.dev/rule, wrapup.dev/appwrapper.")
+	cmd.Flags().StringVar(&o.appWrapper, "appwrapper", "", "Only the runs of the AppWrapper of this name.")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: wide, json, yaml or name (default: a table).")
+	_ = cmd.RegisterFlagCompletionFunc("appwrapper", completeAppWrappers(cluster))
 	return cmd
+}
+
+// Validate checks the output format and parses the selector.
+func (o *historyOptions) Validate() error {
+	if err := checkOutput(o.output, "wide", "json", "yaml", "name"); err != nil {
+		return err
+	}
+	sel, err := labels.Parse(o.selector)
+	if err != nil {
+		return fmt.Errorf("bad selector: %v", err)
+	}
+	o.sel = sel
+	return nil
+}
+
+// Run lists the records, the newest first.
+func (o *historyOptions) Run(ctx context.Context) error {
+	c, ns, err := o.cluster()
+	if err != nil {
+		return failed("%v", err)
+	}
+	if o.all {
+		ns = ""
+	}
+	records, err := view.Records(ctx, c, ns, o.appWrapper, o.sel)
+	if err != nil {
+		return failed("%v", err)
+	}
+	switch o.output {
+	case "json", "yaml", "name":
+		return printRecords(o.streams.Out, o.output, records)
+	}
+	if len(records) == 0 {
+		fmt.Fprintln(o.streams.ErrOut, "No finished runs recorded.")
+		return nil
+	}
+	fmt.Fprint(o.streams.Out, view.HistoryTable(records, o.all, o.output == "wide", time.Now()))
+	return nil
 }
 
 // printRecords prints records as a List (json, yaml) or one name a line.

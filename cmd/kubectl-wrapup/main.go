@@ -105,7 +105,16 @@ compile, an evaluation fails or the cluster cannot be read; 2 when the
 command line is wrong.`
 
 func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRoot(streams, nil)
+}
+
+// newRoot is the root command; its live commands read the cluster through
+// cluster, or, when nil, through kubectl's flags.
+func newRoot(streams genericiooptions.IOStreams, cluster clientGetter) *cobra.Command {
 	cf := genericclioptions.NewConfigFlags(true)
+	if cluster == nil {
+		cluster = flagsCluster(cf)
+	}
 	root := &cobra.Command{
 		Use:   "kubectl-wrapup",
 		Short: "Try, check and explain wrapup's CompletionRules",
@@ -147,11 +156,11 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		},
 	})
 	root.AddCommand(
-		newEvalCommand(cf, streams),
+		newEvalCommand(cf, cluster, streams),
 		newLintCommand(cf, streams),
-		newExplainCommand(cf, streams),
-		newPlanCommand(cf, streams),
-		newHistoryCommand(cf, streams),
+		newExplainCommand(cf, cluster, streams),
+		newPlanCommand(cf, cluster, streams),
+		newHistoryCommand(cluster, streams),
 		newVersionCommand(streams),
 	)
 	return root

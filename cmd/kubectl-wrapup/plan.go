@@ -38,7 +38,7 @@ the rules as they are and as they would be. Nothing is written. A changed
 rule's TTL counts, for runs recorded before, from the change, as the
 controller counts it (status.deletingSince).`
 
-func newPlanCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func newPlanCommand(cf *genericclioptions.ConfigFlags, cluster clientGetter, streams genericiooptions.IOStreams) *cobra.Command {
 	var src sources
 	var remove []string
 	var all bool
@@ -87,7 +87,7 @@ func newPlanCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 			if !src.empty() && len(objs.rules) == 0 {
 				return failed("no CompletionRule in %s", describeSources(src))
 			}
-			c, _, err := newClient(cf)
+			c, _, err := cluster()
 			if err != nil {
 				return failed("%v", err)
 			}

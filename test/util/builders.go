@@ -2,6 +2,7 @@ package util
 
 import (
 	"encoding/json"
+	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	appsv1 "k8s.io/api/apps/v1"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
@@ -69,6 +71,18 @@ func (w *AppWrapperWrapper) Suspend(s bool) *AppWrapperWrapper {
 	return w
 }
 
+// UID sets the AppWrapper's UID, as the API server would.
+func (w *AppWrapperWrapper) UID(uid types.UID) *AppWrapperWrapper {
+	w.AppWrapper.UID = uid
+	return w
+}
+
+// Phase sets the phase the AppWrapper controller reports.
+func (w *AppWrapperWrapper) Phase(p awv1beta2.AppWrapperPhase) *AppWrapperWrapper {
+	w.Status.Phase = p
+	return w
+}
+
 // Obj returns the built AppWrapper.
 func (w *AppWrapperWrapper) Obj() *awv1beta2.AppWrapper { return &w.AppWrapper }
 
@@ -121,6 +135,32 @@ func MakeJob(name string) *JobWrapper {
 // Parallelism sets the Job's parallelism and completions.
 func (w *JobWrapper) Parallelism(n int32) *JobWrapper {
 	w.Spec.Parallelism, w.Spec.Completions = ptr.To(n), ptr.To(n)
+	return w
+}
+
+// OwnedBy makes the Job a component of aw, as the AppWrapper controller
+// creates one: in its namespace, with its label and its controller
+// reference.
+func (w *JobWrapper) OwnedBy(aw *awv1beta2.AppWrapper) *JobWrapper {
+	w.Namespace = aw.Namespace
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
+	}
+	w.Labels[awv1beta2.AppWrapperLabel] = aw.Name
+	w.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(aw, awv1beta2.GroupVersion.WithKind("AppWrapper"))}
+	return w
+}
+
+// UID sets the Job's UID, as the API server would.
+func (w *JobWrapper) UID(uid types.UID) *JobWrapper {
+	w.Job.UID = uid
+	return w
+}
+
+// Complete gives the Job the status the Job controller writes when it
+// succeeds at at.
+func (w *JobWrapper) Complete(at time.Time) *JobWrapper {
+	completeJob(&w.Job, metav1.NewTime(at))
 	return w
 }
 

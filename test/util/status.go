@@ -37,20 +37,24 @@ func JobStarted(ctx context.Context, c client.Client, key types.NamespacedName) 
 // succeeds: SuccessCriteriaMet, then Complete, with completion time.
 func JobComplete(ctx context.Context, c client.Client, key types.NamespacedName) {
 	ginkgo.GinkgoHelper()
-	updateJobStatus(ctx, c, key, func(j *batchv1.Job) {
-		now := metav1.Now()
-		if j.Status.StartTime == nil {
-			j.Status.StartTime = ptr.To(metav1.NewTime(now.Add(-time.Second)))
-		}
-		j.Status.Active = 0
-		j.Status.Ready = ptr.To[int32](0)
-		j.Status.Succeeded = ptr.Deref(j.Spec.Completions, 1)
-		j.Status.CompletionTime = &now
-		j.Status.Conditions = append(j.Status.Conditions,
-			batchv1.JobCondition{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods", LastProbeTime: now, LastTransitionTime: now},
-			batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods", LastProbeTime: now, LastTransitionTime: now},
-		)
-	})
+	updateJobStatus(ctx, c, key, func(j *batchv1.Job) { completeJob(j, metav1.Now()) })
+}
+
+// completeJob gives j the status the Job controller writes when it
+// succeeds at now (pkg/controller/job/job_controller.go, syncJob: the
+// SuccessCriteriaMet condition, then Complete once its pods are done).
+func completeJob(j *batchv1.Job, now metav1.Time) {
+	if j.Status.StartTime == nil {
+		j.Status.StartTime = ptr.To(metav1.NewTime(now.Add(-time.Second)))
+	}
+	j.Status.Active = 0
+	j.Status.Ready = ptr.To[int32](0)
+	j.Status.Succeeded = ptr.Deref(j.Spec.Completions, 1)
+	j.Status.CompletionTime = &now
+	j.Status.Conditions = append(j.Status.Conditions,
+		batchv1.JobCondition{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods", LastProbeTime: now, LastTransitionTime: now},
+		batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods", LastProbeTime: now, LastTransitionTime: now},
+	)
 }
 
 // JobFailed writes the status the Job controller writes when a Job fails

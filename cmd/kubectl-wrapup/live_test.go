@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/test/util"
+)
+
+// fakeCluster is a cluster of one namespace, bench, holding a Running
+// AppWrapper sweep whose Job finished a minute ago, another AppWrapper, and
+// a rule that deletes on success. wrapup's ServiceAccount may list Jobs
+// when allowed.
+func fakeCluster(t *testing.T, allowed bool) clientGetter {
+	t.Helper()
+	now := time.Now()
+	sweep := util.MakeAppWrapper("sweep", "bench").UID("aw-uid").Trigger(util.MakeJob("load").Obj()).Phase(awv1beta2.AppWrapperRunning).Obj()
+	job := util.MakeJob("load").UID("job-uid").OwnedBy(sweep).Complete(now.Add(-time.Minute)).Obj()
+	other := util.MakeAppWrapper("serving", "bench").UID("aw-2").Obj()
+	rule := util.MakeRule("jobs").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 0).Obj()
+	rule.Status.DeletingSince = decision.DeletingSince(rule, now.Add(-time.Hour))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}
+	// What the API server serves, as its discovery would map it.
+	mapper := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{batchv1.SchemeGroupVersion, awv1beta2.GroupVersion})
+	mapper.Add(batchv1.SchemeGroupVersion.WithKind("Job"), apimeta.RESTScopeNamespace)
+	mapper.Add(awv1beta2.GroupVersion.WithKind("AppWrapper"), apimeta.RESTScopeNamespace)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(sweep, job, other, rule, ns).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if sar, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
+				// The API server answers an access review; it stores none.
+				sar.Status.Allowed = allowed
+				return nil
+			}
+			return c.Create(ctx, obj, opts...)
+		}}).Build()
+	return func() (client.Client, string, error) { return c, "bench", nil }
+}
+
+func runWith(t *testing.T, cluster clientGetter, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := newRoot(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, cluster)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	if err != nil {
+		return exitFail, out.String(), errOut.String() + err.Error()
+	}
+	return exitOK, out.String(), errOut.String()
+}
+
+// explain, run as its Options on a cluster a test gives: the controller's
+// verdict, with wrapup's rights (a kind its ServiceAccount may not list is
+// not watchable, whatever the user may read).
+func TestExplainOnAGivenCluster(t *testing.T) {
+	verdict := func(allowed bool) (string, string) {
+		code, out, errOut := runWith(t, fakeCluster(t, allowed), "explain", "sweep", "-o", "json")
+		if code != exitOK {
+			t.Fatalf("explain: exit %d: %s", code, errOut)
+		}
+		var ex struct {
+			Verdict string   `json:"verdict"`
+			Winner  string   `json:"winner"`
+			Notes   []string `json:"notes"`
+		}
+		if err := json.Unmarshal([]byte(out), &ex); err != nil {
+			t.Fatalf("explain -o json: %v\n%s", err, out)
+		}
+		if ex.Winner != "jobs" {
+			t.Errorf("winner %q, want jobs", ex.Winner)
+		}
+		return ex.Verdict, strings.Join(ex.Notes, "\n")
+	}
+	if v, _ := verdict(true); v != string(decision.VerdictDelete) {
+		t.Errorf("a finished Job under a DeleteAll rule: verdict %s, want %s", v, decision.VerdictDelete)
+	}
+	// The rule names a kind wrapup cannot watch: it blocks, as the
+	// controller's rule would, rather than waiting for a Job it never sees.
+	v, notes := verdict(false)
+	if v != string(decision.VerdictBlocked) || !strings.Contains(notes, "wrapup may not list jobs.batch") {
+		t.Errorf("with Jobs not listable by wrapup: verdict %s, notes %q; want %s and a note", v, notes, decision.VerdictBlocked)
+	}
+}
+
+// history lists through the same cluster: no record, a message on stderr.
+func TestHistoryOnAGivenCluster(t *testing.T) {
+	code, out, errOut := runWith(t, fakeCluster(t, true), "history")
+	if code != exitOK || out != "" || !strings.Contains(errOut, "No finished runs recorded.") {
+		t.Errorf("history: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// An AppWrapper name completes from the namespace's AppWrappers, for
+// explain's argument and history's --appwrapper.
+func TestCompleteAppWrapperNames(t *testing.T) {
+	for _, args := range [][]string{{"__complete", "explain", "sw"}, {"__complete", "explain", ""}, {"__complete", "history", "--appwrapper", "se"}} {
+		_, out, _ := runWith(t, fakeCluster(t, true), args...)
+		var want []string
+		switch args[len(args)-1] {
+		case "sw":
+			want = []string{"sweep"}
+		case "":
+			want = []string{"serving", "sweep"}
+		case "se":
+			want = []string{"serving"}
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		got := lines[:len(lines)-1] // the last line is the directive
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%v: completions %q, want %q", args, got, want)
+		}
+	}
+}
