@@ -13,6 +13,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/intern"
 )
 
 // CacheOptions are the manager cache options for a manager that runs
@@ -26,7 +27,7 @@ import (
 // retries, the Unhealthy condition when True or once the AppWrapper
 // Failed, the DeletingResources condition and the names of the components
 // whose template has none (generateName). Strings, label and annotation
-// sets that many AppWrappers carry alike are kept once (interner).
+// sets that many AppWrappers carry alike are kept once (intern.Cache).
 //
 // Another controller in the same manager (the AppWrapper controller
 // itself) would see AppWrappers without their templates: do not use these
@@ -101,25 +102,25 @@ func slimAppWrapper(obj any) (any, error) {
 		return obj, nil
 	}
 	aw.ManagedFields = nil
-	in := cacheStrings
+	in := intern.Cache
 	// Labels are kept whole (a rule may select on any), annotations only
 	// if a decision reads them: a kubectl last-applied-configuration alone
 	// can be larger than the rest.
-	aw.Labels = in.labels(aw.Labels)
+	aw.Labels = in.Labels(aw.Labels)
 	for k := range aw.Annotations {
 		if !decision.ReadsAppWrapperAnnotation(k) {
 			delete(aw.Annotations, k)
 		}
 	}
-	aw.Annotations = in.labels(aw.Annotations)
-	aw.Namespace = in.str(aw.Namespace)
-	aw.APIVersion, aw.Kind = in.str(aw.APIVersion), in.str(aw.Kind)
+	aw.Annotations = in.Labels(aw.Annotations)
+	aw.Namespace = in.Str(aw.Namespace)
+	aw.APIVersion, aw.Kind = in.Str(aw.APIVersion), in.Str(aw.Kind)
 	// No decision reads the finalizers (a deletion shows in the
 	// deletionTimestamp), and a patch of the record leaves them as they are.
 	aw.Finalizers = nil
 	for i := range aw.OwnerReferences {
 		o := &aw.OwnerReferences[i]
-		o.APIVersion, o.Kind = in.str(o.APIVersion), in.str(o.Kind)
+		o.APIVersion, o.Kind = in.Str(o.APIVersion), in.Str(o.Kind)
 	}
 	var conds []metav1.Condition
 	for _, t := range keptConditions {
@@ -130,12 +131,12 @@ func slimAppWrapper(obj any) (any, error) {
 			c = nil
 		}
 		if c != nil {
-			c.Type, c.Status, c.Reason, c.Message = in.str(c.Type), metav1.ConditionStatus(in.str(string(c.Status))), in.str(c.Reason), in.str(c.Message)
+			c.Type, c.Status, c.Reason, c.Message = in.Str(c.Type), metav1.ConditionStatus(in.Str(string(c.Status))), in.Str(c.Reason), in.Str(c.Message)
 			conds = append(conds, *c)
 		}
 	}
 	aw.Status.Conditions = slices.Clip(conds)
-	aw.Status.Phase = awv1beta2.AppWrapperPhase(in.str(string(aw.Status.Phase)))
+	aw.Status.Phase = awv1beta2.AppWrapperPhase(in.Str(string(aw.Status.Phase)))
 	// A component's status is read for its name only, and only when its
 	// template has none (generateName): the others are dropped, and the
 	// slice ends with the last one read.
@@ -146,7 +147,7 @@ func slimAppWrapper(obj any) (any, error) {
 	for i := range aw.Spec.Components {
 		c := &aw.Spec.Components[i]
 		c.DeclaredPodSets, c.PodSetInfos = nil, nil
-		c.Annotations = in.labels(c.Annotations)
+		c.Annotations = in.Labels(c.Annotations)
 		var id templateIdentity
 		if err := json.Unmarshal(c.Template.Raw, &id); err != nil {
 			// Not an object: decision.FindTrigger reports it as a component with no

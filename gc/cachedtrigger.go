@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+
+	"github.com/wrapup-dev/wrapup/gc/intern"
 )
 
 // cachedTrigger is a trigger object as its informer keeps it: what the
@@ -123,7 +125,7 @@ func newCachedTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
-	t := &cachedTrigger{name: u.GetName(), namespace: cacheStrings.str(u.GetNamespace()), owner: owningAppWrapper(u), raw: raw}
+	t := &cachedTrigger{name: u.GetName(), namespace: intern.Cache.Str(u.GetNamespace()), owner: owningAppWrapper(u), raw: raw}
 	t.setUIDs(u.GetUID(), "")
 	return t, nil
 }
@@ -132,9 +134,9 @@ func newCachedTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 // identity (identityOnly), with that identity apart from the JSON. Of the
 // ownerReferences only the controller's is kept: it is the only one read.
 func newIdentityTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
-	in := cacheStrings
-	t := &cachedTrigger{name: u.GetName(), namespace: in.str(u.GetNamespace()), owner: owningAppWrapper(u),
-		identity: true, apiVersion: in.str(u.GetAPIVersion()), kind: in.str(u.GetKind()), resourceVersion: u.GetResourceVersion()}
+	in := intern.Cache
+	t := &cachedTrigger{name: u.GetName(), namespace: in.Str(u.GetNamespace()), owner: owningAppWrapper(u),
+		identity: true, apiVersion: in.Str(u.GetAPIVersion()), kind: in.Str(u.GetKind()), resourceVersion: u.GetResourceVersion()}
 	var rare rareIdentity
 	var controllerUID types.UID
 	if ts, ok, _ := unstructured.NestedString(u.Object, "metadata", "deletionTimestamp"); ok {
@@ -148,7 +150,7 @@ func newIdentityTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 	}
 	if ref := metav1.GetControllerOfNoCopy(u); ref != nil {
 		t.flags |= hasController
-		t.controllerAPIVersion, t.controllerKind, controllerUID = in.str(ref.APIVersion), in.str(ref.Kind), ref.UID
+		t.controllerAPIVersion, t.controllerKind, controllerUID = in.Str(ref.APIVersion), in.Str(ref.Kind), ref.UID
 		if ref.Name != t.owner {
 			rare.controllerName = ref.Name
 		}

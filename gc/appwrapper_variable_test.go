@@ -2,7 +2,6 @@ package gc
 
 import (
 	"context"
-	"maps"
 	"testing"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
@@ -13,44 +12,6 @@ import (
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/view"
 )
-
-// TestInternerSharesOnlyEqualSets: sets of the same content share one map;
-// a set whose values hold the key's separator is not taken for another.
-func TestInternerSharesOnlyEqualSets(t *testing.T) {
-	in := newInterner(internLimit)
-	a := in.labels(map[string]string{"team": "a", "wrapup.dev/trigger": "true"})
-	b := in.labels(map[string]string{"wrapup.dev/trigger": "true", "team": "a"})
-	if !maps.Equal(a, b) || len(a) != 2 {
-		t.Fatalf("got %v and %v", a, b)
-	}
-	a["probe"] = "x" // the same map: a change shows in b
-	if b["probe"] != "x" {
-		t.Error("two equal sets are not shared")
-	}
-	delete(a, "probe")
-	crafted := map[string]string{"team": "a\x00wrapup.dev/trigger\x00true"}
-	if got := in.labels(crafted); !maps.Equal(got, crafted) {
-		t.Errorf("crafted set kept as %q", got)
-	}
-	victim := map[string]string{"team": "a", "wrapup.dev/trigger": "true"}
-	in2 := newInterner(internLimit)
-	in2.labels(crafted)
-	if got := in2.labels(victim); !maps.Equal(got, victim) {
-		t.Errorf("a set whose content collides with another's key was kept as %q", got)
-	}
-	if got := in.labels(nil); got != nil {
-		t.Errorf("empty set kept as %v", got)
-	}
-	small := newInterner(2)
-	for _, v := range []string{"1", "2", "3", "4"} {
-		if got := small.labels(map[string]string{"k": v}); got["k"] != v {
-			t.Errorf("past the limit: %v", got)
-		}
-	}
-	if len(small.maps) > 2 || len(small.strings) > 2 {
-		t.Errorf("the interner holds %d sets and %d strings past its limit of 2", len(small.maps), len(small.strings))
-	}
-}
 
 // countingReader answers every Get with live and counts the Gets.
 type countingReader struct {

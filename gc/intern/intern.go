@@ -1,4 +1,7 @@
-package gc
+// Package intern keeps one copy of the short strings and small string
+// maps that many cached objects carry alike: the AppWrapper cache and the
+// trigger informers share Cache.
+package intern
 
 import (
 	"maps"
@@ -7,16 +10,16 @@ import (
 	"sync"
 )
 
-// interner keeps one copy of the short strings and of the small string maps
+// Interner keeps one copy of the short strings and of the small string maps
 // that many cached objects carry alike: namespaces, finalizers, condition
 // types and reasons, label and annotation sets of AppWrappers made from one
 // template. A Go map costs about 300 bytes however few its entries, and a
 // decoded string is an allocation of its own per object.
 //
 // Cached objects are never written (the cache hands out deep copies), so
-// objects may share a map. The interner is bounded: when it holds limit
+// objects may share a map. The Interner is bounded: when it holds limit
 // entries it starts again empty (the objects keep what they share).
-type interner struct {
+type Interner struct {
 	mu      sync.Mutex
 	limit   int
 	strings map[string]string
@@ -24,23 +27,24 @@ type interner struct {
 }
 
 const (
-	// internLimit bounds the strings and the maps an interner keeps.
-	internLimit = 1 << 14
-	// internMaxLen is the longest string (and the largest map, in bytes of
+	// Limit bounds the strings and the maps an Interner keeps.
+	Limit = 1 << 14
+	// maxLen is the longest string (and the largest map, in bytes of
 	// content) that is interned: longer ones are rarely shared.
-	internMaxLen = 256
+	maxLen = 256
 )
 
-func newInterner(limit int) *interner {
-	return &interner{limit: limit, strings: map[string]string{}, maps: map[string]map[string]string{}}
+// New returns an Interner that holds at most limit strings and limit maps.
+func New(limit int) *Interner {
+	return &Interner{limit: limit, strings: map[string]string{}, maps: map[string]map[string]string{}}
 }
 
-// cacheStrings interns what the cache transforms keep.
-var cacheStrings = newInterner(internLimit)
+// Cache interns what the cache transforms keep.
+var Cache = New(Limit)
 
-// str returns the interned copy of s.
-func (in *interner) str(s string) string {
-	if s == "" || len(s) > internMaxLen {
+// Str returns the interned copy of s.
+func (in *Interner) Str(s string) string {
+	if s == "" || len(s) > maxLen {
 		return s
 	}
 	in.mu.Lock()
@@ -48,7 +52,7 @@ func (in *interner) str(s string) string {
 	return in.strLocked(s)
 }
 
-func (in *interner) strLocked(s string) string {
+func (in *Interner) strLocked(s string) string {
 	if c, ok := in.strings[s]; ok {
 		return c
 	}
@@ -59,10 +63,10 @@ func (in *interner) strLocked(s string) string {
 	return s
 }
 
-// labels returns a map with the content of m that may be shared with other
+// Labels returns a map with the content of m that may be shared with other
 // cached objects (nil for an empty one), or m itself, its strings interned,
 // when it is too large to share.
-func (in *interner) labels(m map[string]string) map[string]string {
+func (in *Interner) Labels(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return nil
 	}
@@ -74,7 +78,7 @@ func (in *interner) labels(m map[string]string) map[string]string {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if size > internMaxLen {
+	if size > maxLen {
 		out := make(map[string]string, len(m))
 		for k, v := range m {
 			out[in.strLocked(k)] = in.strLocked(v)
