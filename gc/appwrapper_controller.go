@@ -36,6 +36,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
@@ -49,12 +50,12 @@ import (
 const DefaultFailureGracePeriod = decision.DefaultFailureGracePeriod
 
 // TriggerCache is where the AppWrapper controller reads triggers: the
-// trigger watches (Watches), one informer per kind.
+// trigger watches (triggers.Watches), one informer per kind.
 type TriggerCache interface {
 	// Ensure claims a watch on kind gk for owner, keeping fields.
-	Ensure(owner Owner, gk schema.GroupKind, fields celpolicies.Fields) error
+	Ensure(owner triggers.Owner, gk schema.GroupKind, fields celpolicies.Fields) error
 	// Release drops the claims of owner.
-	Release(owner Owner)
+	Release(owner triggers.Owner)
 	// Get returns the cached object, or nil; synced is false while the
 	// kind's informer has not listed.
 	Get(gk schema.GroupKind, namespace, name string, fields celpolicies.Fields) (obj *unstructured.Unstructured, synced bool, err error)
@@ -211,17 +212,17 @@ func (r *AppWrapperReconciler) listAppWrappers(ctx context.Context, opts ...clie
 // (aw): its own for the kind of its first annotated component, and one
 // per other kind, for AppWrappers whose annotated triggers are of several
 // kinds.
-func claimOwner(key types.NamespacedName, aw *awv1beta2.AppWrapper, gk schema.GroupKind) Owner {
+func claimOwner(key types.NamespacedName, aw *awv1beta2.AppWrapper, gk schema.GroupKind) triggers.Owner {
 	if kinds := decision.AnnotatedKinds(aw); len(kinds) == 0 || kinds[0] == gk {
-		return AppWrapperOwner(key)
+		return triggers.AppWrapperOwner(key)
 	}
-	return AppWrapperOwner(key).Of(gk)
+	return triggers.AppWrapperOwner(key).Of(gk)
 }
 
 // held are the trigger kinds an AppWrapper claims on one cluster's
-// watches, each as AppWrapperOwner(key).Of(kind): on the cluster wrapup
+// watches, each as triggers.AppWrapperOwner(key).Of(kind): on the cluster wrapup
 // runs in, the kinds of its annotated triggers besides the first (which it
-// holds as AppWrapperOwner(key), without remembering it); on a worker
+// holds as triggers.AppWrapperOwner(key), without remembering it); on a worker
 // cluster, every kind it reads there.
 type held struct {
 	// cluster is the worker cluster; "" for the cluster wrapup runs in.
@@ -238,10 +239,10 @@ func (h *held) add(gk schema.GroupKind) {
 
 // keep releases, through release, the claims of the AppWrapper key on the
 // kinds not in kinds, and remembers kinds.
-func (h *held) keep(key types.NamespacedName, kinds []schema.GroupKind, release func(Owner)) {
+func (h *held) keep(key types.NamespacedName, kinds []schema.GroupKind, release func(triggers.Owner)) {
 	for _, gk := range h.kinds {
 		if !slices.Contains(kinds, gk) {
-			release(AppWrapperOwner(key).Of(gk))
+			release(triggers.AppWrapperOwner(key).Of(gk))
 		}
 	}
 	h.kinds = kinds
@@ -251,7 +252,7 @@ func (h *held) keep(key types.NamespacedName, kinds []schema.GroupKind, release 
 // the AppWrapper key held.
 func (r *AppWrapperReconciler) keepClaims(key types.NamespacedName, claims []schema.GroupKind, mem *awMemory) {
 	if len(claims) == 0 {
-		r.Triggers.Release(AppWrapperOwner(key))
+		r.Triggers.Release(triggers.AppWrapperOwner(key))
 	}
 	var extra []schema.GroupKind
 	if len(claims) > 1 {
@@ -645,7 +646,7 @@ func hasReason(keys []string, reason string) bool {
 // going: its watch claims, here and on its worker, its rule assignment and
 // its memory entry.
 func (r *AppWrapperReconciler) forget(key types.NamespacedName, mem *awMemory) {
-	r.Triggers.Release(AppWrapperOwner(key))
+	r.Triggers.Release(triggers.AppWrapperOwner(key))
 	mem.claims.keep(key, nil, r.Triggers.Release)
 	r.releaseWorker(key, mem)
 	r.Assign.Set(key, "")

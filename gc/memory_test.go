@@ -4,41 +4,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime"
 	"testing"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	apiruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
 // The testdata objects are a running benchmark trigger Job and its
 // AppWrapper (a Deployment and the Job), as the API server returned them.
-
-// retained is the live heap that n objects made by newObj hold, per object.
-func retained(n int, newObj func(i int) any) float64 {
-	objs := make([]any, n)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for i := range objs {
-		objs[i] = newObj(i)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(objs)
-	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
-}
 
 func readTestdata(tb testing.TB, name string) []byte {
 	tb.Helper()
@@ -47,48 +28,6 @@ func readTestdata(tb testing.TB, name string) []byte {
 		tb.Fatal(err)
 	}
 	return b
-}
-
-// BenchmarkCachedTrigger reports the heap a trigger informer keeps per Job
-// (B/trigger): whole as decoded, and as wrapup's transform keeps it for the
-// built-in Job expressions (status) and for a rule that reads metadata too.
-func BenchmarkCachedTrigger(b *testing.B) {
-	data := readTestdata(b, "job-running.json")
-	decode := func() *unstructured.Unstructured {
-		obj, err := apiruntime.Decode(unstructured.UnstructuredJSONScheme, data)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return obj.(*unstructured.Unstructured)
-	}
-	p, err := celpolicies.Compile(&wrapupv1alpha1.CompletionRuleSpec{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name      string
-		transform toolscache.TransformFunc
-	}{
-		{"decoded", func(o any) (any, error) { return o, nil }},
-		{"builtin-job", keepFields(p.ObjectFields(schema.GroupKind{Group: "batch", Kind: "Job"}))},
-		{"metadata-and-status", keepFields(celpolicies.FieldsOf("metadata", "status"))},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			var per float64
-			for b.Loop() {
-				per = retained(1000, func(i int) any {
-					u := decode()
-					u.SetName(fmt.Sprintf("run-%d", i))
-					out, err := tc.transform(u)
-					if err != nil {
-						b.Fatal(err)
-					}
-					return out
-				})
-			}
-			b.ReportMetric(per, "B/trigger")
-		})
-	}
 }
 
 // BenchmarkCachedAppWrapper reports the heap the AppWrapper cache keeps per
@@ -118,7 +57,7 @@ func benchCachedPerObject(b *testing.B, unit string, slim toolscache.TransformFu
 		b.Run(tc.name, func(b *testing.B) {
 			var per float64
 			for b.Loop() {
-				per = retained(1000, func(i int) any {
+				per = util.RetainedPerObject(1000, func(i int) any {
 					out, err := tc.transform(decode(i))
 					if err != nil {
 						b.Fatal(err)
@@ -128,30 +67,6 @@ func benchCachedPerObject(b *testing.B, unit string, slim toolscache.TransformFu
 			}
 			b.ReportMetric(per, unit)
 		})
-	}
-}
-
-// BenchmarkCachedTriggerRead is the cost of reading a cached trigger for an
-// evaluation: decoding what the informer keeps of a running Job.
-func BenchmarkCachedTriggerRead(b *testing.B) {
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(readTestdata(b, "job-running.json")); err != nil {
-		b.Fatal(err)
-	}
-	p, err := celpolicies.Compile(&wrapupv1alpha1.CompletionRuleSpec{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := keepFields(p.ObjectFields(schema.GroupKind{Group: "batch", Kind: "Job"}))(u)
-	if err != nil {
-		b.Fatal(err)
-	}
-	t := out.(*cachedTrigger)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := t.object(); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 

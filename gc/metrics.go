@@ -3,6 +3,8 @@ package gc
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 )
 
 // Prometheus metrics, served on the controller-runtime registry.
@@ -35,12 +37,6 @@ var (
 	deletionLatenessSeconds = histogramVec("wrapup_deletion_lateness_seconds",
 		"Time from when an AppWrapper's deletion was due (wrapup recorded its outcome, plus the TTL and any hold) to the deletion request, by rule: wrapup's own delay after the record.",
 		prometheus.ExponentialBuckets(0.01, 4, 10), "rule")
-
-	informersGauge = gaugeVec("wrapup_trigger_informers",
-		"Informers running for trigger kinds (one per kind in use), by kind; a kind whose informer stopped has no series.", "kind")
-
-	informersSyncedGauge = gaugeVec("wrapup_trigger_informer_synced",
-		"1 once a trigger kind's informer has listed its objects, 0 until its first list succeeds (a list that is refused or keeps failing stays 0), by kind.", "kind")
 
 	workerReachableGauge = gaugeVec("wrapup_worker_reachable",
 		"1 if wrapup could last read a MultiKueue worker cluster (its kubeconfig Secret and its API server), 0 if not; by MultiKueueCluster. While 0, nothing dispatched there is recorded or deleted.", "cluster")
@@ -98,7 +94,7 @@ func init() {
 // alerts and dashboards may query. test/install checks config/prometheus
 // and config/grafana against it.
 func ServedMetrics() map[string][]string {
-	out := make(map[string][]string, len(served))
+	out := triggers.ServedMetrics()
 	for name, labels := range served {
 		out[name] = append([]string(nil), labels...)
 	}

@@ -13,6 +13,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
@@ -69,7 +70,7 @@ func (v *workerCacheView) Claim(gk schema.GroupKind, fields celpolicies.Fields) 
 	// Remembered before the claim is made, so that it is released with the
 	// AppWrapper whatever happens to this reconcile.
 	v.r.claimOnWorker(v.key, v.mem, v.c, gk)
-	if err := v.c.triggers.Ensure(AppWrapperOwner(v.key).Of(gk), gk, fields); err != nil && !KindState(err) {
+	if err := v.c.triggers.Ensure(triggers.AppWrapperOwner(v.key).Of(gk), gk, fields); err != nil && !triggers.KindState(err) {
 		return fmt.Errorf("watching %s on worker cluster %s: %w", gk, v.c.cluster, err)
 	}
 	return nil
@@ -98,7 +99,7 @@ func readCached(ctx context.Context, tc TriggerCache, key types.NamespacedName, 
 		tc.Wait(ref.Kind, key)
 		t.State = decision.TriggerPending
 		return t, nil
-	case errors.Is(err, ErrFieldsNotKept):
+	case errors.Is(err, triggers.ErrFieldsNotKept):
 		// A rule was changed to read more, and its informer has not been
 		// started again yet: read this one from the API server.
 		return live.Trigger(ctx, aw, ref, fields)
@@ -122,12 +123,12 @@ func (v *cacheView) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 		// The rule does not name the kind: this AppWrapper's annotated
 		// component does, so the AppWrapper holds the watch on it.
 		owner := claimOwner(v.key, aw, ref.Kind)
-		if owner != AppWrapperOwner(v.key) {
+		if owner != triggers.AppWrapperOwner(v.key) {
 			// Remembered before the claim is made, so that it is released
 			// with the AppWrapper whatever happens to this reconcile.
 			v.mem.claims.add(ref.Kind)
 		}
-		if err := v.r.Triggers.Ensure(owner, ref.Kind, fields); err != nil && !KindState(err) {
+		if err := v.r.Triggers.Ensure(owner, ref.Kind, fields); err != nil && !triggers.KindState(err) {
 			return t, err
 		}
 		if k := v.r.Triggers.Kind(ref.Kind); k.State == decision.KindNotServed || k.State == decision.KindNotWatchable {

@@ -35,6 +35,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 )
 
 // Assignments remembers which rule decides for each AppWrapper, for the
@@ -82,7 +83,7 @@ func (a *Assignments) Set(aw types.NamespacedName, rule string) {
 			continue
 		}
 		select {
-		case a.events <- ruleEvent(name):
+		case a.events <- triggers.RuleEvent(name):
 		default: // the controller is behind; the next change or resync brings the count
 		}
 	}
@@ -91,7 +92,7 @@ func (a *Assignments) Set(aw types.NamespacedName, rule string) {
 // Touch asks the rule controller to look at rule again.
 func (a *Assignments) Touch(rule string) {
 	select {
-	case a.events <- ruleEvent(rule):
+	case a.events <- triggers.RuleEvent(rule):
 	default:
 	}
 }
@@ -116,7 +117,7 @@ type RuleReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	Policies *celpolicies.Cache
-	Watches  *Watches
+	Watches  *triggers.Watches
 	Assign   *Assignments
 	// Mapper and Schemas, when set, type-check a rule's expressions against
 	// its trigger kind's published schema (status.typeChecking).
@@ -234,17 +235,17 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	var watchable, unprotected *metav1.Condition
 	switch {
 	case compileErr != nil:
-		r.Watches.Release(RuleOwner(rule.Name))
+		r.Watches.Release(triggers.RuleOwner(rule.Name))
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidExpression, decision.Truncate(compileErr.Error(), 32*1024-8)
 		terminal = compileErr
 	case selectorErr != nil:
-		r.Watches.Release(RuleOwner(rule.Name))
+		r.Watches.Release(triggers.RuleOwner(rule.Name))
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidSelector, decision.Truncate(selectorErr.Error(), 32*1024-8)
 		terminal = selectorErr
 	case rule.Spec.Trigger.Kind != "":
 		gk := decision.RuleKind(rule)
-		err := r.Watches.Ensure(RuleOwner(rule.Name), gk, decision.TriggerFields(policy, gk))
-		var nf *KindNotFoundError
+		err := r.Watches.Ensure(triggers.RuleOwner(rule.Name), gk, decision.TriggerFields(policy, gk))
+		var nf *triggers.KindNotFoundError
 		switch {
 		case errors.As(err, &nf):
 			cond.Status, cond.Reason = metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotFound
@@ -274,7 +275,7 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 	default:
 		// The trigger is the annotated component: its AppWrapper holds the watch.
-		r.Watches.Release(RuleOwner(rule.Name))
+		r.Watches.Release(triggers.RuleOwner(rule.Name))
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, "expressions compiled; the trigger is the component annotated "+wrapupv1alpha1.TriggerAnnotation
 		watchable = r.annotatedKindsCondition(rule)
 	}
@@ -346,8 +347,8 @@ func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if cond.Reason == wrapupv1alpha1.ReasonTriggerKindNotWatchable {
 		// No informer runs for a kind wrapup may not list: nothing tells
 		// the rule of a grant but asking again (Ensure does, once its
-		// last answer is older than notWatchableRecheck).
-		return ctrl.Result{RequeueAfter: notWatchableRecheck + time.Second}, nil
+		// last answer is older than triggers.NotWatchableRecheck).
+		return ctrl.Result{RequeueAfter: triggers.NotWatchableRecheck + time.Second}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -424,6 +425,6 @@ func (r *RuleReconciler) forget(name string) {
 	if uid, ok := r.uids.LoadAndDelete(name); ok {
 		r.Policies.Forget(uid.(types.UID))
 	}
-	r.Watches.Release(RuleOwner(name))
+	r.Watches.Release(triggers.RuleOwner(name))
 	ruleReadyGauge.DeleteLabelValues(name)
 }

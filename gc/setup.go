@@ -16,6 +16,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
@@ -59,8 +60,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
-	watches := NewWatches(dyn, mgr.GetRESTMapper(), dc)
-	watches.access = SelfAccessReview(dyn)
+	watches := triggers.NewWatches(dyn, mgr.GetRESTMapper(), dc, triggers.Options{Access: triggers.SelfAccessReview(dyn)})
 	if err := mgr.Add(watches); err != nil {
 		return fmt.Errorf("adding trigger watches: %w", err)
 	}

@@ -52,6 +52,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 )
 
 var (
@@ -81,7 +82,7 @@ type mkWorker struct {
 	jobs   map[types.NamespacedName]*unstructured.Unstructured
 	// cache is wrapup's informer of Jobs there, which lags.
 	cache  map[types.NamespacedName]*unstructured.Unstructured
-	claims map[Owner]bool
+	claims map[triggers.Owner]bool
 	syncAt time.Time
 	// last is when the latest change reaches the informer: a watch
 	// delivers in order.
@@ -133,7 +134,7 @@ func newMKWorld(seed int64) *mkWorld {
 	for _, name := range []string{"worker-1", "worker-2"} {
 		w.workers[name] = &mkWorker{name: name, up: true, copies: map[types.NamespacedName]*awv1beta2.AppWrapper{},
 			jobs: map[types.NamespacedName]*unstructured.Unstructured{}, cache: map[types.NamespacedName]*unstructured.Unstructured{},
-			claims: map[Owner]bool{}}
+			claims: map[triggers.Owner]bool{}}
 	}
 	action := func() wrapupv1alpha1.ActionSpec {
 		a := wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll}
@@ -414,7 +415,7 @@ func (w *mkWorld) startWrapup() {
 	w.clock = clocktesting.NewFakeClock(w.now)
 	w.queue, w.failures = map[types.NamespacedName]time.Time{}, map[types.NamespacedName]int{}
 	for _, wk := range w.sortedWorkers() {
-		wk.claims = map[Owner]bool{}
+		wk.claims = map[triggers.Owner]bool{}
 		wk.cache = map[types.NamespacedName]*unstructured.Unstructured{}
 		wk.syncAt = w.now.Add(time.Duration(w.rng.Int63n(int64(3 * time.Second))))
 		if wk.up {
@@ -882,7 +883,9 @@ func (s *mkSource) conn(_ context.Context, cluster string) (*workerConn, error) 
 	return &workerConn{cluster: cluster, reader: &mkWorkerReader{w: s.w, wk: wk}, triggers: &mkWorkerTriggers{w: s.w, wk: wk}}, nil
 }
 
-func (s *mkSource) release(cluster string, owner Owner) { delete(s.w.workers[cluster].claims, owner) }
+func (s *mkSource) release(cluster string, owner triggers.Owner) {
+	delete(s.w.workers[cluster].claims, owner)
+}
 
 type mkWorkerReader struct {
 	w  *mkWorld
@@ -924,11 +927,11 @@ type mkWorkerTriggers struct {
 	wk *mkWorker
 }
 
-func (t *mkWorkerTriggers) Ensure(owner Owner, _ schema.GroupKind, _ celpolicies.Fields) error {
+func (t *mkWorkerTriggers) Ensure(owner triggers.Owner, _ schema.GroupKind, _ celpolicies.Fields) error {
 	t.wk.claims[owner] = true
 	return nil
 }
-func (t *mkWorkerTriggers) Release(owner Owner) { delete(t.wk.claims, owner) }
+func (t *mkWorkerTriggers) Release(owner triggers.Owner) { delete(t.wk.claims, owner) }
 func (t *mkWorkerTriggers) Get(_ schema.GroupKind, namespace, name string, _ celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
 	if t.w.now.Before(t.wk.syncAt) {
 		return nil, false, nil
@@ -952,8 +955,8 @@ func (t *mkWorkerTriggers) Wait(_ schema.GroupKind, key types.NamespacedName) {
 // dispatches has no trigger here.
 type mkNoTriggers struct{}
 
-func (mkNoTriggers) Ensure(Owner, schema.GroupKind, celpolicies.Fields) error { return nil }
-func (mkNoTriggers) Release(Owner)                                            {}
+func (mkNoTriggers) Ensure(triggers.Owner, schema.GroupKind, celpolicies.Fields) error { return nil }
+func (mkNoTriggers) Release(triggers.Owner)                                            {}
 func (mkNoTriggers) Get(schema.GroupKind, string, string, celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
 	return nil, true, nil
 }

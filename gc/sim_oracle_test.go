@@ -23,6 +23,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
@@ -791,7 +792,7 @@ func (w *simWorld) checkSettled() {
 	}
 	// So are the watches it holds for them: of AppWrappers that exist, on
 	// kinds of their annotated components.
-	owners := slices.SortedFunc(maps.Keys(w.wr.triggers.claims), func(a, b Owner) int { return strings.Compare(a.String(), b.String()) })
+	owners := slices.SortedFunc(maps.Keys(w.wr.triggers.claims), func(a, b triggers.Owner) int { return strings.Compare(a.String(), b.String()) })
 	for _, owner := range owners {
 		key := owner.AppWrapper
 		if owner.Rule != "" {

@@ -51,6 +51,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 )
 
 var (
@@ -85,7 +86,7 @@ func (w *simWorld) startWrapup() {
 	}
 	clock := clocktesting.NewFakeClock(w.now)
 	triggers := &simTriggers{w: w, syncAt: w.now.Add(time.Duration(w.rng.Int63n(int64(3 * time.Second)))),
-		waiters: map[types.NamespacedName]bool{}, claims: map[Owner]schema.GroupKind{}}
+		waiters: map[types.NamespacedName]bool{}, claims: map[triggers.Owner]schema.GroupKind{}}
 	wr := &simWrapup{w: w, triggers: triggers, clock: clock, queue: map[types.NamespacedName]time.Time{},
 		failures: map[types.NamespacedName]int{}, restarts: restarts}
 	wr.r = &AppWrapperReconciler{

@@ -35,6 +35,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 )
 
 var (
@@ -1388,22 +1389,22 @@ type simTriggers struct {
 	w       *simWorld
 	syncAt  time.Time
 	waiters map[types.NamespacedName]bool
-	claims  map[Owner]schema.GroupKind
+	claims  map[triggers.Owner]schema.GroupKind
 }
 
 var _ TriggerCache = (*simTriggers)(nil)
 
 func (t *simTriggers) synced() bool { return !t.w.now.Before(t.syncAt) }
 
-func (t *simTriggers) Ensure(owner Owner, gk schema.GroupKind, _ celpolicies.Fields) error {
+func (t *simTriggers) Ensure(owner triggers.Owner, gk schema.GroupKind, _ celpolicies.Fields) error {
 	t.claims[owner] = gk
 	if gk == simEvalRunGK {
-		return &KindNotFoundError{Kind: gk, Err: fmt.Errorf("not served")}
+		return &triggers.KindNotFoundError{Kind: gk, Err: fmt.Errorf("not served")}
 	}
 	return nil
 }
 
-func (t *simTriggers) Release(owner Owner) { delete(t.claims, owner) }
+func (t *simTriggers) Release(owner triggers.Owner) { delete(t.claims, owner) }
 
 func (t *simTriggers) Get(gk schema.GroupKind, namespace, name string, _ celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
 	if gk == simEvalRunGK || gk == simConfigMapGK || !t.synced() {

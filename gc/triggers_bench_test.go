@@ -25,13 +25,14 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 )
 
 // mapTriggers is a trigger cache over a map, for benchmarks.
 type mapTriggers map[string]*unstructured.Unstructured
 
-func (m mapTriggers) Ensure(Owner, schema.GroupKind, celpolicies.Fields) error { return nil }
-func (m mapTriggers) Release(Owner)                                            {}
+func (m mapTriggers) Ensure(triggers.Owner, schema.GroupKind, celpolicies.Fields) error { return nil }
+func (m mapTriggers) Release(triggers.Owner)                                            {}
 func (m mapTriggers) Get(gk schema.GroupKind, ns, name string, _ celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
 	if o, ok := m[gk.String()+"/"+ns+"/"+name]; ok {
 		return o.DeepCopy(), true, nil

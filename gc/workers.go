@@ -27,6 +27,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
@@ -50,7 +51,7 @@ const (
 // wrapup's own in its namespace, named after the MultiKueueCluster (key
 // "kubeconfig"): wrapup needs only to read AppWrappers and trigger kinds on
 // a worker, and Kueue's MultiKueueCluster Secrets carry Kueue's much
-// broader rights there. Each connection keeps trigger watches (Watches) of
+// broader rights there. Each connection keeps trigger watches (triggers.Watches) of
 // the kinds the AppWrappers dispatched to that worker read, claimed per
 // AppWrapper and stopped when none does; their events reconcile the
 // AppWrapper of the same namespace and name here.
@@ -86,7 +87,7 @@ type WorkerSource interface {
 	// conn returns the connection to the worker named cluster.
 	conn(ctx context.Context, cluster string) (*workerConn, error)
 	// release drops the claims of owner on the watches of cluster.
-	release(cluster string, owner Owner)
+	release(cluster string, owner triggers.Owner)
 }
 
 // workerConn is the connection to one worker.
@@ -99,7 +100,7 @@ type workerConn struct {
 	reader client.Reader
 	// triggers are the worker's trigger watches.
 	triggers TriggerCache
-	watches  *Watches
+	watches  *triggers.Watches
 	cancel   context.CancelFunc
 
 	mu sync.Mutex
@@ -193,11 +194,11 @@ func (ws *WorkerClusters) conn(ctx context.Context, cluster string) (*workerConn
 		// whose informers list afresh (else a trigger that finishes before
 		// their next reconcile would go unseen).
 		old.cancel()
-		keys := old.watches.claimants()
+		keys := old.watches.Claimants()
 		go func() {
 			for _, k := range keys {
 				select {
-				case ws.events <- appWrapperEvent(k):
+				case ws.events <- triggers.AppWrapperEvent(k):
 				case <-base.Done():
 					return
 				}
@@ -258,9 +259,7 @@ func (ws *WorkerClusters) connect(base context.Context, cluster string, cfg *res
 	if err != nil {
 		return nil, err
 	}
-	w := NewWatches(dyn, mapper, disc)
-	w.cluster = cluster
-	w.access = SelfAccessReview(dyn)
+	w := triggers.NewWatches(dyn, mapper, disc, triggers.Options{Cluster: cluster, Access: triggers.SelfAccessReview(dyn)})
 	ctx, cancel := context.WithCancel(base)
 	go func() { _ = w.Start(ctx) }()
 	go func() {
@@ -279,7 +278,7 @@ func (ws *WorkerClusters) connect(base context.Context, cluster string, cfg *res
 			}
 		}
 	}()
-	<-w.started
+	<-w.Started()
 	return &workerConn{cluster: cluster, reader: reader, triggers: w, watches: w, cancel: cancel}, nil
 }
 
@@ -291,7 +290,7 @@ func (ws *WorkerClusters) lookup(cluster string) *workerConn {
 }
 
 // release drops the claims of owner on the watches of cluster.
-func (ws *WorkerClusters) release(cluster string, owner Owner) {
+func (ws *WorkerClusters) release(cluster string, owner triggers.Owner) {
 	if c := ws.lookup(cluster); c != nil {
 		c.watches.Release(owner)
 	}
@@ -396,7 +395,7 @@ func (r *AppWrapperReconciler) releaseWorker(key types.NamespacedName, mem *awMe
 		return
 	}
 	cluster := mem.worker.cluster
-	mem.worker.keep(key, nil, func(o Owner) { r.Clusters.release(cluster, o) })
+	mem.worker.keep(key, nil, func(o triggers.Owner) { r.Clusters.release(cluster, o) })
 	mem.worker = held{}
 }
 

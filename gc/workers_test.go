@@ -24,7 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
@@ -98,10 +100,10 @@ func TestWorkerConnections(t *testing.T) {
 	if err := c.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
-	// An AppWrapper watching a kind on the old connection.
-	first.watches.mu.Lock()
-	first.watches.owners[AppWrapperOwner(types.NamespacedName{Namespace: "ns", Name: "run"}).Of(schema.GroupKind{Group: "batch", Kind: "Job"})] = claim{}
-	first.watches.mu.Unlock()
+	// An AppWrapper watching a kind on the old connection: the claim
+	// stands though the worker does not answer (the kind is taken up when
+	// it does).
+	_ = first.watches.Ensure(triggers.AppWrapperOwner(types.NamespacedName{Namespace: "ns", Name: "run"}).Of(schema.GroupKind{Group: "batch", Kind: "Job"}), schema.GroupKind{Group: "batch", Kind: "Job"}, celpolicies.Fields{})
 	clock.SetTime(clock.Now().Add(secretRecheck))
 	second, err := ws.conn(ctx, "worker-1")
 	if err != nil || second == first {
@@ -115,11 +117,8 @@ func TestWorkerConnections(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("the AppWrapper that watched a kind on the old connection is not reconciled to claim it again")
 	}
-	first.watches.mu.Lock()
-	oldCtx := first.watches.ctx
-	first.watches.mu.Unlock()
 	select {
-	case <-oldCtx.Done():
+	case <-first.watches.Stopped():
 	case <-time.After(5 * time.Second):
 		t.Error("the old connection's watches still run")
 	}

@@ -1,4 +1,4 @@
-package gc
+package triggers
 
 import (
 	"testing"
@@ -7,7 +7,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/wrapup-dev/wrapup/celpolicies"
@@ -34,26 +33,6 @@ func TestOwningAppWrapper(t *testing.T) {
 				t.Errorf("owningAppWrapper = %q, want %q", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestAssignments(t *testing.T) {
-	a := NewAssignments()
-	x, y := types.NamespacedName{Namespace: "n", Name: "x"}, types.NamespacedName{Namespace: "n", Name: "y"}
-	a.Set(x, "r1")
-	a.Set(y, "r1")
-	a.Set(x, "r1") // no change
-	if got := a.Count("r1"); got != 2 {
-		t.Fatalf("Count(r1) = %d, want 2", got)
-	}
-	a.Set(x, "r2")
-	a.Set(y, "")
-	if a.Count("r1") != 0 || a.Count("r2") != 1 {
-		t.Fatalf("counts r1=%d r2=%d, want 0 and 1", a.Count("r1"), a.Count("r2"))
-	}
-	// Each change notifies the rules it touched: r1 (x, y, x moved away, y gone), r2 once.
-	if got := len(a.events); got != 5 {
-		t.Errorf("%d rule notifications, want 5", got)
 	}
 }
 

@@ -1,4 +1,9 @@
-package gc
+// Package triggers keeps the trigger informers: one per trigger kind in
+// use, never one per object, claimed by owners (a rule, or an AppWrapper
+// for its annotated triggers) and stopped when none needs its kind. The
+// AppWrapper controller reads triggers from them; the rule controller
+// claims its kind through them; each MultiKueue worker cluster has its own.
+package triggers
 
 import (
 	"context"
@@ -19,6 +24,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -63,6 +69,7 @@ type Watches struct {
 	// for it (an informer that may not list would retry, and log, for as
 	// long as it runs); nil: not asked.
 	access view.AccessReview
+	clock  clock.PassiveClock
 	// retryAt says when a kind found not watchable is asked about again.
 	retryAt map[schema.GroupKind]time.Time
 	// waiters are AppWrappers that read a kind before its informer had
@@ -70,6 +77,7 @@ type Watches struct {
 	waiters map[schema.GroupKind]map[types.NamespacedName]struct{}
 	ctx     context.Context
 	started chan struct{}
+	stopped chan struct{}
 	// gone tells the rule controller about rules whose kind stopped being
 	// served while watched, or whose watch state changed.
 	gone chan event.GenericEvent
@@ -137,12 +145,31 @@ type kindInformer struct {
 // caller reads: read the object from the API server instead.
 var ErrFieldsNotKept = errors.New("the trigger informer does not keep every field the rule reads")
 
-// NewWatches returns a Watches whose events go to the returned channel
-// (the source of the AppWrapper controller). disc, when set, is asked
-// (uncached) whether a kind is still served before its informer starts, and
-// by Recheck: the REST mapper keeps a kind whose CRD was deleted.
-func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery.DiscoveryInterface) *Watches {
+// Options tune a Watches.
+type Options struct {
+	// Cluster names the worker cluster the watches are on; "" for the
+	// cluster wrapup runs in, the only one the informer metrics describe.
+	Cluster string
+	// Access, when set, asks whether wrapup may list and watch a kind's
+	// resource before its informer starts (SelfAccessReview).
+	Access view.AccessReview
+	// Clock defaults to the real clock; it says when a kind found not
+	// watchable is asked about again.
+	Clock clock.PassiveClock
+}
+
+// NewWatches returns a Watches whose events go to Events (the source of
+// the AppWrapper controller). disc, when set, is asked (uncached) whether a
+// kind is still served before its informer starts, and by Recheck: the
+// REST mapper keeps a kind whose CRD was deleted.
+func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery.DiscoveryInterface, opts Options) *Watches {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	return &Watches{
+		cluster:   opts.Cluster,
+		access:    opts.Access,
+		clock:     opts.Clock,
 		client:    client,
 		mapper:    mapper,
 		discovery: disc,
@@ -155,6 +182,7 @@ func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery
 		retryAt:   map[schema.GroupKind]time.Time{},
 		waiters:   map[schema.GroupKind]map[types.NamespacedName]struct{}{},
 		started:   make(chan struct{}),
+		stopped:   make(chan struct{}),
 		gone:      make(chan event.GenericEvent, 64),
 	}
 }
@@ -174,6 +202,7 @@ func (w *Watches) Start(ctx context.Context) error {
 	<-ctx.Done()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	defer close(w.stopped)
 	for gk, inf := range w.informers {
 		inf.stop()
 		delete(w.informers, gk)
@@ -184,6 +213,13 @@ func (w *Watches) Start(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Started is closed once Start has been called: claims may be made.
+func (w *Watches) Started() <-chan struct{} { return w.started }
+
+// Stopped is closed once the watches have stopped: their informers with
+// them.
+func (w *Watches) Stopped() <-chan struct{} { return w.stopped }
 
 // NeedLeaderElection: triggers are only watched by the acting replica.
 func (w *Watches) NeedLeaderElection() bool { return true }
@@ -233,7 +269,7 @@ func (w *Watches) Ensure(owner Owner, gk schema.GroupKind, fields celpolicies.Fi
 		w.owners[owner] = claim{kind: gk, fields: fields}
 	}
 	need := w.needsStartLocked(gk)
-	if f, ok := w.failed[gk]; need && ok && f.State == decision.KindNotWatchable && time.Now().Before(w.retryAt[gk]) {
+	if f, ok := w.failed[gk]; need && ok && f.State == decision.KindNotWatchable && w.clock.Now().Before(w.retryAt[gk]) {
 		// Found not watchable a moment ago: not asked again yet.
 		w.mu.Unlock()
 		return &KindNotWatchableError{Kind: gk, Err: errors.New(f.Message)}
@@ -261,7 +297,7 @@ func (w *Watches) Ensure(owner Owner, gk schema.GroupKind, fields celpolicies.Fi
 		if errors.As(err, &nf) {
 			state = decision.Kind{State: decision.KindNotServed, Message: err.Error()}
 		} else {
-			w.retryAt[gk] = time.Now().Add(notWatchableRecheck)
+			w.retryAt[gk] = w.clock.Now().Add(NotWatchableRecheck)
 		}
 		w.failed[gk] = state
 		return err
@@ -330,11 +366,11 @@ func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, error) {
 	return mapping, nil
 }
 
-// notWatchableRecheck is how long a kind found not watchable (wrapup may not
+// NotWatchableRecheck is how long a kind found not watchable (wrapup may not
 // list it) stays so before it is asked about again: a grant is picked up
 // within it, when an owner of the kind looks again (an AppWrapper whose
 // trigger it is comes back after decision.NotWatchableRetry).
-const notWatchableRecheck = time.Minute
+const NotWatchableRecheck = time.Minute
 
 // KindNotWatchableError says that triggers of a kind cannot be watched:
 // the kind is cluster-scoped, or wrapup may not list and watch it. Its
@@ -468,14 +504,16 @@ func (w *Watches) Wait(gk schema.GroupKind, key types.NamespacedName) {
 		return
 	}
 	w.mu.Unlock()
-	w.events <- appWrapperEvent(key)
+	w.events <- AppWrapperEvent(key)
 }
 
-func appWrapperEvent(key types.NamespacedName) event.GenericEvent {
+// AppWrapperEvent is the event that reconciles the AppWrapper key.
+func AppWrapperEvent(key types.NamespacedName) event.GenericEvent {
 	return event.GenericEvent{Object: &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
 }
 
-func ruleEvent(name string) event.GenericEvent {
+// RuleEvent is the event that reconciles the rule name.
+func RuleEvent(name string) event.GenericEvent {
 	return event.GenericEvent{Object: &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: name}}}
 }
 
@@ -609,22 +647,22 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 func (w *Watches) send(ctx context.Context, keys []types.NamespacedName, rules []string) {
 	for _, k := range keys {
 		select {
-		case w.events <- appWrapperEvent(k):
+		case w.events <- AppWrapperEvent(k):
 		case <-ctx.Done():
 			return
 		}
 	}
 	for _, name := range rules {
 		select {
-		case w.gone <- ruleEvent(name):
+		case w.gone <- RuleEvent(name):
 		case <-ctx.Done():
 			return
 		}
 	}
 }
 
-// claimants are the AppWrappers that claim kinds here.
-func (w *Watches) claimants() []types.NamespacedName {
+// Claimants are the AppWrappers that claim kinds here.
+func (w *Watches) Claimants() []types.NamespacedName {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	seen := map[types.NamespacedName]bool{}
@@ -809,7 +847,7 @@ func (w *Watches) enqueue(obj any) {
 	if !ok || t.owner == "" {
 		return
 	}
-	w.events <- appWrapperEvent(types.NamespacedName{Namespace: t.namespace, Name: t.owner})
+	w.events <- AppWrapperEvent(types.NamespacedName{Namespace: t.namespace, Name: t.owner})
 }
 
 // owningAppWrapper is the AppWrapper that controls a component: its

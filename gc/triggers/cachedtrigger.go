@@ -1,4 +1,4 @@
-package gc
+package triggers
 
 import (
 	"encoding/json"

@@ -1,0 +1,185 @@
+package triggers_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
+	"github.com/wrapup-dev/wrapup/gc/triggers/triggerstest"
+)
+
+// Unit tests of the trigger watches against client-go's fake dynamic
+// client and fake discovery: what they do when discovery fails, when a
+// kind may not be listed, and when an informer lists.
+
+var jobGK = triggerstest.JobGK
+
+func newWatchesBed(t *testing.T) *triggerstest.Bed { return triggerstest.NewBed(t, triggers.Options{}) }
+
+// A transient discovery error (an API server restarting) says nothing of
+// whether a kind is served: the informer keeps running. Only a definite
+// "not served" stops it, and tells the rules that claim it.
+func TestWatchesRecheckStopsOnlyOnADefiniteAnswer(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+
+	b.Fail(apierrors.NewServiceUnavailable("restarting"))
+	g.Expect(b.W.Recheck("jobs.batch")).To(gomega.BeEmpty())
+	b.Fail(errors.New("connection refused"))
+	g.Expect(b.W.Recheck("jobs.batch")).To(gomega.BeEmpty())
+	g.Expect(b.W.Kinds()).To(gomega.ConsistOf(jobGK), "a failed discovery request stopped the informer")
+
+	b.Fail(nil)
+	b.Disc.Lock()
+	b.Disc.Resources = nil // the CRD is gone: its group version is not found
+	b.Disc.Unlock()
+	g.Expect(b.W.Recheck("jobs.batch")).To(gomega.ConsistOf(jobGK))
+	g.Expect(b.W.Kinds()).To(gomega.BeEmpty())
+	g.Expect(b.W.Kind(jobGK).State).To(gomega.Equal(decision.KindNotServed))
+	g.Eventually(b.W.Gone()).Should(gomega.Receive(gomega.HaveField("Object.GetName()", "jobs")))
+}
+
+// A CRD event rechecks only the informers of the kinds that CRD serves: a
+// CRD of another group costs no discovery request.
+func TestWatchesRecheckIsFilteredByCRD(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	before := b.Calls.Load()
+	g.Expect(b.W.Recheck("rayjobs.ray.io")).To(gomega.BeEmpty())
+	g.Expect(b.Calls.Load()).To(gomega.Equal(before))
+}
+
+// An AppWrapper that read a kind before its informer listed gets an event
+// once it has, however the list's events interleaved with its reconcile.
+func TestWatchesAnnounceTheFirstList(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	release := make(chan struct{})
+	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	g.Expect(b.W.Kind(jobGK).State).To(gomega.Equal(decision.KindPending))
+	_, synced, err := b.W.Get(jobGK, "ns", "bench", celpolicies.Fields{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(synced).To(gomega.BeFalse())
+	waiter := types.NamespacedName{Namespace: "ns", Name: "run"}
+	b.W.Wait(jobGK, waiter)
+	g.Consistently(b.W.Events(), 200*time.Millisecond).ShouldNot(gomega.Receive())
+	g.Expect(syncedSeries("Job.batch")).To(gomega.Equal(ptr.To(0.0)), "wrapup_trigger_informer_synced before the first list")
+	close(release)
+	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(gomega.HaveField("Object.GetName()", "run")))
+	g.Expect(b.W.Kind(jobGK).State).To(gomega.Equal(decision.KindWatched))
+	g.Expect(syncedSeries("Job.batch")).To(gomega.Equal(ptr.To(1.0)), "wrapup_trigger_informer_synced after the first list")
+}
+
+// A kind wrapup may not list is not watchable: its owners are told, and
+// the state says why, instead of a silent "not synced" forever.
+func TestWatchesForbiddenKind(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "", errors.New("RBAC"))
+	})
+	owner := types.NamespacedName{Namespace: "ns", Name: "run"}
+	g.Expect(b.W.Ensure(triggers.AppWrapperOwner(owner), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindNotWatchable))
+	g.Expect(b.W.Kind(jobGK).Message).To(gomega.ContainSubstring("forbidden"))
+	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(gomega.HaveField("Object.GetName()", "run")))
+	g.Expect(b.W.UnwatchableClaims(func(types.NamespacedName) bool { return true })).To(gomega.ConsistOf(gomega.ContainSubstring("ns/run: Job.batch")))
+	g.Expect(syncedSeries("Job.batch")).To(gomega.Equal(ptr.To(0.0)), "wrapup_trigger_informer_synced of a kind it may not list: a series at 0, for the alert to see")
+}
+
+// A slow discovery request (Ensure of a kind) holds up no reader of the
+// caches.
+func TestWatchesDiscoveryOutsideTheLock(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b.Disc.PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() { close(started) })
+		<-release
+		return false, nil, nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.Fields{}) }()
+	<-started
+	read := make(chan struct{})
+	go func() {
+		b.W.Kind(jobGK)
+		_, _, _ = b.W.Get(jobGK, "ns", "x", celpolicies.Fields{})
+		b.W.Release(triggers.AppWrapperOwner(types.NamespacedName{Namespace: "ns", Name: "other"}))
+		close(read)
+	}()
+	g.Eventually(read, 2*time.Second).Should(gomega.BeClosed(), "readers waited for discovery")
+	close(release)
+	g.Eventually(done, 5*time.Second).Should(gomega.Receive(gomega.BeNil()))
+}
+
+// syncedSeries is the value of wrapup_trigger_informer_synced for kind, or
+// nil if it has no series (reading it does not make one).
+func syncedSeries(kind string) *float64 {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return nil
+	}
+	var found *float64
+	for _, f := range families {
+		if f.GetName() != "wrapup_trigger_informer_synced" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == kind {
+					v := m.GetGauge().GetValue()
+					found = &v
+				}
+			}
+		}
+	}
+	return found
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// A failed discovery request while a kind is first claimed (a timeout, an
+// API server restarting) is an error to try again on, never "not served":
+// a rule would report TriggerKindNotFound and its AppWrappers would wait
+// for a CRD that is there. A definite answer is.
+func TestWatchesEnsureNotServedOnlyOnADefiniteAnswer(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	b.Fail(apierrors.NewServiceUnavailable("restarting"))
+	err := b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))
+	var nf *triggers.KindNotFoundError
+	g.Expect(err).To(gomega.HaveOccurred())
+	g.Expect(errors.As(err, &nf)).To(gomega.BeFalse(), "a failed discovery request reported the kind as not served: %v", err)
+	g.Expect(b.W.Kind(jobGK).State).To(gomega.Equal(decision.KindPending))
+
+	b.Fail(nil)
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+
+	other := schema.GroupKind{Group: "example.com", Kind: "EvalRun"}
+	err = b.W.Ensure(triggers.RuleOwner("evals"), other, celpolicies.Fields{})
+	g.Expect(errors.As(err, &nf)).To(gomega.BeTrue(), "a kind the REST mapper does not know: %v", err)
+	g.Expect(b.W.Kind(other).State).To(gomega.Equal(decision.KindNotServed))
+}
