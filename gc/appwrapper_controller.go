@@ -49,9 +49,9 @@ import (
 // the first part.
 const DefaultFailureGracePeriod = decision.DefaultFailureGracePeriod
 
-// TriggerCache is where the AppWrapper controller reads triggers: the
+// triggerCache is where the AppWrapper controller reads triggers: the
 // trigger watches (triggers.Watches), one informer per kind.
-type TriggerCache interface {
+type triggerCache interface {
 	// Ensure claims a watch on kind gk for owner, keeping fields.
 	Ensure(owner triggers.Owner, gk schema.GroupKind, fields celpolicies.Fields) error
 	// Release drops the claims of owner.
@@ -67,17 +67,17 @@ type TriggerCache interface {
 	Wait(gk schema.GroupKind, key types.NamespacedName)
 }
 
-// OutcomeCounter counts recorded outcomes per rule (the rules' status
+// outcomeCounter counts recorded outcomes per rule (the rules' status
 // counters).
-type OutcomeCounter interface {
+type outcomeCounter interface {
 	Add(ctx context.Context, rule string, outcome wrapupv1alpha1.Outcome)
 }
 
-// AppWrapperReconciler finishes AppWrappers: for each, it gathers what its
+// appWrapperReconciler finishes AppWrappers: for each, it gathers what its
 // caches say, lets decision.Decide decide, and acts: it writes the record,
 // then emits the Events, then counts. Before a deletion, it gathers again
 // from the API server, and deletes only if that decision agrees.
-type AppWrapperReconciler struct {
+type appWrapperReconciler struct {
 	// Cache reads AppWrappers, rules and Namespaces (the manager's cache).
 	Cache client.Reader
 	// Writer patches and deletes AppWrappers.
@@ -86,12 +86,12 @@ type AppWrapperReconciler struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Policies  *celpolicies.Cache
-	Triggers  TriggerCache
-	Assign    *Assignments
-	Counters  OutcomeCounter
+	Triggers  triggerCache
+	Assign    *assignments
+	Counters  outcomeCounter
 	// Clusters reaches the worker clusters of AppWrappers that MultiKueue
 	// dispatches; nil when wrapup runs without MultiKueue support.
-	Clusters WorkerSource
+	Clusters workerSource
 	// FailureGracePeriod defaults to DefaultFailureGracePeriod.
 	FailureGracePeriod time.Duration
 	// Clock defaults to the real clock.
@@ -107,10 +107,10 @@ type AppWrapperReconciler struct {
 }
 
 // SetupWithManager registers the reconciler and its watches.
-func (r *AppWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents <-chan event.GenericEvent) error {
+func (r *appWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents <-chan event.GenericEvent) error {
 	r.defaults()
 	b := ctrl.NewControllerManagedBy(mgr)
-	if ws, ok := r.Clusters.(*WorkerClusters); ok && ws != nil {
+	if ws, ok := r.Clusters.(*workerClusters); ok && ws != nil {
 		// Trigger changes on the workers; and a Workload dispatched (or
 		// evicted), which names the worker to read: its AppWrapper's own
 		// status may not change with it.
@@ -133,7 +133,7 @@ func (r *AppWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents 
 		Complete(r)
 }
 
-func (r *AppWrapperReconciler) defaults() {
+func (r *appWrapperReconciler) defaults() {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -187,15 +187,15 @@ func (readyChanged) Update(e event.UpdateEvent) bool {
 	return (a == nil) != (b == nil) || a != nil && (a.Status != b.Status || a.Reason != b.Reason)
 }
 
-func (r *AppWrapperReconciler) allAppWrappers(ctx context.Context, _ client.Object) []ctrl.Request {
+func (r *appWrapperReconciler) allAppWrappers(ctx context.Context, _ client.Object) []ctrl.Request {
 	return r.listAppWrappers(ctx)
 }
 
-func (r *AppWrapperReconciler) appWrappersInNamespace(ctx context.Context, ns client.Object) []ctrl.Request {
+func (r *appWrapperReconciler) appWrappersInNamespace(ctx context.Context, ns client.Object) []ctrl.Request {
 	return r.listAppWrappers(ctx, client.InNamespace(ns.GetName()))
 }
 
-func (r *AppWrapperReconciler) listAppWrappers(ctx context.Context, opts ...client.ListOption) []ctrl.Request {
+func (r *appWrapperReconciler) listAppWrappers(ctx context.Context, opts ...client.ListOption) []ctrl.Request {
 	var list awv1beta2.AppWrapperList
 	if err := r.Cache.List(ctx, &list, opts...); err != nil {
 		logf.FromContext(ctx).Error(err, "Listing AppWrappers")
@@ -250,7 +250,7 @@ func (h *held) keep(key types.NamespacedName, kinds []schema.GroupKind, release 
 
 // keepClaims keeps the watches of the kinds claims, and drops the others
 // the AppWrapper key held.
-func (r *AppWrapperReconciler) keepClaims(key types.NamespacedName, claims []schema.GroupKind, mem *awMemory) {
+func (r *appWrapperReconciler) keepClaims(key types.NamespacedName, claims []schema.GroupKind, mem *awMemory) {
 	if len(claims) == 0 {
 		r.Triggers.Release(triggers.AppWrapperOwner(key))
 	}
@@ -264,7 +264,7 @@ func (r *AppWrapperReconciler) keepClaims(key types.NamespacedName, claims []sch
 // liveView reads from the API server, triggers at the version the watches
 // read them; an AppWrapper handed to it may be the cache's, which keeps
 // only part of the spec and status.
-func (r *AppWrapperReconciler) liveView() *view.Reader {
+func (r *appWrapperReconciler) liveView() *view.Reader {
 	return &view.Reader{
 		Client: r.APIReader,
 		Slim:   true,
@@ -286,7 +286,7 @@ func (r *AppWrapperReconciler) liveView() *view.Reader {
 
 // workerLiveView reads triggers from a worker's API server, at the
 // version its watches read them.
-func (r *AppWrapperReconciler) workerLiveView(c *workerConn) *view.Reader {
+func (r *appWrapperReconciler) workerLiveView(c *workerConn) *view.Reader {
 	return &view.Reader{
 		Client: c.reader,
 		Kinds:  c.triggers.Kind,
@@ -303,7 +303,7 @@ func (r *AppWrapperReconciler) workerLiveView(c *workerConn) *view.Reader {
 // decision writes or deletes, decides again on what the API server says
 // (confirm) and does what that decision says (apply). The AppWrapper's
 // memory entry is taken once and settled once.
-func (r *AppWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	key := req.NamespacedName
 	mem := r.memory.take(key)
 	defer r.memory.settle(key, mem)
@@ -361,7 +361,7 @@ func (r *AppWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 }
 
 // input is the start of a decision's input: the clock and the memory.
-func (r *AppWrapperReconciler) input(mem *awMemory) decision.Input {
+func (r *appWrapperReconciler) input(mem *awMemory) decision.Input {
 	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, HoldStart: mem.holdStart, FailureGracePeriod: r.FailureGracePeriod}
 }
 
@@ -370,7 +370,7 @@ func (r *AppWrapperReconciler) input(mem *awMemory) decision.Input {
 // the watches claimed and released, the Warnings said once, the
 // evaluation metrics, the count of a record write whose answer was lost.
 // It returns ctx with the deciding rule in its logger.
-func (r *AppWrapperReconciler) remember(ctx context.Context, in decision.Input, d decision.Decision, mem *awMemory) context.Context {
+func (r *appWrapperReconciler) remember(ctx context.Context, in decision.Input, d decision.Decision, mem *awMemory) context.Context {
 	aw := in.AppWrapper
 	key := client.ObjectKeyFromObject(aw)
 	r.Assign.Set(key, d.Assigned)
@@ -414,7 +414,7 @@ func (r *AppWrapperReconciler) remember(ctx context.Context, in decision.Input, 
 // (or clears it), then deletes, when a decision on the AppWrapper as the
 // API server answered still deletes the same way as d, decided on the
 // caches about aw, said.
-func (r *AppWrapperReconciler) apply(ctx context.Context, aw *awv1beta2.AppWrapper, d decision.Decision, fin decision.Input, fd decision.Decision, mem *awMemory) (ctrl.Result, error) {
+func (r *appWrapperReconciler) apply(ctx context.Context, aw *awv1beta2.AppWrapper, d decision.Decision, fin decision.Input, fd decision.Decision, mem *awMemory) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	key := client.ObjectKeyFromObject(aw)
 	wrote := false
@@ -490,7 +490,7 @@ func (r *AppWrapperReconciler) apply(ctx context.Context, aw *awv1beta2.AppWrapp
 
 // decideFresh gathers from the API server (the AppWrapper too, unless
 // known is it as good as read) and decides.
-func (r *AppWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, known *awv1beta2.AppWrapper, mem *awMemory) (decision.Input, decision.Decision, error) {
+func (r *appWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, known *awv1beta2.AppWrapper, mem *awMemory) (decision.Input, decision.Decision, error) {
 	in, err := view.Gather(ctx, r.liveView(), r.Policies, key, known, r.input(mem))
 	if err != nil || in.AppWrapper == nil {
 		return in, decision.Decision{}, err
@@ -511,7 +511,7 @@ func requeueSoon(d time.Duration) time.Duration {
 }
 
 // observed is called with every decision, for tests.
-func (r *AppWrapperReconciler) observed(stage string, in decision.Input, d decision.Decision) {
+func (r *appWrapperReconciler) observed(stage string, in decision.Input, d decision.Decision) {
 	if r.observe != nil {
 		r.observe(stage, in, d)
 	}
@@ -520,7 +520,7 @@ func (r *AppWrapperReconciler) observed(stage string, in decision.Input, d decis
 // writeFailed turns a failed write into the reconcile's result: a
 // conflict (the AppWrapper changed since it was read) or a vanished
 // AppWrapper is looked at again, not logged as an error.
-func (r *AppWrapperReconciler) writeFailed(ctx context.Context, err error, what string) (ctrl.Result, error) {
+func (r *appWrapperReconciler) writeFailed(ctx context.Context, err error, what string) (ctrl.Result, error) {
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		logf.FromContext(ctx).V(2).Info("AppWrapper changed while "+what+"; looking again", "err", err.Error())
 		return ctrl.Result{Requeue: true}, nil
@@ -528,7 +528,7 @@ func (r *AppWrapperReconciler) writeFailed(ctx context.Context, err error, what 
 	return ctrl.Result{}, fmt.Errorf("%s: %w", what, err)
 }
 
-func (r *AppWrapperReconciler) count(ctx context.Context, rec *decision.Record) {
+func (r *appWrapperReconciler) count(ctx context.Context, rec *decision.Record) {
 	outcomesTotal.WithLabelValues(rec.Rule, string(rec.Outcome)).Inc()
 	r.Counters.Add(ctx, rec.Rule, rec.Outcome)
 }
@@ -538,7 +538,7 @@ func (r *AppWrapperReconciler) count(ctx context.Context, rec *decision.Record) 
 // decided on a stale AppWrapper (or on one deleted and created again under
 // the same name) fails with a conflict instead of landing. It returns the
 // AppWrapper as the API server answered.
-func (r *AppWrapperReconciler) writeRecord(ctx context.Context, aw *awv1beta2.AppWrapper, rec *decision.Record) (*awv1beta2.AppWrapper, error) {
+func (r *appWrapperReconciler) writeRecord(ctx context.Context, aw *awv1beta2.AppWrapper, rec *decision.Record) (*awv1beta2.AppWrapper, error) {
 	patched := aw.DeepCopy()
 	rec.Apply(patched)
 	// The patch names the record's keys alone (set, or null to remove),
@@ -574,7 +574,7 @@ func (r *AppWrapperReconciler) writeRecord(ctx context.Context, aw *awv1beta2.Ap
 // AppWrapper decided on, unchanged) and Background propagation (so that
 // the AppWrapper controller's finalizer tears the components down and Kueue
 // releases the quota only after the pods are gone).
-func (r *AppWrapperReconciler) delete(ctx context.Context, in decision.Input, d decision.Decision, mem *awMemory) (ctrl.Result, error) {
+func (r *appWrapperReconciler) delete(ctx context.Context, in decision.Input, d decision.Decision, mem *awMemory) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	aw := in.AppWrapper
 	uid, rv := aw.UID, aw.ResourceVersion
@@ -603,7 +603,7 @@ func (r *AppWrapperReconciler) delete(ctx context.Context, in decision.Input, d 
 }
 
 // emit emits the events of d that are due when.
-func (r *AppWrapperReconciler) emit(aw *awv1beta2.AppWrapper, evs []decision.Event, when decision.EventWhen) {
+func (r *appWrapperReconciler) emit(aw *awv1beta2.AppWrapper, evs []decision.Event, when decision.EventWhen) {
 	for _, e := range evs {
 		if e.When == when {
 			r.Recorder.Eventf(aw, nil, e.Type, e.Reason, e.Action, "%s", decision.Truncate(e.Message, decision.MaxMessage))
@@ -614,7 +614,7 @@ func (r *AppWrapperReconciler) emit(aw *awv1beta2.AppWrapper, evs []decision.Eve
 // warn emits the warnings of d that the previous decision on the same
 // AppWrapper did not: a state worth a Warning is said once, not on every
 // reconcile, and again when it changes or comes back.
-func (r *AppWrapperReconciler) warn(aw *awv1beta2.AppWrapper, d decision.Decision, mem *awMemory) {
+func (r *appWrapperReconciler) warn(aw *awv1beta2.AppWrapper, d decision.Decision, mem *awMemory) {
 	var keys []string
 	for _, e := range d.Events {
 		if e.When != decision.EventNow {
@@ -645,7 +645,7 @@ func hasReason(keys []string, reason string) bool {
 // forget drops what is held for the AppWrapper key, which is gone or
 // going: its watch claims, here and on its worker, its rule assignment and
 // its memory entry.
-func (r *AppWrapperReconciler) forget(key types.NamespacedName, mem *awMemory) {
+func (r *appWrapperReconciler) forget(key types.NamespacedName, mem *awMemory) {
 	r.Triggers.Release(triggers.AppWrapperOwner(key))
 	mem.claims.keep(key, nil, r.Triggers.Release)
 	r.releaseWorker(key, mem)

@@ -159,7 +159,7 @@ func TestRecordWriteTouchesOnlyItsKeys(t *testing.T) {
 		Annotations: map[string]string{awv1beta2.TerminalExitCodesAnnotation: "1", "example.com/keep": "true"}}}
 	c := fake.NewClientBuilder().WithScheme(util.Scheme()).WithObjects(live).Build()
 	ctx := context.Background()
-	r := &AppWrapperReconciler{Writer: c}
+	r := &appWrapperReconciler{Writer: c}
 	cached := func() *awv1beta2.AppWrapper {
 		server := &awv1beta2.AppWrapper{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(live), server); err != nil {

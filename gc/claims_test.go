@@ -13,7 +13,7 @@ import (
 )
 
 func TestAssignments(t *testing.T) {
-	a := NewAssignments()
+	a := newAssignments()
 	x, y := types.NamespacedName{Namespace: "n", Name: "x"}, types.NamespacedName{Namespace: "n", Name: "y"}
 	a.Set(x, "r1")
 	a.Set(y, "r1")

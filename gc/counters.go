@@ -30,13 +30,13 @@ const (
 	counterRetryMaxDelay = 30 * time.Second
 )
 
-// RuleCounters batches the rules' succeeded and failed counters into one
+// ruleCounters batches the rules' succeeded and failed counters into one
 // optimistic-locked status update per rule and flush. A write that fails
 // (the API server is unreachable or restarting, say) is tried again later
 // with what it did not carry; increments not yet written when the process
 // dies are lost, the outcome itself being already recorded on the
 // AppWrapper by then.
-type RuleCounters struct {
+type ruleCounters struct {
 	Client    client.Client
 	APIReader client.Reader
 	// Log defaults to the logger of Start's context.
@@ -57,20 +57,20 @@ func (d counterDelta) zero() bool { return d.succeeded == 0 && d.failed == 0 }
 // unsureWrite is a status write whose fate is unknown (it failed in a way
 // that does not say whether the server applied it, such as a lost
 // response): the counters it set and what it added, so that the next
-// attempt can tell. RuleCounters is the only writer of the counters (the
+// attempt can tell. ruleCounters is the only writer of the counters (the
 // leader's), so the counters are equal to what the write set exactly when
 // it was applied.
 type unsureWrite struct {
 	set, added counterDelta
 }
 
-// NewRuleCounters returns counters that write through c, reading with r.
-func NewRuleCounters(c client.Client, r client.Reader) *RuleCounters {
-	return &RuleCounters{Client: c, APIReader: r, incs: make(chan counterInc, 1024)}
+// newRuleCounters returns counters that write through c, reading with r.
+func newRuleCounters(c client.Client, r client.Reader) *ruleCounters {
+	return &ruleCounters{Client: c, APIReader: r, incs: make(chan counterInc, 1024)}
 }
 
 // Add counts one outcome for rule.
-func (rc *RuleCounters) Add(ctx context.Context, rule string, outcome wrapupv1alpha1.Outcome) {
+func (rc *ruleCounters) Add(ctx context.Context, rule string, outcome wrapupv1alpha1.Outcome) {
 	select {
 	case rc.incs <- counterInc{rule: rule, outcome: outcome}:
 	case <-ctx.Done():
@@ -78,11 +78,11 @@ func (rc *RuleCounters) Add(ctx context.Context, rule string, outcome wrapupv1al
 }
 
 // NeedLeaderElection: only the acting replica counts.
-func (rc *RuleCounters) NeedLeaderElection() bool { return true }
+func (rc *ruleCounters) NeedLeaderElection() bool { return true }
 
 // Start gathers increments and flushes them until ctx ends, then flushes
 // what is left.
-func (rc *RuleCounters) Start(ctx context.Context) error {
+func (rc *ruleCounters) Start(ctx context.Context) error {
 	if rc.Log.GetSink() == nil {
 		rc.Log = logf.FromContext(ctx)
 	}
@@ -128,7 +128,7 @@ func (rc *RuleCounters) Start(ctx context.Context) error {
 // flush writes the pending increments of every rule, and settles the
 // unsure writes; what it could not write stays in pending and unsure. It
 // reports whether nothing is left.
-func (rc *RuleCounters) flush(ctx context.Context, pending map[string]*counterDelta, unsure map[string]unsureWrite) bool {
+func (rc *ruleCounters) flush(ctx context.Context, pending map[string]*counterDelta, unsure map[string]unsureWrite) bool {
 	names := make([]string, 0, len(pending)+len(unsure))
 	for name := range pending {
 		names = append(names, name)
@@ -146,7 +146,7 @@ func (rc *RuleCounters) flush(ctx context.Context, pending map[string]*counterDe
 	return len(pending) == 0 && len(unsure) == 0
 }
 
-func (rc *RuleCounters) write(ctx context.Context, name string, pending map[string]*counterDelta, unsure map[string]unsureWrite) error {
+func (rc *ruleCounters) write(ctx context.Context, name string, pending map[string]*counterDelta, unsure map[string]unsureWrite) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rule := &wrapupv1alpha1.CompletionRule{}
 		if err := rc.APIReader.Get(ctx, types.NamespacedName{Name: name}, rule); err != nil {

@@ -57,7 +57,7 @@ func TestRuleCountersFlushOnStop(t *testing.T) {
 	}
 	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "r"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rule).WithStatusSubresource(rule).Build()
-	rc := NewRuleCounters(c, c)
+	rc := newRuleCounters(c, c)
 	rc.incs <- counterInc{rule: "r", outcome: wrapupv1alpha1.OutcomeFailed}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -74,7 +74,7 @@ func TestRuleCountersFlushOnStop(t *testing.T) {
 	}
 }
 
-// countersWithFaults runs RuleCounters (see runCounters), adds three
+// countersWithFaults runs ruleCounters (see runCounters), adds three
 // successes of rule "r", and returns the client and a stop function.
 func countersWithFaults(t *testing.T, updateFault func(n int32, write func() error) error) (client.Client, func()) {
 	t.Helper()
@@ -85,9 +85,9 @@ func countersWithFaults(t *testing.T, updateFault func(n int32, write func() err
 	return c, stop
 }
 
-// runCounters runs RuleCounters on a fake client holding rule "r", whose
+// runCounters runs ruleCounters on a fake client holding rule "r", whose
 // status writes (the nth one) go through updateFault first.
-func runCounters(t *testing.T, updateFault func(n int32, write func() error) error) (client.Client, *RuleCounters, func()) {
+func runCounters(t *testing.T, updateFault func(n int32, write func() error) error) (client.Client, *ruleCounters, func()) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := wrapupv1alpha1.AddToScheme(scheme); err != nil {
@@ -99,7 +99,7 @@ func runCounters(t *testing.T, updateFault func(n int32, write func() error) err
 		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 			return updateFault(updates.Add(1), func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
 		}}).Build()
-	rc := NewRuleCounters(c, c)
+	rc := newRuleCounters(c, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = rc.Start(ctx); close(done) }()

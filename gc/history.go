@@ -27,7 +27,7 @@ const historyRetry = 5 * time.Second
 // earlier outcome of the same AppWrapper (a failure a retry cleared). It
 // returns whether it wrote (false: the same record was there already, or
 // the rule keeps none).
-func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) (bool, error) {
+func (r *appWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) (bool, error) {
 	err := r.Writer.Create(ctx, cr)
 	if err == nil {
 		historyWrittenTotal.WithLabelValues(cr.Rule).Inc()
@@ -63,7 +63,7 @@ func (r *AppWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alp
 // of the rule are there, in the cache): a record written again after a
 // restart, which the history reconciler removed before, is not created
 // only to be deleted again.
-func (r *AppWrapperReconciler) pastLimit(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) bool {
+func (r *appWrapperReconciler) pastLimit(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) bool {
 	limit := int(cr.Retention.LimitPerNamespace)
 	if limit <= 0 {
 		return false
@@ -99,7 +99,7 @@ func (r *AppWrapperReconciler) pastLimit(ctx context.Context, cr *wrapupv1alpha1
 // on the caches, and the record may have been cleared or replaced since; it
 // decides on what the API server says, and the write goes ahead only on
 // that decision, for the same record.
-func (r *AppWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record, decided bool, mem *awMemory,
+func (r *appWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record, decided bool, mem *awMemory,
 	confirm func() (decision.Input, decision.Decision, error)) (ok bool) {
 	// The deadline runs from when the deletion is due (zero for a
 	// record-only outcome): a long TTL leaves time to try again, and the

@@ -15,12 +15,12 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
-// HistoryReconciler keeps CompletionRecords as long as their retention
+// historyReconciler keeps CompletionRecords as long as their retention
 // says: each is deleted ttlSecondsAfterFinished after its run finished
 // (a requeue at that instant, never a sweep), and past limitPerNamespace
 // records of one rule in a namespace, the oldest go first (looked at
 // whenever a record is written).
-type HistoryReconciler struct {
+type historyReconciler struct {
 	// Client reads from the manager's cache and deletes.
 	Client client.Client
 	// Clock defaults to the real clock.
@@ -28,7 +28,7 @@ type HistoryReconciler struct {
 }
 
 // SetupWithManager registers the reconciler.
-func (r *HistoryReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *historyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -40,7 +40,7 @@ func (r *HistoryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile applies the retention of one CompletionRecord, and the count
 // limit of its rule in its namespace.
-func (r *HistoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *historyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cr := &wrapupv1alpha1.CompletionRecord{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -86,7 +86,7 @@ func newerRecord(a, b *wrapupv1alpha1.CompletionRecord) bool {
 }
 
 // expire deletes cr, as it was read (a record replaced since is kept).
-func (r *HistoryReconciler) expire(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord, reason string) error {
+func (r *historyReconciler) expire(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord, reason string) error {
 	rv := cr.ResourceVersion
 	err := r.Client.Delete(ctx, cr, client.Preconditions{UID: &cr.UID, ResourceVersion: &rv})
 	switch {

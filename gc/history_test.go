@@ -54,7 +54,7 @@ func TestHistoryDeadline(t *testing.T) {
 		{"a deletion due an hour after the finish, past its deadline", decision.Decision{Verdict: decision.VerdictDelete, DueAt: finished.Add(time.Hour)}, time.Hour + 3*time.Minute, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &AppWrapperReconciler{Cache: fc, Writer: refused, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
+			r := &appWrapperReconciler{Cache: fc, Writer: refused, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 			in := decision.Input{Now: finished.Add(tc.now), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
 			var mem awMemory
 			if got := r.ensureHistory(context.Background(), in, tc.d, rec, true, &mem, nil); got != tc.delete {
@@ -98,7 +98,7 @@ func TestHistoryOfTheDecidingRule(t *testing.T) {
 	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeFailed, Rule: "r2", FinishedAt: finished}
 	d := decision.Decision{Verdict: decision.VerdictDelete, Winner: "r4", DueAt: finished, Outcome: rec.Outcome, Recorded: rec}
 	in := decision.Input{Now: finished.Add(14 * time.Second), AppWrapper: aw, Rules: []decision.Rule{{Rule: renamed}}}
-	r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
+	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	var mem awMemory
 	ok := r.ensureHistory(context.Background(), in, d, rec, false, &mem, nil)
 	if n := records(t, fc); !ok || n != 1 {
@@ -121,7 +121,7 @@ func TestHistoryRetentionOnFreshRules(t *testing.T) {
 	d := decision.Decision{Verdict: decision.VerdictDeleteAfterTTL, Winner: "jobs", DueAt: finished.Add(time.Hour), Outcome: rec.Outcome, Recorded: rec}
 	in := decision.Input{Now: finished.Add(40 * time.Second), AppWrapper: aw, Rules: []decision.Rule{{Rule: cachedRule}}}
 	fresh := decision.Input{Now: in.Now, AppWrapper: aw, Rules: []decision.Rule{{Rule: freshRule}}}
-	r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
+	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	var mem awMemory
 	r.ensureHistory(context.Background(), in, d, rec, false, &mem, func() (decision.Input, decision.Decision, error) { return fresh, d, nil })
 	if n := records(t, fc); n != 1 {
@@ -142,7 +142,7 @@ func TestHistoryDeadlineOnFreshRules(t *testing.T) {
 		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperSucceeded}}
 	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: finished}
 	cached := decision.Decision{Verdict: decision.VerdictDelete, Winner: "jobs", DueAt: finished, Outcome: rec.Outcome, Recorded: rec}
-	r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
+	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	var mem awMemory
 	in := decision.Input{Now: finished.Add(3 * time.Minute), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
 	r.ensureHistory(context.Background(), in, cached, rec, false, &mem, func() (decision.Input, decision.Decision, error) {
@@ -199,7 +199,7 @@ func TestNoHistoryOfAForgedRecord(t *testing.T) {
 			if got := decision.BorneOut(in, d); got != tc.want {
 				t.Errorf("BorneOut = %v, want %v", got, tc.want)
 			}
-			r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
+			r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 			var mem awMemory
 			// A record that finished in the AppWrapper's life, which nothing
 			// bears out, holds a deletion as a record that cannot be
@@ -252,7 +252,7 @@ func TestNoHistoryPastTheLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := &AppWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
+	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	for _, tc := range []struct {
 		finished time.Duration
 		want     int

@@ -22,7 +22,7 @@ import (
 // rule that reads more of a trigger or of the AppWrapper than the caches
 // keep is given what the API server has.
 type cacheView struct {
-	r *AppWrapperReconciler
+	r *appWrapperReconciler
 	// key is the AppWrapper decided on: the owner of the watch of its
 	// annotated trigger's kind.
 	key types.NamespacedName
@@ -57,7 +57,7 @@ func (v *cacheView) Worker(ctx context.Context, key types.NamespacedName, aw *aw
 // claimed for the AppWrapper key (of every kind it reads there: the rules
 // claim kinds on this cluster's watches only).
 type workerCacheView struct {
-	r   *AppWrapperReconciler
+	r   *appWrapperReconciler
 	key types.NamespacedName
 	mem *awMemory
 	c   *workerConn
@@ -90,7 +90,7 @@ func (v *workerCacheView) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper,
 
 // readCached reads the trigger ref of aw (the AppWrapper key) from the
 // trigger cache tc, or through live when tc drops fields it reads.
-func readCached(ctx context.Context, tc TriggerCache, key types.NamespacedName, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields, live view.TriggerView) (decision.Trigger, error) {
+func readCached(ctx context.Context, tc triggerCache, key types.NamespacedName, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields, live view.TriggerView) (decision.Trigger, error) {
 	t := decision.Trigger{Ref: ref}
 	obj, synced, err := tc.Get(ref.Kind, aw.Namespace, ref.Name, fields)
 	switch {

@@ -1,5 +1,3 @@
-// Package gc holds wrapup's controllers: the rule reconciler, the AppWrapper
-// reconciler, the dynamic trigger watches and the actions.
 package gc
 
 // wrapup reads AppWrappers, Namespaces and trigger objects; it patches and

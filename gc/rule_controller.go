@@ -38,19 +38,19 @@ import (
 	"github.com/wrapup-dev/wrapup/gc/triggers"
 )
 
-// Assignments remembers which rule decides for each AppWrapper, for the
+// assignments remembers which rule decides for each AppWrapper, for the
 // rules' matchedAppWrappers counters, and tells the rule controller when a
 // rule's count changes.
-type Assignments struct {
+type assignments struct {
 	mu     sync.Mutex
 	byAW   map[types.NamespacedName]string
 	counts map[string]int32
 	events chan event.GenericEvent
 }
 
-// NewAssignments returns an empty Assignments.
-func NewAssignments() *Assignments {
-	return &Assignments{
+// newAssignments returns an empty assignments.
+func newAssignments() *assignments {
+	return &assignments{
 		byAW:   map[types.NamespacedName]string{},
 		counts: map[string]int32{},
 		events: make(chan event.GenericEvent, 1024),
@@ -58,7 +58,7 @@ func NewAssignments() *Assignments {
 }
 
 // Set records that rule ("" for none) decides for aw.
-func (a *Assignments) Set(aw types.NamespacedName, rule string) {
+func (a *assignments) Set(aw types.NamespacedName, rule string) {
 	a.mu.Lock()
 	old, had := a.byAW[aw]
 	if had && old == rule || !had && rule == "" {
@@ -90,7 +90,7 @@ func (a *Assignments) Set(aw types.NamespacedName, rule string) {
 }
 
 // Touch asks the rule controller to look at rule again.
-func (a *Assignments) Touch(rule string) {
+func (a *assignments) Touch(rule string) {
 	select {
 	case a.events <- triggers.RuleEvent(rule):
 	default:
@@ -98,27 +98,27 @@ func (a *Assignments) Touch(rule string) {
 }
 
 // Rule is the rule that decides for aw; "" for none.
-func (a *Assignments) Rule(aw types.NamespacedName) string {
+func (a *assignments) Rule(aw types.NamespacedName) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.byAW[aw]
 }
 
 // Count is how many AppWrappers rule decides for.
-func (a *Assignments) Count(rule string) int32 {
+func (a *assignments) Count(rule string) int32 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.counts[rule]
 }
 
-// RuleReconciler compiles rules, writes their Ready condition and
+// ruleReconciler compiles rules, writes their Ready condition and
 // matchedAppWrappers, and tells the watches which trigger kinds rules need.
-type RuleReconciler struct {
+type ruleReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	Policies *celpolicies.Cache
 	Watches  *triggers.Watches
-	Assign   *Assignments
+	Assign   *assignments
 	// Mapper and Schemas, when set, type-check a rule's expressions against
 	// its trigger kind's published schema (status.typeChecking).
 	Mapper  apimeta.RESTMapper
@@ -158,7 +158,7 @@ const matchedCountDelay = 2 * time.Second
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 
 // SetupWithManager registers the reconciler and its watches.
-func (r *RuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *ruleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	return ctrl.NewControllerManagedBy(mgr).
@@ -175,7 +175,7 @@ func (r *RuleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-func (r *RuleReconciler) rulesWaitingForKinds(ctx context.Context, crd client.Object) []ctrl.Request {
+func (r *ruleReconciler) rulesWaitingForKinds(ctx context.Context, crd client.Object) []ctrl.Request {
 	// A CRD is named plural.group.
 	_, group, _ := strings.Cut(crd.GetName(), ".")
 	r.crdSeen.Store(group, time.Now())
@@ -201,7 +201,7 @@ func (r *RuleReconciler) rulesWaitingForKinds(ctx context.Context, crd client.Ob
 	return reqs
 }
 
-func (r *RuleReconciler) now() time.Time {
+func (r *ruleReconciler) now() time.Time {
 	if r.Clock == nil {
 		return time.Now()
 	}
@@ -209,7 +209,7 @@ func (r *RuleReconciler) now() time.Time {
 }
 
 // Reconcile compiles one rule and writes its status.
-func (r *RuleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rule := &wrapupv1alpha1.CompletionRule{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rule); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -373,7 +373,7 @@ func selectorsError(rule *wrapupv1alpha1.CompletionRule) error {
 // annotatedKindsCondition is the TriggerKindsWatchable condition of a rule
 // that names no kind: False while some AppWrapper it decides for annotates
 // a component of a kind wrapup cannot watch; nil when none does.
-func (r *RuleReconciler) annotatedKindsCondition(rule *wrapupv1alpha1.CompletionRule) *metav1.Condition {
+func (r *ruleReconciler) annotatedKindsCondition(rule *wrapupv1alpha1.CompletionRule) *metav1.Condition {
 	bad := r.Watches.UnwatchableClaims(func(aw types.NamespacedName) bool { return r.Assign.Rule(aw) == rule.Name })
 	if len(bad) == 0 {
 		return nil
@@ -396,7 +396,7 @@ func (r *RuleReconciler) annotatedKindsCondition(rule *wrapupv1alpha1.Completion
 // typeCheck checks the rule's expressions against the trigger kind's schema.
 // Without a published schema, nothing is checked (the expressions are
 // dynamically typed, as always at run time).
-func (r *RuleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) *wrapupv1alpha1.TypeChecking {
+func (r *ruleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) *wrapupv1alpha1.TypeChecking {
 	if r.Mapper == nil || r.Schemas == nil {
 		return nil
 	}
@@ -420,7 +420,7 @@ func (r *RuleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.Com
 	return result
 }
 
-func (r *RuleReconciler) forget(name string) {
+func (r *ruleReconciler) forget(name string) {
 	r.typeChecks.Delete(name)
 	if uid, ok := r.uids.LoadAndDelete(name); ok {
 		r.Policies.Forget(uid.(types.UID))

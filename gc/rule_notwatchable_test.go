@@ -45,7 +45,7 @@ func TestRuleOfAKindNotWatchableComesBackWhenGranted(t *testing.T) {
 	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs", UID: "u1", Generation: 1},
 		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rule).WithStatusSubresource(rule).Build()
-	r := &RuleReconciler{Client: c, Recorder: events.NewFakeRecorder(64), Policies: &celpolicies.Cache{}, Watches: b.W, Assign: NewAssignments()}
+	r := &ruleReconciler{Client: c, Recorder: events.NewFakeRecorder(64), Policies: &celpolicies.Cache{}, Watches: b.W, Assign: newAssignments()}
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Name: "jobs"}}
 
 	res, err := r.Reconcile(context.Background(), req)

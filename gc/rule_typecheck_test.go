@@ -30,7 +30,7 @@ func TestTypeCheckIsReused(t *testing.T) {
 	mapper := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{gvk.GroupVersion()})
 	mapper.Add(gvk, apimeta.RESTScopeNamespace)
 	schemas := &countingResolver{}
-	r := &RuleReconciler{Mapper: mapper, Schemas: schemas}
+	r := &ruleReconciler{Mapper: mapper, Schemas: schemas}
 	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs", UID: "uid-1", Generation: 1},
 		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}}}
 	gk := gvk.GroupKind()

@@ -65,15 +65,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("adding trigger watches: %w", err)
 	}
 	cached := memcache.NewMemCacheClient(dc)
-	counters := NewRuleCounters(mgr.GetClient(), mgr.GetAPIReader())
+	counters := newRuleCounters(mgr.GetClient(), mgr.GetAPIReader())
 	counters.Log = mgr.GetLogger().WithName("rule-counters")
 	if err := mgr.Add(counters); err != nil {
 		return fmt.Errorf("adding rule counters: %w", err)
 	}
 	policies := &celpolicies.Cache{}
-	assign := NewAssignments()
+	assign := newAssignments()
 	recorder := mgr.GetEventRecorder("wrapup")
-	if err := (&RuleReconciler{
+	if err := (&ruleReconciler{
 		Client:     mgr.GetClient(),
 		Recorder:   recorder,
 		Policies:   policies,
@@ -93,7 +93,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if noHistory {
 		mgr.GetLogger().Error(crdErr, "The CompletionRecord CRD is not installed: runs are finished, and no records of them are kept; install config/crd and restart")
 	}
-	var clusters WorkerSource
+	var clusters workerSource
 	if opts.MultiKueue {
 		if opts.Namespace == "" {
 			return errors.New("MultiKueue support needs wrapup's namespace, where the workers' kubeconfig Secrets are")
@@ -101,14 +101,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kueue.Workload{}, view.WorkloadOwnerIndex, view.WorkloadController); err != nil {
 			return fmt.Errorf("indexing Kueue Workloads (is Kueue installed?): %w", err)
 		}
-		ws := NewWorkerClusters(mgr.GetAPIReader(), opts.Namespace)
+		ws := newWorkerClusters(mgr.GetAPIReader(), opts.Namespace)
 		ws.Cache, ws.Live, ws.Recheck = mgr.GetClient(), mgr.GetAPIReader(), opts.WorkerSecretRecheck
 		clusters = ws
 		if err := mgr.Add(ws); err != nil {
 			return fmt.Errorf("adding the worker clusters: %w", err)
 		}
 	}
-	if err := (&AppWrapperReconciler{
+	if err := (&appWrapperReconciler{
 		Clusters:           clusters,
 		NoHistory:          noHistory,
 		Cache:              mgr.GetClient(),
@@ -125,7 +125,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the appwrapper controller: %w", err)
 	}
 	if !noHistory {
-		if err := (&HistoryReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		if err := (&historyReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the history controller: %w", err)
 		}
 	}

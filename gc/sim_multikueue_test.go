@@ -9,8 +9,8 @@ package gc
 // worker once it can reach it; workers go down and come back; users
 // delete an AppWrapper and create it again under the same name (a stale
 // copy of the old one may still be on a worker); worker reads fail now and
-// then; wrapup restarts. wrapup's AppWrapperReconciler runs against it
-// through the interfaces it has in production (WorkerSource for the
+// then; wrapup restarts. wrapup's appWrapperReconciler runs against it
+// through the interfaces it has in production (workerSource for the
 // workers). The oracle, written apart from the decision code, checks:
 //
 //   - never a wrong delete: wrapup deletes only a manager's AppWrapper
@@ -113,7 +113,7 @@ type mkWorld struct {
 	faults  float64
 
 	events   []mkEvent
-	r        *AppWrapperReconciler
+	r        *appWrapperReconciler
 	clock    *clocktesting.FakeClock
 	queue    map[types.NamespacedName]time.Time
 	failures map[types.NamespacedName]int
@@ -424,9 +424,9 @@ func (w *mkWorld) startWrapup() {
 			}
 		}
 	}
-	w.r = &AppWrapperReconciler{
+	w.r = &appWrapperReconciler{
 		Cache: &mkReader{w: w}, Writer: &mkWriter{w: w}, APIReader: &mkReader{w: w, fresh: true},
-		Recorder: &mkRecorder{}, Policies: &celpolicies.Cache{}, Triggers: mkNoTriggers{}, Assign: NewAssignments(),
+		Recorder: &mkRecorder{}, Policies: &celpolicies.Cache{}, Triggers: mkNoTriggers{}, Assign: newAssignments(),
 		Counters: mkNoCounters{}, Clock: w.clock, NoHistory: true, Clusters: &mkSource{w: w},
 	}
 	w.r.defaults()
@@ -848,7 +848,7 @@ func (s *mkWriter) Apply(context.Context, runtime.ApplyConfiguration, ...client.
 	return fmt.Errorf("wrapup applies nothing")
 }
 
-// mkSource is the worker clusters as WorkerClusters gives them.
+// mkSource is the worker clusters as workerClusters gives them.
 type mkSource struct{ w *mkWorld }
 
 func (s *mkSource) workload(_ context.Context, aw *awv1beta2.AppWrapper, live bool) (*kueue.Workload, error) {

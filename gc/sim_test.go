@@ -68,7 +68,7 @@ var (
 // earliest due time wins, failures back off).
 type simWrapup struct {
 	w        *simWorld
-	r        *AppWrapperReconciler
+	r        *appWrapperReconciler
 	triggers *simTriggers
 	clock    *clocktesting.FakeClock
 	queue    map[types.NamespacedName]time.Time
@@ -89,7 +89,7 @@ func (w *simWorld) startWrapup() {
 		waiters: map[types.NamespacedName]bool{}, claims: map[triggers.Owner]schema.GroupKind{}}
 	wr := &simWrapup{w: w, triggers: triggers, clock: clock, queue: map[types.NamespacedName]time.Time{},
 		failures: map[types.NamespacedName]int{}, restarts: restarts}
-	wr.r = &AppWrapperReconciler{
+	wr.r = &appWrapperReconciler{
 		Cache:     &simReader{w: w},
 		Writer:    &simWriter{w: w},
 		APIReader: &simReader{w: w, fresh: true},
@@ -98,7 +98,7 @@ func (w *simWorld) startWrapup() {
 		// cache for the world saves compiling again after each restart.
 		Policies: w.explainPolicies,
 		Triggers: triggers,
-		Assign:   NewAssignments(),
+		Assign:   newAssignments(),
 		Counters: &simCounters{w: w},
 		Clock:    clock,
 	}

@@ -3,7 +3,7 @@ package gc
 // The world of the decision simulation (sim_test.go): an API server that
 // holds AppWrappers, their trigger objects, rules and Namespaces; a model of
 // the AppWrapper controller v1.2 and of Kueue; caches that lag the API
-// server; and a clock. wrapup's AppWrapperReconciler runs against it through
+// server; and a clock. wrapup's appWrapperReconciler runs against it through
 // the interfaces it has in production: a cache reader, an API reader, a
 // writer, a trigger cache and an event recorder.
 
@@ -394,7 +394,7 @@ func (w *simWorld) putRule(r *wrapupv1alpha1.CompletionRule) {
 }
 
 // ruleController is wrapup's rule controller on the rule name: it writes
-// the rule's status.deletingSince (RuleReconciler.Reconcile).
+// the rule's status.deletingSince (ruleReconciler.Reconcile).
 func (w *simWorld) ruleController(name string) {
 	delete(w.ruleSeen, name)
 	r, ok := w.rules[name]
@@ -1392,7 +1392,7 @@ type simTriggers struct {
 	claims  map[triggers.Owner]schema.GroupKind
 }
 
-var _ TriggerCache = (*simTriggers)(nil)
+var _ triggerCache = (*simTriggers)(nil)
 
 func (t *simTriggers) synced() bool { return !t.w.now.Before(t.syncAt) }
 

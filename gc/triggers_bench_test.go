@@ -108,8 +108,8 @@ func benchCompletion(b *testing.B, n int, history bool) {
 	fc := fake.NewClientBuilder().WithScheme(scheme).WithObjects(rule, ns).Build()
 	api := interceptor.NewClient(fc.(ctrl.WithWatch), counting)
 	triggers := mapTriggers{}
-	r := &AppWrapperReconciler{Cache: fc, Writer: api, APIReader: &unstructuredReader{api, triggers, &reads}, Recorder: events.NewFakeRecorder(1 << 20),
-		Policies: &celpolicies.Cache{}, Triggers: triggers, Assign: NewAssignments(), Counters: nopCounter{}}
+	r := &appWrapperReconciler{Cache: fc, Writer: api, APIReader: &unstructuredReader{api, triggers, &reads}, Recorder: events.NewFakeRecorder(1 << 20),
+		Policies: &celpolicies.Cache{}, Triggers: triggers, Assign: newAssignments(), Counters: nopCounter{}}
 	r.defaults()
 	var evaluations int64
 	r.observe = func(_ string, _ decision.Input, d decision.Decision) {

@@ -46,7 +46,7 @@ const (
 	workerFailFast = 5 * time.Second
 )
 
-// WorkerClusters reaches the worker clusters of a MultiKueue manager cluster, one
+// workerClusters reaches the worker clusters of a MultiKueue manager cluster, one
 // connection per MultiKueueCluster, each made from a kubeconfig Secret of
 // wrapup's own in its namespace, named after the MultiKueueCluster (key
 // "kubeconfig"): wrapup needs only to read AppWrappers and trigger kinds on
@@ -55,7 +55,7 @@ const (
 // the kinds the AppWrappers dispatched to that worker read, claimed per
 // AppWrapper and stopped when none does; their events reconcile the
 // AppWrapper of the same namespace and name here.
-type WorkerClusters struct {
+type workerClusters struct {
 	// Secrets reads the kubeconfig Secrets (uncached: wrapup neither lists
 	// nor watches Secrets).
 	Secrets client.Reader
@@ -78,9 +78,9 @@ type WorkerClusters struct {
 	conns map[string]*workerConn
 }
 
-// WorkerSource is how the AppWrapper controller reaches the worker
-// clusters of AppWrappers that MultiKueue dispatches: WorkerClusters.
-type WorkerSource interface {
+// workerSource is how the AppWrapper controller reaches the worker
+// clusters of AppWrappers that MultiKueue dispatches: workerClusters.
+type workerSource interface {
 	// workload finds the Workload of aw on this cluster, from the cache, or
 	// read from the API server when live; nil when it has none.
 	workload(ctx context.Context, aw *awv1beta2.AppWrapper, live bool) (*kueue.Workload, error)
@@ -99,7 +99,7 @@ type workerConn struct {
 	// reader reads the worker's API server.
 	reader client.Reader
 	// triggers are the worker's trigger watches.
-	triggers TriggerCache
+	triggers triggerCache
 	watches  *triggers.Watches
 	cancel   context.CancelFunc
 
@@ -110,20 +110,20 @@ type workerConn struct {
 	failedAt time.Time
 }
 
-// NewWorkerClusters returns the worker connections of wrapup in namespace,
+// newWorkerClusters returns the worker connections of wrapup in namespace,
 // reading their Secrets with secrets.
-func NewWorkerClusters(secrets client.Reader, namespace string) *WorkerClusters {
+func newWorkerClusters(secrets client.Reader, namespace string) *workerClusters {
 	s := runtime.NewScheme()
 	utilruntime.Must(awv1beta2.AddToScheme(s))
-	return &WorkerClusters{Secrets: secrets, Namespace: namespace, events: make(chan event.GenericEvent, 1024), scheme: s, conns: map[string]*workerConn{}}
+	return &workerClusters{Secrets: secrets, Namespace: namespace, events: make(chan event.GenericEvent, 1024), scheme: s, conns: map[string]*workerConn{}}
 }
 
 // Events is where changes of triggers on workers arrive, as the AppWrapper
 // (on this cluster) to reconcile.
-func (ws *WorkerClusters) Events() <-chan event.GenericEvent { return ws.events }
+func (ws *workerClusters) Events() <-chan event.GenericEvent { return ws.events }
 
 // Start records the manager's context and stops every connection when it ends.
-func (ws *WorkerClusters) Start(ctx context.Context) error {
+func (ws *workerClusters) Start(ctx context.Context) error {
 	ws.mu.Lock()
 	ws.ctx = ctx
 	ws.mu.Unlock()
@@ -138,9 +138,9 @@ func (ws *WorkerClusters) Start(ctx context.Context) error {
 }
 
 // NeedLeaderElection: workers are read by the acting replica only.
-func (ws *WorkerClusters) NeedLeaderElection() bool { return true }
+func (ws *workerClusters) NeedLeaderElection() bool { return true }
 
-func (ws *WorkerClusters) now() time.Time {
+func (ws *workerClusters) now() time.Time {
 	if ws.Clock == nil {
 		return time.Now()
 	}
@@ -149,7 +149,7 @@ func (ws *WorkerClusters) now() time.Time {
 
 // conn returns the connection to cluster, made or remade from its Secret
 // when that changed.
-func (ws *WorkerClusters) conn(ctx context.Context, cluster string) (*workerConn, error) {
+func (ws *workerClusters) conn(ctx context.Context, cluster string) (*workerConn, error) {
 	ws.mu.Lock()
 	c := ws.conns[cluster]
 	base := ws.ctx
@@ -233,7 +233,7 @@ func (c *workerConn) answered(now time.Time, err error) {
 }
 
 // connect makes the clients and the watches of one worker.
-func (ws *WorkerClusters) connect(base context.Context, cluster string, cfg *rest.Config) (*workerConn, error) {
+func (ws *workerClusters) connect(base context.Context, cluster string, cfg *rest.Config) (*workerConn, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = workerTimeout
 	if cfg.QPS == 0 {
@@ -283,20 +283,20 @@ func (ws *WorkerClusters) connect(base context.Context, cluster string, cfg *res
 }
 
 // lookup returns the connection to cluster, if one is made.
-func (ws *WorkerClusters) lookup(cluster string) *workerConn {
+func (ws *workerClusters) lookup(cluster string) *workerConn {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	return ws.conns[cluster]
 }
 
 // release drops the claims of owner on the watches of cluster.
-func (ws *WorkerClusters) release(cluster string, owner triggers.Owner) {
+func (ws *workerClusters) release(cluster string, owner triggers.Owner) {
 	if c := ws.lookup(cluster); c != nil {
 		c.watches.Release(owner)
 	}
 }
 
-func (ws *WorkerClusters) workload(ctx context.Context, aw *awv1beta2.AppWrapper, live bool) (*kueue.Workload, error) {
+func (ws *workerClusters) workload(ctx context.Context, aw *awv1beta2.AppWrapper, live bool) (*kueue.Workload, error) {
 	if live {
 		return view.FindWorkload(ctx, ws.Cache, ws.Live, aw)
 	}
@@ -339,7 +339,7 @@ func workerReach(cluster string, reached bool) {
 // Workload here (from cache, and from live when set), the connection, and
 // MultiKueue's copy there, read from the worker's API server. A worker
 // that cannot be read comes back with its Problem said.
-func (r *AppWrapperReconciler) readWorker(ctx context.Context, live bool, aw *awv1beta2.AppWrapper) (*decision.Worker, *workerConn) {
+func (r *appWrapperReconciler) readWorker(ctx context.Context, live bool, aw *awv1beta2.AppWrapper) (*decision.Worker, *workerConn) {
 	w := &decision.Worker{}
 	if r.Clusters == nil {
 		w.Problem = "wrapup was started without MultiKueue support (Kueue's Workload kind is not served here, or wrapup has no namespace for worker Secrets)"
@@ -381,7 +381,7 @@ func (a *answerReader) Get(ctx context.Context, key client.ObjectKey, obj client
 
 // claimOnWorker claims kind gk on the worker c for the AppWrapper key,
 // remembering it (and releasing its claims on any other worker) first.
-func (r *AppWrapperReconciler) claimOnWorker(key types.NamespacedName, mem *awMemory, c *workerConn, gk schema.GroupKind) {
+func (r *appWrapperReconciler) claimOnWorker(key types.NamespacedName, mem *awMemory, c *workerConn, gk schema.GroupKind) {
 	if mem.worker.cluster != c.cluster {
 		r.releaseWorker(key, mem)
 		mem.worker.cluster = c.cluster
@@ -390,7 +390,7 @@ func (r *AppWrapperReconciler) claimOnWorker(key types.NamespacedName, mem *awMe
 }
 
 // releaseWorker drops the claims of the AppWrapper key on its worker.
-func (r *AppWrapperReconciler) releaseWorker(key types.NamespacedName, mem *awMemory) {
+func (r *appWrapperReconciler) releaseWorker(key types.NamespacedName, mem *awMemory) {
 	if mem.worker.cluster == "" || r.Clusters == nil {
 		return
 	}

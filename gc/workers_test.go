@@ -57,7 +57,7 @@ func TestWorkerConnections(t *testing.T) {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(workerSecret("worker-1", "127.0.0.1:1")).Build()
-	ws := NewWorkerClusters(c, "wrapup-system")
+	ws := newWorkerClusters(c, "wrapup-system")
 	clock := clocktesting.NewFakePassiveClock(time.Now())
 	ws.Clock = clock
 	ctx, cancel := context.WithCancel(context.Background())

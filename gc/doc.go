@@ -1,0 +1,38 @@
+// Package gc holds wrapup's controllers around one pure decision
+// (gc/decision). Its rooms:
+//
+//   - appwrapper_controller.go: the AppWrapper controller. Reconcile
+//     decides on the caches, remembers what the decision says to (one
+//     memory entry per AppWrapper, taken and settled once per reconcile),
+//     and, for a write or a delete, decides again on what the API server
+//     says and applies that decision: the record patch, then the delete
+//     with UID and resourceVersion preconditions.
+//   - observe.go: where that controller reads: the caches, and the trigger
+//     informers it claims for each AppWrapper (gc/view gathers the rest).
+//   - history.go: the CompletionRecord writes (what a record is and when a
+//     deletion stops waiting for it is pure, in gc/decision);
+//     history_controller.go removes records past their retention.
+//   - rule_controller.go: each CompletionRule's status (compiled, its kind
+//     served and watchable, type checks) and its kind's informer;
+//     counters.go the rules' outcome counters.
+//   - workers.go: MultiKueue's worker clusters, each with its own trigger
+//     informers.
+//   - cache.go: what the manager's caches keep of AppWrappers, Workloads
+//     and CompletionRecords.
+//   - webhook.go: the rules' admission; setup.go wires it all; metrics.go,
+//     rbac.go.
+//
+// Beside it: gc/decision (what to do, pure), gc/view (the read side:
+// Gather, Explain, the record rendering, shared with kubectl-wrapup),
+// gc/triggers (the trigger informers) and gc/intern (the strings the
+// caches share).
+//
+// One completion, from the trigger's watch event to the delete:
+// triggers.Watches turns the Job's status update into an event for its
+// AppWrapper; appWrapperReconciler.Reconcile gathers (view.Gather through
+// cacheView) and decides (decision.Decide); remember keeps the failure
+// clock and the Warnings said; decideFresh gathers again through liveView
+// (the API server); apply patches the record (writeRecord), writes the
+// CompletionRecord (ensureHistory), decides on the AppWrapper the patch
+// returned, and deletes it (delete).
+package gc
