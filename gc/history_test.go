@@ -47,11 +47,11 @@ func TestHistoryDeadline(t *testing.T) {
 		now    time.Duration // after the finish
 		delete bool
 	}{
-		{"a deletion due at the finish, a minute later", decision.Decision{Verdict: decision.VerdictDelete, DueAt: finished}, time.Minute, false},
-		{"a deletion due at the finish, past the deadline", decision.Decision{Verdict: decision.VerdictDelete, DueAt: finished}, 3 * time.Minute, true},
-		{"a deletion due at the finish, a day later", decision.Decision{Verdict: decision.VerdictDelete, DueAt: finished}, 24 * time.Hour, true},
-		{"a deletion due an hour after the finish (its TTL), at the hour", decision.Decision{Verdict: decision.VerdictDelete, DueAt: finished.Add(time.Hour)}, time.Hour, false},
-		{"a deletion due an hour after the finish, past its deadline", decision.Decision{Verdict: decision.VerdictDelete, DueAt: finished.Add(time.Hour)}, time.Hour + 3*time.Minute, true},
+		{"a deletion due at the finish, a minute later", decision.Decision{Verdict: decision.VerdictDelete, Steps: decision.Steps{DueAt: finished}}, time.Minute, false},
+		{"a deletion due at the finish, past the deadline", decision.Decision{Verdict: decision.VerdictDelete, Steps: decision.Steps{DueAt: finished}}, 3 * time.Minute, true},
+		{"a deletion due at the finish, a day later", decision.Decision{Verdict: decision.VerdictDelete, Steps: decision.Steps{DueAt: finished}}, 24 * time.Hour, true},
+		{"a deletion due an hour after the finish (its TTL), at the hour", decision.Decision{Verdict: decision.VerdictDelete, Steps: decision.Steps{DueAt: finished.Add(time.Hour)}}, time.Hour, false},
+		{"a deletion due an hour after the finish, past its deadline", decision.Decision{Verdict: decision.VerdictDelete, Steps: decision.Steps{DueAt: finished.Add(time.Hour)}}, time.Hour + 3*time.Minute, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &appWrapperReconciler{Cache: fc, Writer: refused, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
@@ -96,7 +96,7 @@ func TestHistoryOfTheDecidingRule(t *testing.T) {
 	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"},
 		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperFailed}}
 	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeFailed, Rule: "r2", FinishedAt: finished}
-	d := decision.Decision{Verdict: decision.VerdictDelete, Winner: "r4", DueAt: finished, Outcome: rec.Outcome, Recorded: rec}
+	d := decision.Decision{Verdict: decision.VerdictDelete, Steps: decision.Steps{DueAt: finished, Outcome: rec.Outcome}, Why: decision.Why{Winner: "r4", Recorded: rec}}
 	in := decision.Input{Now: finished.Add(14 * time.Second), AppWrapper: aw, Rules: []decision.Rule{{Rule: renamed}}}
 	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	var mem awMemory
@@ -118,7 +118,7 @@ func TestHistoryRetentionOnFreshRules(t *testing.T) {
 	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"},
 		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperSucceeded}}
 	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: finished}
-	d := decision.Decision{Verdict: decision.VerdictDeleteAfterTTL, Winner: "jobs", DueAt: finished.Add(time.Hour), Outcome: rec.Outcome, Recorded: rec}
+	d := decision.Decision{Verdict: decision.VerdictDeleteAfterTTL, Steps: decision.Steps{DueAt: finished.Add(time.Hour), Outcome: rec.Outcome}, Why: decision.Why{Winner: "jobs", Recorded: rec}}
 	in := decision.Input{Now: finished.Add(40 * time.Second), AppWrapper: aw, Rules: []decision.Rule{{Rule: cachedRule}}}
 	fresh := decision.Input{Now: in.Now, AppWrapper: aw, Rules: []decision.Rule{{Rule: freshRule}}}
 	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
@@ -141,14 +141,14 @@ func TestHistoryDeadlineOnFreshRules(t *testing.T) {
 	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"},
 		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperSucceeded}}
 	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: finished}
-	cached := decision.Decision{Verdict: decision.VerdictDelete, Winner: "jobs", DueAt: finished, Outcome: rec.Outcome, Recorded: rec}
+	cached := decision.Decision{Verdict: decision.VerdictDelete, Steps: decision.Steps{DueAt: finished, Outcome: rec.Outcome}, Why: decision.Why{Winner: "jobs", Recorded: rec}}
 	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	var mem awMemory
 	in := decision.Input{Now: finished.Add(3 * time.Minute), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
 	r.ensureHistory(context.Background(), in, cached, rec, false, &mem, func() (decision.Input, decision.Decision, error) {
 		return decision.Input{}, decision.Decision{}, errors.New("etcdserver: request timed out")
 	})
-	fresh := decision.Decision{Verdict: decision.VerdictDelete, Winner: "jobs", DueAt: finished.Add(time.Hour), Outcome: rec.Outcome, Recorded: rec}
+	fresh := decision.Decision{Verdict: decision.VerdictDelete, Steps: decision.Steps{DueAt: finished.Add(time.Hour), Outcome: rec.Outcome}, Why: decision.Why{Winner: "jobs", Recorded: rec}}
 	later := decision.Input{Now: finished.Add(time.Hour), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
 	ok := r.ensureHistory(context.Background(), later, fresh, rec, false, &mem, nil)
 	if n := records(t, fc); !ok || n != 1 {
@@ -194,7 +194,7 @@ func TestNoHistoryOfAForgedRecord(t *testing.T) {
 			aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid", CreationTimestamp: metav1.NewTime(created)},
 				Status: awv1beta2.AppWrapperStatus{Phase: tc.phase}}
 			rec := tc.rec
-			d := decision.Decision{Verdict: decision.VerdictDeleteAfterTTL, Winner: "jobs", Outcome: rec.Outcome, Recorded: &rec, Trigger: &job, Evaluation: tc.eval}
+			d := decision.Decision{Verdict: decision.VerdictDeleteAfterTTL, Steps: decision.Steps{Outcome: rec.Outcome}, Why: decision.Why{Winner: "jobs", Recorded: &rec, Trigger: &job, Evaluation: tc.eval}}
 			in := decision.Input{Now: now, AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
 			if got := decision.BorneOut(in, d); got != tc.want {
 				t.Errorf("BorneOut = %v, want %v", got, tc.want)
@@ -260,7 +260,7 @@ func TestNoHistoryPastTheLimit(t *testing.T) {
 		aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("run-%d", tc.finished/time.Minute), Namespace: "ns", UID: "aw-uid", CreationTimestamp: metav1.NewTime(created)},
 			Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperFailed}}
 		rec := &decision.Record{Outcome: "Failed", Rule: "jobs", FinishedAt: created.Add(tc.finished)}
-		d := decision.Decision{Verdict: decision.VerdictRecordOnly, Winner: "jobs", Outcome: rec.Outcome, Recorded: rec}
+		d := decision.Decision{Verdict: decision.VerdictRecordOnly, Steps: decision.Steps{Outcome: rec.Outcome}, Why: decision.Why{Winner: "jobs", Recorded: rec}}
 		in := decision.Input{Now: created.Add(time.Hour), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
 		var mem awMemory
 		r.ensureHistory(context.Background(), in, d, rec, false, &mem, nil)

@@ -164,34 +164,27 @@ func Verdicts() []Verdict {
 		VerdictWaitingForRetries, VerdictClearOutcome, VerdictRecordOnly, VerdictDryRun, VerdictDeleteAfterTTL, VerdictDelete}
 }
 
-// Decision is what to do with one AppWrapper, and why.
+// Decision is what to do with one AppWrapper, and why: the verdict, then
+// the steps the controller takes (Steps), what it remembers until the next
+// decision (Remember), and what the decision observed and weighed (Why).
+// Their fields read as the Decision's own (d.Write, d.Winner).
 type Decision struct {
 	// Verdict says what wrapup does next; Reason says why, for people.
 	Verdict Verdict
 	Reason  string
 
-	// Rules lists every CompletionRule: the winner first, then the others
-	// in the order in which they would win.
-	Rules []RuleStanding
-	// Winner names the rule that decides (it may be blocked); "" when none.
-	Winner string
-	// Assigned names the rule counted as deciding for the AppWrapper
-	// (matchedAppWrappers): the winner, unless the AppWrapper is ignored or
-	// being deleted, or the rule names no kind and no component is annotated.
-	Assigned string
+	Steps
+	Remember
+	Why
 
-	// Trigger is the trigger component and what was read of it; nil when
-	// there is no single one.
-	Trigger *TriggerInfo
-	// Worker is, for an AppWrapper that MultiKueue dispatches, the worker
-	// cluster its triggers were read on; nil otherwise.
-	Worker *WorkerInfo
-	// Evaluation is the winning rule's result on the live trigger; nil when
-	// nothing was evaluated.
-	Evaluation *Evaluation
-	// Recorded is the record on the AppWrapper as observed; nil when none.
-	Recorded *Record
+	// notOwned: the live object of the trigger's name is someone else's.
+	notOwned bool
+}
 
+// Steps are what the controller does on a decision, in order: write (or
+// clear) the record, with its Events; then, for VerdictDelete, delete; and
+// decide again after Requeue.
+type Steps struct {
 	// Outcome is the final outcome acted on; "" while there is none.
 	Outcome wrapupv1alpha1.Outcome
 	// Write is the record to write now, replacing any; nil for no write.
@@ -207,16 +200,23 @@ type Decision struct {
 	// longest the failure can still take to become final. 0 means now, or
 	// on the next change.
 	After time.Duration
-
 	// DueAt is when the deletion is (or was) due, for DeleteAfterTTL and
 	// Delete: the TTL and any hold counted from when they started, not from
 	// this decision; zero otherwise.
 	DueAt time.Time
-
 	// Requeue is when to decide again if nothing changes; 0: on a change.
 	Requeue time.Duration
 	// Events are the Events to emit, each when its When says.
 	Events []Event
+}
+
+// Remember is what the controller keeps of the AppWrapper after the
+// decision, for the next one.
+type Remember struct {
+	// Assigned names the rule counted as deciding for the AppWrapper
+	// (matchedAppWrappers): the winner, unless the AppWrapper is ignored or
+	// being deleted, or the rule names no kind and no component is annotated.
+	Assigned string
 	// FailureSeen is what the controller remembers of the trigger's
 	// failure after this decision; nil to forget.
 	FailureSeen *FailureSeen
@@ -227,6 +227,27 @@ type Decision struct {
 	// annotated triggers', under a rule that names no kind), in the order
 	// of its components; none for none.
 	Claims []schema.GroupKind
+}
+
+// Why is what the decision observed and weighed: the rules, the trigger,
+// its evaluation, the record on the AppWrapper.
+type Why struct {
+	// Rules lists every CompletionRule: the winner first, then the others
+	// in the order in which they would win.
+	Rules []RuleStanding
+	// Winner names the rule that decides (it may be blocked); "" when none.
+	Winner string
+	// Trigger is the trigger component and what was read of it; nil when
+	// there is no single one.
+	Trigger *TriggerInfo
+	// Worker is, for an AppWrapper that MultiKueue dispatches, the worker
+	// cluster its triggers were read on; nil otherwise.
+	Worker *WorkerInfo
+	// Evaluation is the winning rule's result on the live trigger; nil when
+	// nothing was evaluated.
+	Evaluation *Evaluation
+	// Recorded is the record on the AppWrapper as observed; nil when none.
+	Recorded *Record
 	// Candidates are, under a rule whose policy is All or Any and with
 	// several candidates, every candidate and what was read and evaluated
 	// of it; Trigger and Evaluation are then nil.
@@ -234,9 +255,6 @@ type Decision struct {
 	// Policy is the winning rule's trigger policy when it has several
 	// candidates; "" otherwise.
 	Policy wrapupv1alpha1.TriggerPolicy
-
-	// notOwned: the live object of the trigger's name is someone else's.
-	notOwned bool
 }
 
 // Candidate is one candidate of a rule whose trigger policy is All or Any.

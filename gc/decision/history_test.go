@@ -54,16 +54,16 @@ func TestHistoryOfTheDecidingRule(t *testing.T) {
 	}
 	in := Input{Rules: []Rule{mk("short", 60, false), mk("long", 3600, false), mk("none", 60, true)}}
 	rec := &Record{Rule: "short"}
-	if rule, ret, keep := HistoryOf(in, Decision{Winner: "long"}, rec); rule != "long" || !keep || ret.TTLSecondsAfterFinished != 3600 {
+	if rule, ret, keep := HistoryOf(in, Decision{Why: Why{Winner: "long"}}, rec); rule != "long" || !keep || ret.TTLSecondsAfterFinished != 3600 {
 		t.Errorf("under the winner long: %q %+v %v; want long's retention", rule, ret, keep)
 	}
 	if rule, ret, keep := HistoryOf(in, Decision{}, rec); rule != "short" || !keep || ret.TTLSecondsAfterFinished != 60 {
 		t.Errorf("with no winner: %q %+v %v; want the record's rule's", rule, ret, keep)
 	}
-	if _, _, keep := HistoryOf(in, Decision{Winner: "none"}, rec); keep {
+	if _, _, keep := HistoryOf(in, Decision{Why: Why{Winner: "none"}}, rec); keep {
 		t.Error("a rule with history disabled keeps a record")
 	}
-	if _, _, keep := HistoryOf(in, Decision{Winner: "gone"}, rec); keep {
+	if _, _, keep := HistoryOf(in, Decision{Why: Why{Winner: "gone"}}, rec); keep {
 		t.Error("a rule that is not among the rules keeps a record")
 	}
 }

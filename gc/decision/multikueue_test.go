@@ -249,7 +249,7 @@ func TestMultiKueueManager(t *testing.T) {
 			if len(d.Claims) > 0 {
 				t.Errorf("claims %v on the manager, want none: the triggers are watched on the worker", d.Claims)
 			}
-			if tc.want != VerdictDelete && SameDeletion(Decision{Verdict: VerdictDelete, Outcome: d.Outcome}, d) {
+			if tc.want != VerdictDelete && SameDeletion(Decision{Verdict: VerdictDelete, Steps: Steps{Outcome: d.Outcome}}, d) {
 				t.Errorf("the decision would confirm a deletion")
 			}
 		})

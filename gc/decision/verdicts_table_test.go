@@ -23,19 +23,14 @@ func TestVerdictTable(t *testing.T) {
 		d    Decision
 		want string // "" for allowed
 	}{
-		{"a deletion, recorded now", Decision{Verdict: VerdictDelete, Write: &Record{},
-			Events: []Event{event(corev1.EventTypeNormal, wrapupv1alpha1.ReasonTriggerSucceeded), event(corev1.EventTypeNormal, wrapupv1alpha1.ReasonDeleted)}}, ""},
-		{"waiting, with a failed evaluation", Decision{Verdict: VerdictWaitingForTrigger, Requeue: 1,
-			Events: []Event{event(corev1.EventTypeWarning, wrapupv1alpha1.ReasonEvaluationError)}}, ""},
-		{"a record written while waiting", Decision{Verdict: VerdictWaitingForTrigger, Write: &Record{}}, "writes a record"},
-		{"a record cleared by a deletion", Decision{Verdict: VerdictDelete, Clear: true}, "clears the record"},
-		{"Deleted before the TTL", Decision{Verdict: VerdictDeleteAfterTTL,
-			Events: []Event{event(corev1.EventTypeNormal, wrapupv1alpha1.ReasonDeleted)}}, "emits the Event Deleted"},
-		{"an outcome announced and not recorded", Decision{Verdict: VerdictDelete,
-			Events: []Event{event(corev1.EventTypeNormal, wrapupv1alpha1.ReasonTriggerSucceeded)}}, "no record to write"},
-		{"a blocked AppWrapper that requeues", Decision{Verdict: VerdictBlocked, Requeue: 1}, "asks to decide again"},
-		{"an ignored AppWrapper with a Warning", Decision{Verdict: VerdictIgnored,
-			Events: []Event{event(corev1.EventTypeWarning, wrapupv1alpha1.ReasonTriggerAnnotationMisplaced)}}, "emits the Event"},
+		{"a deletion, recorded now", Decision{Verdict: VerdictDelete, Steps: Steps{Write: &Record{}, Events: []Event{event(corev1.EventTypeNormal, wrapupv1alpha1.ReasonTriggerSucceeded), event(corev1.EventTypeNormal, wrapupv1alpha1.ReasonDeleted)}}}, ""},
+		{"waiting, with a failed evaluation", Decision{Verdict: VerdictWaitingForTrigger, Steps: Steps{Requeue: 1, Events: []Event{event(corev1.EventTypeWarning, wrapupv1alpha1.ReasonEvaluationError)}}}, ""},
+		{"a record written while waiting", Decision{Verdict: VerdictWaitingForTrigger, Steps: Steps{Write: &Record{}}}, "writes a record"},
+		{"a record cleared by a deletion", Decision{Verdict: VerdictDelete, Steps: Steps{Clear: true}}, "clears the record"},
+		{"Deleted before the TTL", Decision{Verdict: VerdictDeleteAfterTTL, Steps: Steps{Events: []Event{event(corev1.EventTypeNormal, wrapupv1alpha1.ReasonDeleted)}}}, "emits the Event Deleted"},
+		{"an outcome announced and not recorded", Decision{Verdict: VerdictDelete, Steps: Steps{Events: []Event{event(corev1.EventTypeNormal, wrapupv1alpha1.ReasonTriggerSucceeded)}}}, "no record to write"},
+		{"a blocked AppWrapper that requeues", Decision{Verdict: VerdictBlocked, Steps: Steps{Requeue: 1}}, "asks to decide again"},
+		{"an ignored AppWrapper with a Warning", Decision{Verdict: VerdictIgnored, Steps: Steps{Events: []Event{event(corev1.EventTypeWarning, wrapupv1alpha1.ReasonTriggerAnnotationMisplaced)}}}, "emits the Event"},
 		{"a verdict nobody knows", Decision{Verdict: "Maybe"}, "not in the verdict table"},
 	} {
 		err := CheckVerdict(tc.d)

@@ -572,19 +572,20 @@ func TestExplanationString(t *testing.T) {
 		Phase:      awv1beta2.AppWrapperRunning,
 		At:         exNow,
 		Decision: decision.Decision{
-			Rules: []decision.RuleStanding{
-				{Name: "high", Priority: 10, Ready: "True/Compiled", Matches: true, Valid: true, Wins: true, Why: "wins: highest priority of 2 matching valid rules"},
-				{Name: "low", Priority: 1, Matches: true, Valid: true, Why: "loses to high: lower priority (1 < 10)"},
+			Verdict: decision.VerdictDeleteAfterTTL,
+			Reason:  "the trigger Succeeded: ...",
+			Steps:   decision.Steps{Outcome: wrapupv1alpha1.OutcomeSucceeded, After: 4 * time.Minute},
+			Why: decision.Why{
+				Rules: []decision.RuleStanding{
+					{Name: "high", Priority: 10, Ready: "True/Compiled", Matches: true, Valid: true, Wins: true, Why: "wins: highest priority of 2 matching valid rules"},
+					{Name: "low", Priority: 1, Matches: true, Valid: true, Why: "loses to high: lower priority (1 < 10)"},
+				},
+				Winner: "high",
+				Trigger: &decision.TriggerInfo{Ref: decision.Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: exJob},
+					UID: exJobUID},
+				Evaluation: &decision.Evaluation{Outcome: "Succeeded", Message: "all good", Cost: 12, BuiltinSuccess: false, BuiltinFailure: true},
+				Recorded:   &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "high", FinishedAt: exNow.Add(-time.Minute)},
 			},
-			Winner: "high",
-			Trigger: &decision.TriggerInfo{Ref: decision.Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: exJob},
-				UID: exJobUID},
-			Evaluation: &decision.Evaluation{Outcome: "Succeeded", Message: "all good", Cost: 12, BuiltinSuccess: false, BuiltinFailure: true},
-			Recorded:   &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "high", FinishedAt: exNow.Add(-time.Minute)},
-			Outcome:    wrapupv1alpha1.OutcomeSucceeded,
-			Verdict:    decision.VerdictDeleteAfterTTL,
-			Reason:     "the trigger Succeeded: ...",
-			After:      4 * time.Minute,
 		},
 	}
 	got := ex.String()
