@@ -27,9 +27,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math/rand"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,11 +94,7 @@ type mkEvent struct {
 }
 
 type mkWorld struct {
-	rng  *rand.Rand
-	now  time.Time
-	rv   int64
-	uids int
-	seq  int
+	simKernel
 
 	aws     map[types.NamespacedName]*awv1beta2.AppWrapper
 	wls     map[types.NamespacedName]*mkWorkload
@@ -119,14 +113,12 @@ type mkWorld struct {
 	failures map[types.NamespacedName]int
 	deleted  map[types.UID]bool
 
-	trace     []string
-	violation string
 	// deletes and records count what wrapup did, for the summary.
 	deletes, records int
 }
 
 func newMKWorld(seed int64) *mkWorld {
-	w := &mkWorld{rng: rand.New(rand.NewSource(seed)), now: simStart,
+	w := &mkWorld{simKernel: newSimKernel(seed),
 		aws: map[types.NamespacedName]*awv1beta2.AppWrapper{}, wls: map[types.NamespacedName]*mkWorkload{},
 		wlCache: map[types.NamespacedName]mkWorkload{}, workers: map[string]*mkWorker{},
 		truth: map[types.UID]mkTruth{}, deleted: map[types.UID]bool{},
@@ -154,27 +146,6 @@ func newMKWorld(seed int64) *mkWorld {
 	w.faults = []float64{0, 0.05, 0.2}[w.rng.Intn(3)]
 	w.startWrapup()
 	return w
-}
-
-func (w *mkWorld) logf(format string, args ...any) {
-	w.trace = append(w.trace, fmt.Sprintf("%8.1fs ", w.now.Sub(simStart).Seconds())+fmt.Sprintf(format, args...))
-}
-
-func (w *mkWorld) fail(format string, args ...any) {
-	if w.violation == "" {
-		w.violation = fmt.Sprintf(format, args...)
-		w.logf("VIOLATION: %s", w.violation)
-	}
-}
-
-func (w *mkWorld) newUID(prefix string) types.UID {
-	w.uids++
-	return types.UID(fmt.Sprintf("%s-%d", prefix, w.uids))
-}
-
-func (w *mkWorld) nextRV() string {
-	w.rv++
-	return strconv.FormatInt(w.rv, 10)
 }
 
 func (w *mkWorld) later(d time.Duration, do func()) {

@@ -245,11 +245,7 @@ func newSimCache() *simCache { return &simCache{objs: map[string]client.Object{}
 
 // simWorld is the simulated cluster.
 type simWorld struct {
-	rng  *rand.Rand
-	now  time.Time
-	rv   int64
-	seq  int
-	uids int
+	simKernel
 
 	aws   map[types.NamespacedName]*awv1beta2.AppWrapper
 	trigs map[string]*unstructured.Unstructured // kind/namespace/name
@@ -294,9 +290,7 @@ type simWorld struct {
 	// maxLag bounds the delay of the caches.
 	maxLag time.Duration
 
-	trace     []string
-	violation string
-	checks    simChecks
+	checks simChecks
 	// explainPolicies compiles rules for the view.Explain checks.
 	explainPolicies *celpolicies.Cache
 	// perKind: the admin writes one rule per kind (perKindShape).
@@ -305,8 +299,8 @@ type simWorld struct {
 
 func newSimWorld(seed int64) *simWorld {
 	w := &simWorld{
-		rng: rand.New(rand.NewSource(seed)), now: simStart,
-		aws: map[types.NamespacedName]*awv1beta2.AppWrapper{}, trigs: map[string]*unstructured.Unstructured{},
+		simKernel: newSimKernel(seed),
+		aws:       map[types.NamespacedName]*awv1beta2.AppWrapper{}, trigs: map[string]*unstructured.Unstructured{},
 		rules: map[string]*wrapupv1alpha1.CompletionRule{}, nss: map[string]*corev1.Namespace{},
 		crecs: map[types.NamespacedName]*wrapupv1alpha1.CompletionRecord{}, goneAWs: map[types.UID]*awv1beta2.AppWrapper{},
 		ruleSpecs: map[string]simRule{}, models: map[types.UID]*simAW{}, truth: map[types.UID]*simTruth{},
@@ -325,27 +319,6 @@ func newSimWorld(seed int64) *simWorld {
 		w.putNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name, Labels: map[string]string{"team": ns.team}}})
 	}
 	return w
-}
-
-func (w *simWorld) logf(format string, args ...any) {
-	w.trace = append(w.trace, fmt.Sprintf("%8.1fs ", w.now.Sub(simStart).Seconds())+fmt.Sprintf(format, args...))
-}
-
-func (w *simWorld) fail(format string, args ...any) {
-	if w.violation == "" {
-		w.violation = fmt.Sprintf(format, args...)
-		w.logf("VIOLATION: %s", w.violation)
-	}
-}
-
-func (w *simWorld) newUID(prefix string) types.UID {
-	w.uids++
-	return types.UID(fmt.Sprintf("%s-%d", prefix, w.uids))
-}
-
-func (w *simWorld) nextRV() string {
-	w.rv++
-	return strconv.FormatInt(w.rv, 10)
 }
 
 // lag is how late a change reaches a cache.

@@ -33,12 +33,6 @@ var _ = Describe("Completing AppWrappers", func() {
 	makeRule := func(name string) *util.RuleWrapper {
 		return util.MakeRule(fmt.Sprintf("%s-%s", ns.Name, name)).NamespaceLabels(map[string]string{nsLabel: ns.Name})
 	}
-	createRule := func(r *wrapupv1alpha1.CompletionRule) *wrapupv1alpha1.CompletionRule {
-		GinkgoHelper()
-		createSpecRule(r)
-		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
-		return r
-	}
 	// benchmarkAppWrapper wraps an inference Deployment, a ConfigMap and the
 	// benchmark Job, and waits until the AppWrapper controller runs them.
 	benchmarkAppWrapper := func(name string, annotateJob bool) (*awv1beta2.AppWrapper, types.NamespacedName) {
@@ -62,11 +56,10 @@ var _ = Describe("Completing AppWrappers", func() {
 	}
 
 	It("records the outcome and deletes the whole AppWrapper when the benchmark Job succeeds", func() {
-		rule := createRule(makeRule("benchmarks").
+		rule := createReadyRule(ns, util.MakeRule("benchmarks").
 			AppWrapperLabels(map[string]string{"llm-d.ai/role": "benchmark"}).
 			TriggerKind("batch", "Job", "").
-			Message(`'benchmark finished: ' + string(object.status.?succeeded.orValue(0)) + ' pod(s) succeeded'`).
-			Obj())
+			Message(`'benchmark finished: ' + string(object.status.?succeeded.orValue(0)) + ' pod(s) succeeded'`))
 		aw, job := benchmarkAppWrapper("run1", false)
 
 		By("playing the Deployment's controller: an inference pod that never finishes")
@@ -109,9 +102,9 @@ var _ = Describe("Completing AppWrappers", func() {
 	})
 
 	It("records the outcome on the AppWrapper's metadata", func() {
-		createRule(makeRule("status").TriggerKind("batch", "Job", "").
+		createReadyRule(ns, util.MakeRule("status").TriggerKind("batch", "Job", "").
 			OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).
-			Message(`'done'`).Obj())
+			Message(`'done'`))
 		aw, job := benchmarkAppWrapper("run2", false)
 		util.JobComplete(ctx, k8sClient, job)
 		Eventually(func(g Gomega) {
@@ -134,8 +127,8 @@ var _ = Describe("Completing AppWrappers", func() {
 	})
 
 	It("deletes a run recorded before its rule's action became DeleteAll only the TTL after the change, never at once", func() {
-		r := createRule(makeRule("action-change").TriggerKind("batch", "Job", "").
-			OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).Obj())
+		r := createReadyRule(ns, util.MakeRule("action-change").TriggerKind("batch", "Job", "").
+			OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0))
 		aw, job := benchmarkAppWrapper("run-action", false)
 		util.JobComplete(ctx, k8sClient, job)
 		Eventually(func(g Gomega) {
@@ -186,7 +179,7 @@ var _ = Describe("Completing AppWrappers", func() {
 		// manager's AppWrapper, managedBy cleared, labelled with its origin
 		// and its prebuilt Workload. Deleting it would make the manager
 		// dispatch the finished run again.
-		createRule(makeRule("worker").TriggerKind("batch", "Job", "").Obj())
+		createReadyRule(ns, util.MakeRule("worker").TriggerKind("batch", "Job", ""))
 		name := "run-worker"
 		aw := util.MakeAppWrapper(name, ns.Name).
 			Label("kueue.x-k8s.io/multikueue-origin", "manager").
@@ -226,7 +219,7 @@ var _ = Describe("Completing AppWrappers", func() {
 	})
 
 	It("never deletes in dry-run mode, and says what it would do", func() {
-		createRule(makeRule("dry").TriggerKind("batch", "Job", "").DryRun().Obj())
+		createReadyRule(ns, util.MakeRule("dry").TriggerKind("batch", "Job", "").DryRun())
 		aw, job := benchmarkAppWrapper("run3", false)
 		util.JobComplete(ctx, k8sClient, job)
 		expectEvent(aw, "", "WouldDelete", "would delete")
@@ -236,7 +229,7 @@ var _ = Describe("Completing AppWrappers", func() {
 	})
 
 	It("waits ttlSecondsAfterFinished before deleting", func() {
-		createRule(makeRule("ttl").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 4).Obj())
+		createReadyRule(ns, util.MakeRule("ttl").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 4))
 		aw, job := benchmarkAppWrapper("run4", false)
 		util.JobComplete(ctx, k8sClient, job)
 		expectEvent(aw, "", "TriggerSucceeded", "deleted in 4s")
@@ -247,15 +240,15 @@ var _ = Describe("Completing AppWrappers", func() {
 	})
 
 	It("uses the component annotated as the trigger when the rule names no kind", func() {
-		createRule(makeRule("annotated").Priority(-100).Obj())
+		createReadyRule(ns, util.MakeRule("annotated").Priority(-100))
 		aw, job := benchmarkAppWrapper("run5", true)
 		util.JobComplete(ctx, k8sClient, job)
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
 	})
 
 	It("lets the highest-priority matching rule decide", func() {
-		createRule(makeRule("low").TriggerKind("batch", "Job", "").Priority(1).Obj())
-		high := createRule(makeRule("high").TriggerKind("batch", "Job", "").Priority(10).OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).Obj())
+		createReadyRule(ns, util.MakeRule("low").TriggerKind("batch", "Job", "").Priority(1))
+		high := createReadyRule(ns, util.MakeRule("high").TriggerKind("batch", "Job", "").Priority(10).OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0))
 		aw, job := benchmarkAppWrapper("run6", false)
 		Eventually(func(g Gomega) {
 			got := &wrapupv1alpha1.CompletionRule{}
@@ -282,8 +275,8 @@ var _ = Describe("Completing AppWrappers", func() {
 	})
 
 	It("never touches an AppWrapper outside the rule's selectors", func() {
-		createRule(makeRule("selective").TriggerKind("batch", "Job", "").
-			AppWrapperLabels(map[string]string{"llm-d.ai/role": "benchmark"}).Obj())
+		createReadyRule(ns, util.MakeRule("selective").TriggerKind("batch", "Job", "").
+			AppWrapperLabels(map[string]string{"llm-d.ai/role": "benchmark"}))
 
 		By("an AppWrapper without the label, in the rule's namespace")
 		unlabelled := util.MakeAppWrapper("unlabelled", ns.Name).Component(util.MakeJob("unlabelled-job").Obj(), nil).Obj()
@@ -310,7 +303,7 @@ var _ = Describe("Completing AppWrappers", func() {
 	})
 
 	It("keeps a failed run for onFailure's TTL, then deletes it", func() {
-		createRule(makeRule("failure-ttl").TriggerKind("batch", "Job", "").OnFailure(wrapupv1alpha1.ActionDeleteAll, 4).Obj())
+		createReadyRule(ns, util.MakeRule("failure-ttl").TriggerKind("batch", "Job", "").OnFailure(wrapupv1alpha1.ActionDeleteAll, 4))
 		aw := util.MakeAppWrapper("run13", ns.Name).
 			Annotation(awv1beta2.RetryLimitAnnotation, "0").
 			Component(util.MakeDeployment("run13-inference", 1), nil).
@@ -330,7 +323,7 @@ var _ = Describe("Completing AppWrappers", func() {
 	})
 
 	It("leaves AppWrappers annotated wrapup.dev/ignore alone", func() {
-		createRule(makeRule("all").TriggerKind("batch", "Job", "").Obj())
+		createReadyRule(ns, util.MakeRule("all").TriggerKind("batch", "Job", ""))
 		aw, job := benchmarkAppWrapper("run7", false)
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), aw)).To(Succeed())
 		aw.Annotations = map[string]string{wrapupv1alpha1.IgnoreAnnotation: "true"}
@@ -344,7 +337,7 @@ var _ = Describe("Completing AppWrappers", func() {
 	})
 
 	It("refuses an ambiguous trigger with a Warning that says why", func() {
-		createRule(makeRule("ambiguous").TriggerKind("batch", "Job", "").Obj())
+		createReadyRule(ns, util.MakeRule("ambiguous").TriggerKind("batch", "Job", ""))
 		aw := util.MakeAppWrapper("run8", ns.Name).
 			Component(util.MakeJob("first").Obj(), nil).
 			Component(util.MakeJob("second").Obj(), nil).Obj()
@@ -415,8 +408,8 @@ var _ = Describe("Completing AppWrappers", func() {
 	})
 
 	It("takes a CEL runtime error as not finished, with an Event", func() {
-		createRule(makeRule("runtime-error").TriggerKind("batch", "Job", "").
-			Success(`object.status.noSuchField == 1`).Obj())
+		createReadyRule(ns, util.MakeRule("runtime-error").TriggerKind("batch", "Job", "").
+			Success(`object.status.noSuchField == 1`))
 		aw, job := benchmarkAppWrapper("run10", false)
 		util.JobComplete(ctx, k8sClient, job)
 		expectEvent(aw, "", "EvaluationError", "not finished")
@@ -426,7 +419,7 @@ var _ = Describe("Completing AppWrappers", func() {
 	})
 
 	It("finishes a failed AppWrapper once its controller stops retrying", func() {
-		createRule(makeRule("failures").TriggerKind("batch", "Job", "").OnFailure(wrapupv1alpha1.ActionDeleteAll, 0).Obj())
+		createReadyRule(ns, util.MakeRule("failures").TriggerKind("batch", "Job", "").OnFailure(wrapupv1alpha1.ActionDeleteAll, 0))
 		aw := util.MakeAppWrapper("run11", ns.Name).
 			Annotation(awv1beta2.RetryLimitAnnotation, "0").
 			Component(util.MakeDeployment("run11-inference", 1), nil).
@@ -441,7 +434,7 @@ var _ = Describe("Completing AppWrappers", func() {
 	})
 
 	It("waits while the AppWrapper controller retries a failed trigger, and evaluates the new one afresh", func() {
-		createRule(makeRule("retries").TriggerKind("batch", "Job", "").Obj())
+		createReadyRule(ns, util.MakeRule("retries").TriggerKind("batch", "Job", ""))
 		aw := util.MakeAppWrapper("run12", ns.Name).
 			Annotation(awv1beta2.RetryLimitAnnotation, "1").
 			// Its controller resets on the first failed pod, without waiting.
@@ -479,7 +472,7 @@ var _ = Describe("Completing AppWrappers", func() {
 		// this suite) grace period, so wrapup may record the failure before
 		// the retry starts; then the record must go and nothing be deleted.
 		// Whichever comes first, the invariant below holds.
-		createRule(makeRule("late-retry").TriggerKind("batch", "Job", "").OnFailure(wrapupv1alpha1.ActionDeleteAll, 5).Obj())
+		createReadyRule(ns, util.MakeRule("late-retry").TriggerKind("batch", "Job", "").OnFailure(wrapupv1alpha1.ActionDeleteAll, 5))
 		aw := util.MakeAppWrapper("run14", ns.Name).
 			Annotation(awv1beta2.RetryLimitAnnotation, "1").
 			Annotation(awv1beta2.RetryPausePeriodDurationAnnotation, "1s").

@@ -31,8 +31,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 	// namespace, that records outcomes only unless the test says otherwise.
 	createRule := func(name string, priority int32, mods ...func(*util.RuleWrapper)) *wrapupv1alpha1.CompletionRule {
 		GinkgoHelper()
-		w := util.MakeRule(fmt.Sprintf("%s-%s", ns.Name, name)).
-			NamespaceLabels(map[string]string{nsLabel: ns.Name}).
+		w := util.MakeRule(name).
 			TriggerKind("batch", "Job", "").
 			Priority(priority).
 			OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).
@@ -40,10 +39,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 		for _, m := range mods {
 			m(w)
 		}
-		r := w.Obj()
-		createSpecRule(r)
-		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
-		return r
+		return createReadyRule(ns, w)
 	}
 	// runningAppWrapper creates an AppWrapper with an inference Deployment
 	// and a benchmark Job, and waits until the Job runs.

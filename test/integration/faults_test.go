@@ -103,14 +103,6 @@ func expectActedOnceEach(namespace string, finished, untouched []*awv1beta2.AppW
 var _ = Describe("Faults", func() {
 	var ns *corev1.Namespace
 	BeforeEach(func() { ns = specNamespace("faults") })
-	createRule := func(w *util.RuleWrapper) *wrapupv1alpha1.CompletionRule {
-		GinkgoHelper()
-		r := w.NamespaceLabels(map[string]string{nsLabel: ns.Name}).Obj()
-		r.Name = ns.Name + "-" + r.Name
-		createSpecRule(r)
-		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
-		return r
-	}
 	runningJobAppWrapper := func(name string, labels map[string]string) (*awv1beta2.AppWrapper, types.NamespacedName) {
 		GinkgoHelper()
 		w := util.MakeAppWrapper(name, ns.Name).Component(util.MakeJob(name+"-job").Obj(), nil)
@@ -140,7 +132,7 @@ var _ = Describe("Faults", func() {
 
 	It("deletes at the TTL, once, when the controller restarts between recording and the TTL", func() {
 		const ttl = 6
-		createRule(util.MakeRule("restart").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, ttl))
+		createReadyRule(ns, util.MakeRule("restart").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, ttl))
 		aw, job := runningJobAppWrapper("restart", nil)
 		util.JobComplete(ctx, k8sClient, job)
 		finishedAt := expectRecorded(aw)
@@ -172,7 +164,7 @@ var _ = Describe("Faults", func() {
 	})
 
 	It("deletes once when the controller stops right after its delete call, and the restarted one finds the AppWrapper still there", func() {
-		createRule(util.MakeRule("afterdelete").TriggerKind("batch", "Job", ""))
+		createReadyRule(ns, util.MakeRule("afterdelete").TriggerKind("batch", "Job", ""))
 		// A finalizer of the test's own keeps the deleted AppWrapper, so
 		// that the restarted controller sees it, deletionTimestamp set.
 		const hold = "test.wrapup.dev/hold"
@@ -214,7 +206,7 @@ var _ = Describe("Faults", func() {
 	})
 
 	It("finishes a trigger that completed while the controller was down", func() {
-		createRule(util.MakeRule("down").TriggerKind("batch", "Job", ""))
+		createReadyRule(ns, util.MakeRule("down").TriggerKind("batch", "Job", ""))
 		aw, job := runningJobAppWrapper("down", nil)
 		restartManager(func() {
 			util.JobComplete(ctx, k8sClient, job)
@@ -225,7 +217,7 @@ var _ = Describe("Faults", func() {
 
 	It("cancels a pending deletion when the rule stops matching the AppWrapper", func() {
 		const ttl = 4
-		r := createRule(util.MakeRule("edited").TriggerKind("batch", "Job", "").
+		r := createReadyRule(ns, util.MakeRule("edited").TriggerKind("batch", "Job", "").
 			AppWrapperLabels(map[string]string{"team": "a"}).OnSuccess(wrapupv1alpha1.ActionDeleteAll, ttl))
 		aw, job := runningJobAppWrapper("edited", map[string]string{"team": "a"})
 		util.JobComplete(ctx, k8sClient, job)
@@ -246,7 +238,7 @@ var _ = Describe("Faults", func() {
 
 	It("loses no completion and acts on none twice when the API server restarts while triggers complete", func() {
 		errorMark := fwk.Errors.Mark()
-		rule := createRule(util.MakeRule("apiserver").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 0))
+		rule := createReadyRule(ns, util.MakeRule("apiserver").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 0))
 		const n = 6
 		var (
 			finished, running []*awv1beta2.AppWrapper
@@ -341,7 +333,7 @@ var _ = Describe("Faults", func() {
 		gk := schema.GroupKind{Group: "late.wrapup.dev", Kind: "LateRun"}
 		installLateCRDs()
 		DeferCleanup(uninstallLateCRDs)
-		r := createRule(util.MakeRule("crd-gone").TriggerKind(gk.Group, gk.Kind, "").Success("object.status.?phase.orValue('') == 'Done'"))
+		r := createReadyRule(ns, util.MakeRule("crd-gone").TriggerKind(gk.Group, gk.Kind, "").Success("object.status.?phase.orValue('') == 'Done'"))
 		Eventually(func() bool { return informerRunning(gk) }, util.Timeout, util.Interval).Should(BeTrue())
 
 		By("deleting the CRD")

@@ -10,7 +10,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,17 +23,6 @@ var _ = Describe("The history of finished runs", func() {
 	var ns *corev1.Namespace
 	BeforeEach(func() { ns = specNamespace("history") })
 
-	createRule := func(w *util.RuleWrapper, mods ...func(*wrapupv1alpha1.CompletionRule)) *wrapupv1alpha1.CompletionRule {
-		GinkgoHelper()
-		r := w.NamespaceLabels(map[string]string{nsLabel: ns.Name}).Obj()
-		r.Name = ns.Name + "-" + r.Name
-		for _, m := range mods {
-			m(r)
-		}
-		createSpecRule(r)
-		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
-		return r
-	}
 	// run creates an AppWrapper with an inference ConfigMap and a benchmark
 	// Job, waits until it runs, and returns it and the Job's key.
 	run := func(name string, labels map[string]string) (*awv1beta2.AppWrapper, types.NamespacedName) {
@@ -63,7 +51,7 @@ var _ = Describe("The history of finished runs", func() {
 	}
 
 	It("leaves a record of a DeleteAll run after the AppWrapper is gone", func() {
-		rule := createRule(util.MakeRule("bench").TriggerKind("batch", "Job", "").Message(`'benchmark ' + object.metadata.name + ' done'`))
+		rule := createReadyRule(ns, util.MakeRule("bench").TriggerKind("batch", "Job", "").Message(`'benchmark ' + object.metadata.name + ' done'`))
 		aw, job := run("run1", map[string]string{"llm-d.ai/run-id": "r-17"})
 		live := &batchv1.Job{}
 		Expect(k8sClient.Get(ctx, job, live)).To(Succeed())
@@ -113,9 +101,9 @@ var _ = Describe("The history of finished runs", func() {
 	})
 
 	It("leaves records of UpdateStatus and dry-run runs, saying what was done", func() {
-		createRule(util.MakeRule("status").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).
+		createReadyRule(ns, util.MakeRule("status").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).
 			AppWrapperLabels(map[string]string{"mode": "status"}))
-		createRule(util.MakeRule("dry").TriggerKind("batch", "Job", "").DryRun().AppWrapperLabels(map[string]string{"mode": "dry"}))
+		createReadyRule(ns, util.MakeRule("dry").TriggerKind("batch", "Job", "").DryRun().AppWrapperLabels(map[string]string{"mode": "dry"}))
 		status, sj := run("status", map[string]string{"mode": "status"})
 		dry, dj := run("dry", map[string]string{"mode": "dry"})
 		util.JobComplete(ctx, k8sClient, sj)
@@ -134,10 +122,10 @@ var _ = Describe("The history of finished runs", func() {
 	})
 
 	It("deletes a record once its TTL has passed, and writes none for a rule with history disabled", func() {
-		createRule(util.MakeRule("short").TriggerKind("batch", "Job", "").AppWrapperLabels(map[string]string{"keep": "short"}),
-			func(r *wrapupv1alpha1.CompletionRule) { r.Spec.History.TTLSecondsAfterFinished = ptr.To[int32](3) })
-		createRule(util.MakeRule("none").TriggerKind("batch", "Job", "").AppWrapperLabels(map[string]string{"keep": "none"}),
-			func(r *wrapupv1alpha1.CompletionRule) { r.Spec.History.Disabled = true })
+		createReadyRule(ns, util.MakeRule("short").TriggerKind("batch", "Job", "").AppWrapperLabels(map[string]string{"keep": "short"}).
+			History(wrapupv1alpha1.HistorySpec{TTLSecondsAfterFinished: ptr.To[int32](3)}))
+		createReadyRule(ns, util.MakeRule("none").TriggerKind("batch", "Job", "").AppWrapperLabels(map[string]string{"keep": "none"}).
+			History(wrapupv1alpha1.HistorySpec{Disabled: true}))
 		short, sj := run("short", map[string]string{"keep": "short"})
 		none, nj := run("none", map[string]string{"keep": "none"})
 		util.JobComplete(ctx, k8sClient, sj)
@@ -157,8 +145,8 @@ var _ = Describe("The history of finished runs", func() {
 	})
 
 	It("keeps at most limitPerNamespace records of a rule in a namespace, the newest", func() {
-		createRule(util.MakeRule("two").TriggerKind("batch", "Job", ""),
-			func(r *wrapupv1alpha1.CompletionRule) { r.Spec.History.LimitPerNamespace = ptr.To[int32](2) })
+		createReadyRule(ns, util.MakeRule("two").TriggerKind("batch", "Job", "").
+			History(wrapupv1alpha1.HistorySpec{LimitPerNamespace: ptr.To[int32](2)}))
 		var aws []*awv1beta2.AppWrapper
 		for i := range 3 {
 			aw, job := run(fmt.Sprintf("lim%d", i), nil)
@@ -185,7 +173,7 @@ var _ = Describe("The history of finished runs", func() {
 		// (FailedComponent, no grace). wrapup's grace is short in this
 		// suite: it records the failure first; the retry clears it, and the
 		// new attempt's success replaces the record.
-		createRule(util.MakeRule("retry").TriggerKind("batch", "Job", "").
+		createReadyRule(ns, util.MakeRule("retry").TriggerKind("batch", "Job", "").
 			Failure("object.status.?failed.orValue(0) >= 1").
 			OnFailure(wrapupv1alpha1.ActionDeleteAll, 30))
 		aw := util.MakeAppWrapper("retry", ns.Name).

@@ -69,13 +69,6 @@ func condition(t string) map[string]any {
 var _ = Describe("Trigger kinds", func() {
 	var ns *corev1.Namespace
 	BeforeEach(func() { ns = specNamespace("kinds") })
-	createRule := func(r *wrapupv1alpha1.CompletionRule) {
-		GinkgoHelper()
-		r.Name = ns.Name + "-" + r.Name
-		r.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{nsLabel: ns.Name}}
-		createSpecRule(r)
-		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
-	}
 
 	// finishes runs the scenario for one kind: an AppWrapper wrapping an
 	// inference Deployment and trigger; the test writes the status the
@@ -109,10 +102,10 @@ var _ = Describe("Trigger kinds", func() {
 	It("finishes every kind with one rule per kind at one priority, and annotated-triggers for the rest", func() {
 		// What admins write first (docs/writing-rules.md, "One rule per
 		// kind"): no selectors but the spec's namespace, one priority.
-		createRule(util.MakeRule("jobs").TriggerKind("batch", "Job", "").Priority(10).Obj())
-		createRule(util.MakeRule("jobsets").TriggerKind("jobset.x-k8s.io", "JobSet", "").Priority(10).Obj())
-		createRule(util.MakeRule("pytorchjobs").TriggerKind("kubeflow.org", "PyTorchJob", "").Priority(10).Obj())
-		createRule(util.MakeRule("annotated-triggers").Priority(-1000).Obj())
+		createReadyRule(ns, util.MakeRule("jobs").TriggerKind("batch", "Job", "").Priority(10))
+		createReadyRule(ns, util.MakeRule("jobsets").TriggerKind("jobset.x-k8s.io", "JobSet", "").Priority(10))
+		createReadyRule(ns, util.MakeRule("pytorchjobs").TriggerKind("kubeflow.org", "PyTorchJob", "").Priority(10))
+		createReadyRule(ns, util.MakeRule("annotated-triggers").Priority(-1000))
 		jobset := object("jobset.x-k8s.io/v1alpha2", "JobSet", "train", map[string]any{
 			"replicatedJobs": []any{map[string]any{"name": "workers", "replicas": int64(1), "template": map[string]any{
 				"spec": map[string]any{"parallelism": int64(1), "completions": int64(1), "template": podTemplate()},
@@ -194,8 +187,8 @@ var _ = Describe("Trigger kinds", func() {
 		broken.Spec.AppWrapperSelector, broken.Spec.NamespaceSelector = bad, bad.DeepCopy()
 		createSpecRule(broken)
 		expectRuleReady(broken, metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidSelector)
-		createRule(util.MakeRule("jobs").TriggerKind("batch", "Job", "").Obj())
-		createRule(util.MakeRule("pytorchjobs").TriggerKind("kubeflow.org", "PyTorchJob", "").Obj())
+		createReadyRule(ns, util.MakeRule("jobs").TriggerKind("batch", "Job", ""))
+		createReadyRule(ns, util.MakeRule("pytorchjobs").TriggerKind("kubeflow.org", "PyTorchJob", ""))
 
 		jobAW := util.MakeAppWrapper("held", ns.Name).Component(util.MakeJob("bench").Obj(), nil).Obj()
 		Expect(k8sClient.Create(ctx, jobAW)).To(Succeed())
@@ -216,7 +209,7 @@ var _ = Describe("Trigger kinds", func() {
 	})
 
 	It("finishes on a JobSet's Completed condition (built-in)", func() {
-		createRule(util.MakeRule("jobset").TriggerKind("jobset.x-k8s.io", "JobSet", "").Obj())
+		createReadyRule(ns, util.MakeRule("jobset").TriggerKind("jobset.x-k8s.io", "JobSet", ""))
 		finishes(object("jobset.x-k8s.io/v1alpha2", "JobSet", "train", map[string]any{
 			"replicatedJobs": []any{map[string]any{"name": "workers", "replicas": int64(1), "template": map[string]any{
 				"spec": map[string]any{"parallelism": int64(1), "completions": int64(1), "template": podTemplate()},
@@ -227,12 +220,12 @@ var _ = Describe("Trigger kinds", func() {
 	})
 
 	It("finishes on a PyTorchJob's Succeeded condition (built-in)", func() {
-		createRule(util.MakeRule("pytorch").TriggerKind("kubeflow.org", "PyTorchJob", "").Obj())
+		createReadyRule(ns, util.MakeRule("pytorch").TriggerKind("kubeflow.org", "PyTorchJob", ""))
 		finishes(pyTorchJob(), pyTorchJobSucceeded)
 	})
 
 	It("finishes on a RayJob's SUCCEEDED job status (built-in)", func() {
-		createRule(util.MakeRule("rayjob").TriggerKind("ray.io", "RayJob", "").Obj())
+		createReadyRule(ns, util.MakeRule("rayjob").TriggerKind("ray.io", "RayJob", ""))
 		finishes(object("ray.io/v1", "RayJob", "tune", map[string]any{
 			"entrypoint": "python tune.py",
 			"rayClusterSpec": map[string]any{
@@ -247,11 +240,11 @@ var _ = Describe("Trigger kinds", func() {
 	})
 
 	It("finishes a custom kind by the rule's own success expression", func() {
-		createRule(util.MakeRule("evalrun").TriggerKind("example.wrapup.dev", "EvalRun", "").
+		createReadyRule(ns, util.MakeRule("evalrun").TriggerKind("example.wrapup.dev", "EvalRun", "").
 			Variable("phase", "object.status.?phase.orValue('')").
 			Success("variables.phase == 'Done'").
 			Failure("variables.phase == 'Aborted'").
-			Message("string(object.status.?passed.orValue(0)) + ' checks passed'").Obj())
+			Message("string(object.status.?passed.orValue(0)) + ' checks passed'"))
 		finishes(object("example.wrapup.dev/v1", "EvalRun", "suite", map[string]any{"suite": "mmlu"}),
 			func(u *unstructured.Unstructured) {
 				Expect(unstructured.SetNestedField(u.Object, "Done", "status", "phase")).To(Succeed())
@@ -260,9 +253,8 @@ var _ = Describe("Trigger kinds", func() {
 	})
 
 	It("sees the trigger's spec and the AppWrapper's spec and status once a rule is edited to read them, though wrapup's caches dropped them", func() {
-		r := util.MakeRule("evalspec").TriggerKind("example.wrapup.dev", "EvalRun", "").
-			Success("object.?status.?phase.orValue('') == 'Done'").Obj()
-		createRule(r)
+		r := createReadyRule(ns, util.MakeRule("evalspec").TriggerKind("example.wrapup.dev", "EvalRun", "").
+			Success("object.?status.?phase.orValue('') == 'Done'"))
 
 		aw := util.MakeAppWrapper("run", ns.Name).
 			Component(util.MakeDeployment("inference", 1), nil).
@@ -302,9 +294,9 @@ var _ = Describe("Trigger kinds", func() {
 	})
 
 	It("sees the AppWrapper's annotations in a rule that reads them, though wrapup's cache keeps only those it reads itself", func() {
-		createRule(util.MakeRule("evalmeta").TriggerKind("example.wrapup.dev", "EvalRun", "").
+		createReadyRule(ns, util.MakeRule("evalmeta").TriggerKind("example.wrapup.dev", "EvalRun", "").
 			Success("object.?status.?phase.orValue('') == 'Done'").
-			Message("'run ' + appWrapper.metadata.annotations['team.example.com/run'] + ' of ' + appWrapper.metadata.labels['team']").Obj())
+			Message("'run ' + appWrapper.metadata.annotations['team.example.com/run'] + ' of ' + appWrapper.metadata.labels['team']"))
 		aw := util.MakeAppWrapper("annotated", ns.Name).Label("team", "evals").Annotation("team.example.com/run", "r42").
 			Component(util.MakeDeployment("inference", 1), nil).
 			Component(object("example.wrapup.dev/v1", "EvalRun", "meta", map[string]any{"suite": "mmlu"}), nil).Obj()
@@ -376,7 +368,7 @@ var _ = Describe("Trigger kinds", func() {
 	})
 
 	It("never takes an object the AppWrapper does not own as its trigger", func() {
-		createRule(util.MakeRule("owned").TriggerKind("batch", "Job", "").Obj())
+		createReadyRule(ns, util.MakeRule("owned").TriggerKind("batch", "Job", ""))
 		By("someone creating, ahead of the AppWrapper, a Job with the trigger's name and the AppWrapper's label")
 		impostor := util.MakeJob("bench").Obj()
 		impostor.Namespace = ns.Name

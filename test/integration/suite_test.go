@@ -19,6 +19,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/test/framework"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
 // failureGracePeriod is short so that the suite can show a failure that the
@@ -128,6 +129,18 @@ func specNamespace(prefix string) *corev1.Namespace {
 }
 
 // createSpecRule creates rule, and deletes it after the spec.
+// createReadyRule makes w's rule the spec's own, named after the spec's
+// namespace ns and selecting it alone; it creates the rule (deleted when
+// the spec ends) and waits until the rule controller reports it Ready.
+func createReadyRule(ns *corev1.Namespace, w *util.RuleWrapper) *wrapupv1alpha1.CompletionRule {
+	GinkgoHelper()
+	r := w.NamespaceLabels(map[string]string{nsLabel: ns.Name}).Obj()
+	r.Name = ns.Name + "-" + r.Name
+	createSpecRule(r)
+	expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
+	return r
+}
+
 func createSpecRule(rule *wrapupv1alpha1.CompletionRule) {
 	GinkgoHelper()
 	Expect(k8sClient.Create(ctx, rule)).To(Succeed())

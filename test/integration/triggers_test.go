@@ -21,13 +21,6 @@ var _ = Describe("Several triggers", func() {
 	var ns *corev1.Namespace
 	BeforeEach(func() { ns = specNamespace("triggers") })
 
-	createRule := func(r *wrapupv1alpha1.CompletionRule) {
-		GinkgoHelper()
-		r.Name = ns.Name + "-" + r.Name
-		r.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{nsLabel: ns.Name}}
-		createSpecRule(r)
-		expectRuleReady(r, metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled)
-	}
 	// harness creates an AppWrapper with an inference ConfigMap and n
 	// harness Jobs, waits until it runs, and returns the Jobs' keys.
 	harness := func(name string, n int, w *util.AppWrapperWrapper) (*awv1beta2.AppWrapper, []types.NamespacedName) {
@@ -59,8 +52,8 @@ var _ = Describe("Several triggers", func() {
 	}
 
 	It("under All, deletes an AppWrapper with three harness Jobs only once the third has succeeded", func() {
-		createRule(util.MakeRule("all").TriggerKind("batch", "Job", "").Policy(wrapupv1alpha1.TriggerPolicyAll).
-			Message(`'done: ' + object.metadata.name`).OnSuccess(wrapupv1alpha1.ActionDeleteAll, 2).Obj())
+		createReadyRule(ns, util.MakeRule("all").TriggerKind("batch", "Job", "").Policy(wrapupv1alpha1.TriggerPolicyAll).
+			Message(`'done: ' + object.metadata.name`).OnSuccess(wrapupv1alpha1.ActionDeleteAll, 2))
 		aw, jobs := harness("sweep", 3, util.MakeAppWrapper("sweep", ns.Name))
 
 		By("two of the three succeeding: nothing happens")
@@ -83,7 +76,7 @@ var _ = Describe("Several triggers", func() {
 	})
 
 	It("under Any, deletes an AppWrapper with two harness Jobs once one has succeeded", func() {
-		createRule(util.MakeRule("any").TriggerKind("batch", "Job", "").Policy(wrapupv1alpha1.TriggerPolicyAny).Obj())
+		createReadyRule(ns, util.MakeRule("any").TriggerKind("batch", "Job", "").Policy(wrapupv1alpha1.TriggerPolicyAny))
 		aw, jobs := harness("race", 2, util.MakeAppWrapper("race", ns.Name))
 		expectUndecided(aw)
 
@@ -94,8 +87,8 @@ var _ = Describe("Several triggers", func() {
 	})
 
 	It("under All, waits while the AppWrapper controller retries one failed Job of three, and decides on the new attempt", func() {
-		createRule(util.MakeRule("all-retry").TriggerKind("batch", "Job", "").Policy(wrapupv1alpha1.TriggerPolicyAll).
-			OnFailure(wrapupv1alpha1.ActionDeleteAll, 5).Obj())
+		createReadyRule(ns, util.MakeRule("all-retry").TriggerKind("batch", "Job", "").Policy(wrapupv1alpha1.TriggerPolicyAll).
+			OnFailure(wrapupv1alpha1.ActionDeleteAll, 5))
 		aw, jobs := harness("retry", 3, util.MakeAppWrapper("retry", ns.Name).
 			Annotation(awv1beta2.RetryLimitAnnotation, "1").
 			Annotation(awv1beta2.FailureGracePeriodDurationAnnotation, "0s").
@@ -129,7 +122,7 @@ var _ = Describe("Several triggers", func() {
 	})
 
 	It("finishes an AppWrapper whose annotated triggers are a Job and a Pod, under a rule with no kind", func() {
-		createRule(util.MakeRule("mixed").Policy(wrapupv1alpha1.TriggerPolicyAll).OnSuccess(wrapupv1alpha1.ActionDeleteAll, 2).Obj())
+		createReadyRule(ns, util.MakeRule("mixed").Policy(wrapupv1alpha1.TriggerPolicyAll).OnSuccess(wrapupv1alpha1.ActionDeleteAll, 2))
 		pod := &corev1.Pod{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 			ObjectMeta: metav1.ObjectMeta{Name: "mixed-checker"},

@@ -273,6 +273,12 @@ func (w *RuleWrapper) DryRun() *RuleWrapper {
 	return w
 }
 
+// History sets how the rule keeps the records of its runs.
+func (w *RuleWrapper) History(h wrapupv1alpha1.HistorySpec) *RuleWrapper {
+	w.Spec.History = h
+	return w
+}
+
 // Obj returns the built rule.
 func (w *RuleWrapper) Obj() *wrapupv1alpha1.CompletionRule { return &w.CompletionRule }
 
