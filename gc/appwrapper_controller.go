@@ -315,6 +315,11 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.forget(key, mem)
 		return ctrl.Result{}, nil
 	}
+	if in.AppWrapper.UID != mem.uid {
+		// Another AppWrapper under the same name: its worker's failures
+		// are counted from none.
+		in.WorkerFailures = 0
+	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("appWrapper", klog.KObj(in.AppWrapper)))
 	d := decision.Decide(ctx, in)
 	r.observed("cached", in, d)
@@ -324,7 +329,7 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	ctx = r.remember(ctx, in, d, mem)
 	if d.Verdict == decision.VerdictWorkerUnreachable {
-		return ctrl.Result{RequeueAfter: workerBackoff(mem.unreachable)}, nil
+		return ctrl.Result{RequeueAfter: d.Requeue}, nil
 	}
 	confirm := func() (decision.Input, decision.Decision, error) {
 		return r.decideFresh(ctx, key, nil, mem)
@@ -362,7 +367,7 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 // input is the start of a decision's input: the clock and the memory.
 func (r *appWrapperReconciler) input(mem *awMemory) decision.Input {
-	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, HoldStart: mem.holdStart, FailureGracePeriod: r.FailureGracePeriod}
+	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, HoldStart: mem.holdStart, WorkerFailures: mem.unreachable, FailureGracePeriod: r.FailureGracePeriod}
 }
 
 // remember keeps in mem what the decision d on the caches says to
@@ -384,11 +389,10 @@ func (r *appWrapperReconciler) remember(ctx context.Context, in decision.Input, 
 		r.releaseWorker(key, mem)
 	}
 	r.warn(aw, d, mem)
+	mem.unreachable = d.WorkerFailures
 	if d.Verdict == decision.VerdictWorkerUnreachable {
-		mem.unreachable++
 		return ctx
 	}
-	mem.unreachable = 0
 	for _, e := range d.Evaluations() {
 		if !e.FromAppWrapperPhase {
 			evaluationSeconds.Observe(e.Took.Seconds())

@@ -38,9 +38,6 @@ const (
 	secretRecheck = 30 * time.Second
 	// workerTimeout bounds each request to a worker.
 	workerTimeout = 10 * time.Second
-	// workerBackoffMax is the longest wait before an unreachable worker
-	// is tried again for an AppWrapper.
-	workerBackoffMax = 2 * time.Minute
 	// workerFailFast is how long after a worker failed to answer its
 	// AppWrappers are decided unreachable without asking it again.
 	workerFailFast = 5 * time.Second
@@ -397,14 +394,4 @@ func (r *appWrapperReconciler) releaseWorker(key types.NamespacedName, mem *awMe
 	cluster := mem.worker.cluster
 	mem.worker.keep(key, nil, func(o triggers.Owner) { r.Clusters.release(cluster, o) })
 	mem.worker = held{}
-}
-
-// workerBackoff is how long to wait before reading an unreachable worker
-// again for an AppWrapper, after n failed reads in a row.
-func workerBackoff(n int) time.Duration {
-	d := decision.WorkerRetry
-	for i := 1; i < n && d < workerBackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, workerBackoffMax)
 }

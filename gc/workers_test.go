@@ -25,7 +25,6 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/wrapup-dev/wrapup/celpolicies"
-	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/gc/view"
 )
@@ -161,15 +160,6 @@ func TestWorkerFailFast(t *testing.T) {
 	c.answered(now, nil)
 	if err := c.failFast(now); err != nil {
 		t.Errorf("after an answer: %v", err)
-	}
-}
-
-func TestWorkerBackoff(t *testing.T) {
-	want := []time.Duration{decision.WorkerRetry, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, workerBackoffMax, workerBackoffMax}
-	for i, w := range want {
-		if got := workerBackoff(i + 1); got != w {
-			t.Errorf("after %d failures: %s, want %s", i+1, got, w)
-		}
 	}
 }
 

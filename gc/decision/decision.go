@@ -57,6 +57,10 @@ type Input struct {
 	// gives that condition a new time once it has torn the components
 	// down (see failedHold): the hold runs from the first.
 	HoldStart time.Time
+	// WorkerFailures counts the decisions in a row, before this one, that
+	// found the AppWrapper's worker cluster unreadable: the wait before
+	// the next grows with it (WorkerBackoff).
+	WorkerFailures int
 	// FailureGracePeriod is how long a Running AppWrapper with a failed
 	// trigger, not reported Unhealthy, is given to start a retry; 0 means
 	// DefaultFailureGracePeriod.
@@ -223,6 +227,9 @@ type Remember struct {
 	// HoldStart is when the AppWrapper's failure hold started, as the
 	// controller remembers it after this decision; zero to forget.
 	HoldStart time.Time
+	// WorkerFailures counts the decisions in a row, this one included,
+	// that found its worker cluster unreadable; 0 once one reads it.
+	WorkerFailures int
 	// Claims are the kinds the AppWrapper itself needs watched (its
 	// annotated triggers', under a rule that names no kind), in the order
 	// of its components; none for none.
@@ -363,8 +370,11 @@ const (
 	// AppWrapper whose annotated trigger's kind cannot be watched.
 	NotWatchableRetry = 5 * time.Minute
 	// WorkerRetry is how soon a decision looks again at an AppWrapper whose
-	// worker cluster cannot be read (the controller backs off from it).
+	// worker cluster cannot be read, the first time (WorkerBackoff).
 	WorkerRetry = 5 * time.Second
+	// WorkerBackoffMax is the longest wait before an unreachable worker
+	// is read again for an AppWrapper.
+	WorkerBackoffMax = 2 * time.Minute
 	// holdStartRetry is how soon a decision looks again at a failed
 	// AppWrapper whose controller has not yet written when its deletion
 	// hold started; that write brings it back too.
@@ -586,7 +596,8 @@ func decideOn(ctx context.Context, in Input) Decision {
 			// when due. Waiting for the worker would outlast Kueue's
 			// workerLostTimeout, after which MultiKueue dispatches the
 			// finished run again elsewhere.)
-			d.Verdict, d.Requeue = VerdictWorkerUnreachable, WorkerRetry
+			d.Verdict, d.Requeue = VerdictWorkerUnreachable, WorkerBackoff(in.WorkerFailures+1)
+			d.WorkerFailures = in.WorkerFailures + 1
 			d.Reason = fmt.Sprintf("MultiKueue dispatched the AppWrapper to worker cluster %s, which wrapup cannot read: %s; nothing is recorded or deleted until it can",
 				in.Worker.Cluster, problem)
 			d.warn(wrapupv1alpha1.ReasonWorkerUnreachable, "ReadWorker", d.Reason)
@@ -1209,4 +1220,15 @@ func recordedSuccess(aw *awv1beta2.AppWrapper, refs []Ref) bool {
 		return true
 	}
 	return rec.TriggerRef == "" && len(refs) == 1 || slices.ContainsFunc(refs, func(r Ref) bool { return r.String() == rec.TriggerRef })
+}
+
+// WorkerBackoff is how long to wait before reading an unreachable worker
+// again for an AppWrapper, after n failed reads in a row: WorkerRetry,
+// doubled for each further failure, at most WorkerBackoffMax.
+func WorkerBackoff(n int) time.Duration {
+	d := WorkerRetry
+	for i := 1; i < n && d < WorkerBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, WorkerBackoffMax)
 }

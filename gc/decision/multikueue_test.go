@@ -370,3 +370,26 @@ func TestMultiKueueUnreachableWorkerAfterSuccess(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerBackoffFromTheStreak: each decision that finds the worker
+// unreadable counts one more failure in a row and waits twice as long
+// (WorkerBackoff, at most WorkerBackoffMax); one that reads it forgets the
+// streak.
+func TestWorkerBackoffFromTheStreak(t *testing.T) {
+	aw := managed(t).recorded(wrapupv1alpha1.OutcomeFailed, time.Minute, jobUID).obj()
+	aw.Annotations[wrapupv1alpha1.TriggerRefAnnotation] = jobRef.String()
+	in := input(t, aw, Trigger{}, jobRule("jobs", 0))
+	in.Triggers = nil
+	in.Worker = &Worker{Cluster: "worker-1", Workload: workload, Problem: "connecting to worker cluster worker-1: connection refused"}
+	for streak, want := range []time.Duration{WorkerRetry, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, WorkerBackoffMax, WorkerBackoffMax} {
+		in.WorkerFailures = streak
+		d := Decide(context.Background(), in)
+		if d.Verdict != VerdictWorkerUnreachable || d.Requeue != want || d.WorkerFailures != streak+1 {
+			t.Errorf("after %d failures: %s in %s, streak %d; want WorkerUnreachable in %s, streak %d", streak, d.Verdict, d.Requeue, d.WorkerFailures, want, streak+1)
+		}
+	}
+	in.Worker.Problem = ""
+	if d := Decide(context.Background(), in); d.WorkerFailures != 0 {
+		t.Errorf("a worker read after 6 failures: streak %d, want 0 (%s)", d.WorkerFailures, d.Verdict)
+	}
+}
