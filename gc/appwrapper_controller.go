@@ -317,8 +317,8 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	if in.AppWrapper.UID != mem.uid {
 		// Another AppWrapper under the same name: its worker's failures
-		// are counted from none.
-		in.WorkerFailures = 0
+		// are counted from none, and its Warnings are said anew.
+		in.WorkerFailures, in.Warned = 0, nil
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("appWrapper", klog.KObj(in.AppWrapper)))
 	d := decision.Decide(ctx, in)
@@ -367,7 +367,7 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 // input is the start of a decision's input: the clock and the memory.
 func (r *appWrapperReconciler) input(mem *awMemory) decision.Input {
-	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, HoldStart: mem.holdStart, WorkerFailures: mem.unreachable, FailureGracePeriod: r.FailureGracePeriod}
+	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, HoldStart: mem.holdStart, WorkerFailures: mem.unreachable, Warned: mem.warned, FailureGracePeriod: r.FailureGracePeriod}
 }
 
 // remember keeps in mem what the decision d on the caches says to
@@ -615,26 +615,20 @@ func (r *appWrapperReconciler) emit(aw *awv1beta2.AppWrapper, evs []decision.Eve
 	}
 }
 
-// warn emits the warnings of d that the previous decision on the same
-// AppWrapper did not: a state worth a Warning is said once, not on every
-// reconcile, and again when it changes or comes back.
+// warn emits the Warnings d says now (decision.Decide leaves out those
+// said after the previous decision), and tells the rule when whether its
+// trigger kind can be watched for the AppWrapper changed.
 func (r *appWrapperReconciler) warn(aw *awv1beta2.AppWrapper, d decision.Decision, mem *awMemory) {
-	var keys []string
 	for _, e := range d.Events {
-		if e.When != decision.EventNow {
-			continue
-		}
-		k := e.Reason + "\x00" + e.Message
-		keys = append(keys, k)
-		if !slices.Contains(mem.warned, k) {
+		if e.When == decision.EventNow {
 			r.Recorder.Eventf(aw, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
 		}
 	}
-	if d.Winner != "" && hasReason(mem.warned, wrapupv1alpha1.ReasonTriggerKindNotWatched) != hasReason(keys, wrapupv1alpha1.ReasonTriggerKindNotWatched) {
+	if d.Winner != "" && hasReason(mem.warned, wrapupv1alpha1.ReasonTriggerKindNotWatched) != hasReason(d.Warned, wrapupv1alpha1.ReasonTriggerKindNotWatched) {
 		// The rule reports the AppWrappers whose trigger kind it cannot watch.
 		r.Assign.Touch(d.Winner)
 	}
-	mem.warned = keys
+	mem.warned = d.Warned
 }
 
 func hasReason(keys []string, reason string) bool {

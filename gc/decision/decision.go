@@ -61,6 +61,9 @@ type Input struct {
 	// found the AppWrapper's worker cluster unreadable: the wait before
 	// the next grows with it (WorkerBackoff).
 	WorkerFailures int
+	// Warned are the Warnings said after the previous decision on the
+	// AppWrapper (Remember.Warned): they are not said again.
+	Warned []string
 	// FailureGracePeriod is how long a Running AppWrapper with a failed
 	// trigger, not reported Unhealthy, is given to start a retry; 0 means
 	// DefaultFailureGracePeriod.
@@ -230,6 +233,9 @@ type Remember struct {
 	// WorkerFailures counts the decisions in a row, this one included,
 	// that found its worker cluster unreadable; 0 once one reads it.
 	WorkerFailures int
+	// Warned are the Warnings this decision says now, as reason and
+	// message, said or not (Events holds those not said before).
+	Warned []string
 	// Claims are the kinds the AppWrapper itself needs watched (its
 	// annotated triggers', under a rule that names no kind), in the order
 	// of its components; none for none.
@@ -346,6 +352,24 @@ type Event struct {
 	Action  string
 	Message string
 	When    EventWhen
+}
+
+// key names a Warning said now by its reason and message: one said after
+// the previous decision is not said again (Input.Warned).
+func (e Event) key() string { return e.Reason + "\x00" + e.Message }
+
+// sayOnce keeps in d.Warned the Warnings d says now, and drops from
+// d.Events those said after the previous decision (warned): a state worth
+// a Warning is said once, not on every decision, and again when it
+// changes or comes back.
+func (d *Decision) sayOnce(warned []string) {
+	d.Warned = nil
+	for _, e := range d.Events {
+		if e.When == EventNow {
+			d.Warned = append(d.Warned, e.key())
+		}
+	}
+	d.Events = slices.DeleteFunc(d.Events, func(e Event) bool { return e.When == EventNow && slices.Contains(warned, e.key()) })
 }
 
 // ActionFor is what rule does once a trigger finished with outcome,
@@ -535,6 +559,7 @@ func Decide(ctx context.Context, in Input) Decision {
 		// kinds there, not here.
 		d.Claims = nil
 	}
+	d.sayOnce(in.Warned)
 	return d
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -443,5 +444,34 @@ func TestTriggerAnnotationWherePeoplePutIt(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("events %+v: want a Warning that the AppWrapper's own annotation is misplaced", d.Events)
+	}
+}
+
+// TestWarningsSaidOnce: a Warning said after the previous decision
+// (Input.Warned) is not said again; the decision still names it among
+// what it warns of (Warned), and a Warning that changes is said.
+func TestWarningsSaidOnce(t *testing.T) {
+	in := input(t, appWrapper(t).annotate(wrapupv1alpha1.TriggerAnnotation, "true").obj(), job(jobUID, ""), jobRule("jobs", 0))
+	misplaced := func(d Decision) int {
+		n := 0
+		for _, e := range d.Events {
+			if e.Reason == wrapupv1alpha1.ReasonTriggerAnnotationMisplaced {
+				n++
+			}
+		}
+		return n
+	}
+	first := Decide(context.Background(), in)
+	if misplaced(first) != 1 || len(first.Warned) != 1 {
+		t.Fatalf("first decision: events %+v, warned %q; want the Warning said", first.Events, first.Warned)
+	}
+	in.Warned = first.Warned
+	again := Decide(context.Background(), in)
+	if misplaced(again) != 0 || !slices.Equal(again.Warned, first.Warned) {
+		t.Errorf("the same state again: events %+v, warned %q; want the Warning not said again, still warned of", again.Events, again.Warned)
+	}
+	in.Warned = []string{wrapupv1alpha1.ReasonTriggerAnnotationMisplaced + "\x00an older message"}
+	if changed := Decide(context.Background(), in); misplaced(changed) != 1 {
+		t.Errorf("a Warning whose message changed: events %+v, want it said", changed.Events)
 	}
 }
