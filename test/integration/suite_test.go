@@ -128,7 +128,6 @@ func specNamespace(prefix string) *corev1.Namespace {
 	return ns
 }
 
-// createSpecRule creates rule, and deletes it after the spec.
 // createReadyRule makes w's rule the spec's own, named after the spec's
 // namespace ns and selecting it alone; it creates the rule (deleted when
 // the spec ends) and waits until the rule controller reports it Ready.
@@ -141,6 +140,7 @@ func createReadyRule(ns *corev1.Namespace, w *util.RuleWrapper) *wrapupv1alpha1.
 	return r
 }
 
+// createSpecRule creates rule, and deletes it after the spec.
 func createSpecRule(rule *wrapupv1alpha1.CompletionRule) {
 	GinkgoHelper()
 	Expect(k8sClient.Create(ctx, rule)).To(Succeed())
