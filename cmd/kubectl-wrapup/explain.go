@@ -281,13 +281,15 @@ func completeAppWrappers(cluster clientGetter) cobra.CompletionFunc {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
+		// A cluster that cannot be read completes nothing, as kubectl's
+		// own completion of resource names does.
 		c, ns, err := cluster()
 		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		var list awv1beta2.AppWrapperList
 		if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
-			return nil, cobra.ShellCompDirectiveError
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		var names []cobra.Completion
 		for _, aw := range list.Items {
