@@ -82,7 +82,7 @@ func TestBench(t *testing.T) {
 
 // reconcileFunc is wrapup's AppWrapper reconciler: the writes sent from
 // within it are the ones on the way from a finished trigger to the delete.
-const reconcileFunc = "github.com/wrapup-dev/wrapup/gc.(*AppWrapperReconciler).Reconcile"
+const reconcileFunc = gc.ReconcileFunc
 
 // modeLabel tells the benchmark's own objects apart: its informers select
 // on it, and the CompletionRule selects the wrapup ones.

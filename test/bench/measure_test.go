@@ -111,7 +111,7 @@ func TestRequestCounter(t *testing.T) {
 	if d.OnPath[put] != 2 || len(d.OnPath) != 2 {
 		t.Errorf("on path = %v, want the 3 writes, sent from within TestRequestCounter", d.OnPath)
 	}
-	other := NewRequestCounter("github.com/wrapup-dev/wrapup/gc.(*AppWrapperReconciler).Reconcile")
+	other := NewRequestCounter("github.com/wrapup-dev/wrapup/gc.(*appWrapperReconciler).Reconcile")
 	req, _ := http.NewRequest("DELETE", "https://127.0.0.1:6443/api/v1/namespaces/ns", nil)
 	if _, err := other.Wrap(roundTripperFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
