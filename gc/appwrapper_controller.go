@@ -303,10 +303,10 @@ func (r *appWrapperReconciler) workerLiveView(c *workerConn) *view.Reader {
 // API requests sent from within it.
 const ReconcileFunc = "github.com/wrapup-dev/wrapup/gc.(*appWrapperReconciler).Reconcile"
 
-// Reconcile finishes one AppWrapper. It decides on the caches (gather,
-// decision.Decide), remembers what the decision says to, and when the
-// decision writes or deletes, decides again on what the API server says
-// (confirm) and does what that decision says (apply). The AppWrapper's
+// Reconcile finishes one AppWrapper. It decides on the caches (view.Gather
+// through cacheView, decision.Decide), remembers what the decision says
+// to, and when the decision writes or deletes, decides again on what the
+// API server says (decideFresh) and does what that decision says (apply). The AppWrapper's
 // memory entry is taken once and settled once.
 func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	key := req.NamespacedName
@@ -611,7 +611,7 @@ func (r *appWrapperReconciler) delete(ctx context.Context, in decision.Input, d 
 	return ctrl.Result{}, nil
 }
 
-// emit emits the events of d that are due when.
+// emit emits on aw those of evs whose When is when.
 func (r *appWrapperReconciler) emit(aw *awv1beta2.AppWrapper, evs []decision.Event, when decision.EventWhen) {
 	for _, e := range evs {
 		if e.When == when {

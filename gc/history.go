@@ -22,11 +22,9 @@ func RecordName(name, uid string) string { return decision.RecordName(name, uid)
 // historyRetry is how soon a failed CompletionRecord write is tried again.
 const historyRetry = 5 * time.Second
 
-// writeHistory makes sure that the CompletionRecord of the outcome rec,
-// decided by d on in, exists: it creates it, or replaces the record of an
-// earlier outcome of the same AppWrapper (a failure a retry cleared). It
-// returns whether it wrote (false: the same record was there already, or
-// the rule keeps none).
+// writeHistory creates cr, or replaces the record of an earlier outcome of
+// the same AppWrapper (a failure a retry cleared); it returns whether it
+// wrote (false: the same run's record, or a later one, is there).
 func (r *appWrapperReconciler) writeHistory(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) (bool, error) {
 	err := r.Writer.Create(ctx, cr)
 	if err == nil {

@@ -18,8 +18,8 @@ import (
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
-// The testdata objects are a running benchmark trigger Job and its
-// AppWrapper (a Deployment and the Job), as the API server returned them.
+// The testdata object is a running benchmark's AppWrapper (a Deployment
+// and the Job), as the API server returned it; gc/triggers holds the Job.
 
 func readTestdata(tb testing.TB, name string) []byte {
 	tb.Helper()

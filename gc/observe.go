@@ -65,7 +65,8 @@ type workerCacheView struct {
 
 func (v *workerCacheView) Kind(gk schema.GroupKind) decision.Kind { return v.c.triggers.Kind(gk) }
 
-// claim watches gk on the worker for the AppWrapper.
+// Claim watches gk (keeping fields) on the worker for the AppWrapper,
+// remembered first; a kind that cannot be watched there is no error.
 func (v *workerCacheView) Claim(gk schema.GroupKind, fields celpolicies.Fields) error {
 	// Remembered before the claim is made, so that it is released with the
 	// AppWrapper whatever happens to this reconcile.
@@ -138,10 +139,10 @@ func (v *cacheView) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 	return readCached(ctx, v.r.Triggers, v.key, aw, ref, fields, v.r.liveView())
 }
 
-// appWrapperVariable: wrapup's cache (CacheOptions) keeps of the
-// annotations, spec and status only what wrapup reads; a rule that reads
-// the annotations, spec or status is given the AppWrapper read from the
-// API server.
+// AppWrapperVariable returns the appWrapper variable of aw: wrapup's
+// cache (CacheOptions) keeps of the annotations, spec and status only what
+// wrapup reads, so a rule that reads them is given the AppWrapper read
+// from the API server (view.FullAppWrapperVariable).
 func (v *cacheView) AppWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, p *celpolicies.Policy) (map[string]any, error) {
 	return view.FullAppWrapperVariable(ctx, v.r.APIReader, aw, p)
 }

@@ -393,9 +393,11 @@ func (r *ruleReconciler) annotatedKindsCondition(rule *wrapupv1alpha1.Completion
 	}
 }
 
-// typeCheck checks the rule's expressions against the trigger kind's schema.
-// Without a published schema, nothing is checked (the expressions are
-// dynamically typed, as always at run time).
+// typeCheck returns the rule's status.typeChecking: its expressions checked
+// against gk's published schema (celpolicies.TypeChecking), reused for the
+// same rule generation, version and schema. Without a published schema,
+// nothing is checked (nil: the expressions are dynamically typed, as always
+// at run time).
 func (r *ruleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) *wrapupv1alpha1.TypeChecking {
 	if r.Mapper == nil || r.Schemas == nil {
 		return nil

@@ -376,8 +376,9 @@ func (a *answerReader) Get(ctx context.Context, key client.ObjectKey, obj client
 	return err
 }
 
-// claimOnWorker claims kind gk on the worker c for the AppWrapper key,
-// remembering it (and releasing its claims on any other worker) first.
+// claimOnWorker remembers in mem that the AppWrapper key claims gk on the
+// worker c, releasing its claims on any other worker first; the caller
+// (workerCacheView.Claim) then makes the claim.
 func (r *appWrapperReconciler) claimOnWorker(key types.NamespacedName, mem *awMemory, c *workerConn, gk schema.GroupKind) {
 	if mem.worker.cluster != c.cluster {
 		r.releaseWorker(key, mem)

@@ -39,7 +39,7 @@ type objectKey struct {
 
 // offlineObjects is what an offline explain reads instead of a cluster:
 // the objects of files, served as a client.Reader to the same gathering
-// and decision (view.ExplainWithWorkers) that explain runs on a cluster.
+// and decision (view.ExplainWith) that explain runs on a cluster.
 type offlineObjects struct {
 	objects map[objectKey]*unstructured.Unstructured
 	rules   []wrapupv1alpha1.CompletionRule

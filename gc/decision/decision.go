@@ -55,7 +55,7 @@ type Input struct {
 	// DeletingResources condition DeletionPaused), from its memory; zero
 	// when it did not (or restarted since). The AppWrapper controller
 	// gives that condition a new time once it has torn the components
-	// down (see failedHold): the hold runs from the first.
+	// down (see failedHoldStart): the hold runs from the first.
 	HoldStart time.Time
 	// WorkerFailures counts the decisions in a row, before this one, that
 	// found the AppWrapper's worker cluster unreadable: the wait before

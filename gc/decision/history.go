@@ -52,9 +52,9 @@ func RecordName(name string, uid string) string {
 	return name + suffix
 }
 
-// CompletionRecordOf is the CompletionRecord of the outcome rec of aw, decided
-// by d on the observations in.
-// rule names the rule whose retention it has (historyOf): the rule that
+// CompletionRecordOf returns the CompletionRecord of the outcome rec of
+// in.AppWrapper, decided by d on the observations in. rule names the rule
+// whose retention ret it has (HistoryOf): the rule that
 // decides, never a name read from the AppWrapper's metadata alone.
 func CompletionRecordOf(in Input, d Decision, rec *Record, rule string, ret wrapupv1alpha1.RecordRetention) *wrapupv1alpha1.CompletionRecord {
 	aw := in.AppWrapper

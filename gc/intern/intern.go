@@ -11,7 +11,7 @@ import (
 )
 
 // Interner keeps one copy of the short strings and of the small string maps
-// that many cached objects carry alike: namespaces, finalizers, condition
+// that many cached objects carry alike: namespaces, owner references' kinds, condition
 // types and reasons, label and annotation sets of AppWrappers made from one
 // template. A Go map costs about 300 bytes however few its entries, and a
 // decoded string is an allocation of its own per object.
@@ -63,9 +63,9 @@ func (in *Interner) strLocked(s string) string {
 	return s
 }
 
-// Labels returns a map with the content of m that may be shared with other
-// cached objects (nil for an empty one), or m itself, its strings interned,
-// when it is too large to share.
+// Labels returns a map with the content of m, its strings interned: one
+// shared with other cached objects of the same content when m is small, a
+// copy of its own when it is too large to share; nil for an empty m.
 func (in *Interner) Labels(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return nil

@@ -18,7 +18,7 @@ import (
 )
 
 // cachedTrigger is a trigger object as its informer keeps it: what the
-// store's key and index and the owner mapping read, and the kept object
+// store's key and the owner mapping read, and the kept object
 // (see keepFields) as JSON, decoded for each evaluation. Nested maps hold
 // the same content in several times the memory (a map, its keys and boxed
 // values per JSON object), and triggers are read only when they change.
@@ -229,7 +229,7 @@ func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor, for the store's key
-// and namespace index functions.
+// function.
 func (t *cachedTrigger) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Name: t.name, Namespace: t.namespace, UID: t.getUID()}
 }

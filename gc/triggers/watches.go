@@ -37,9 +37,10 @@ import (
 // Watches keeps one informer per trigger kind in use, never one per object.
 // Each informer lists and watches only objects labelled as AppWrapper
 // components, and turns every change into a generic event for the
-// AppWrapper that owns the object. It keeps of each object its metadata
-// (without managedFields) and only the top-level fields that its owners'
-// expressions read: for the built-ins, the status, and not the spec with
+// AppWrapper that owns the object. It keeps of each object the top-level
+// fields that its owners' expressions read (the metadata whole, without
+// managedFields, only when one reads it; else what identifies the object
+// and its owner): for the built-ins, the status, and not the spec with
 // its pod template. Kinds are reference-counted by owner (a rule, or an
 // AppWrapper whose annotated component names a kind): an informer stops
 // when no owner needs its kind, and is started again, keeping more, when an
@@ -187,7 +188,8 @@ func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery
 	}
 }
 
-// Gone is where rules whose trigger kind stopped being served arrive.
+// Gone is where rules arrive whose trigger kind stopped being served, or
+// whose watch state changed (the first list, a list refused).
 func (w *Watches) Gone() <-chan event.GenericEvent { return w.gone }
 
 // Events is where trigger changes arrive, as the AppWrapper to reconcile.

@@ -36,7 +36,7 @@ type Explanation struct {
 }
 
 // AccessReview says whether wrapup may list and watch a resource in every
-// namespace: SelfAccessReview for the controller itself, or a
+// namespace: triggers.SelfAccessReview for the controller itself, or a
 // SubjectAccessReview for wrapup's ServiceAccount in a tool.
 type AccessReview func(ctx context.Context, gvr schema.GroupVersionResource) (allowed bool, why string, err error)
 

@@ -32,32 +32,35 @@ import (
 // whatever any of them saw.
 type View interface {
 	TriggerView
-	// appWrapper reads the AppWrapper; nil when it does not exist.
+	// AppWrapper reads the AppWrapper; nil when it does not exist.
 	AppWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error)
+	// Rules lists every CompletionRule.
 	Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error)
-	// namespace reads a Namespace; nil when it does not exist.
+	// Namespace reads a Namespace; nil when it does not exist.
 	Namespace(ctx context.Context, name string) (*corev1.Namespace, error)
-	// ruleKind says it for the kind gk that rule names.
+	// RuleKind says how far triggers of gk, the kind rule names, can be
+	// read.
 	RuleKind(rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) decision.Kind
-	// worker reads, for an AppWrapper that MultiKueue dispatches, what the
+	// Worker reads, for an AppWrapper that MultiKueue dispatches, what the
 	// decision needs of its worker cluster, and returns the view to read
 	// its triggers through there (nil when they cannot be read there).
 	Worker(ctx context.Context, key types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView)
-	// appWrapperVariable is the appWrapper variable for a rule that reads
-	// fields of it.
+	// AppWrapperVariable returns the appWrapper variable for a rule that
+	// reads fields of it.
 	AppWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, p *celpolicies.Policy) (map[string]any, error)
 }
 
 // TriggerView is where triggers are read: the cluster's own, or a worker's.
 type TriggerView interface {
-	// kind says how far triggers of gk can be read.
+	// Kind says how far triggers of gk can be read.
 	Kind(gk schema.GroupKind) decision.Kind
-	// trigger reads the live trigger ref of aw, keeping at least fields.
+	// Trigger reads the live trigger ref of aw, keeping at least fields.
 	Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error)
 }
 
-// Claimer is a TriggerView that watches kinds for the AppWrapper it reads
-// for.
+// Claimer is implemented by a TriggerView that watches kinds for the
+// AppWrapper it reads for: Gather claims a kind through it before any
+// trigger of that kind is read there.
 type Claimer interface {
 	Claim(gk schema.GroupKind, fields celpolicies.Fields) error
 }
@@ -229,6 +232,8 @@ func (v *Reader) Namespace(ctx context.Context, name string) (*corev1.Namespace,
 	return ReadNamespace(ctx, v.Client, name)
 }
 
+// ReadNamespace reads the Namespace name through r; nil when it does not
+// exist.
 func ReadNamespace(ctx context.Context, r client.Reader, name string) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
 	if err := r.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
