@@ -128,3 +128,18 @@ func TestCompleteAppWrapperNames(t *testing.T) {
 		}
 	}
 }
+
+// plan, run as its Options on a cluster a test gives: removing the one
+// rule changes the finished run from Delete to NoRule, and writes nothing.
+func TestPlanOnAGivenCluster(t *testing.T) {
+	cluster := fakeCluster(t, true)
+	code, out, errOut := runWith(t, cluster, "plan", "--delete", "jobs")
+	if code != exitOK || !strings.Contains(out, "bench/sweep  jobs      Delete       none        NoRule") ||
+		!strings.Contains(out, "2 AppWrappers: 1 change, 0 deleted (0 at once), 0 blocked (rules -jobs)") {
+		t.Errorf("plan --delete jobs: exit %d\n%s%s", code, out, errOut)
+	}
+	c, _, _ := cluster()
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "jobs"}, &wrapupv1alpha1.CompletionRule{}); err != nil {
+		t.Errorf("plan wrote: the rule is gone (%v)", err)
+	}
+}

@@ -38,12 +38,21 @@ the rules as they are and as they would be. Nothing is written. A changed
 rule's TTL counts, for runs recorded before, from the change, as the
 controller counts it (status.deletingSince).`
 
+// planOptions are plan's flags: kubectl's Validate, Run.
+type planOptions struct {
+	src                       sources
+	remove                    []string
+	all                       bool
+	output, workerSecrets, sa string
+	workerFiles               map[string]string
+
+	cf      *genericclioptions.ConfigFlags
+	cluster clientGetter
+	streams genericiooptions.IOStreams
+}
+
 func newPlanCommand(cf *genericclioptions.ConfigFlags, cluster clientGetter, streams genericiooptions.IOStreams) *cobra.Command {
-	var src sources
-	var remove []string
-	var all bool
-	var output, workerSecrets, sa string
-	var workerFiles map[string]string
+	o := &planOptions{cf: cf, cluster: cluster, streams: streams}
 	cmd := &cobra.Command{
 		Use:   "plan (-f RULES | --delete RULE)... [-n NAMESPACE]",
 		Short: "Say what a rule change would do to the live AppWrappers, before it is applied",
@@ -57,66 +66,75 @@ func newPlanCommand(cf *genericclioptions.ConfigFlags, cluster clientGetter, str
 		),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if src.empty() && len(remove) == 0 {
-				return errors.New("plan needs the change: -f RULES (rules to apply) or --delete RULE")
-			}
-			if err := checkOutput(output, "json", "yaml"); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			if err := checkServiceAccount(sa); err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			docs, _, err := src.read(streams.In)
-			if err != nil {
-				return failed("%v", err)
-			}
-			objs, findings, err := loadOffline(ctx, docs, "default")
-			if err != nil {
-				return failed("%v", err)
-			}
-			for _, f := range findings {
-				if f.Severity == sevError {
-					fmt.Fprintln(streams.ErrOut, f)
-					err = errors.New("a CompletionRule above is one the API server or wrapup's webhook refuses: fix it first (kubectl wrapup lint says more)")
-				}
-			}
-			if err != nil {
-				return failed("%v", err)
-			}
-			if !src.empty() && len(objs.rules) == 0 {
-				return failed("no CompletionRule in %s", describeSources(src))
-			}
-			c, _, err := cluster()
-			if err != nil {
-				return failed("%v", err)
-			}
-			ns := ""
-			if cf.Namespace != nil {
-				ns = *cf.Namespace
-			}
-			now := time.Now()
-			opts := view.ExplainOptions{Workers: workerReaders(c, workerFiles, workerSecrets), Access: serviceAccountAccess(c, sa)}
-			p, err := planChange(ctx, c, opts, objs.rules, remove, ns, now)
-			if err != nil {
-				return failed("%v", err)
-			}
-			if output != "" {
-				return printObject(streams.Out, output, &unstructured.Unstructured{Object: p.object(all)})
-			}
-			p.print(streams.Out, all)
-			return nil
+			return o.Run(cmd.Context())
 		},
 	}
-	addSourceFlags(cmd, &src, "the CompletionRules to apply")
-	cmd.Flags().StringSliceVar(&remove, "delete", nil, "Plan the removal of the cluster's CompletionRule of this name; repeatable.")
-	cmd.Flags().BoolVar(&all, "all", false, "List every AppWrapper, not only those the change changes.")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: a table).")
-	cmd.Flags().StringToStringVar(&workerFiles, "worker-kubeconfig", nil,
+	addSourceFlags(cmd, &o.src, "the CompletionRules to apply")
+	cmd.Flags().StringSliceVar(&o.remove, "delete", nil, "Plan the removal of the cluster's CompletionRule of this name; repeatable.")
+	cmd.Flags().BoolVar(&o.all, "all", false, "List every AppWrapper, not only those the change changes.")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: a table).")
+	cmd.Flags().StringToStringVar(&o.workerFiles, "worker-kubeconfig", nil,
 		"For AppWrappers that MultiKueue dispatched: the kubeconfig file of a worker cluster, as MULTIKUEUECLUSTER=PATH (repeatable; default: wrapup's kubeconfig Secret of that name).")
-	cmd.Flags().StringVar(&workerSecrets, "worker-secrets-namespace", "wrapup-system", "Where wrapup keeps the kubeconfig Secrets of MultiKueue's worker clusters.")
-	cmd.Flags().StringVar(&sa, "wrapup-service-account", defaultServiceAccount, "wrapup's ServiceAccount, as NAMESPACE:NAME: decisions are made with its rights (which trigger kinds it may list).")
+	cmd.Flags().StringVar(&o.workerSecrets, "worker-secrets-namespace", "wrapup-system", "Where wrapup keeps the kubeconfig Secrets of MultiKueue's worker clusters.")
+	cmd.Flags().StringVar(&o.sa, "wrapup-service-account", defaultServiceAccount, "wrapup's ServiceAccount, as NAMESPACE:NAME: decisions are made with its rights (which trigger kinds it may list).")
 	return cmd
+}
+
+// Validate checks that a change is given, and the flags.
+func (o *planOptions) Validate() error {
+	if o.src.empty() && len(o.remove) == 0 {
+		return errors.New("plan needs the change: -f RULES (rules to apply) or --delete RULE")
+	}
+	if err := checkOutput(o.output, "json", "yaml"); err != nil {
+		return err
+	}
+	return checkServiceAccount(o.sa)
+}
+
+// Run reads the rules of the change, checks them as the API server and
+// the webhook would, and plans the change against the live cluster.
+func (o *planOptions) Run(ctx context.Context) error {
+	docs, _, err := o.src.read(o.streams.In)
+	if err != nil {
+		return failed("%v", err)
+	}
+	objs, findings, err := loadOffline(ctx, docs, "default")
+	if err != nil {
+		return failed("%v", err)
+	}
+	for _, f := range findings {
+		if f.Severity == sevError {
+			fmt.Fprintln(o.streams.ErrOut, f)
+			err = errors.New("a CompletionRule above is one the API server or wrapup's webhook refuses: fix it first (kubectl wrapup lint says more)")
+		}
+	}
+	if err != nil {
+		return failed("%v", err)
+	}
+	if !o.src.empty() && len(objs.rules) == 0 {
+		return failed("no CompletionRule in %s", describeSources(o.src))
+	}
+	c, _, err := o.cluster()
+	if err != nil {
+		return failed("%v", err)
+	}
+	ns := ""
+	if o.cf.Namespace != nil {
+		ns = *o.cf.Namespace
+	}
+	opts := view.ExplainOptions{Workers: workerReaders(c, o.workerFiles, o.workerSecrets), Access: serviceAccountAccess(c, o.sa)}
+	p, err := planChange(ctx, c, opts, objs.rules, o.remove, ns, time.Now())
+	if err != nil {
+		return failed("%v", err)
+	}
+	if o.output != "" {
+		return printObject(o.streams.Out, o.output, &unstructured.Unstructured{Object: p.object(o.all)})
+	}
+	p.print(o.streams.Out, o.all)
+	return nil
 }
 
 // withRules reads through the client, but lists its rules as the
