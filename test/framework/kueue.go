@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	kueueappwrapper "sigs.k8s.io/kueue/pkg/controller/jobs/appwrapper"
+	kueuejob "sigs.k8s.io/kueue/pkg/controller/jobs/job"
 	"sigs.k8s.io/kueue/pkg/scheduler"
 	preemptexpectations "sigs.k8s.io/kueue/pkg/scheduler/preemption/expectations"
 )
@@ -38,6 +39,21 @@ func KueueCRDs() string {
 // suite wires them. Kueue's webhooks are not served: AppWrappers for Kueue
 // are created suspended, with the kueue.x-k8s.io/queue-name label.
 func SetupKueue(ctx context.Context, mgr ctrl.Manager) error {
+	return setupKueue(ctx, mgr, false)
+}
+
+// SetupKueueWithJobs is SetupKueue with Kueue's batch/v1 Job integration
+// too, wired as Kueue's Job integration suite wires it
+// (test/integration/singlecluster/controller/jobs/job/suite_test.go,
+// managerSetup; pkg/controller/jobs/job NewReconciler): a Job created
+// suspended with the queue-name label is admitted, and its Workload
+// finished when it completes, by Kueue alone. A Job that an AppWrapper
+// owns carries no queue name and is left to the AppWrapper's.
+func SetupKueueWithJobs(ctx context.Context, mgr ctrl.Manager) error {
+	return setupKueue(ctx, mgr, true)
+}
+
+func setupKueue(ctx context.Context, mgr ctrl.Manager, jobs bool) error {
 	if err := indexer.Setup(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("kueue indexes: %w", err)
 	}
@@ -66,6 +82,22 @@ func SetupKueue(ctx context.Context, mgr ctrl.Manager) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("kueue appwrapper reconciler: %w", err)
 	}
+	if jobs {
+		if err := kueuejob.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+			return fmt.Errorf("kueue job indexes: %w", err)
+		}
+		//nolint:staticcheck // Kueue's reconciler takes the legacy recorder.
+		jr, err := kueuejob.NewReconciler(ctx, mgr.GetClient(), mgr.GetFieldIndexer(),
+			mgr.GetEventRecorderFor(constants.JobControllerName),
+			jobframework.WithQueues(queues), jobframework.WithCache(cache))
+		if err != nil {
+			return fmt.Errorf("kueue job reconciler: %w", err)
+		}
+		if err := jr.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("kueue job reconciler: %w", err)
+		}
+		jobframework.EnableIntegration(kueuejob.FrameworkName)
+	}
 	//nolint:staticcheck // Kueue's scheduler takes the legacy recorder.
 	sched := scheduler.New(queues, cache, mgr.GetClient(), mgr.GetEventRecorderFor(constants.AdmissionName),
 		scheduler.WithPreemptionExpectations(expectations))
@@ -73,6 +105,17 @@ func SetupKueue(ctx context.Context, mgr ctrl.Manager) error {
 		return fmt.Errorf("kueue scheduler: %w", err)
 	}
 	return nil
+}
+
+// KueueWithJobsAndWrapup is KueueAndWrapup with Kueue's Job integration
+// (SetupKueueWithJobs).
+func KueueWithJobsAndWrapup(opts gc.Options) ManagerSetup {
+	return func(ctx context.Context, mgr ctrl.Manager) error {
+		if err := SetupKueueWithJobs(ctx, mgr); err != nil {
+			return err
+		}
+		return gc.Setup(mgr, opts)
+	}
 }
 
 // KueueAndWrapup is a ManagerSetup that runs Kueue (SetupKueue) and wrapup

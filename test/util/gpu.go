@@ -60,6 +60,20 @@ func GPUBenchmark(ns, queue, name string, jobAnnotations map[string]string) *App
 	return w.Component(MakeConfigMap(name+"-config", map[string]string{"rate": "sweep"}), nil).Component(job, nil)
 }
 
+// GPUJob is a benchmark without an AppWrapper: a plain batch/v1 Job of one
+// pod of gpus GPUs, queued for Kueue (created suspended, with the
+// queue-name label), whose pod template carries podAnnotations (the bed's
+// run time). Kueue admits it and finishes its Workload when it completes.
+func GPUJob(ns, queue, name string, gpus int64, podAnnotations map[string]string) *batchv1.Job {
+	job := MakeJob(name).Obj()
+	job.Namespace = ns
+	job.Labels = map[string]string{QueueNameLabel: queue}
+	job.Spec.Suspend = ptr.To(true)
+	job.Spec.Template.Spec = GPUPod(gpus)
+	job.Spec.Template.Annotations = podAnnotations
+	return job
+}
+
 // PodsOf lists the pods of an AppWrapper's components, by name.
 func PodsOf(ctx context.Context, c client.Client, ns, aw string) []corev1.Pod {
 	ginkgo.GinkgoHelper()

@@ -4,9 +4,10 @@
 // one node's GPUs, whose guidellm Jobs run for seeded times. It measures how
 // long GPUs sit idle between one benchmark's end and the next one's pods
 // running, and the GPU utilization over the run, with wrapup finishing each
-// AppWrapper when its Job completes, and with what a user has without it:
+// AppWrapper when its Job completes, with what a user has without it:
 // Kueue's maximum execution time, set to 1.5 times a guess of each run's
-// length. `make bench-gpu` writes test/bench/results/gpu-*.md; `make test`
+// length, and with the floor: each benchmark a plain batch/v1 Job of the
+// same GPUs and run time, no AppWrapper, which Kueue finishes itself. `make bench-gpu` writes test/bench/results/gpu-*.md; `make test`
 // runs it at a smoke size.
 package gpu
 
@@ -81,7 +82,7 @@ var _ = Describe("GPU utilization", Ordered, func() {
 		var err error
 		c, err = client.New(cfg, client.Options{Scheme: framework.Scheme})
 		Expect(err).NotTo(HaveOccurred())
-		fwk.StartManager(ctx, cfg, framework.KueueAndWrapup(gc.Options{}))
+		fwk.StartManager(ctx, cfg, framework.KueueWithJobsAndWrapup(gc.Options{}))
 		for _, n := range framework.CreateGPUNodes(ctx, c, "gpu", "h100", *flagNodes, nodeGPUs) {
 			nodes = append(nodes, n.Name)
 		}
@@ -93,7 +94,7 @@ var _ = Describe("GPU utilization", Ordered, func() {
 		fwk.Teardown()
 	})
 
-	It("measures the GPU-idle gap and utilization with wrapup and with Kueue's maximum execution time", func() {
+	It("measures the GPU-idle gap and utilization with wrapup, with Kueue's maximum execution time, and with plain Jobs", func() {
 		rng := rand.New(rand.NewPCG(*flagSeed, 0))
 		runs := make([]time.Duration, *flagBenchmarks)
 		for i := range runs {
@@ -101,7 +102,7 @@ var _ = Describe("GPU utilization", Ordered, func() {
 			runs[i] = (*flagMin + time.Duration(rng.Int64N(int64(span)+1))).Round(100 * time.Millisecond)
 		}
 		var results []*result
-		for _, v := range []variant{withWrapup, withMaxExecTime} {
+		for _, v := range []variant{withWrapup, withMaxExecTime, withPlainJobs} {
 			results = append(results, runVariant(ctx, c, rec, v, runs, len(nodes)))
 		}
 		report := render(results, runs, len(nodes))
@@ -122,6 +123,9 @@ type variant string
 const (
 	withWrapup      variant = "wrapup"
 	withMaxExecTime variant = "Kueue max-exec-time (1.5 x run time)"
+	// withPlainJobs is Kueue's own handoff, the floor: a plain Job per
+	// benchmark, one pod of the node's GPUs, finished by Kueue itself.
+	withPlainJobs variant = "plain Jobs, Kueue alone (no AppWrapper)"
 )
 
 // result is one variant's timeline, by benchmark.
@@ -141,10 +145,7 @@ type result struct {
 // GPUs and waits until each has run and given its GPUs back.
 func runVariant(ctx context.Context, c client.Client, rec *recorder, v variant, runs []time.Duration, nodes int) *result {
 	GinkgoHelper()
-	name := "wrapup"
-	if v == withMaxExecTime {
-		name = "maxexec"
-	}
+	name := map[variant]string{withWrapup: "wrapup", withMaxExecTime: "maxexec", withPlainJobs: "plainjobs"}[v]
 	ns := framework.CreateNamespace(ctx, c, name, map[string]string{"wrapup.bench/variant": name})
 	cq := util.MakeGPUClusterQueue(name, "h100", fmt.Sprint(32*nodes), int64(nodes*nodeGPUs))
 	Expect(c.Create(ctx, cq)).To(Succeed())
@@ -169,6 +170,10 @@ func runVariant(ctx context.Context, c client.Client, rec *recorder, v variant, 
 	r.start = time.Now()
 	for i, run := range runs {
 		names[i] = fmt.Sprintf("bench-%03d", i)
+		if v == withPlainJobs {
+			Expect(c.Create(ctx, util.GPUJob(ns.Name, "benchmarks", names[i], nodeGPUs, map[string]string{framework.RunTimeAnnotation: run.String()}))).To(Succeed())
+			continue
+		}
 		w := util.GPUBenchmark(ns.Name, "benchmarks", names[i], map[string]string{framework.RunTimeAnnotation: run.String()})
 		if v == withMaxExecTime {
 			w.Label("kueue.x-k8s.io/max-exec-time-seconds", fmt.Sprint(maxExecSeconds(run)))
@@ -250,17 +255,20 @@ func idealInAdmissionOrder(r *result, runs []time.Duration, nodes int) time.Dura
 }
 
 // recorder timestamps, as its watches see them, what happens to each
-// benchmark: admitted (its AppWrapper unsuspended), its pods Running (the
-// first and the last of three), its guidellm Job Complete, its GPUs
-// released (the AppWrapper's deletion requested, or it suspended again by
-// Kueue), its quota freed (its Workload deactivated, finished or deleted),
-// and its pods gone.
+// benchmark: admitted (its AppWrapper, or its plain Job, unsuspended), its
+// pods Running (the first and the last of three, or its one pod), its Job
+// Complete, its GPUs released (the AppWrapper's deletion requested, or it
+// suspended again by Kueue; for a plain Job, its Workload finished), its
+// quota freed (its Workload deactivated, finished or deleted), and its pods
+// gone (deleted; a plain Job's pod, which stays, once it has terminated).
 type recorder struct {
 	mu   sync.Mutex
 	seen map[string]*timeline
 }
 
 type timeline struct {
+	// plain: the benchmark is a plain Job (withPlainJobs), of one pod.
+	plain                                              bool
 	admitted, complete, released, quotaFreed, podsGone time.Time
 	firstRunning, lastRunning                          time.Time
 	pods                                               map[string]bool // seen Running
@@ -316,15 +324,17 @@ func (r *recorder) observe(obj any, deleted bool) {
 		}
 	case *kueue.Workload:
 		var aw string
+		plain := false
 		for _, ref := range o.OwnerReferences {
-			if ref.Kind == "AppWrapper" {
-				aw = ref.Name
+			if ref.Kind == "AppWrapper" || ref.Kind == "Job" {
+				aw, plain = ref.Name, ref.Kind == "Job"
 			}
 		}
 		if aw == "" {
 			return
 		}
 		t := r.get(o.Namespace, aw)
+		t.plain = t.plain || plain
 		admitted := false
 		finished := false
 		for _, cond := range o.Status.Conditions {
@@ -335,8 +345,21 @@ func (r *recorder) observe(obj any, deleted bool) {
 		if t.quotaFreed.IsZero() && !t.admitted.IsZero() && (deleted || finished || inactive || !admitted) {
 			t.quotaFreed = now
 		}
+		if t.plain && finished && t.released.IsZero() {
+			// Kueue finished the plain Job's Workload: its GPUs are given back.
+			t.released = now
+		}
 	case *batchv1.Job:
 		aw := o.Labels[awv1beta2.AppWrapperLabel]
+		if _, queued := o.Labels[util.QueueNameLabel]; aw == "" && queued {
+			// A plain Job, queued for Kueue itself.
+			aw = o.Name
+			t := r.get(o.Namespace, aw)
+			t.plain = true
+			if o.Spec.Suspend != nil && !*o.Spec.Suspend && t.admitted.IsZero() {
+				t.admitted = now
+			}
+		}
 		if aw == "" {
 			return
 		}
@@ -348,13 +371,30 @@ func (r *recorder) observe(obj any, deleted bool) {
 		}
 	case *corev1.Pod:
 		aw := o.Labels[awv1beta2.AppWrapperLabel]
+		terminal := false
+		if job := o.Labels[batchv1.JobNameLabel]; aw == "" && job != "" {
+			// A plain Job's pod: it stays once it has terminated, and holds
+			// no GPU for the scheduler from then on.
+			aw = job
+			terminal = o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed
+		}
 		if aw == "" {
 			return
 		}
 		t := r.get(o.Namespace, aw)
-		if deleted {
+		if terminal && !t.pods[o.Name] {
+			// It ran, though the watch saw it only once it had ended.
+			t.pods[o.Name] = true
+			if t.firstRunning.IsZero() {
+				t.firstRunning = now
+			}
+			if t.lastRunning.IsZero() {
+				t.lastRunning = now
+			}
+		}
+		if deleted || terminal {
 			delete(t.live, o.Name)
-			if len(t.live) == 0 && len(t.pods) > 0 {
+			if len(t.live) == 0 && len(t.pods) > 0 && (!t.plain || t.podsGone.IsZero()) {
 				t.podsGone = now
 			}
 			return
@@ -365,7 +405,7 @@ func (r *recorder) observe(obj any, deleted bool) {
 			if t.firstRunning.IsZero() {
 				t.firstRunning = now
 			}
-			if len(t.pods) == 3 {
+			if want := 3; len(t.pods) == want || t.plain && len(t.pods) == 1 {
 				t.lastRunning = now
 			}
 		}
@@ -505,7 +545,7 @@ func render(results []*result, runs []time.Duration, nodes int) string {
 	p("- **Bed**: kube-apiserver, etcd, kube-scheduler, kwok (fake nodes, `test/framework/kwok/stages.yaml`; a pod stops at once when deleted) and kube-controller-manager (Job, ReplicaSet, Deployment, node lifecycle, garbage collector) as processes; Kueue v0.17.0, the AppWrapper controller v1.2.2 and wrapup in the benchmark's process. Nothing writes a pod's or a Job's status.\n")
 	p("- **Workload**: %d AppWrappers queued at once in one ClusterQueue of %d GPUs; each has two vLLM Deployments of 2 GPUs and a guidellm Job of 4 GPUs (a whole node), whose pod runs for a time drawn uniformly in [%s, %s] (seed %d; %s of runs in all).\n",
 		len(runs), nodes*nodeGPUs, *flagMin, *flagMax, *flagSeed, sum.Round(time.Second))
-	p("- **Variants**, one after the other on the same bed (wrapup first): **%s**, a CompletionRule on the guidellm Job (DeleteAll, TTL 0); **%s**, no rule, each AppWrapper labelled `kueue.x-k8s.io/max-exec-time-seconds` with 1.5 times its run time rounded up to a second: a guess right within 50 %%, which Kueue counts from the Workload's admission (a whole-second timestamp), so that it also covers the start (the AppWrapper resumed, its pods created, scheduled and started); past it, Kueue deactivates the Workload and the AppWrapper controller removes the components.\n", withWrapup, withMaxExecTime)
+	p("- **Variants**, one after the other on the same bed (wrapup first): **%s**, a CompletionRule on the guidellm Job (DeleteAll, TTL 0); **%s**, no rule, each AppWrapper labelled `kueue.x-k8s.io/max-exec-time-seconds` with 1.5 times its run time rounded up to a second: a guess right within 50 %%, which Kueue counts from the Workload's admission (a whole-second timestamp), so that it also covers the start (the AppWrapper resumed, its pods created, scheduled and started); past it, Kueue deactivates the Workload and the AppWrapper controller removes the components; **%s**, the floor: each benchmark one plain batch/v1 Job of one pod of the node's %d GPUs and the same run time, queued for Kueue with no AppWrapper and no rule, whose Workload Kueue's Job integration finishes when the Job completes (its pod stays, terminated, and holds no GPU from then on).\n", withWrapup, withMaxExecTime, withPlainJobs, nodeGPUs)
 	p("- Times are when the benchmark's watches saw each change (ms), not the objects' second-granular timestamps. A handoff pairs the k-th benchmark to free its quota with the (nodes+k)-th that Kueue admitted: the one that took that quota.\n\n")
 
 	p("## GPU-idle gap per handoff (ms)\n\nFrom a benchmark's guidellm Job Complete to the benchmark admitted into its quota having all its pods Running.\n\n")
@@ -526,6 +566,9 @@ func render(results []*result, runs []time.Duration, nodes int) string {
 	if a, z := sums[withWrapup], sums[withMaxExecTime]; a.Count > 0 && z.Count > 0 && z.P50 > 0 {
 		p("\nwrapup ÷ max-exec-time: p50 %.3f, p99 %.3f.\n", float64(a.P50)/float64(z.P50), float64(a.P99)/float64(z.P99))
 	}
+	if a, z := sums[withWrapup], sums[withPlainJobs]; a.Count > 0 && z.Count > 0 && z.P50 > 0 {
+		p("wrapup ÷ plain Jobs (Kueue's own handoff): p50 %.3f, p99 %.3f.\n", float64(a.P50)/float64(z.P50), float64(a.P99)/float64(z.P99))
+	}
 	p("\n## Where the gap goes (ms after the Job's completion, p50 / p99)\n\n")
 	p("| variant | AppWrapper released | its quota freed | its pods gone | next admitted | next's first pod Running | next's pods all Running |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {
@@ -539,9 +582,9 @@ func render(results []*result, runs []time.Duration, nodes int) string {
 			cell(func(h handoff) time.Duration { return h.podsGone }), cell(func(h handoff) time.Duration { return h.admitted }),
 			cell(func(h handoff) time.Duration { return h.firstRunning }), cell(func(h handoff) time.Duration { return h.running }))
 	}
-	p("\n- *Released*: with wrapup, its delete request (seen as the deletion timestamp): wrapup's part. With max-exec-time, the AppWrapper suspended by Kueue; this can come before the Job's completion (negative).\n")
-	p("- *Quota freed*: its Workload deactivated, finished or deleted. With wrapup, after the AppWrapper controller has removed the components and their pods, and the garbage collector the Workload; with max-exec-time, at the deactivation, before the teardown.\n")
-	p("- From the quota freed to the next admitted is Kueue. From there to the pods Running: the AppWrapper controller creates the components, the Deployment and Job controllers the pods, the scheduler binds them once the node's GPUs are free, and kwok starts them.\n")
+	p("\n- *Released*: with wrapup, its delete request (seen as the deletion timestamp): wrapup's part. With max-exec-time, the AppWrapper suspended by Kueue; this can come before the Job's completion (negative). With plain Jobs, the Workload finished by Kueue.\n")
+	p("- *Quota freed*: its Workload deactivated, finished or deleted. With wrapup, after the AppWrapper controller has removed the components and their pods, and the garbage collector the Workload; with max-exec-time, at the deactivation, before the teardown; with plain Jobs, at the Workload's finish. *Pods gone*: deleted; a plain Job's pod, once it has terminated.\n")
+	p("- From the quota freed to the next admitted is Kueue. From there to the pods Running: the AppWrapper controller creates the components, the Deployment and Job controllers the pods, the scheduler binds them once the node's GPUs are free, and kwok starts them. A plain Job has one pod, which the Job controller makes once Kueue unsuspends it.\n")
 
 	p("\n## Utilization\n\n| variant | makespan (s) | ideal in its admission order (s) | ÷ ideal | useful GPU utilization | GPUs allocated |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {
