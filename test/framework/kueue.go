@@ -8,6 +8,7 @@ import (
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/wrapup-dev/wrapup/gc"
 	kueueconfig "sigs.k8s.io/kueue/apis/config/v1beta2"
@@ -69,32 +70,13 @@ func setupKueue(ctx context.Context, mgr ctrl.Manager, jobs bool) error {
 		return fmt.Errorf("kueue controller %s: %w", failed, err)
 	}
 
-	if err := kueueappwrapper.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
-		return fmt.Errorf("kueue appwrapper indexes: %w", err)
-	}
-	//nolint:staticcheck // Kueue's reconciler takes the legacy recorder.
-	r, err := kueueappwrapper.NewReconciler(ctx, mgr.GetClient(), mgr.GetFieldIndexer(),
-		mgr.GetEventRecorderFor(constants.JobControllerName),
-		jobframework.WithQueues(queues), jobframework.WithCache(cache))
-	if err != nil {
-		return fmt.Errorf("kueue appwrapper reconciler: %w", err)
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("kueue appwrapper reconciler: %w", err)
+	opts := []jobframework.Option{jobframework.WithQueues(queues), jobframework.WithCache(cache)}
+	if err := setupIntegration(ctx, mgr, "appwrapper", kueueappwrapper.SetupIndexes, kueueappwrapper.NewReconciler, opts); err != nil {
+		return err
 	}
 	if jobs {
-		if err := kueuejob.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
-			return fmt.Errorf("kueue job indexes: %w", err)
-		}
-		//nolint:staticcheck // Kueue's reconciler takes the legacy recorder.
-		jr, err := kueuejob.NewReconciler(ctx, mgr.GetClient(), mgr.GetFieldIndexer(),
-			mgr.GetEventRecorderFor(constants.JobControllerName),
-			jobframework.WithQueues(queues), jobframework.WithCache(cache))
-		if err != nil {
-			return fmt.Errorf("kueue job reconciler: %w", err)
-		}
-		if err := jr.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("kueue job reconciler: %w", err)
+		if err := setupIntegration(ctx, mgr, "job", kueuejob.SetupIndexes, kueuejob.NewReconciler, opts); err != nil {
+			return err
 		}
 		jobframework.EnableIntegration(kueuejob.FrameworkName)
 	}
@@ -107,22 +89,35 @@ func setupKueue(ctx context.Context, mgr ctrl.Manager, jobs bool) error {
 	return nil
 }
 
-// KueueWithJobsAndWrapup is KueueAndWrapup with Kueue's Job integration
-// (SetupKueueWithJobs).
-func KueueWithJobsAndWrapup(opts gc.Options) ManagerSetup {
-	return func(ctx context.Context, mgr ctrl.Manager) error {
-		if err := SetupKueueWithJobs(ctx, mgr); err != nil {
-			return err
-		}
-		return gc.Setup(mgr, opts)
+// setupIntegration runs one of Kueue's job integrations in mgr: its
+// indexes, then its reconciler, with opts.
+func setupIntegration(ctx context.Context, mgr ctrl.Manager, name string, indexes func(context.Context, client.FieldIndexer) error,
+	newReconciler jobframework.ReconcilerFactory, opts []jobframework.Option) error {
+	if err := indexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return fmt.Errorf("kueue %s indexes: %w", name, err)
 	}
+	//nolint:staticcheck // Kueue's reconcilers take the legacy recorder.
+	r, err := newReconciler(ctx, mgr.GetClient(), mgr.GetFieldIndexer(), mgr.GetEventRecorderFor(constants.JobControllerName), opts...)
+	if err != nil {
+		return fmt.Errorf("kueue %s reconciler: %w", name, err)
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("kueue %s reconciler: %w", name, err)
+	}
+	return nil
 }
 
 // KueueAndWrapup is a ManagerSetup that runs Kueue (SetupKueue) and wrapup
 // with opts in the manager.
-func KueueAndWrapup(opts gc.Options) ManagerSetup {
+func KueueAndWrapup(opts gc.Options) ManagerSetup { return kueueAndWrapup(false, opts) }
+
+// KueueWithJobsAndWrapup is KueueAndWrapup with Kueue's Job integration
+// (SetupKueueWithJobs).
+func KueueWithJobsAndWrapup(opts gc.Options) ManagerSetup { return kueueAndWrapup(true, opts) }
+
+func kueueAndWrapup(jobs bool, opts gc.Options) ManagerSetup {
 	return func(ctx context.Context, mgr ctrl.Manager) error {
-		if err := SetupKueue(ctx, mgr); err != nil {
+		if err := setupKueue(ctx, mgr, jobs); err != nil {
 			return err
 		}
 		return gc.Setup(mgr, opts)
