@@ -382,6 +382,7 @@ func (r *recorder) observe(obj any, deleted bool) {
 			return
 		}
 		t := r.get(o.Namespace, aw)
+		t.plain = t.plain || o.Labels[awv1beta2.AppWrapperLabel] == ""
 		if terminal && !t.pods[o.Name] {
 			// It ran, though the watch saw it only once it had ended.
 			t.pods[o.Name] = true
@@ -405,7 +406,7 @@ func (r *recorder) observe(obj any, deleted bool) {
 			if t.firstRunning.IsZero() {
 				t.firstRunning = now
 			}
-			if want := 3; len(t.pods) == want || t.plain && len(t.pods) == 1 {
+			if len(t.pods) == 3 || t.plain && len(t.pods) == 1 {
 				t.lastRunning = now
 			}
 		}
