@@ -71,11 +71,21 @@ func setupKueue(ctx context.Context, mgr ctrl.Manager, jobs bool) error {
 	}
 
 	opts := []jobframework.Option{jobframework.WithQueues(queues), jobframework.WithCache(cache)}
-	if err := setupIntegration(ctx, mgr, "appwrapper", kueueappwrapper.SetupIndexes, kueueappwrapper.NewReconciler, opts); err != nil {
+	if err := setupIntegration(ctx, mgr, mgr.GetClient(), "appwrapper", kueueappwrapper.SetupIndexes, kueueappwrapper.NewReconciler, opts); err != nil {
 		return err
 	}
 	if jobs {
-		if err := setupIntegration(ctx, mgr, "job", kueuejob.SetupIndexes, kueuejob.NewReconciler, opts); err != nil {
+		// Kueue reads its Jobs from its cache, with its indexes (Kueue's
+		// own manager caches every kind); this bed's manager client reads
+		// Jobs from the API server (NewManager), so Kueue's Job
+		// integration is given a client that reads from the manager's
+		// cache.
+		cached, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+			Cache: &client.CacheOptions{Reader: mgr.GetCache()}})
+		if err != nil {
+			return fmt.Errorf("kueue job client: %w", err)
+		}
+		if err := setupIntegration(ctx, mgr, cached, "job", kueuejob.SetupIndexes, kueuejob.NewReconciler, opts); err != nil {
 			return err
 		}
 		jobframework.EnableIntegration(kueuejob.FrameworkName)
@@ -90,14 +100,14 @@ func setupKueue(ctx context.Context, mgr ctrl.Manager, jobs bool) error {
 }
 
 // setupIntegration runs one of Kueue's job integrations in mgr: its
-// indexes, then its reconciler, with opts.
-func setupIntegration(ctx context.Context, mgr ctrl.Manager, name string, indexes func(context.Context, client.FieldIndexer) error,
+// indexes, then its reconciler, reading through c, with opts.
+func setupIntegration(ctx context.Context, mgr ctrl.Manager, c client.Client, name string, indexes func(context.Context, client.FieldIndexer) error,
 	newReconciler jobframework.ReconcilerFactory, opts []jobframework.Option) error {
 	if err := indexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("kueue %s indexes: %w", name, err)
 	}
 	//nolint:staticcheck // Kueue's reconcilers take the legacy recorder.
-	r, err := newReconciler(ctx, mgr.GetClient(), mgr.GetFieldIndexer(), mgr.GetEventRecorderFor(constants.JobControllerName), opts...)
+	r, err := newReconciler(ctx, c, mgr.GetFieldIndexer(), mgr.GetEventRecorderFor(constants.JobControllerName), opts...)
 	if err != nil {
 		return fmt.Errorf("kueue %s reconciler: %w", name, err)
 	}
