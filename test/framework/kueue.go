@@ -111,11 +111,21 @@ func setupIntegration(ctx context.Context, mgr ctrl.Manager, c client.Client, na
 	if err != nil {
 		return fmt.Errorf("kueue %s reconciler: %w", name, err)
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
+	// Its watch handlers read through the manager's client
+	// (jobframework's genericReconciler.SetupWithManager): the same c.
+	if err := r.SetupWithManager(clientManager{Manager: mgr, c: c}); err != nil {
 		return fmt.Errorf("kueue %s reconciler: %w", name, err)
 	}
 	return nil
 }
+
+// clientManager is a manager whose client is c.
+type clientManager struct {
+	ctrl.Manager
+	c client.Client
+}
+
+func (m clientManager) GetClient() client.Client { return m.c }
 
 // KueueAndWrapup is a ManagerSetup that runs Kueue (SetupKueue) and wrapup
 // with opts in the manager.
