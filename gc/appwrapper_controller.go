@@ -320,11 +320,7 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		r.forget(key, mem)
 		return ctrl.Result{}, nil
 	}
-	if in.AppWrapper.UID != mem.uid {
-		// Another AppWrapper under the same name: its worker's failures
-		// are counted from none, and its Warnings are said anew.
-		in.WorkerFailures, in.Warned = 0, nil
-	}
+	mem.scope(in.AppWrapper.UID, &in)
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("appWrapper", klog.KObj(in.AppWrapper)))
 	d := decision.Decide(ctx, in)
 	r.observed("cached", in, d)
@@ -724,6 +720,16 @@ func (m *memory) settle(key types.NamespacedName, e *awMemory) {
 		m.m = map[types.NamespacedName]awMemory{}
 	}
 	m.m[key] = *e
+}
+
+// scope leaves out of in what e remembers of another AppWrapper than uid
+// (one deleted, and created again under the same name): its failure and
+// hold clocks, its worker's failures and its Warnings. A hold started for
+// the AppWrapper deleted must never shorten the new one's.
+func (e *awMemory) scope(uid types.UID, in *decision.Input) {
+	if e.uid != uid {
+		in.FailureSeen, in.HoldStart, in.WorkerFailures, in.Warned = decision.FailureSeen{}, time.Time{}, 0, nil
+	}
 }
 
 // update keeps what d, decided on the AppWrapper uid, says to remember.

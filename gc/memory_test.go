@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,5 +128,24 @@ func TestMemoryHoldsOnlyWhatItMust(t *testing.T) {
 	m.settle(key, e)
 	if e.counted != nil || m.Len() != 0 {
 		t.Fatalf("an AppWrapper created again under the same name keeps %+v (%d entries)", e, m.Len())
+	}
+}
+
+// TestMemoryScopedToTheAppWrapper: what is remembered of an AppWrapper
+// deleted and created again under the same name is not the new one's
+// input: a hold remembered as started for the old one would otherwise
+// count for the new one and delete it before its own hold ends.
+func TestMemoryScopedToTheAppWrapper(t *testing.T) {
+	e := &awMemory{uid: "uid-1", holdStart: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), unreachable: 3, warned: []string{"r\x00m"},
+		failure: decision.FailureSeen{TriggerUID: "job-1"}}
+	in := decision.Input{FailureSeen: e.failure, HoldStart: e.holdStart, WorkerFailures: e.unreachable, Warned: e.warned}
+	same := in
+	e.scope("uid-1", &same)
+	if same.HoldStart.IsZero() || same.WorkerFailures != 3 || len(same.Warned) != 1 || same.FailureSeen == (decision.FailureSeen{}) {
+		t.Errorf("the same AppWrapper: input %+v, want what is remembered", same)
+	}
+	e.scope("uid-2", &in)
+	if !in.HoldStart.IsZero() || in.WorkerFailures != 0 || in.Warned != nil || in.FailureSeen != (decision.FailureSeen{}) {
+		t.Errorf("another AppWrapper under the name: input %+v, want nothing remembered of the old one", in)
 	}
 }
