@@ -102,6 +102,12 @@ type appWrapperReconciler struct {
 	NoHistory bool
 
 	memory memory
+	// own are wrapup's writes whose watch events need no decision.
+	own ownWrites
+	// rules lists the rules for the final checks, one read shared by
+	// those that start together.
+	rules     *ruleLister
+	rulesOnce sync.Once
 	// observe, when set, sees every decision (tests).
 	observe func(stage string, in decision.Input, d decision.Decision)
 }
@@ -122,7 +128,7 @@ func (r *appWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents 
 	return b.
 		Named("wrapup-appwrapper").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
-		For(&awv1beta2.AppWrapper{}).
+		For(&awv1beta2.AppWrapper{}, builder.WithPredicates(ownEcho(&r.own))).
 		Watches(&wrapupv1alpha1.CompletionRule{},
 			handler.EnqueueRequestsFromMapFunc(r.allAppWrappers),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, readyChanged{}))).
@@ -274,6 +280,10 @@ func (r *appWrapperReconciler) liveView() *view.Reader {
 			return gvr.Version, ok
 		},
 		Labelled: true,
+		ListRules: func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
+			r.rulesOnce.Do(func() { r.rules = newRuleLister(r.APIReader) })
+			return r.rules.List(ctx)
+		},
 		Workers: func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, view.TriggerView) {
 			w, c := r.readWorker(ctx, true, aw)
 			if c == nil || w.Problem != "" {
@@ -439,6 +449,11 @@ func (r *appWrapperReconciler) apply(ctx context.Context, aw *awv1beta2.AppWrapp
 		r.emit(aw, fd.Events, decision.EventAfterWrite)
 		log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
 		r.count(ctx, fd.Write)
+		if fd.Verdict == decision.VerdictDelete {
+			// Every way on from here deletes it or asks to be called
+			// again: the watch event of this write need not.
+			r.own.patched(key, patched.UID, patched.ResourceVersion)
+		}
 		if !r.ensureHistory(ctx, decision.Input{Now: fin.Now, AppWrapper: patched, Rules: fin.Rules, Triggers: fin.Triggers}, fd, fd.Write, true, mem, nil) &&
 			fd.Verdict == decision.VerdictDelete {
 			return ctrl.Result{RequeueAfter: historyRetry}, nil
@@ -601,6 +616,7 @@ func (r *appWrapperReconciler) delete(ctx context.Context, in decision.Input, d 
 	if !d.DueAt.IsZero() {
 		deletionLatenessSeconds.WithLabelValues(d.Winner).Observe(max(0, in.Now.Sub(d.DueAt).Seconds()))
 	}
+	r.own.deleted(client.ObjectKeyFromObject(aw), aw.UID)
 	log.Info("Deleted finished AppWrapper", "outcome", d.Outcome)
 	r.emit(aw, d.Events, decision.EventAfterDelete)
 	r.forget(client.ObjectKeyFromObject(aw), mem)

@@ -31,8 +31,19 @@ type cacheView struct {
 	mem *awMemory
 }
 
+// AppWrapper reads the AppWrapper from the cache; one that wrapup deleted
+// counts as gone.
 func (v *cacheView) AppWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error) {
-	return (&view.Reader{Client: v.r.Cache}).AppWrapper(ctx, key)
+	aw, err := (&view.Reader{Client: v.r.Cache}).AppWrapper(ctx, key)
+	switch {
+	case err != nil:
+		return nil, err
+	case aw == nil:
+		v.r.own.gone(key)
+	case v.r.own.isDeleted(key, aw.UID):
+		return nil, nil
+	}
+	return aw, nil
 }
 
 func (v *cacheView) Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {

@@ -63,7 +63,10 @@ type simChecks struct {
 	// record on; forgedRecords, CompletionRecords written of a forged
 	// record (which the world bore out).
 	forgedDeletes, forgedRecords int
-	verdicts                     map[decision.Verdict]int
+	// echoes counts the AppWrapper watch events dropped as the echoes of
+	// wrapup's own writes.
+	echoes   int
+	verdicts map[decision.Verdict]int
 }
 
 func (c *simChecks) init() {
@@ -94,6 +97,7 @@ func (c *simChecks) add(o *simChecks) {
 	c.forgedRecords += o.forgedRecords
 	c.settledMany += o.settledMany
 	c.manyDecisions += o.manyDecisions
+	c.echoes += o.echoes
 	c.histories++
 	for v, n := range o.verdicts {
 		c.verdicts[v] += n
@@ -108,9 +112,9 @@ func (c *simChecks) summary() string {
 	sort.Strings(vs)
 	out := fmt.Sprintf("%d records written, %d cleared, %d deletions, %d lost answers to record writes, %d explain checks, %d settled AppWrappers checked; "+
 		"of several candidates: %d decisions, %d records written, %d cleared, %d deletions, %d settled AppWrappers; "+
-		"%d CompletionRecord writes, %d deletions without one past its deadline; %d triggers made terminal while deleted, %d successes deleted as their run started again; %d deletions of AppWrappers with a forged record, %d CompletionRecords of a forged record borne out; verdicts:",
+		"%d CompletionRecord writes, %d deletions without one past its deadline; %d triggers made terminal while deleted, %d successes deleted as their run started again; %d deletions of AppWrappers with a forged record, %d CompletionRecords of a forged record borne out; %d echoes of wrapup's own writes dropped; verdicts:",
 		c.written, c.cleared, c.deletes, c.lostRecordWrites, c.explained, c.settled, c.manyDecisions, c.manyWritten, c.manyCleared, c.manyDeletes, c.settledMany,
-		c.crecWrites, c.crecLate, c.tornDown, c.deletedAgain, c.forgedDeletes, c.forgedRecords)
+		c.crecWrites, c.crecLate, c.tornDown, c.deletedAgain, c.forgedDeletes, c.forgedRecords, c.echoes)
 	for _, v := range vs {
 		out += fmt.Sprintf(" %s %d", v, c.verdicts[decision.Verdict(v)])
 	}
@@ -903,6 +907,11 @@ func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Deci
 	aw := in.AppWrapper
 	if aw == nil {
 		return
+	}
+	if w.wr.deleted[aw.UID] {
+		// Its deletion is made, and cannot be undone: the events that
+		// follow it (wrapup's own, the teardown's) need no decision.
+		w.fail("a %s decision on %s (%s), which this process deleted", stage, client.ObjectKeyFromObject(aw), aw.UID)
 	}
 	cur, ok := w.aws[client.ObjectKeyFromObject(aw)]
 	if !ok || cur.ResourceVersion != aw.ResourceVersion {

@@ -67,7 +67,10 @@ var (
 // a work queue like controller-runtime's (one entry per AppWrapper, the
 // earliest due time wins, failures back off).
 type simWrapup struct {
-	w        *simWorld
+	w *simWorld
+	// deleted are the AppWrappers this process deleted and was told so:
+	// it decides on none of them again.
+	deleted  map[types.UID]bool
 	r        *appWrapperReconciler
 	triggers *simTriggers
 	clock    *clocktesting.FakeClock
@@ -87,7 +90,7 @@ func (w *simWorld) startWrapup() {
 	clock := clocktesting.NewFakeClock(w.now)
 	triggers := &simTriggers{w: w, syncAt: w.now.Add(time.Duration(w.rng.Int63n(int64(3 * time.Second)))),
 		waiters: map[types.NamespacedName]bool{}, claims: map[triggers.Owner]schema.GroupKind{}}
-	wr := &simWrapup{w: w, triggers: triggers, clock: clock, queue: map[types.NamespacedName]time.Time{},
+	wr := &simWrapup{w: w, deleted: map[types.UID]bool{}, triggers: triggers, clock: clock, queue: map[types.NamespacedName]time.Time{},
 		failures: map[types.NamespacedName]int{}, restarts: restarts}
 	wr.r = &appWrapperReconciler{
 		Cache:     &simReader{w: w},
@@ -289,6 +292,16 @@ func (w *simWorld) applyDelivery(c *simCache) {
 	}
 	switch c {
 	case w.awCache:
+		// The watch drops the events of wrapup's own writes that need no
+		// decision (ownEcho).
+		var obj client.Object
+		if d.obj != nil {
+			obj = c.objs[d.key]
+		}
+		if w.wr.r.own.echo(old, obj) {
+			w.checks.echoes++
+			return
+		}
 		ns, name, _ := strings.Cut(d.key, "/")
 		w.wr.enqueue(types.NamespacedName{Namespace: ns, Name: name}, w.now)
 	case w.trigCache:

@@ -1353,6 +1353,7 @@ func (s *simWriter) Delete(_ context.Context, obj client.Object, opts ...client.
 		w.logf("fault: the answer to DELETE %s is lost", key)
 		return apierrors.NewTimeoutError("simulated lost answer", 1)
 	}
+	w.wr.deleted[cur.UID] = true
 	return nil
 }
 

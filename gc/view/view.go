@@ -200,6 +200,9 @@ type Reader struct {
 	// Workers, when set, reads worker clusters; without it, the worker of
 	// an AppWrapper that MultiKueue dispatches cannot be read.
 	Workers func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView)
+	// ListRules, when set, lists the rules in place of Client: it must
+	// answer with a read sent after it was called.
+	ListRules func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error)
 }
 
 func (v *Reader) Worker(ctx context.Context, _ types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView) {
@@ -221,6 +224,13 @@ func (v *Reader) AppWrapper(ctx context.Context, key types.NamespacedName) (*awv
 }
 
 func (v *Reader) Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
+	if v.ListRules != nil {
+		rules, err := v.ListRules(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing rules: %w", err)
+		}
+		return rules, nil
+	}
 	var list wrapupv1alpha1.CompletionRuleList
 	if err := v.Client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing rules: %w", err)
