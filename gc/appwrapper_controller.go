@@ -443,17 +443,17 @@ func (r *appWrapperReconciler) apply(ctx context.Context, aw *awv1beta2.AppWrapp
 			}
 			return r.writeFailed(ctx, err, "recording outcome")
 		}
+		if fd.Verdict == decision.VerdictDelete {
+			// Every way on from here deletes it or asks to be called
+			// again: the watch event of this write need not.
+			r.own.patched(key, patched.UID, patched.ResourceVersion)
+		}
 		// It landed on the AppWrapper as read, so no earlier write of
 		// unknown fate is on it.
 		mem.unsure, mem.counted = nil, fd.Write
 		r.emit(aw, fd.Events, decision.EventAfterWrite)
 		log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
 		r.count(ctx, fd.Write)
-		if fd.Verdict == decision.VerdictDelete {
-			// Every way on from here deletes it or asks to be called
-			// again: the watch event of this write need not.
-			r.own.patched(key, patched.UID, patched.ResourceVersion)
-		}
 		if !r.ensureHistory(ctx, decision.Input{Now: fin.Now, AppWrapper: patched, Rules: fin.Rules, Triggers: fin.Triggers}, fd, fd.Write, true, mem, nil) &&
 			fd.Verdict == decision.VerdictDelete {
 			return ctrl.Result{RequeueAfter: historyRetry}, nil
@@ -511,6 +511,7 @@ func (r *appWrapperReconciler) apply(ctx context.Context, aw *awv1beta2.AppWrapp
 // decideFresh gathers from the API server (the AppWrapper too, unless
 // known is it as good as read) and decides.
 func (r *appWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, known *awv1beta2.AppWrapper, mem *awMemory) (decision.Input, decision.Decision, error) {
+	finalChecksTotal.WithLabelValues().Inc()
 	in, err := view.Gather(ctx, r.liveView(), r.Policies, key, known, r.input(mem))
 	if err != nil || in.AppWrapper == nil {
 		return in, decision.Decision{}, err

@@ -27,6 +27,9 @@ var (
 	evaluationErrorsTotal = counterVec("wrapup_evaluation_errors_total",
 		"CEL evaluations that failed at run time (treated as not finished), by rule.", "rule")
 
+	finalChecksTotal = counterVec("wrapup_final_checks_total",
+		"Final checks: decisions made again on what the API server says, before a write or a delete.")
+
 	evaluationSeconds = histogram("wrapup_evaluation_duration_seconds",
 		"Time to evaluate a rule's expressions against one trigger.", prometheus.ExponentialBuckets(1e-6, 4, 10))
 
