@@ -342,29 +342,13 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if d.Verdict == decision.VerdictWorkerUnreachable {
 		return ctrl.Result{RequeueAfter: d.Requeue}, nil
 	}
-	confirm := func() (decision.Input, decision.Decision, error) {
-		return r.decideFresh(ctx, key, nil, mem)
-	}
-	if d.Write == nil && !d.Clear && d.Outcome != "" && !r.ensureHistory(ctx, in, d, d.Recorded, false, mem, confirm) {
-		// The run's CompletionRecord is not written yet: nothing is
-		// deleted before it is, or before its deadline. Soon when a
-		// deletion waits on it, else at most a minute later.
-		retry := historyRetry
-		if d.Verdict != decision.VerdictDelete {
-			retry = time.Minute
-			if d.Requeue > historyRetry && d.Requeue < retry {
-				retry = d.Requeue
-			}
-		}
-		return ctrl.Result{RequeueAfter: retry}, nil
-	}
-	if d.Write == nil && !d.Clear && d.Verdict != decision.VerdictDelete {
+	if d.Write == nil && !d.Clear && d.Verdict != decision.VerdictDelete && !r.historyDue(ctx, in, d, mem) {
 		return ctrl.Result{RequeueAfter: d.Requeue}, nil
 	}
-	// For a write, the cached AppWrapper will do: the write's
-	// resourceVersion makes sure it is current. A deletion alone is decided
-	// on the AppWrapper read from the API server too, which shows a
-	// deletion already made (the cache may not yet).
+	// The final check. For a write, the cached AppWrapper will do: the
+	// write's resourceVersion makes sure it is current. Otherwise the
+	// AppWrapper is read from the API server too, which shows a deletion
+	// already made (the cache may not yet).
 	known := in.AppWrapper
 	if d.Write == nil && !d.Clear {
 		known = nil
@@ -373,7 +357,7 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err != nil || fin.AppWrapper == nil {
 		return ctrl.Result{}, err
 	}
-	return r.apply(ctx, in.AppWrapper, d, fin, fd, mem)
+	return r.apply(ctx, d, fin, fd, known == nil, mem)
 }
 
 // input is the start of a decision's input: the clock and the memory.
@@ -425,87 +409,115 @@ func (r *appWrapperReconciler) remember(ctx context.Context, in decision.Input, 
 	return ctx
 }
 
-// apply does what the fresh decision fd on fin says: it writes the record
-// (or clears it), then deletes, when a decision on the AppWrapper as the
-// API server answered still deletes the same way as d, decided on the
-// caches about aw, said.
-func (r *appWrapperReconciler) apply(ctx context.Context, aw *awv1beta2.AppWrapper, d decision.Decision, fin decision.Input, fd decision.Decision, mem *awMemory) (ctrl.Result, error) {
+// apply does, in order, what the fresh decision fd on fin says: it writes
+// the record (or clears it), writes the run's CompletionRecord, and
+// deletes. When the API server answers a write with a changed AppWrapper,
+// it decides again on that answer, the rest as read, and goes on with what
+// that decision says. read says whether fin's AppWrapper is as the API
+// server has it: else it is the cache's, which a write's resourceVersion
+// checks, and which is read again before a deletion. d is the decision on
+// the caches that led here.
+func (r *appWrapperReconciler) apply(ctx context.Context, d decision.Decision, fin decision.Input, fd decision.Decision, read bool, mem *awMemory) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
-	key := client.ObjectKeyFromObject(aw)
+	key := client.ObjectKeyFromObject(fin.AppWrapper)
 	wrote := false
-	switch {
-	case fd.Write != nil:
-		patched, err := r.writeRecord(ctx, fin.AppWrapper, fd.Write)
-		if err != nil {
-			if !rejected(err) {
-				// The write may have landed: count it when it is seen.
-				mem.unsure = fd.Write
-			}
-			return r.writeFailed(ctx, err, "recording outcome")
-		}
-		if fd.Verdict == decision.VerdictDelete {
-			// Every way on from here deletes it or asks to be called
-			// again: the watch event of this write need not.
-			r.own.patched(key, patched.UID, patched.ResourceVersion)
-		}
-		// It landed on the AppWrapper as read, so no earlier write of
-		// unknown fate is on it.
-		mem.unsure, mem.counted = nil, fd.Write
-		r.emit(aw, fd.Events, decision.EventAfterWrite)
-		log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
-		r.count(ctx, fd.Write)
-		if !r.ensureHistory(ctx, decision.Input{Now: fin.Now, AppWrapper: patched, Rules: fin.Rules, Triggers: fin.Triggers}, fd, fd.Write, true, mem, nil) &&
-			fd.Verdict == decision.VerdictDelete {
-			return ctrl.Result{RequeueAfter: historyRetry}, nil
-		}
+	for {
 		switch {
-		case fd.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
-			actionsTotal.WithLabelValues(fd.Winner, "StatusOnly").Inc()
-		case fd.DryRun:
-			actionsTotal.WithLabelValues(fd.Winner, wrapupv1alpha1.ReasonWouldDelete).Inc()
+		case fd.Write != nil || fd.Clear:
+			if wrote {
+				// The decision on its answer writes again: look again,
+				// on caches that caught up.
+				log.V(2).Info("A decision on the AppWrapper as the API server answered the write would write again; looking again", "reason", fd.Reason)
+				return ctrl.Result{Requeue: true}, nil
+			}
+			if res, ok, err := r.write(ctx, &fin, fd, mem); !ok {
+				return res, err
+			}
+			wrote, read = true, true
+			fd = decision.Decide(ctx, fin)
+			r.observed("written", fin, fd)
+			if fd.Verdict == decision.VerdictDelete && fd.Write == nil && !fd.Clear {
+				// Every way on from here deletes it or asks to be called
+				// again: the watch event of the write need not.
+				r.own.patched(key, fin.AppWrapper.UID, fin.AppWrapper.ResourceVersion)
+			}
+		case fd.Verdict != decision.VerdictDelete:
+			if read && fd.Outcome != "" && !r.ensureHistory(ctx, fin, fd, fd.Recorded, false, mem) {
+				// Not written yet: at most a minute later.
+				retry := time.Minute
+				if fd.Requeue > historyRetry && fd.Requeue < retry {
+					retry = fd.Requeue
+				}
+				return ctrl.Result{RequeueAfter: retry}, nil
+			}
+			if !wrote && (d.Write != nil || d.Clear || d.Verdict == decision.VerdictDelete) {
+				log.V(2).Info("A decision on a fresh read does not act; looking again", "cached", d.Verdict, "fresh", fd.Verdict, "reason", fd.Reason)
+				return ctrl.Result{RequeueAfter: requeueSoon(fd.Requeue)}, nil
+			}
+			return ctrl.Result{RequeueAfter: fd.Requeue}, nil
+		case !read:
+			// Decided on the cached AppWrapper for a write that the fresh
+			// decision does not make: read it too, as for any deletion.
+			var err error
+			if fin, fd, err = r.decideFresh(ctx, key, nil, mem); err != nil || fin.AppWrapper == nil {
+				return ctrl.Result{}, err
+			}
+			read = true
+		default:
+			if !r.ensureHistory(ctx, fin, fd, fd.Recorded, false, mem) {
+				// The run's CompletionRecord, by the rules as the API
+				// server has them, is not written yet.
+				return ctrl.Result{RequeueAfter: historyRetry}, nil
+			}
+			return r.delete(ctx, fin, fd, mem)
 		}
-		fin.AppWrapper, wrote = patched, true
-	case fd.Clear:
-		patched, err := r.writeRecord(ctx, fin.AppWrapper, nil)
+	}
+}
+
+// write writes the record fd says (or clears it) on in's AppWrapper, then,
+// for a record, its CompletionRecord; in's AppWrapper becomes the API
+// server's answer. ok is false when apply is to return res and err: the
+// write failed, or a deletion waits for the CompletionRecord.
+func (r *appWrapperReconciler) write(ctx context.Context, in *decision.Input, fd decision.Decision, mem *awMemory) (res ctrl.Result, ok bool, err error) {
+	log := logf.FromContext(ctx)
+	aw := in.AppWrapper
+	if fd.Clear {
+		patched, err := r.writeRecord(ctx, aw, nil)
 		if err != nil {
-			return r.writeFailed(ctx, err, "clearing outcome")
+			res, err := r.writeFailed(ctx, err, "clearing outcome")
+			return res, false, err
 		}
 		r.emit(aw, fd.Events, decision.EventAfterWrite)
 		log.Info("Cleared outcome", "was", fd.Recorded.Outcome)
-		fin.AppWrapper, wrote = patched, true
-	case fd.Verdict != decision.VerdictDelete:
-		if d.Write != nil || d.Clear || d.Verdict == decision.VerdictDelete {
-			log.V(2).Info("A decision on a fresh read does not act; looking again", "cached", d.Verdict, "fresh", fd.Verdict, "reason", fd.Reason)
+		in.AppWrapper = patched
+		return ctrl.Result{}, true, nil
+	}
+	patched, err := r.writeRecord(ctx, aw, fd.Write)
+	if err != nil {
+		if !rejected(err) {
+			// The write may have landed: count it when it is seen.
+			mem.unsure = fd.Write
 		}
-		return ctrl.Result{RequeueAfter: requeueSoon(fd.Requeue)}, nil
+		res, err := r.writeFailed(ctx, err, "recording outcome")
+		return res, false, err
 	}
-	if fd.Verdict != decision.VerdictDelete {
-		return ctrl.Result{RequeueAfter: fd.Requeue}, nil
+	// It landed on the AppWrapper as read, so no earlier write of unknown
+	// fate is on it.
+	mem.unsure, mem.counted = nil, fd.Write
+	r.emit(aw, fd.Events, decision.EventAfterWrite)
+	log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
+	r.count(ctx, fd.Write)
+	in.AppWrapper = patched
+	if !r.ensureHistory(ctx, *in, fd, fd.Write, true, mem) && fd.Verdict == decision.VerdictDelete {
+		return ctrl.Result{RequeueAfter: historyRetry}, false, nil
 	}
-	first := fd
 	switch {
-	case wrote:
-		// After the write: decide on the AppWrapper as the API server
-		// answered it (the rest is as fresh as it was a moment ago).
-		fd = decision.Decide(ctx, fin)
-		r.observed("written", fin, fd)
-	case d.Write != nil || d.Clear:
-		// Decided on the cached AppWrapper for a write it then did not
-		// make: read the AppWrapper too, as for any deletion.
-		var err error
-		if fin, fd, err = r.decideFresh(ctx, key, nil, mem); err != nil || fin.AppWrapper == nil {
-			return ctrl.Result{}, err
-		}
+	case fd.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
+		actionsTotal.WithLabelValues(fd.Winner, "StatusOnly").Inc()
+	case fd.DryRun:
+		actionsTotal.WithLabelValues(fd.Winner, wrapupv1alpha1.ReasonWouldDelete).Inc()
 	}
-	if !decision.SameDeletion(first, fd) {
-		return ctrl.Result{Requeue: true}, nil
-	}
-	if !r.ensureHistory(ctx, fin, fd, fd.Recorded, false, mem, nil) {
-		// The run's CompletionRecord, by the rules as the API server has
-		// them, is not written yet.
-		return ctrl.Result{RequeueAfter: historyRetry}, nil
-	}
-	return r.delete(ctx, fin, fd, mem)
+	return ctrl.Result{}, true, nil
 }
 
 // decideFresh gathers from the API server (the AppWrapper too, unless

@@ -4,9 +4,14 @@
 //   - appwrapper_controller.go: the AppWrapper controller. Reconcile
 //     decides on the caches, remembers what the decision says to (one
 //     memory entry per AppWrapper, taken and settled once per reconcile),
-//     and, for a write or a delete, decides again on what the API server
-//     says and applies that decision: the record patch, then the delete
-//     with UID and resourceVersion preconditions.
+//     and, for a write, a CompletionRecord or a delete, decides again on
+//     what the API server says (the final check) and applies that
+//     decision's steps in order: the record patch, the CompletionRecord,
+//     the delete with UID and resourceVersion preconditions.
+//   - groupread.go: the final checks share one consistent LIST of the
+//     rules (a group commit); ownwrites.go: the watch events of wrapup's
+//     own writes on the way to a delete, and of what it deleted, bring no
+//     decision.
 //   - observe.go: where that controller reads: the caches, and the trigger
 //     informers it claims for each AppWrapper (gc/view gathers the rest).
 //   - history.go: the CompletionRecord writes (what a record is and when a
@@ -32,7 +37,9 @@
 // AppWrapper; appWrapperReconciler.Reconcile gathers (view.Gather through
 // cacheView) and decides (decision.Decide); remember keeps the failure
 // clock and the Warnings said; decideFresh gathers again through liveView
-// (the API server); apply patches the record (writeRecord), writes the
-// CompletionRecord (ensureHistory), decides on the AppWrapper the patch
-// returned, and deletes it (delete).
+// (the API server, the rules through the shared LIST); apply patches the
+// record (write, writeRecord) and writes the CompletionRecord
+// (ensureHistory), decides again on the AppWrapper the patch returned,
+// and deletes it (delete). The events of the patch and of the delete
+// bring no reconcile (ownEcho).
 package gc

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,6 +33,10 @@ type groupRead[T any] struct {
 	sent *groupCall[T]
 	next *groupCall[T]
 }
+
+// groupReadTimeout bounds a shared read: a read that hangs would hold
+// every caller that waits for it, which no caller's own deadline would end.
+const groupReadTimeout = 30 * time.Second
 
 // groupCall is one read and the callers waiting for it.
 type groupCall[T any] struct {
@@ -74,7 +79,9 @@ func (g *groupRead[T]) join(ctx context.Context) *groupCall[T] {
 // run sends c's read, then the next one's, until none waits.
 func (g *groupRead[T]) run(c *groupCall[T]) {
 	for c != nil {
-		c.val, c.err = g.read(c.ctx)
+		ctx, cancel := context.WithTimeout(c.ctx, groupReadTimeout)
+		c.val, c.err = g.read(ctx)
+		cancel()
 		g.mu.Lock()
 		close(c.done)
 		c, g.sent, g.next = g.next, g.next, nil

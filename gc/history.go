@@ -84,21 +84,41 @@ func (r *appWrapperReconciler) pastLimit(ctx context.Context, cr *wrapupv1alpha1
 	return newer >= limit
 }
 
+// historyDue says whether the decision d on the caches (in) leaves the
+// CompletionRecord of the recorded outcome to write: this process has not
+// written it, the rule keeps history, and the cache holds no
+// CompletionRecord of the run. It is then written after a final check
+// (apply), by the rules as the API server has them: a stale cache may hold
+// a shorter retention, or a deadline that has passed only there.
+func (r *appWrapperReconciler) historyDue(ctx context.Context, in decision.Input, d decision.Decision, mem *awMemory) bool {
+	rec := d.Recorded
+	if r.NoHistory || d.Write != nil || d.Clear || d.Outcome == "" || rec == nil || rec.Same(mem.history) {
+		return false
+	}
+	rule, ret, keep := decision.HistoryOf(in, d, rec)
+	if !keep {
+		// Not remembered: a decision on fresher rules may keep history.
+		return false
+	}
+	cr := decision.CompletionRecordOf(in, d, rec, rule, ret)
+	cached := &wrapupv1alpha1.CompletionRecord{}
+	if err := r.Cache.Get(ctx, client.ObjectKeyFromObject(cr), cached); err == nil && decision.SameRun(cached, cr) {
+		mem.history = rec
+		return false
+	}
+	return true
+}
+
 // ensureHistory writes the CompletionRecord of rec unless this process
-// wrote it already. decided says that rec is the record this process just
+// wrote it already; in and d are a final check's (the API server's rules
+// and AppWrapper). decided says that rec is the record this process just
 // wrote; any other is written only when this process counted it, or what
 // the decision observed bears it out (decision.BorneOut): a record is the
 // AppWrapper's metadata, and a tenant's forged one gets no
 // CompletionRecord. ok says whether a deletion may go ahead: the record is
 // written, or its deadline has passed (then with a Warning and a metric:
 // the GPUs come back whatever the record does).
-//
-// confirm, when not nil, is called before the write: in and d were decided
-// on the caches, and the record may have been cleared or replaced since; it
-// decides on what the API server says, and the write goes ahead only on
-// that decision, for the same record.
-func (r *appWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record, decided bool, mem *awMemory,
-	confirm func() (decision.Input, decision.Decision, error)) (ok bool) {
+func (r *appWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record, decided bool, mem *awMemory) (ok bool) {
 	// The deadline runs from when the deletion is due (zero for a
 	// record-only outcome): a long TTL leaves time to try again, and the
 	// deadline of a deletion due already does not move.
@@ -113,14 +133,11 @@ func (r *appWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 	}
 	rule, ret, keep := decision.HistoryOf(in, d, rec)
 	if !keep {
-		// Not remembered: a decision on fresher rules may keep history.
 		return true
 	}
 	// Its retention has passed (it was written, and has expired, or the
-	// run finished long ago): nothing to keep. Remembered only on rules as
-	// the API server has them: a stale cache may hold a shorter retention.
-	expired := func() bool { return decision.RecordExpired(in.Now, rec, ret) }
-	if confirm == nil && expired() {
+	// run finished long ago): nothing to keep.
+	if decision.RecordExpired(in.Now, rec, ret) {
 		return done()
 	}
 	cr := decision.CompletionRecordOf(in, d, rec, rule, ret)
@@ -129,31 +146,6 @@ func (r *appWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		return done()
 	}
 	var err error
-	unconfirmed := false
-	if confirm != nil {
-		var fin decision.Input
-		var fd decision.Decision
-		if fin, fd, err = confirm(); err == nil {
-			if fin.AppWrapper == nil || fd.Write != nil || fd.Clear || fd.Outcome == "" || !fd.Recorded.Same(rec) {
-				// Cleared or replaced since the caches saw it: the next
-				// decision, on caches that caught up, says what to write.
-				return false
-			}
-			// The write, its retention and its deadline are the fresh
-			// decision's, on the rules as the API server has them.
-			in, d, due = fin, fd, fd.DueAt
-			if rule, ret, keep = decision.HistoryOf(in, d, rec); !keep {
-				return true
-			}
-			if expired() {
-				return done()
-			}
-			cr = decision.CompletionRecordOf(in, d, rec, rule, ret)
-		} else {
-			err = fmt.Errorf("reading the AppWrapper, its rules and its trigger before writing it: %w", err)
-			unconfirmed = true
-		}
-	}
 	forged := false
 	if err == nil && !decided && !rec.Same(mem.counted) {
 		switch {
@@ -187,8 +179,6 @@ func (r *appWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		late := !in.Now.Before(decision.RecordDeadline(rec, due))
 		msg := fmt.Sprintf("the run's CompletionRecord could not be written: %v", err)
 		switch {
-		case late && unconfirmed:
-			msg += "; wrapup decides again on a fresh read, by its deadline, before any deletion"
 		case late && !due.IsZero():
 			msg += fmt.Sprintf("; deleting the AppWrapper anyway, %s after its deletion was due", HistoryWriteDeadline)
 		case late:
@@ -197,13 +187,7 @@ func (r *appWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 			msg += "; wrapup tries again, and deletes nothing until it is written or its deadline has passed"
 		}
 		r.Recorder.Eventf(aw, nil, "Warning", wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord", "%s", decision.Truncate(msg, decision.MaxMessage))
-		switch {
-		case late && unconfirmed:
-			// Late by the cached deadline only: not remembered, so that
-			// the decision on a fresh read, which any deletion makes
-			// first, weighs the record by its own deadline.
-			return true
-		case late:
+		if late {
 			return done()
 		}
 		return false

@@ -57,7 +57,7 @@ func TestHistoryDeadline(t *testing.T) {
 			r := &appWrapperReconciler{Cache: fc, Writer: refused, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 			in := decision.Input{Now: finished.Add(tc.now), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
 			var mem awMemory
-			if got := r.ensureHistory(context.Background(), in, tc.d, rec, true, &mem, nil); got != tc.delete {
+			if got := r.ensureHistory(context.Background(), in, tc.d, rec, true, &mem); got != tc.delete {
 				t.Errorf("ensureHistory = %v, want %v (the deletion may go ahead)", got, tc.delete)
 			}
 		})
@@ -100,7 +100,7 @@ func TestHistoryOfTheDecidingRule(t *testing.T) {
 	in := decision.Input{Now: finished.Add(14 * time.Second), AppWrapper: aw, Rules: []decision.Rule{{Rule: renamed}}}
 	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	var mem awMemory
-	ok := r.ensureHistory(context.Background(), in, d, rec, false, &mem, nil)
+	ok := r.ensureHistory(context.Background(), in, d, rec, false, &mem)
 	if n := records(t, fc); !ok || n != 1 {
 		t.Errorf("ensureHistory = %v with %d CompletionRecords; want the record written before the deletion under r4", ok, n)
 	}
@@ -123,17 +123,21 @@ func TestHistoryRetentionOnFreshRules(t *testing.T) {
 	fresh := decision.Input{Now: in.Now, AppWrapper: aw, Rules: []decision.Rule{{Rule: freshRule}}}
 	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	var mem awMemory
-	r.ensureHistory(context.Background(), in, d, rec, false, &mem, func() (decision.Input, decision.Decision, error) { return fresh, d, nil })
+	if !r.historyDue(context.Background(), in, d, &mem) {
+		t.Fatal("the decision on the caches leaves no CompletionRecord to write: the retention that has passed is only the stale cache's")
+	}
+	r.ensureHistory(context.Background(), fresh, d, rec, false, &mem)
 	if n := records(t, fc); n != 1 {
 		t.Errorf("%d CompletionRecords, want the run's: the API server's rule keeps them 7 days", n)
 	}
 }
 
 // TestHistoryDeadlineOnFreshRules: the cached rule deletes at once (due at
-// the finish), the API server's after an hour. The confirming read fails 3
-// minutes after the finish, late by the cached deadline only; an hour
-// later, with the API server back, the deletion waits on the record, which
-// is written.
+// the finish), the API server's after an hour. 3 minutes after the finish,
+// late by the cached deadline only, the decision on the caches leaves the
+// record to write after a final check, whose read fails; an hour later,
+// with the API server back, the deletion waits on the record, which is
+// written.
 func TestHistoryDeadlineOnFreshRules(t *testing.T) {
 	fc := historyBed(t)
 	finished := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -145,12 +149,14 @@ func TestHistoryDeadlineOnFreshRules(t *testing.T) {
 	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	var mem awMemory
 	in := decision.Input{Now: finished.Add(3 * time.Minute), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
-	r.ensureHistory(context.Background(), in, cached, rec, false, &mem, func() (decision.Input, decision.Decision, error) {
-		return decision.Input{}, decision.Decision{}, errors.New("etcdserver: request timed out")
-	})
+	// The final check's read fails: nothing is written, and nothing is
+	// remembered of the cached deadline.
+	if !r.historyDue(context.Background(), in, cached, &mem) || mem.history != nil {
+		t.Fatalf("historyDue on the caches 3 minutes after the finish: want the record due, and nothing remembered (%v)", mem.history)
+	}
 	fresh := decision.Decision{Verdict: decision.VerdictDelete, Steps: decision.Steps{DueAt: finished.Add(time.Hour), Outcome: rec.Outcome}, Why: decision.Why{Winner: "jobs", Recorded: rec}}
 	later := decision.Input{Now: finished.Add(time.Hour), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
-	ok := r.ensureHistory(context.Background(), later, fresh, rec, false, &mem, nil)
+	ok := r.ensureHistory(context.Background(), later, fresh, rec, false, &mem)
 	if n := records(t, fc); !ok || n != 1 {
 		t.Errorf("ensureHistory = %v with %d CompletionRecords; want the record written before the deletion due an hour after the finish", ok, n)
 	}
@@ -205,10 +211,10 @@ func TestNoHistoryOfAForgedRecord(t *testing.T) {
 			// bears out, holds a deletion as a record that cannot be
 			// written does, until its deadline; any other does not.
 			inLife := !rec.FinishedAt.After(now) && !rec.FinishedAt.Before(created)
-			if got := r.ensureHistory(context.Background(), in, d, &rec, false, &mem, nil); got != (tc.want || !inLife) {
+			if got := r.ensureHistory(context.Background(), in, d, &rec, false, &mem); got != (tc.want || !inLife) {
 				t.Errorf("ensureHistory = %v, want %v (the deletion may go ahead)", got, tc.want || !inLife)
 			}
-			if late := (decision.Input{Now: now.Add(HistoryWriteDeadline), AppWrapper: aw, Rules: in.Rules}); !r.ensureHistory(context.Background(), late, d, &rec, false, &mem, nil) {
+			if late := (decision.Input{Now: now.Add(HistoryWriteDeadline), AppWrapper: aw, Rules: in.Rules}); !r.ensureHistory(context.Background(), late, d, &rec, false, &mem) {
 				t.Errorf("ensureHistory holds the deletion past the deadline")
 			}
 			var l wrapupv1alpha1.CompletionRecordList
@@ -227,7 +233,7 @@ func TestNoHistoryOfAForgedRecord(t *testing.T) {
 			// AppWrapper says (it wrote the record a moment ago).
 			if !tc.want && inLife && rec.AppWrapperUID == "" {
 				var mem awMemory
-				r.ensureHistory(context.Background(), in, d, &rec, true, &mem, nil)
+				r.ensureHistory(context.Background(), in, d, &rec, true, &mem)
 				if n := records(t, fc); n != 1 {
 					t.Errorf("%d CompletionRecords of a record this process decided, want 1", n)
 				}
@@ -263,7 +269,7 @@ func TestNoHistoryPastTheLimit(t *testing.T) {
 		d := decision.Decision{Verdict: decision.VerdictRecordOnly, Steps: decision.Steps{Outcome: rec.Outcome}, Why: decision.Why{Winner: "jobs", Recorded: rec}}
 		in := decision.Input{Now: created.Add(time.Hour), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
 		var mem awMemory
-		r.ensureHistory(context.Background(), in, d, rec, false, &mem, nil)
+		r.ensureHistory(context.Background(), in, d, rec, false, &mem)
 		if n := records(t, fc); n != tc.want {
 			t.Errorf("a run finished %s after the first: %d CompletionRecords, want %d", tc.finished, n, tc.want)
 		}

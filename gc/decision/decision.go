@@ -1145,12 +1145,6 @@ func MultiKueueWorkerCopy(aw *awv1beta2.AppWrapper) (origin string, ok bool) {
 	return origin, ok
 }
 
-// SameDeletion says whether fresh, a decision on a fresh read, confirms
-// the deletion that first decided: the final check before a delete.
-func SameDeletion(first, fresh Decision) bool {
-	return fresh.Verdict == VerdictDelete && fresh.Write == nil && !fresh.Clear && fresh.Outcome == first.Outcome
-}
-
 // podStatus is what a decision reads of a Pod trigger besides what its
 // rule reads: its status, whose DisruptionTarget condition says that it is
 // torn down.
