@@ -4,13 +4,19 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
@@ -19,7 +25,8 @@ import (
 // says: each is deleted ttlSecondsAfterFinished after its run finished
 // (a requeue at that instant, never a sweep), and past limitPerNamespace
 // records of one rule in a namespace, the oldest go first (looked at
-// whenever a record is written).
+// once a record is written, at most once per limitDelay for one rule in one
+// namespace, however many records it writes there meanwhile).
 type historyReconciler struct {
 	// Client reads from the manager's cache and deletes.
 	Client client.Client
@@ -27,7 +34,18 @@ type historyReconciler struct {
 	Clock clock.PassiveClock
 }
 
-// SetupWithManager registers the reconciler.
+// limitDelay is how long after a record is written the count limit of its
+// rule in its namespace is applied: the records written meanwhile share
+// one look.
+const limitDelay = time.Second
+
+// limitPrefix starts the name of a request for the count limit of a rule
+// in a namespace: no record's name has a colon.
+const limitPrefix = "limit:"
+
+// SetupWithManager registers the reconciler: each record is looked at for
+// its TTL, and the count limit of its rule in its namespace once, soon
+// after it is written.
 func (r *historyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -35,12 +53,48 @@ func (r *historyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("wrapup-history").
 		For(&wrapupv1alpha1.CompletionRecord{}).
+		Watches(&wrapupv1alpha1.CompletionRecord{}, limitRequests{}).
 		Complete(r)
 }
 
-// Reconcile applies the retention of one CompletionRecord, and the count
-// limit of its rule in its namespace.
+// limitRequests asks, limitDelay after a record is created or replaced,
+// for the count limit of its rule in its namespace.
+type limitRequests struct{}
+
+func limitRequest(cr client.Object) (reconcile.Request, bool) {
+	rec, ok := cr.(*wrapupv1alpha1.CompletionRecord)
+	if !ok || rec.Rule == "" {
+		return reconcile.Request{}, false
+	}
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rec.Namespace, Name: limitPrefix + rec.Rule}}, true
+}
+
+func (limitRequests) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if req, ok := limitRequest(e.Object); ok {
+		q.AddAfter(req, limitDelay)
+	}
+}
+
+func (limitRequests) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if req, ok := limitRequest(e.ObjectNew); ok {
+		q.AddAfter(req, limitDelay)
+	}
+}
+
+func (limitRequests) Delete(context.Context, event.DeleteEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
+
+func (limitRequests) Generic(context.Context, event.GenericEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+}
+
+var _ handler.EventHandler = limitRequests{}
+
+// Reconcile applies the retention of one CompletionRecord, or the count
+// limit of a rule in a namespace.
 func (r *historyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if rule, ok := strings.CutPrefix(req.Name, limitPrefix); ok {
+		return ctrl.Result{}, r.limit(ctx, req.Namespace, rule)
+	}
 	cr := &wrapupv1alpha1.CompletionRecord{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -50,30 +104,36 @@ func (r *historyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !now.Before(expires) {
 		return ctrl.Result{}, r.expire(ctx, cr, "TTL")
 	}
+	return ctrl.Result{RequeueAfter: expires.Sub(now)}, nil
+}
 
+// limit deletes the oldest records of rule in namespace past the rule's
+// count limit: the limitPerNamespace of its newest record there.
+func (r *historyReconciler) limit(ctx context.Context, namespace, rule string) error {
 	var list wrapupv1alpha1.CompletionRecordList
-	// Read-only, from the cache: no copy of every record on every event.
-	if err := r.Client.List(ctx, &list, client.InNamespace(cr.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing CompletionRecords: %w", err)
+	// Read-only, from the cache: no copy of every record.
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing CompletionRecords: %w", err)
 	}
 	var same []*wrapupv1alpha1.CompletionRecord
 	for i := range list.Items {
-		if o := &list.Items[i]; o.Rule == cr.Rule && o.DeletionTimestamp.IsZero() {
+		if o := &list.Items[i]; o.Rule == rule && o.DeletionTimestamp.IsZero() {
 			same = append(same, o)
 		}
 	}
 	// Newest first; the newest record's limit is the rule's.
 	sort.Slice(same, func(i, j int) bool { return newerRecord(same[i], same[j]) })
-	if len(same) > 0 {
-		if limit := int(same[0].Retention.LimitPerNamespace); limit > 0 && len(same) > limit {
-			for _, o := range same[limit:] {
-				if err := r.expire(ctx, o.DeepCopy(), "Limit"); err != nil {
-					return ctrl.Result{}, err
-				}
+	if len(same) == 0 {
+		return nil
+	}
+	if limit := int(same[0].Retention.LimitPerNamespace); limit > 0 && len(same) > limit {
+		for _, o := range same[limit:] {
+			if err := r.expire(ctx, o.DeepCopy(), "Limit"); err != nil {
+				return err
 			}
 		}
 	}
-	return ctrl.Result{RequeueAfter: expires.Sub(now)}, nil
+	return nil
 }
 
 // newerRecord says whether a comes before b in a rule's count limit: the
