@@ -436,19 +436,21 @@ func (r *appWrapperReconciler) apply(ctx context.Context, d decision.Decision, f
 			wrote, read = true, true
 			fd = decision.Decide(ctx, fin)
 			r.observed("written", fin, fd)
-			if fd.Verdict == decision.VerdictDelete && fd.Write == nil && !fd.Clear {
-				// Every way on from here deletes it or asks to be called
-				// again: the watch event of the write need not.
-				r.own.patched(key, fin.AppWrapper.UID, fin.AppWrapper.ResourceVersion)
-			}
 		case fd.Verdict != decision.VerdictDelete:
 			if read && fd.Outcome != "" && !r.ensureHistory(ctx, fin, fd, fd.Recorded, false, mem) {
-				// Not written yet: at most a minute later.
+				// Not written yet: when the decision looks again, at the
+				// soonest when the write is tried again, at most a minute
+				// later.
 				retry := time.Minute
-				if fd.Requeue > historyRetry && fd.Requeue < retry {
-					retry = fd.Requeue
+				if fd.Requeue > 0 && fd.Requeue < retry {
+					retry = max(fd.Requeue, historyRetry)
 				}
 				return ctrl.Result{RequeueAfter: retry}, nil
+			}
+			if wrote && r.own.echoed(key, fin.AppWrapper.UID, fin.AppWrapper.ResourceVersion) {
+				// The write was made to delete, and its watch event is
+				// dropped: look again as that event would have.
+				return ctrl.Result{Requeue: true}, nil
 			}
 			if !wrote && (d.Write != nil || d.Clear || d.Verdict == decision.VerdictDelete) {
 				log.V(2).Info("A decision on a fresh read does not act; looking again", "cached", d.Verdict, "fresh", fd.Verdict, "reason", fd.Reason)
@@ -493,6 +495,11 @@ func (r *appWrapperReconciler) write(ctx context.Context, in *decision.Input, fd
 		return ctrl.Result{}, true, nil
 	}
 	patched, err := r.writeRecord(ctx, aw, fd.Write)
+	if err == nil && fd.Verdict == decision.VerdictDelete {
+		// Every way on from here deletes it or asks to be called again:
+		// the watch event of this write need not.
+		r.own.patched(client.ObjectKeyFromObject(aw), patched.UID, patched.ResourceVersion)
+	}
 	if err != nil {
 		if !rejected(err) {
 			// The write may have landed: count it when it is seen.

@@ -2,7 +2,6 @@ package gc
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -107,10 +106,16 @@ func newRuleLister(r client.Reader) *ruleLister {
 	return l
 }
 
-// List returns the rules as a read sent after it was called saw them. The
-// rules are shared with the other callers: a caller gets its own slice,
-// and none changes them.
+// List returns the rules as a read sent after it was called saw them,
+// each caller its own copy.
 func (l *ruleLister) List(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
 	rules, err := l.g.Do(ctx)
-	return slices.Clone(rules), err
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wrapupv1alpha1.CompletionRule, len(rules))
+	for i := range rules {
+		rules[i].DeepCopyInto(&out[i])
+	}
+	return out, nil
 }
