@@ -420,7 +420,7 @@ func (r *appWrapperReconciler) remember(ctx context.Context, in decision.Input, 
 func (r *appWrapperReconciler) apply(ctx context.Context, d decision.Decision, fin decision.Input, fd decision.Decision, read bool, mem *awMemory) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	key := client.ObjectKeyFromObject(fin.AppWrapper)
-	wrote := false
+	wrote, echo := false, false
 	for {
 		switch {
 		case fd.Write != nil || fd.Clear:
@@ -433,6 +433,8 @@ func (r *appWrapperReconciler) apply(ctx context.Context, d decision.Decision, f
 			if res, ok, err := r.write(ctx, &fin, fd, mem); !ok {
 				return res, err
 			}
+			// A record written to delete: its watch event is dropped.
+			echo = fd.Write != nil && fd.Verdict == decision.VerdictDelete
 			wrote, read = true, true
 			fd = decision.Decide(ctx, fin)
 			r.observed("written", fin, fd)
@@ -447,7 +449,7 @@ func (r *appWrapperReconciler) apply(ctx context.Context, d decision.Decision, f
 				}
 				return ctrl.Result{RequeueAfter: retry}, nil
 			}
-			if wrote && r.own.echoed(key, fin.AppWrapper.UID, fin.AppWrapper.ResourceVersion) {
+			if echo {
 				// The write was made to delete, and its watch event is
 				// dropped: look again as that event would have.
 				return ctrl.Result{Requeue: true}, nil

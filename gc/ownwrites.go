@@ -64,16 +64,6 @@ func (o *ownWrites) isDeleted(key types.NamespacedName, uid types.UID) bool {
 	return ok && w.deleted && w.uid == uid
 }
 
-// echoed says whether the watch event of the record patch that answered
-// rv for the AppWrapper key, uid, is dropped (or is still to come, and
-// will be).
-func (o *ownWrites) echoed(key types.NamespacedName, uid types.UID, rv string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	w, ok := o.m[key]
-	return ok && w.uid == uid && (w.deleted || w.rv == rv)
-}
-
 // gone forgets the AppWrapper key, which the cache no longer holds.
 func (o *ownWrites) gone(key types.NamespacedName) {
 	o.mu.Lock()
