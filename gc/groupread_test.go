@@ -3,10 +3,10 @@ package gc
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 )
@@ -62,7 +62,9 @@ func TestGroupReadAnswersWithAReadSentAfterTheCall(t *testing.T) {
 	gr := &groupRead[int64]{read: func(context.Context) (int64, error) {
 		reads++ // never two at once: the race detector would tell
 		n := started.Add(1)
-		time.Sleep(20 * time.Microsecond) // a round trip, for callers to arrive during
+		for range 100 { // a round trip, for callers to arrive during
+			runtime.Gosched()
+		}
 		return n, nil
 	}}
 	var wg sync.WaitGroup
