@@ -100,13 +100,17 @@ func (r *appWrapperReconciler) historyDue(ctx context.Context, in decision.Input
 		// Not remembered: a decision on fresher rules may keep history.
 		return false
 	}
-	cr := decision.CompletionRecordOf(in, d, rec, rule, ret)
-	cached := &wrapupv1alpha1.CompletionRecord{}
-	if err := r.Cache.Get(ctx, client.ObjectKeyFromObject(cr), cached); err == nil && decision.SameRun(cached, cr) {
+	if r.written(ctx, decision.CompletionRecordOf(in, d, rec, rule, ret)) {
 		mem.history = rec
 		return false
 	}
 	return true
+}
+
+// written says whether the cache holds the CompletionRecord of cr's run.
+func (r *appWrapperReconciler) written(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) bool {
+	cached := &wrapupv1alpha1.CompletionRecord{}
+	return r.Cache.Get(ctx, client.ObjectKeyFromObject(cr), cached) == nil && decision.SameRun(cached, cr)
 }
 
 // ensureHistory writes the CompletionRecord of rec unless this process
@@ -141,8 +145,7 @@ func (r *appWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		return done()
 	}
 	cr := decision.CompletionRecordOf(in, d, rec, rule, ret)
-	cached := &wrapupv1alpha1.CompletionRecord{}
-	if err := r.Cache.Get(ctx, client.ObjectKeyFromObject(cr), cached); err == nil && decision.SameRun(cached, cr) {
+	if r.written(ctx, cr) {
 		return done()
 	}
 	var err error
