@@ -502,6 +502,13 @@ func (r *appWrapperReconciler) write(ctx context.Context, in *decision.Input, fd
 		// the watch event of this write need not.
 		r.own.patched(client.ObjectKeyFromObject(aw), patched.UID, patched.ResourceVersion)
 	}
+	if apierrors.IsConflict(err) {
+		// Decided on a cache behind the API server, perhaps behind a
+		// record patch of wrapup's own whose event would be dropped: let
+		// that event, when the cache catches up, bring the next decision,
+		// not this conflict's backoff.
+		r.own.gone(client.ObjectKeyFromObject(aw))
+	}
 	if err != nil {
 		if !rejected(err) {
 			// The write may have landed: count it when it is seen.

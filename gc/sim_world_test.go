@@ -278,6 +278,9 @@ type simWorld struct {
 	truth map[types.UID]*simTruth
 
 	awCache, trigCache, ruleCache, nsCache *simCache
+	// echoBackoff fails the history when the event of wrapup's record
+	// patch is dropped while the AppWrapper backs off after 8 failures.
+	echoBackoff bool
 
 	wr *simWrapup
 
