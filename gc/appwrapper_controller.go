@@ -331,6 +331,7 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 	mem.scope(in.AppWrapper.UID, &in)
+	in.History.Cached = r.cachedRecord(ctx, in.AppWrapper)
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("appWrapper", klog.KObj(in.AppWrapper)))
 	d := decision.Decide(ctx, in)
 	r.observed("cached", in, d)
@@ -342,7 +343,7 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if d.Verdict == decision.VerdictWorkerUnreachable {
 		return ctrl.Result{RequeueAfter: d.Requeue}, nil
 	}
-	if d.Write == nil && !d.Clear && d.Verdict != decision.VerdictDelete && !r.historyDue(ctx, in, d, mem) {
+	if d.Write == nil && !d.Clear && d.Verdict != decision.VerdictDelete && d.History == nil {
 		return ctrl.Result{RequeueAfter: d.Requeue}, nil
 	}
 	// The final check. For a write, the cached AppWrapper will do: the
@@ -362,7 +363,8 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 // input is the start of a decision's input: the clock and the memory.
 func (r *appWrapperReconciler) input(mem *awMemory) decision.Input {
-	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, HoldStart: mem.holdStart, WorkerFailures: mem.unreachable, Warned: mem.warned, FailureGracePeriod: r.FailureGracePeriod}
+	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, HoldStart: mem.holdStart, WorkerFailures: mem.unreachable, Warned: mem.warned, FailureGracePeriod: r.FailureGracePeriod,
+		History: mem.historyInput(r.NoHistory)}
 }
 
 // remember keeps in mem what the decision d on the caches says to
@@ -439,7 +441,7 @@ func (r *appWrapperReconciler) apply(ctx context.Context, d decision.Decision, f
 			fd = decision.Decide(ctx, fin)
 			r.observed("written", fin, fd)
 		case fd.Verdict != decision.VerdictDelete:
-			if read && fd.Outcome != "" && !r.ensureHistory(ctx, fin, fd, fd.Recorded, false, mem) {
+			if read && !r.ensureHistory(ctx, fin, fd, mem) {
 				// Not written yet: when the decision looks again, at the
 				// soonest when the write is tried again, at most a minute
 				// later.
@@ -468,7 +470,7 @@ func (r *appWrapperReconciler) apply(ctx context.Context, d decision.Decision, f
 			}
 			read = true
 		default:
-			if !r.ensureHistory(ctx, fin, fd, fd.Recorded, false, mem) {
+			if !r.ensureHistory(ctx, fin, fd, mem) {
 				// The run's CompletionRecord, by the rules as the API
 				// server has them, is not written yet.
 				return ctrl.Result{RequeueAfter: historyRetry}, nil
@@ -494,6 +496,8 @@ func (r *appWrapperReconciler) write(ctx context.Context, in *decision.Input, fd
 		r.emit(aw, fd.Events, decision.EventAfterWrite)
 		log.Info("Cleared outcome", "was", fd.Recorded.Outcome)
 		in.AppWrapper = patched
+		in.History = mem.historyInput(r.NoHistory)
+		in.History.Cached = r.cachedRecord(ctx, patched)
 		return ctrl.Result{}, true, nil
 	}
 	patched, err := r.writeRecord(ctx, aw, fd.Write)
@@ -524,7 +528,11 @@ func (r *appWrapperReconciler) write(ctx context.Context, in *decision.Input, fd
 	log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
 	r.count(ctx, fd.Write)
 	in.AppWrapper = patched
-	if !r.ensureHistory(ctx, *in, fd, fd.Write, true, mem) && fd.Verdict == decision.VerdictDelete {
+	ok = r.ensureHistory(ctx, *in, fd, mem)
+	// What the decision on the answer is told of the CompletionRecords.
+	in.History = mem.historyInput(r.NoHistory)
+	in.History.Cached = r.cachedRecord(ctx, patched)
+	if !ok && fd.Verdict == decision.VerdictDelete {
 		return ctrl.Result{RequeueAfter: historyRetry}, false, nil
 	}
 	switch {
@@ -544,6 +552,7 @@ func (r *appWrapperReconciler) decideFresh(ctx context.Context, key types.Namesp
 	if err != nil || in.AppWrapper == nil {
 		return in, decision.Decision{}, err
 	}
+	in.History.Cached = r.cachedRecord(ctx, in.AppWrapper)
 	d := decision.Decide(ctx, in)
 	r.observed("fresh", in, d)
 	return in, d, nil
@@ -774,6 +783,7 @@ func (m *memory) settle(key types.NamespacedName, e *awMemory) {
 func (e *awMemory) scope(uid types.UID, in *decision.Input) {
 	if e.uid != uid {
 		in.FailureSeen, in.HoldStart, in.WorkerFailures, in.Warned = decision.FailureSeen{}, time.Time{}, 0, nil
+		in.History.Written, in.History.Counted = nil, nil
 	}
 }
 
@@ -789,6 +799,15 @@ func (e *awMemory) update(uid types.UID, d decision.Decision) {
 		e.failure = *d.FailureSeen
 	}
 	e.holdStart = d.HoldStart
+	if d.HistoryWritten != nil {
+		e.history = d.HistoryWritten
+	}
+}
+
+// historyInput is what e remembers of the AppWrapper's CompletionRecords,
+// as a decision's input.
+func (e *awMemory) historyInput(off bool) decision.HistoryInput {
+	return decision.HistoryInput{Off: off, Written: e.history, Counted: e.counted}
 }
 
 // Len is how many AppWrappers the controller remembers something of.

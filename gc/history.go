@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
@@ -84,116 +86,81 @@ func (r *appWrapperReconciler) pastLimit(ctx context.Context, cr *wrapupv1alpha1
 	return newer >= limit
 }
 
-// historyDue says whether the decision d on the caches (in) leaves the
-// CompletionRecord of the recorded outcome to write: this process has not
-// written it, the rule keeps history, and the cache holds no
-// CompletionRecord of the run. It is then written after a final check
-// (apply), by the rules as the API server has them: a stale cache may hold
-// a shorter retention, or a deadline that has passed only there.
-func (r *appWrapperReconciler) historyDue(ctx context.Context, in decision.Input, d decision.Decision, mem *awMemory) bool {
-	rec := d.Recorded
-	if r.NoHistory || d.Write != nil || d.Clear || d.Outcome == "" || rec == nil || rec.Same(mem.history) {
-		return false
+// cachedRecord is the CompletionRecord named for aw in the cache; nil
+// when there is none, or the controller writes none.
+func (r *appWrapperReconciler) cachedRecord(ctx context.Context, aw *awv1beta2.AppWrapper) *wrapupv1alpha1.CompletionRecord {
+	if r.NoHistory || aw == nil {
+		return nil
 	}
-	rule, ret, keep := decision.HistoryOf(in, d, rec)
-	if !keep {
-		// Not remembered: a decision on fresher rules may keep history.
-		return false
+	cr := &wrapupv1alpha1.CompletionRecord{}
+	if err := r.Cache.Get(ctx, types.NamespacedName{Namespace: aw.Namespace, Name: decision.RecordName(aw.Name, string(aw.UID))}, cr); err != nil {
+		return nil
 	}
-	if r.written(ctx, decision.CompletionRecordOf(in, d, rec, rule, ret)) {
-		mem.history = rec
-		return false
-	}
-	return true
+	return cr
 }
 
-// written says whether the cache holds the CompletionRecord of cr's run.
-func (r *appWrapperReconciler) written(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) bool {
-	cached := &wrapupv1alpha1.CompletionRecord{}
-	return r.Cache.Get(ctx, client.ObjectKeyFromObject(cr), cached) == nil && decision.SameRun(cached, cr)
-}
-
-// ensureHistory writes the CompletionRecord of rec unless this process
-// wrote it already; in and d are a final check's (the API server's rules
-// and AppWrapper). decided says that rec is the record this process just
-// wrote; any other is written only when this process counted it, or what
-// the decision observed bears it out (decision.BorneOut): a record is the
-// AppWrapper's metadata, and a tenant's forged one gets no
-// CompletionRecord. ok says whether a deletion may go ahead: the record is
-// written, or its deadline has passed (then with a Warning and a metric:
-// the GPUs come back whatever the record does).
-func (r *appWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, rec *decision.Record, decided bool, mem *awMemory) (ok bool) {
-	// The deadline runs from when the deletion is due (zero for a
-	// record-only outcome): a long TTL leaves time to try again, and the
-	// deadline of a deletion due already does not move.
-	due := d.DueAt
-	if r.NoHistory || rec == nil || rec.Same(mem.history) {
+// ensureHistory writes the CompletionRecord the decision d on in says is
+// due (d.History), unless this process has since; in and d are a final
+// check's (the API server's rules and AppWrapper). ok says whether a
+// deletion may go ahead: the record is written, or its deadline has passed
+// (then with a Warning and a metric: the GPUs come back whatever the
+// record does).
+func (r *appWrapperReconciler) ensureHistory(ctx context.Context, in decision.Input, d decision.Decision, mem *awMemory) (ok bool) {
+	if d.HistoryWritten != nil {
+		mem.history = d.HistoryWritten
+	}
+	step := d.History
+	if step == nil || step.Of.Same(mem.history) {
 		return true
 	}
-	aw := in.AppWrapper
+	rec, cr, aw := step.Of, step.Record, in.AppWrapper
 	done := func() bool {
 		mem.history = rec
 		return true
 	}
-	rule, ret, keep := decision.HistoryOf(in, d, rec)
-	if !keep {
-		return true
-	}
-	// Its retention has passed (it was written, and has expired, or the
-	// run finished long ago): nothing to keep.
-	if decision.RecordExpired(in.Now, rec, ret) {
-		return done()
-	}
-	cr := decision.CompletionRecordOf(in, d, rec, rule, ret)
-	if r.written(ctx, cr) {
-		return done()
-	}
 	var err error
-	forged := false
-	if err == nil && !decided && !rec.Same(mem.counted) {
-		switch {
-		case !decision.FinishedInLife(in, rec):
-			// It never will be borne out: said once, and no deletion waits
-			// on it.
-			r.Recorder.Eventf(aw, nil, "Warning", wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord",
-				"no CompletionRecord of the outcome on the AppWrapper (%s at %s): it finished outside the AppWrapper's life, and a CompletionRecord is written only of an outcome wrapup decided",
-				rec.Outcome, rec.FinishedAt.UTC().Format(time.RFC3339))
-			return done()
-		case !decision.BorneOut(in, d):
-			// Not this process's, and what it observes does not bear it
-			// out: a tenant may have written it. No CompletionRecord; a
-			// deletion waits as for a record that cannot be written (a
-			// later observation may bear it out), then goes ahead.
-			forged = true
-			err = fmt.Errorf("the outcome on the AppWrapper (%s at %s) is not one wrapup can tell it decided (neither the AppWrapper's phase nor its trigger shows it), and a CompletionRecord is written only of an outcome wrapup decided",
-				rec.Outcome, rec.FinishedAt.UTC().Format(time.RFC3339))
-		case r.pastLimit(ctx, cr):
-			// Written before, and removed by the count limit since.
-			return done()
-		}
+	switch {
+	case step.Expired:
+		// Its retention has passed (it was written, and has expired, or
+		// the run finished long ago): nothing to keep.
+		return done()
+	case step.Refused == decision.RefusedOutsideLife:
+		// It never will be borne out: said once, and no deletion waits on
+		// it.
+		r.Recorder.Eventf(aw, nil, "Warning", wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord",
+			"no CompletionRecord of the outcome on the AppWrapper (%s at %s): it finished outside the AppWrapper's life, and a CompletionRecord is written only of an outcome wrapup decided",
+			rec.Outcome, rec.FinishedAt.UTC().Format(time.RFC3339))
+		return done()
+	case step.Refused == decision.RefusedNotBorneOut:
+		// No CompletionRecord; a deletion waits as for a record that
+		// cannot be written, then goes ahead.
+		err = fmt.Errorf("the outcome on the AppWrapper (%s at %s) is not one wrapup can tell it decided (neither the AppWrapper's phase nor its trigger shows it), and a CompletionRecord is written only of an outcome wrapup decided",
+			rec.Outcome, rec.FinishedAt.UTC().Format(time.RFC3339))
+	case d.Write == nil && !rec.Same(mem.counted) && r.pastLimit(ctx, cr):
+		// Written before, and removed by the count limit since.
+		return done()
+	default:
+		_, err = r.writeHistory(ctx, cr.DeepCopy())
 	}
 	if err == nil {
-		_, err = r.writeHistory(ctx, cr)
+		return done()
 	}
-	if err != nil {
-		if !forged {
-			historyWriteFailuresTotal.WithLabelValues(rule).Inc()
-		}
-		late := !in.Now.Before(decision.RecordDeadline(rec, due))
-		msg := fmt.Sprintf("the run's CompletionRecord could not be written: %v", err)
-		switch {
-		case late && !due.IsZero():
-			msg += fmt.Sprintf("; deleting the AppWrapper anyway, %s after its deletion was due", HistoryWriteDeadline)
-		case late:
-			msg += "; the outcome stays recorded on the AppWrapper, and wrapup tries again after a restart"
-		default:
-			msg += "; wrapup tries again, and deletes nothing until it is written or its deadline has passed"
-		}
-		r.Recorder.Eventf(aw, nil, "Warning", wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord", "%s", decision.Truncate(msg, decision.MaxMessage))
-		if late {
-			return done()
-		}
-		return false
+	if step.Refused == "" {
+		historyWriteFailuresTotal.WithLabelValues(cr.Rule).Inc()
 	}
-	return done()
+	late := !in.Now.Before(step.Deadline)
+	msg := fmt.Sprintf("the run's CompletionRecord could not be written: %v", err)
+	switch {
+	case late && !d.DueAt.IsZero():
+		msg += fmt.Sprintf("; deleting the AppWrapper anyway, %s after its deletion was due", HistoryWriteDeadline)
+	case late:
+		msg += "; the outcome stays recorded on the AppWrapper, and wrapup tries again after a restart"
+	default:
+		msg += "; wrapup tries again, and deletes nothing until it is written or its deadline has passed"
+	}
+	r.Recorder.Eventf(aw, nil, "Warning", wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord", "%s", decision.Truncate(msg, decision.MaxMessage))
+	if late {
+		return done()
+	}
+	return false
 }

@@ -57,11 +57,20 @@ func TestHistoryDeadline(t *testing.T) {
 			r := &appWrapperReconciler{Cache: fc, Writer: refused, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 			in := decision.Input{Now: finished.Add(tc.now), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
 			var mem awMemory
-			if got := r.ensureHistory(context.Background(), in, tc.d, rec, true, &mem); got != tc.delete {
+			// The decision writes the record now.
+			d := tc.d
+			d.Write, d.Outcome, d.Winner = rec, rec.Outcome, "jobs"
+			if got := r.ensureHistory(context.Background(), in, planned(in, d), &mem); got != tc.delete {
 				t.Errorf("ensureHistory = %v, want %v (the deletion may go ahead)", got, tc.delete)
 			}
 		})
 	}
+}
+
+// planned is d with the history step Decide gives it on in.
+func planned(in decision.Input, d decision.Decision) decision.Decision {
+	d.History, d.HistoryWritten = decision.HistoryStepOf(in, d)
+	return d
 }
 
 // historyBed is a fake API server for ensureHistory's unit tests.
@@ -100,7 +109,7 @@ func TestHistoryOfTheDecidingRule(t *testing.T) {
 	in := decision.Input{Now: finished.Add(14 * time.Second), AppWrapper: aw, Rules: []decision.Rule{{Rule: renamed}}}
 	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	var mem awMemory
-	ok := r.ensureHistory(context.Background(), in, d, rec, false, &mem)
+	ok := r.ensureHistory(context.Background(), in, planned(in, d), &mem)
 	if n := records(t, fc); !ok || n != 1 {
 		t.Errorf("ensureHistory = %v with %d CompletionRecords; want the record written before the deletion under r4", ok, n)
 	}
@@ -123,10 +132,10 @@ func TestHistoryRetentionOnFreshRules(t *testing.T) {
 	fresh := decision.Input{Now: in.Now, AppWrapper: aw, Rules: []decision.Rule{{Rule: freshRule}}}
 	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: fc, Recorder: events.NewFakeRecorder(16)}
 	var mem awMemory
-	if !r.historyDue(context.Background(), in, d, &mem) {
+	if planned(in, d).History == nil {
 		t.Fatal("the decision on the caches leaves no CompletionRecord to write: the retention that has passed is only the stale cache's")
 	}
-	r.ensureHistory(context.Background(), fresh, d, rec, false, &mem)
+	r.ensureHistory(context.Background(), fresh, planned(fresh, d), &mem)
 	if n := records(t, fc); n != 1 {
 		t.Errorf("%d CompletionRecords, want the run's: the API server's rule keeps them 7 days", n)
 	}
@@ -151,12 +160,12 @@ func TestHistoryDeadlineOnFreshRules(t *testing.T) {
 	in := decision.Input{Now: finished.Add(3 * time.Minute), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
 	// The final check's read fails: nothing is written, and nothing is
 	// remembered of the cached deadline.
-	if !r.historyDue(context.Background(), in, cached, &mem) || mem.history != nil {
-		t.Fatalf("historyDue on the caches 3 minutes after the finish: want the record due, and nothing remembered (%v)", mem.history)
+	if c := planned(in, cached); c.History == nil || c.HistoryWritten != nil || mem.history != nil {
+		t.Fatalf("the decision on the caches 3 minutes after the finish: want the record due, and nothing remembered (%v)", mem.history)
 	}
 	fresh := decision.Decision{Verdict: decision.VerdictDelete, Steps: decision.Steps{DueAt: finished.Add(time.Hour), Outcome: rec.Outcome}, Why: decision.Why{Winner: "jobs", Recorded: rec}}
 	later := decision.Input{Now: finished.Add(time.Hour), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
-	ok := r.ensureHistory(context.Background(), later, fresh, rec, false, &mem)
+	ok := r.ensureHistory(context.Background(), later, planned(later, fresh), &mem)
 	if n := records(t, fc); !ok || n != 1 {
 		t.Errorf("ensureHistory = %v with %d CompletionRecords; want the record written before the deletion due an hour after the finish", ok, n)
 	}
@@ -211,10 +220,10 @@ func TestNoHistoryOfAForgedRecord(t *testing.T) {
 			// bears out, holds a deletion as a record that cannot be
 			// written does, until its deadline; any other does not.
 			inLife := !rec.FinishedAt.After(now) && !rec.FinishedAt.Before(created)
-			if got := r.ensureHistory(context.Background(), in, d, &rec, false, &mem); got != (tc.want || !inLife) {
+			if got := r.ensureHistory(context.Background(), in, planned(in, d), &mem); got != (tc.want || !inLife) {
 				t.Errorf("ensureHistory = %v, want %v (the deletion may go ahead)", got, tc.want || !inLife)
 			}
-			if late := (decision.Input{Now: now.Add(HistoryWriteDeadline), AppWrapper: aw, Rules: in.Rules}); !r.ensureHistory(context.Background(), late, d, &rec, false, &mem) {
+			if late := (decision.Input{Now: now.Add(HistoryWriteDeadline), AppWrapper: aw, Rules: in.Rules}); !r.ensureHistory(context.Background(), late, planned(late, d), &mem) {
 				t.Errorf("ensureHistory holds the deletion past the deadline")
 			}
 			var l wrapupv1alpha1.CompletionRecordList
@@ -233,7 +242,9 @@ func TestNoHistoryOfAForgedRecord(t *testing.T) {
 			// AppWrapper says (it wrote the record a moment ago).
 			if !tc.want && inLife && rec.AppWrapperUID == "" {
 				var mem awMemory
-				r.ensureHistory(context.Background(), in, d, &rec, true, &mem)
+				mine := d
+				mine.Write = &rec
+				r.ensureHistory(context.Background(), in, planned(in, mine), &mem)
 				if n := records(t, fc); n != 1 {
 					t.Errorf("%d CompletionRecords of a record this process decided, want 1", n)
 				}
@@ -269,7 +280,7 @@ func TestNoHistoryPastTheLimit(t *testing.T) {
 		d := decision.Decision{Verdict: decision.VerdictRecordOnly, Steps: decision.Steps{Outcome: rec.Outcome}, Why: decision.Why{Winner: "jobs", Recorded: rec}}
 		in := decision.Input{Now: created.Add(time.Hour), AppWrapper: aw, Rules: []decision.Rule{{Rule: rule}}}
 		var mem awMemory
-		r.ensureHistory(context.Background(), in, d, rec, false, &mem)
+		r.ensureHistory(context.Background(), in, planned(in, d), &mem)
 		if n := records(t, fc); n != tc.want {
 			t.Errorf("a run finished %s after the first: %d CompletionRecords, want %d", tc.finished, n, tc.want)
 		}

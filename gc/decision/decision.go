@@ -72,6 +72,9 @@ type Input struct {
 	// (MultiKueueManaged), what was read of the worker cluster it runs on:
 	// its Triggers were read there. Nil otherwise, or when not read.
 	Worker *Worker
+	// History is what the controller knows of the CompletionRecords of
+	// the AppWrapper's outcomes.
+	History HistoryInput
 }
 
 // TriggerState is how the live trigger was observed.
@@ -215,6 +218,10 @@ type Steps struct {
 	Requeue time.Duration
 	// Events are the Events to emit, each when its When says.
 	Events []Event
+	// History is the CompletionRecord of the outcome acted on that is
+	// still to write, before any deletion; nil when none is (the rule
+	// keeps no history, or it is written).
+	History *HistoryStep
 }
 
 // Remember is what the controller keeps of the AppWrapper after the
@@ -240,6 +247,10 @@ type Remember struct {
 	// annotated triggers', under a rule that names no kind), in the order
 	// of its components; none for none.
 	Claims []schema.GroupKind
+	// HistoryWritten is the outcome whose CompletionRecord the
+	// controller's cache holds (Input.History.Cached), to remember as
+	// written; nil when the decision learned none.
+	HistoryWritten *Record
 }
 
 // Why is what the decision observed and weighed: the rules, the trigger,
@@ -560,6 +571,7 @@ func Decide(ctx context.Context, in Input) Decision {
 		d.Claims = nil
 	}
 	d.sayOnce(in.Warned)
+	d.history(in)
 	return d
 }
 

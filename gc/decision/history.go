@@ -228,3 +228,95 @@ func RecordDeadline(rec *Record, due time.Time) time.Time {
 	}
 	return rec.FinishedAt.Add(HistoryWriteDeadline)
 }
+
+// HistoryInput is what the controller knows of the CompletionRecords of
+// an AppWrapper's outcomes: its memory, and its cache.
+type HistoryInput struct {
+	// Off says the controller writes no CompletionRecords (their CRD is not
+	// installed).
+	Off bool
+	// Written is the outcome whose CompletionRecord the controller wrote,
+	// found, or stopped waiting for; nil for none.
+	Written *Record
+	// Counted is the outcome the controller recorded itself, or saw land
+	// after a write whose answer was lost; nil for none.
+	Counted *Record
+	// Cached is the CompletionRecord named for the AppWrapper
+	// (RecordName) in the controller's cache; nil for none.
+	Cached *wrapupv1alpha1.CompletionRecord
+}
+
+// Refusal says why an outcome gets no CompletionRecord although its rule
+// keeps history.
+type Refusal string
+
+const (
+	// RefusedOutsideLife: the outcome recorded on the AppWrapper finished
+	// outside the AppWrapper's life. It never will get one, and no
+	// deletion waits on it.
+	RefusedOutsideLife Refusal = "OutsideLife"
+	// RefusedNotBorneOut: the outcome recorded on the AppWrapper is no
+	// decision the controller knows of, and what it observes does not bear
+	// it out (a tenant may have written it). A deletion waits for it as for
+	// a CompletionRecord that cannot be written: a later observation may
+	// bear it out.
+	RefusedNotBorneOut Refusal = "NotBorneOut"
+)
+
+// HistoryStep is the CompletionRecord of an outcome, to write before any
+// deletion of the AppWrapper.
+type HistoryStep struct {
+	// Of is the outcome it records.
+	Of *Record
+	// Record is the CompletionRecord to write.
+	Record *wrapupv1alpha1.CompletionRecord
+	// Expired says its retention has passed: there is nothing to keep.
+	Expired bool
+	// Deadline is when a deletion stops waiting for it (RecordDeadline).
+	Deadline time.Time
+	// Refused says why the outcome gets none; "" when it does.
+	Refused Refusal
+}
+
+// history says which CompletionRecord of the outcome acted on is still to
+// write (Steps.History), or that the cache holds it (HistoryWritten). The
+// retention is the deciding rule's (HistoryOf). An outcome that is not
+// the one this decision writes, and not one the controller counted, is
+// refused one when it finished outside the AppWrapper's life or what was
+// observed does not bear it out (BorneOut): a record is the AppWrapper's
+// metadata, which a tenant may write.
+func (d *Decision) history(in Input) {
+	d.History, d.HistoryWritten = HistoryStepOf(in, *d)
+}
+
+// HistoryStepOf is Decide's history step of the decision d on in
+// (Steps.History), and the outcome whose CompletionRecord in's cache
+// shows written (Remember.HistoryWritten).
+func HistoryStepOf(in Input, d Decision) (*HistoryStep, *Record) {
+	h := in.History
+	rec := d.Write
+	if rec == nil {
+		rec = d.Recorded
+	}
+	if h.Off || d.Clear || d.Outcome == "" || rec == nil || rec.Same(h.Written) {
+		return nil, nil
+	}
+	rule, ret, keep := HistoryOf(in, d, rec)
+	if !keep {
+		return nil, nil
+	}
+	cr := CompletionRecordOf(in, d, rec, rule, ret)
+	if h.Cached != nil && SameRun(h.Cached, cr) {
+		return nil, rec
+	}
+	step := &HistoryStep{Of: rec, Record: cr, Expired: RecordExpired(in.Now, rec, ret), Deadline: RecordDeadline(rec, d.DueAt)}
+	if d.Write == nil && !rec.Same(h.Counted) {
+		switch {
+		case !FinishedInLife(in, rec):
+			step.Refused = RefusedOutsideLife
+		case !BorneOut(in, d):
+			step.Refused = RefusedNotBorneOut
+		}
+	}
+	return step, nil
+}

@@ -31,6 +31,9 @@ func TestVerdictTable(t *testing.T) {
 		{"an outcome announced and not recorded", Decision{Verdict: VerdictDelete, Steps: Steps{Events: []Event{event(corev1.EventTypeNormal, wrapupv1alpha1.ReasonTriggerSucceeded)}}}, "no record to write"},
 		{"a blocked AppWrapper that requeues", Decision{Verdict: VerdictBlocked, Steps: Steps{Requeue: 1}}, "asks to decide again"},
 		{"an ignored AppWrapper with a Warning", Decision{Verdict: VerdictIgnored, Steps: Steps{Events: []Event{event(corev1.EventTypeWarning, wrapupv1alpha1.ReasonTriggerAnnotationMisplaced)}}}, "emits the Event"},
+		{"a CompletionRecord written while waiting", Decision{Verdict: VerdictWaitingForRetries, Steps: Steps{History: &HistoryStep{}}}, "writes a CompletionRecord"},
+		{"a CompletionRecord learned written while waiting", Decision{Verdict: VerdictWaitingForTrigger, Remember: Remember{HistoryWritten: &Record{}}}, "writes a CompletionRecord"},
+		{"a deletion after the TTL, its CompletionRecord due", Decision{Verdict: VerdictDeleteAfterTTL, Steps: Steps{Requeue: 1, History: &HistoryStep{}}}, ""},
 		{"a verdict nobody knows", Decision{Verdict: "Maybe"}, "not in the verdict table"},
 	} {
 		err := CheckVerdict(tc.d)
