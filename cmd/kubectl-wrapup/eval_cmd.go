@@ -218,7 +218,7 @@ func evalRule(ctx context.Context, c client.Client, src sources, ruleName, name 
 		return nil, "", failed("%v", err)
 	}
 	tm, _ := typeOf(doc)
-	if fs, _ := lintDocument(ctx, rs, doc, tm, lintOptions{}); len(fs) > 0 {
+	if fs, _ := lintDocument(ctx, rs, doc, tm, lintSchemas{}); len(fs) > 0 {
 		fs = doc.placeExpressions("", fs)
 		bad := false
 		for _, f := range fs {

@@ -121,17 +121,17 @@ func describeSources(src sources) string {
 
 // serverSchemas type-checks against the cluster's published schemas, at
 // the version its REST mapper prefers, as the controller does.
-func serverSchemas(cf *genericclioptions.ConfigFlags) (lintOptions, error) {
+func serverSchemas(cf *genericclioptions.ConfigFlags) (lintSchemas, error) {
 	dc, err := cf.ToDiscoveryClient()
 	if err != nil {
-		return lintOptions{}, fmt.Errorf("connecting to the cluster: %w", err)
+		return lintSchemas{}, fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	mapper, err := cf.ToRESTMapper()
 	if err != nil {
-		return lintOptions{}, fmt.Errorf("connecting to the cluster: %w", err)
+		return lintSchemas{}, fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	r := &resolver.ClientDiscoveryResolver{Discovery: dc}
-	return lintOptions{where: "cluster", schemaFor: func(gk schema.GroupKind) (schema.GroupVersionKind, *spec.Schema, string, bool) {
+	return lintSchemas{where: "cluster", schemaFor: func(gk schema.GroupKind) (schema.GroupVersionKind, *spec.Schema, string, bool) {
 		m, err := mapper.RESTMapping(gk)
 		if err != nil {
 			return schema.GroupVersionKind{}, nil, fmt.Sprintf("the cluster does not serve %s: its expressions are not type-checked (%v)", kindName(gk), err), false
