@@ -39,9 +39,27 @@ under this rule alone (its decision code, as explain runs it: an AppWrapper
 it ignores, one the rule does not select, or one not running yet is not
 finished whatever the trigger says); without it, the rule's action.`
 
+// evalOptions are eval's flags, and what Complete makes of them: kubectl's
+// Complete, Validate, Run.
+type evalOptions struct {
+	src                                             sources
+	name, ruleName, triggerFile, appWrapper, output string
+
+	// awFile: --appwrapper names a file, which gives the appWrapper
+	// variable rather than the trigger.
+	awFile bool
+
+	cf      *genericclioptions.ConfigFlags
+	cluster clientGetter
+	streams genericiooptions.IOStreams
+}
+
+func newEvalOptions(cf *genericclioptions.ConfigFlags, cluster clientGetter, streams genericiooptions.IOStreams) *evalOptions {
+	return &evalOptions{cf: cf, cluster: cluster, streams: streams}
+}
+
 func newEvalCommand(cf *genericclioptions.ConfigFlags, cluster clientGetter, streams genericiooptions.IOStreams) *cobra.Command {
-	var src sources
-	var name, ruleName, triggerFile, appWrapper, output string
+	o := newEvalOptions(cf, cluster, streams)
 	cmd := &cobra.Command{
 		Use:   "eval (-f RULE.yaml | --rule NAME) (--trigger OBJECT.yaml | --appwrapper [NAMESPACE/]NAME)",
 		Short: "Evaluate a rule against a trigger object, offline or from the cluster",
@@ -57,117 +75,187 @@ func newEvalCommand(cf *genericclioptions.ConfigFlags, cluster clientGetter, str
 			"kubectl wrapup eval -f edited.yaml --appwrapper llama-sweep -n team-a -o json",
 		),
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			awFile := isFileArg(appWrapper)
-			switch {
-			case src.empty() == (ruleName == ""):
-				return errors.New("eval needs the rule: -f RULE.yaml or --rule NAME (one of them)")
-			case triggerFile == "" && (appWrapper == "" || awFile):
-				return errors.New("eval needs the trigger: --trigger OBJECT.yaml, or --appwrapper [NAMESPACE/]NAME to read it from the cluster")
-			case triggerFile != "" && appWrapper != "" && !awFile:
-				return errors.New("--trigger and a live --appwrapper both give the trigger: choose one")
-			case checkOutput(output, "json", "yaml") != nil:
-				return checkOutput(output, "json", "yaml")
-			case stdinUses(src.Filenames, triggerFile, appWrapper) > 1:
-				return errors.New("stdin (-) can give only one of -f, --trigger and --appwrapper")
-			case appWrapper != "" && !awFile && strings.Count(appWrapper, "/") > 1:
-				return fmt.Errorf("--appwrapper %q: want NAME or NAMESPACE/NAME", appWrapper)
-			}
-			var c client.Client
-			var ns string
-			if ruleName != "" || (appWrapper != "" && !awFile) {
-				var err error
-				if c, ns, err = cluster(); err != nil {
-					return failed("%v", err)
-				}
-			}
-			rule, where, err := evalRule(ctx, c, src, ruleName, name, streams)
-			if err != nil {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Complete(args)
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			var reports []*evalReport
-			if triggerFile != "" {
-				trigger, gvk, err := loadObject(triggerFile, streams.In)
-				if err != nil {
-					return failed("%v", err)
-				}
-				var awVar map[string]any
-				if awFile {
-					var awGVK schema.GroupVersionKind
-					if awVar, awGVK, err = loadObject(appWrapper, streams.In); err != nil {
-						return failed("%v", err)
-					}
-					if awGVK.Kind != "AppWrapper" {
-						return failed("%s holds a %s, not an AppWrapper", appWrapper, awGVK.Kind)
-					}
-				}
-				rep, err := evaluate(ctx, rule, trigger, gvk, awVar)
-				if err != nil {
-					printCompileError(streams.ErrOut, where, rule.Name, err)
-					return quietly(exitFail)
-				}
-				if awFile {
-					// What the controller decides on this AppWrapper with
-					// this trigger, under this rule alone.
-					ex, err := explainFiles(ctx, rule, awVar, appWrapper, trigger, triggerFile, namespaceOf(cf))
-					if err != nil {
-						return failed("%v", err)
-					}
-					rep.Verdict, rep.Reason = ex.Verdict, ex.Reason
-				}
-				reports = append(reports, rep)
-			} else {
-				key := namespacedName(appWrapper, ns)
-				if reports, err = evalLive(ctx, c, rule, key); err != nil {
-					var f *failure
-					if errors.As(err, &f) {
-						return err
-					}
-					printCompileError(streams.ErrOut, where, rule.Name, err)
-					return quietly(exitFail)
-				}
-				// What the controller decides on it, under this rule alone.
-				ex, err := view.ExplainWithWorkers(ctx, withRules{Client: c, rules: []wrapupv1alpha1.CompletionRule{*rule}}, nil, nil, key, time.Now())
-				if err != nil {
-					return failed("%v", err)
-				}
-				for _, rep := range reports {
-					rep.Verdict, rep.Reason = ex.Verdict, ex.Reason
-				}
-			}
-			failedEval := false
-			for i, rep := range reports {
-				switch output {
-				case "json", "yaml":
-					if err := printObject(streams.Out, output, &unstructured.Unstructured{Object: rep.output()}); err != nil {
-						return failed("%v", err)
-					}
-				default:
-					if i > 0 {
-						fmt.Fprintln(streams.Out)
-					}
-					rep.print(streams.Out)
-				}
-				if rep.Err != nil {
-					fmt.Fprintf(streams.ErrOut, "error: %s: %v (the controller takes the trigger as not finished)\n", rep.Name, rep.Err)
-					failedEval = true
-				}
-			}
-			if failedEval {
-				return quietly(exitFail)
-			}
-			return nil
+			return o.Run(cmd.Context())
 		},
 	}
-	addSourceFlags(cmd, &src, "CompletionRules")
-	cmd.Flags().StringVar(&name, "name", "", "The rule to evaluate, when the files hold several.")
-	cmd.Flags().StringVar(&ruleName, "rule", "", "Read the CompletionRule of this name from the cluster.")
-	cmd.Flags().StringVar(&triggerFile, "trigger", "", "File with the trigger object, status included (e.g. kubectl get job NAME -o yaml); - reads stdin.")
-	cmd.Flags().StringVar(&appWrapper, "appwrapper", "", "[NAMESPACE/]NAME of a live AppWrapper whose trigger to read from the cluster; or a file with the AppWrapper for the appWrapper variable.")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: for people).")
+	addSourceFlags(cmd, &o.src, "CompletionRules")
+	cmd.Flags().StringVar(&o.name, "name", "", "The rule to evaluate, when the files hold several.")
+	cmd.Flags().StringVar(&o.ruleName, "rule", "", "Read the CompletionRule of this name from the cluster.")
+	cmd.Flags().StringVar(&o.triggerFile, "trigger", "", "File with the trigger object, status included (e.g. kubectl get job NAME -o yaml); - reads stdin.")
+	cmd.Flags().StringVar(&o.appWrapper, "appwrapper", "", "[NAMESPACE/]NAME of a live AppWrapper whose trigger to read from the cluster; or a file with the AppWrapper for the appWrapper variable.")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: for people).")
 	_ = cmd.MarkFlagFilename("trigger", "yaml", "yml", "json")
+	_ = cmd.RegisterFlagCompletionFunc("appwrapper", completeAppWrappers(cluster))
+	_ = cmd.RegisterFlagCompletionFunc("rule", completeRules(cluster))
 	return cmd
+}
+
+// Complete says whether --appwrapper names a file (eval takes no
+// arguments).
+func (o *evalOptions) Complete(_ []string) {
+	o.awFile = isFileArg(o.appWrapper)
+}
+
+// Validate checks that the rule and the trigger are each given once, and
+// the flags.
+func (o *evalOptions) Validate() error {
+	switch {
+	case o.src.empty() == (o.ruleName == ""):
+		return errors.New("eval needs the rule: -f RULE.yaml or --rule NAME (one of them)")
+	case o.triggerFile == "" && (o.appWrapper == "" || o.awFile):
+		return errors.New("eval needs the trigger: --trigger OBJECT.yaml, or --appwrapper [NAMESPACE/]NAME to read it from the cluster")
+	case o.triggerFile != "" && o.appWrapper != "" && !o.awFile:
+		return errors.New("--trigger and a live --appwrapper both give the trigger: choose one")
+	case checkOutput(o.output, "json", "yaml") != nil:
+		return checkOutput(o.output, "json", "yaml")
+	case stdinUses(o.src.Filenames, o.triggerFile, o.appWrapper) > 1:
+		return errors.New("stdin (-) can give only one of -f, --trigger and --appwrapper")
+	case o.appWrapper != "" && !o.awFile && strings.Count(o.appWrapper, "/") > 1:
+		return fmt.Errorf("--appwrapper %q: want NAME or NAMESPACE/NAME", o.appWrapper)
+	}
+	return nil
+}
+
+// Run reads the rule and the trigger, from the files or the cluster,
+// evaluates the rule, and prints the reports; an evaluation that fails
+// exits 1.
+func (o *evalOptions) Run(ctx context.Context) error {
+	var c client.Client
+	var ns string
+	if o.ruleName != "" || (o.appWrapper != "" && !o.awFile) {
+		var err error
+		if c, ns, err = o.cluster(); err != nil {
+			return failed("%v", err)
+		}
+	}
+	rule, where, err := evalRule(ctx, c, o.src, o.ruleName, o.name, o.streams)
+	if err != nil {
+		return err
+	}
+	var reports []*evalReport
+	if o.triggerFile != "" {
+		rep, err := o.evalFiles(ctx, rule, where)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, rep)
+	} else if reports, err = o.evalCluster(ctx, c, rule, where, namespacedName(o.appWrapper, ns)); err != nil {
+		return err
+	}
+	return o.print(reports)
+}
+
+// evalFiles evaluates rule on the trigger of --trigger, with the
+// AppWrapper of an --appwrapper file as the appWrapper variable, and then
+// what the controller decides on that AppWrapper.
+func (o *evalOptions) evalFiles(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, where string) (*evalReport, error) {
+	trigger, gvk, err := loadObject(o.triggerFile, o.streams.In)
+	if err != nil {
+		return nil, failed("%v", err)
+	}
+	var awVar map[string]any
+	if o.awFile {
+		var awGVK schema.GroupVersionKind
+		if awVar, awGVK, err = loadObject(o.appWrapper, o.streams.In); err != nil {
+			return nil, failed("%v", err)
+		}
+		if awGVK.Kind != "AppWrapper" {
+			return nil, failed("%s holds a %s, not an AppWrapper", o.appWrapper, awGVK.Kind)
+		}
+	}
+	rep, err := evaluate(ctx, rule, trigger, gvk, awVar)
+	if err != nil {
+		printCompileError(o.streams.ErrOut, where, rule.Name, err)
+		return nil, quietly(exitFail)
+	}
+	if o.awFile {
+		// What the controller decides on this AppWrapper with this
+		// trigger, under this rule alone.
+		ex, err := explainFiles(ctx, rule, awVar, o.appWrapper, trigger, o.triggerFile, namespaceOf(o.cf))
+		if err != nil {
+			return nil, failed("%v", err)
+		}
+		rep.Verdict, rep.Reason = ex.Verdict, ex.Reason
+	}
+	return rep, nil
+}
+
+// evalCluster evaluates rule on the live trigger (or candidates) of the
+// AppWrapper key, and then what the controller decides on it.
+func (o *evalOptions) evalCluster(ctx context.Context, c client.Client, rule *wrapupv1alpha1.CompletionRule, where string, key types.NamespacedName) ([]*evalReport, error) {
+	reports, err := evalLive(ctx, c, rule, key)
+	if err != nil {
+		var f *failure
+		if errors.As(err, &f) {
+			return nil, err
+		}
+		printCompileError(o.streams.ErrOut, where, rule.Name, err)
+		return nil, quietly(exitFail)
+	}
+	// What the controller decides on it, under this rule alone.
+	ex, err := view.ExplainWithWorkers(ctx, withRules{Client: c, rules: []wrapupv1alpha1.CompletionRule{*rule}}, nil, nil, key, time.Now())
+	if err != nil {
+		return nil, failed("%v", err)
+	}
+	for _, rep := range reports {
+		rep.Verdict, rep.Reason = ex.Verdict, ex.Reason
+	}
+	return reports, nil
+}
+
+// print prints the reports, and says on stderr which evaluations failed
+// (exit 1).
+func (o *evalOptions) print(reports []*evalReport) error {
+	failedEval := false
+	for i, rep := range reports {
+		switch o.output {
+		case "json", "yaml":
+			if err := printObject(o.streams.Out, o.output, &unstructured.Unstructured{Object: rep.output()}); err != nil {
+				return failed("%v", err)
+			}
+		default:
+			if i > 0 {
+				fmt.Fprintln(o.streams.Out)
+			}
+			rep.print(o.streams.Out)
+		}
+		if rep.Err != nil {
+			fmt.Fprintf(o.streams.ErrOut, "error: %s: %v (the controller takes the trigger as not finished)\n", rep.Name, rep.Err)
+			failedEval = true
+		}
+	}
+	if failedEval {
+		return quietly(exitFail)
+	}
+	return nil
+}
+
+// completeRules completes a CompletionRule name: the cluster's rules that
+// begin with what was typed.
+func completeRules(cluster clientGetter) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		// A cluster that cannot be read completes nothing.
+		c, _, err := cluster()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var list wrapupv1alpha1.CompletionRuleList
+		if err := c.List(cmd.Context(), &list); err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var names []cobra.Completion
+		for _, r := range list.Items {
+			if strings.HasPrefix(r.Name, toComplete) {
+				names = append(names, r.Name)
+			}
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // stdinUses counts the arguments that read stdin.
@@ -218,7 +306,7 @@ func evalRule(ctx context.Context, c client.Client, src sources, ruleName, name 
 		return nil, "", failed("%v", err)
 	}
 	tm, _ := typeOf(doc)
-	if fs, _ := lintDocument(ctx, rs, doc, tm, lintOptions{}); len(fs) > 0 {
+	if fs, _ := lintDocument(ctx, rs, doc, tm, lintSchemas{}); len(fs) > 0 {
 		fs = doc.placeExpressions("", fs)
 		bad := false
 		for _, f := range fs {

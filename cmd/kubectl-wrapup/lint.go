@@ -64,8 +64,8 @@ func (f finding) String() string {
 	return s
 }
 
-// lintOptions say what to type-check against.
-type lintOptions struct {
+// lintSchemas say what to type-check against.
+type lintSchemas struct {
 	// schemaFor gives the schema of a trigger kind and the version it is
 	// of, as the controller would check it; ok false when there is none
 	// (then why says so).
@@ -75,8 +75,8 @@ type lintOptions struct {
 }
 
 // offlineSchemas type-checks against the schemas shipped with the plugin.
-func offlineSchemas() lintOptions {
-	return lintOptions{where: "offline", schemaFor: func(gk schema.GroupKind) (schema.GroupVersionKind, *spec.Schema, string, bool) {
+func offlineSchemas() lintSchemas {
+	return lintSchemas{where: "offline", schemaFor: func(gk schema.GroupKind) (schema.GroupVersionKind, *spec.Schema, string, bool) {
 		gvk, ok := schemas.Preferred(gk)
 		if !ok {
 			return gvk, nil, fmt.Sprintf("no schema of %s is shipped (only: %s): its expressions are not type-checked offline; --server-schema checks them against the cluster's",
@@ -94,7 +94,7 @@ func offlineSchemas() lintOptions {
 // expressions, and type-checks them against the trigger kind's schema;
 // then it warns of parts of the rule that can never take effect (every
 // such warning holds whatever the trigger's status). at positions a field.
-func lintRule(rule *wrapupv1alpha1.CompletionRule, opts lintOptions, at func(field string) string) []finding {
+func lintRule(rule *wrapupv1alpha1.CompletionRule, opts lintSchemas, at func(field string) string) []finding {
 	var out []finding
 	add := func(sev severity, field, format string, args ...any) {
 		where := at(field)
@@ -285,7 +285,7 @@ func unusedVariables(spec *wrapupv1alpha1.CompletionRuleSpec) []string {
 // validates it (the CRD's schema and rules) and as the controller checks
 // it. Documents of other kinds are skipped; it returns how many rules it
 // checked.
-func lintDocuments(ctx context.Context, docs []*document, opts lintOptions) ([]finding, int) {
+func lintDocuments(ctx context.Context, docs []*document, opts lintSchemas) ([]finding, int) {
 	fs, n, _ := lintAll(ctx, docs, opts)
 	return fs, n
 }
@@ -293,7 +293,7 @@ func lintDocuments(ctx context.Context, docs []*document, opts lintOptions) ([]f
 // lintAll is lintDocuments, and it also lints the AppWrappers among docs
 // for what wrapup reads of them (where wrapup.dev/trigger is), returning
 // how many it read.
-func lintAll(ctx context.Context, docs []*document, opts lintOptions) ([]finding, int, int) {
+func lintAll(ctx context.Context, docs []*document, opts lintSchemas) ([]finding, int, int) {
 	var out []finding
 	seen := map[string]string{}
 	n, aws := 0, 0
@@ -395,7 +395,7 @@ func isAppWrapper(tm metav1.TypeMeta) bool {
 
 // lintDocument lints one CompletionRule document; it returns the rule as
 // the API server would store it (pruned and defaulted), when it decodes.
-func lintDocument(ctx context.Context, rs *ruleSchema, d *document, tm metav1.TypeMeta, opts lintOptions) ([]finding, *wrapupv1alpha1.CompletionRule) {
+func lintDocument(ctx context.Context, rs *ruleSchema, d *document, tm metav1.TypeMeta, opts lintSchemas) ([]finding, *wrapupv1alpha1.CompletionRule) {
 	if tm.APIVersion != wrapupv1alpha1.GroupVersion.String() {
 		return lintRuleObject(ctx, rs, nil, tm, opts, d.At)
 	}
@@ -407,7 +407,7 @@ func lintDocument(ctx context.Context, rs *ruleSchema, d *document, tm metav1.Ty
 }
 
 // lintRuleObject lints one CompletionRule object; at positions its fields.
-func lintRuleObject(ctx context.Context, rs *ruleSchema, obj map[string]any, tm metav1.TypeMeta, opts lintOptions, at func(string) string) ([]finding, *wrapupv1alpha1.CompletionRule) {
+func lintRuleObject(ctx context.Context, rs *ruleSchema, obj map[string]any, tm metav1.TypeMeta, opts lintSchemas, at func(string) string) ([]finding, *wrapupv1alpha1.CompletionRule) {
 	var out []finding
 	if tm.APIVersion != wrapupv1alpha1.GroupVersion.String() {
 		return []finding{{At: at("apiVersion"), Severity: sevError, Field: "apiVersion",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -43,10 +44,22 @@ and for CEL the line and column inside the expression. Documents of other
 kinds are skipped; finding no CompletionRule nor AppWrapper at all is an
 error unless --allow-no-rules. --strict makes warnings fail too.`
 
+// lintOptions are lint's flags: kubectl's Validate, Run.
+type lintOptions struct {
+	src                              sources
+	serverSchema, allowEmpty, strict bool
+	output                           string
+
+	cf      *genericclioptions.ConfigFlags
+	streams genericiooptions.IOStreams
+}
+
+func newLintOptions(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *lintOptions {
+	return &lintOptions{cf: cf, streams: streams}
+}
+
 func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	var src sources
-	var serverSchema, allowEmpty, strict bool
-	var output string
+	o := newLintOptions(cf, streams)
 	cmd := &cobra.Command{
 		Use:   "lint (-f FILENAME | -k DIR)...",
 		Short: "Check CompletionRules as the API server and the controller check them",
@@ -63,52 +76,64 @@ func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 		),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if src.empty() {
-				return errors.New("lint needs -f FILENAME or -k DIR")
-			}
-			if stdinUses(src.Filenames) > 1 {
-				return errors.New("stdin (-f -) can be read once")
-			}
-			if err := checkOutput(output, "json", "yaml"); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			docs, files, err := src.read(streams.In)
-			if err != nil {
-				return failed("%v", err)
-			}
-			opts := offlineSchemas()
-			if serverSchema {
-				if opts, err = serverSchemas(cf); err != nil {
-					return failed("%v", err)
-				}
-			}
-			findings, rules, aws := lintAll(cmd.Context(), docs, opts)
-			if rules == 0 && aws == 0 && !allowEmpty {
-				findings = append(findings, finding{At: describeSources(src), Severity: sevError,
-					Message: fmt.Sprintf("no CompletionRule found in %d document(s) (--allow-no-rules accepts that)", len(docs))})
-			}
-			if output != "" {
-				res := lintObject(findings, rules, files)
-				if err := printObject(streams.Out, output, &unstructured.Unstructured{Object: res}); err != nil {
-					return failed("%v", err)
-				}
-				if res["errors"].(int64) > 0 || strict && res["warnings"].(int64) > 0 {
-					return quietly(exitFail)
-				}
-				return nil
-			}
-			if errs, warns := printLint(streams.Out, findings, rules, files); errs > 0 || strict && warns > 0 {
-				return quietly(exitFail)
-			}
-			return nil
+			return o.Run(cmd.Context())
 		},
 	}
-	addSourceFlags(cmd, &src, "CompletionRules")
-	cmd.Flags().BoolVar(&serverSchema, "server-schema", false, "Type-check against the trigger kinds' schemas that the cluster publishes (/openapi/v3), as the controller does, instead of the shipped ones.")
-	cmd.Flags().BoolVar(&allowEmpty, "allow-no-rules", false, "Succeed when the input holds no CompletionRule.")
-	cmd.Flags().BoolVar(&strict, "strict", false, "Fail (exit 1) on warnings too, for CI.")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (default: one line per finding, as compilers print them).")
+	addSourceFlags(cmd, &o.src, "CompletionRules")
+	cmd.Flags().BoolVar(&o.serverSchema, "server-schema", false, "Type-check against the trigger kinds' schemas that the cluster publishes (/openapi/v3), as the controller does, instead of the shipped ones.")
+	cmd.Flags().BoolVar(&o.allowEmpty, "allow-no-rules", false, "Succeed when the input holds no CompletionRule.")
+	cmd.Flags().BoolVar(&o.strict, "strict", false, "Fail (exit 1) on warnings too, for CI.")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: one line per finding, as compilers print them).")
 	return cmd
+}
+
+// Validate checks that files are given, stdin read once, and the output
+// format.
+func (o *lintOptions) Validate() error {
+	if o.src.empty() {
+		return errors.New("lint needs -f FILENAME or -k DIR")
+	}
+	if stdinUses(o.src.Filenames) > 1 {
+		return errors.New("stdin (-f -) can be read once")
+	}
+	return checkOutput(o.output, "json", "yaml")
+}
+
+// Run lints the documents of the files and prints the findings: exit 1
+// on an error, or on a warning with --strict.
+func (o *lintOptions) Run(ctx context.Context) error {
+	docs, files, err := o.src.read(o.streams.In)
+	if err != nil {
+		return failed("%v", err)
+	}
+	schemas := offlineSchemas()
+	if o.serverSchema {
+		if schemas, err = serverSchemas(o.cf); err != nil {
+			return failed("%v", err)
+		}
+	}
+	findings, rules, aws := lintAll(ctx, docs, schemas)
+	if rules == 0 && aws == 0 && !o.allowEmpty {
+		findings = append(findings, finding{At: describeSources(o.src), Severity: sevError,
+			Message: fmt.Sprintf("no CompletionRule found in %d document(s) (--allow-no-rules accepts that)", len(docs))})
+	}
+	if o.output != "" {
+		res := lintObject(findings, rules, files)
+		if err := printObject(o.streams.Out, o.output, &unstructured.Unstructured{Object: res}); err != nil {
+			return failed("%v", err)
+		}
+		if res["errors"].(int64) > 0 || o.strict && res["warnings"].(int64) > 0 {
+			return quietly(exitFail)
+		}
+		return nil
+	}
+	if errs, warns := printLint(o.streams.Out, findings, rules, files); errs > 0 || o.strict && warns > 0 {
+		return quietly(exitFail)
+	}
+	return nil
 }
 
 func describeSources(src sources) string {
@@ -121,17 +146,17 @@ func describeSources(src sources) string {
 
 // serverSchemas type-checks against the cluster's published schemas, at
 // the version its REST mapper prefers, as the controller does.
-func serverSchemas(cf *genericclioptions.ConfigFlags) (lintOptions, error) {
+func serverSchemas(cf *genericclioptions.ConfigFlags) (lintSchemas, error) {
 	dc, err := cf.ToDiscoveryClient()
 	if err != nil {
-		return lintOptions{}, fmt.Errorf("connecting to the cluster: %w", err)
+		return lintSchemas{}, fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	mapper, err := cf.ToRESTMapper()
 	if err != nil {
-		return lintOptions{}, fmt.Errorf("connecting to the cluster: %w", err)
+		return lintSchemas{}, fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	r := &resolver.ClientDiscoveryResolver{Discovery: dc}
-	return lintOptions{where: "cluster", schemaFor: func(gk schema.GroupKind) (schema.GroupVersionKind, *spec.Schema, string, bool) {
+	return lintSchemas{where: "cluster", schemaFor: func(gk schema.GroupKind) (schema.GroupVersionKind, *spec.Schema, string, bool) {
 		m, err := mapper.RESTMapping(gk)
 		if err != nil {
 			return schema.GroupVersionKind{}, nil, fmt.Sprintf("the cluster does not serve %s: its expressions are not type-checked (%v)", kindName(gk), err), false

@@ -116,7 +116,7 @@ func loadOffline(ctx context.Context, docs []*document, ns string) (*offlineObje
 			continue
 		}
 		if isRule(tm) {
-			fs, rule := lintDocument(ctx, rs, d, tm, lintOptions{})
+			fs, rule := lintDocument(ctx, rs, d, tm, lintSchemas{})
 			findings = append(findings, d.placeExpressions("", fs)...)
 			if err := o.addRule(rule, d.Where()); err != nil {
 				return nil, nil, err
@@ -147,7 +147,7 @@ func loadOffline(ctx context.Context, docs []*document, ns string) (*offlineObje
 			k, _ := it["kind"].(string)
 			if itm := (metav1.TypeMeta{APIVersion: av, Kind: k}); isRule(itm) {
 				prefix := fmt.Sprintf("items[%d].", i)
-				fs, rule := lintRuleObject(ctx, rs, it, itm, lintOptions{}, func(f string) string { return d.At(prefix + f) })
+				fs, rule := lintRuleObject(ctx, rs, it, itm, lintSchemas{}, func(f string) string { return d.At(prefix + f) })
 				findings = append(findings, d.placeExpressions(prefix, fs)...)
 				if err := o.addRule(rule, at); err != nil {
 					return nil, nil, err
