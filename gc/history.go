@@ -127,9 +127,7 @@ func (r *appWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 	case step.Refused == decision.RefusedOutsideLife:
 		// It never will be borne out: said once, and no deletion waits on
 		// it.
-		r.Recorder.Eventf(aw, nil, "Warning", wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord",
-			"no CompletionRecord of the outcome on the AppWrapper (%s at %s): it finished outside the AppWrapper's life, and a CompletionRecord is written only of an outcome wrapup decided",
-			rec.Outcome, rec.FinishedAt.UTC().Format(time.RFC3339))
+		r.emit(aw, []decision.Event{decision.WarningRecordNotWrittenOutsideLife.Event(rec.Outcome, rec.FinishedAt.UTC().Format(time.RFC3339))}, decision.EventNow)
 		return done()
 	case step.Refused == decision.RefusedNotBorneOut:
 		// No CompletionRecord; a deletion waits as for a record that
@@ -149,16 +147,14 @@ func (r *appWrapperReconciler) ensureHistory(ctx context.Context, in decision.In
 		historyWriteFailuresTotal.WithLabelValues(cr.Rule).Inc()
 	}
 	late := !in.Now.Before(step.Deadline)
-	msg := fmt.Sprintf("the run's CompletionRecord could not be written: %v", err)
+	next := "wrapup tries again, and deletes nothing until it is written or its deadline has passed"
 	switch {
 	case late && !d.DueAt.IsZero():
-		msg += fmt.Sprintf("; deleting the AppWrapper anyway, %s after its deletion was due", HistoryWriteDeadline)
+		next = fmt.Sprintf("deleting the AppWrapper anyway, %s after its deletion was due", HistoryWriteDeadline)
 	case late:
-		msg += "; the outcome stays recorded on the AppWrapper, and wrapup tries again after a restart"
-	default:
-		msg += "; wrapup tries again, and deletes nothing until it is written or its deadline has passed"
+		next = "the outcome stays recorded on the AppWrapper, and wrapup tries again after a restart"
 	}
-	r.Recorder.Eventf(aw, nil, "Warning", wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord", "%s", decision.Truncate(msg, decision.MaxMessage))
+	r.emit(aw, []decision.Event{decision.WarningRecordNotWritten.Event(err, next)}, decision.EventNow)
 	if late {
 		return done()
 	}

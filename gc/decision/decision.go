@@ -10,7 +10,6 @@ package decision
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"time"
 
@@ -547,10 +546,7 @@ func tornDown(obj *unstructured.Unstructured) string {
 // MisplacedTriggerAnnotation says why wrapup.dev/trigger on an
 // AppWrapper's own metadata is not read, and where it belongs: the
 // message of the TriggerAnnotationMisplaced Event, and lint's finding.
-var MisplacedTriggerAnnotation = fmt.Sprintf(
-	"%s is on the AppWrapper's metadata, where it names no component, and is not read: put it on the trigger component "+
-		"(spec.components[i].annotations) or on that component's template (spec.components[i].template.metadata.annotations)",
-	wrapupv1alpha1.TriggerAnnotation)
+var MisplacedTriggerAnnotation = WarningMisplacedAnnotation.Format
 
 // Decide decides what to do with in.AppWrapper. ctx bounds the evaluation
 // of the rule's expressions only.
@@ -563,7 +559,7 @@ func Decide(ctx context.Context, in Input) Decision {
 		d.Verdict != VerdictBeingDeleted && d.Verdict != VerdictIgnored {
 		// Where people annotate objects, but it names no component: said,
 		// never guessed (which component would it be?).
-		d.warn(wrapupv1alpha1.ReasonTriggerAnnotationMisplaced, "FindTrigger", MisplacedTriggerAnnotation)
+		d.warn(WarningMisplacedAnnotation)
 	}
 	if MultiKueueManaged(in.AppWrapper) {
 		// Its components are on the worker: the gatherer watches their
@@ -607,7 +603,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 		d.Verdict = VerdictBlocked
 		d.Reason = fmt.Sprintf("rule %s (priority %d) selects the AppWrapper and is not usable: %s; no lower-priority rule acts in its place, and nothing is recorded or deleted",
 			rule.Name, rule.Spec.Priority, sel.blocked)
-		d.warn(wrapupv1alpha1.ReasonBlockedByRule, "SelectRule", d.Reason)
+		d.warn(WarningBlockedByRule, d.Reason)
 		return d
 	}
 	policy := sel.winner.Policy
@@ -620,7 +616,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 			// component: the rule does not apply, and that is no news.
 			d.Assigned = ""
 		} else {
-			d.warn(nt.Reason, "FindTrigger", nt.Message)
+			d.warn(noTriggerWarning(nt.Reason), nt.Message)
 		}
 		return d
 	}
@@ -637,7 +633,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 			d.WorkerFailures = in.WorkerFailures + 1
 			d.Reason = fmt.Sprintf("MultiKueue dispatched the AppWrapper to worker cluster %s, which wrapup cannot read: %s; nothing is recorded or deleted until it can",
 				in.Worker.Cluster, problem)
-			d.warn(wrapupv1alpha1.ReasonWorkerUnreachable, "ReadWorker", d.Reason)
+			d.warn(WarningWorkerUnreachable, d.Reason)
 			return d
 		}
 	}
@@ -658,7 +654,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 			}
 			d.Trigger.Problem = d.Reason
 			d.Requeue = NotWatchableRetry
-			d.warn(wrapupv1alpha1.ReasonTriggerKindNotWatched, "WatchTrigger", d.Reason)
+			d.warn(WarningTriggerKindNotWatched, d.Reason)
 			return d
 		}
 	}
@@ -674,7 +670,7 @@ func (d *Decision) observe(ctx context.Context, in Input, policy *celpolicies.Po
 	d.Trigger.UID, d.Trigger.Problem = c.info.UID, c.info.Problem
 	d.Evaluation = c.eval
 	if c.notOwned {
-		d.warn(wrapupv1alpha1.ReasonTriggerNotOwned, "ReadTrigger", c.info.Problem)
+		d.warn(WarningTriggerNotOwned, c.info.Problem)
 		d.notOwned = true
 	}
 	return c.state, c.res
@@ -786,8 +782,7 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, state l
 
 	if state == liveError {
 		evalErr := d.Evaluation.Error
-		d.warn(wrapupv1alpha1.ReasonEvaluationError, "Evaluate",
-			fmt.Sprintf("rule %s on %s %s: %s (taken as not finished)", rule.Name, d.Trigger.Kind.Kind, d.Trigger.Name, evalErr))
+		d.warn(WarningEvaluationError, rule.Name, d.Trigger.Kind.Kind+" "+d.Trigger.Name, evalErr)
 	}
 	// What the controller remembers of a failure follows the live trigger.
 	switch state {
@@ -972,9 +967,9 @@ func (d *Decision) recordRec(in Input, rule *wrapupv1alpha1.CompletionRule, rec 
 	outcome, message := rec.Outcome, rec.Message
 	d.Write = rec
 	d.act(in, rule, rec, "")
-	reason := wrapupv1alpha1.ReasonTriggerSucceeded
+	spec := EventSucceeded
 	if outcome == wrapupv1alpha1.OutcomeFailed {
-		reason = wrapupv1alpha1.ReasonTriggerFailed
+		spec = EventFailed
 	}
 	what := "the AppWrapper is deleted"
 	if ttl := d.Action.TTLSecondsAfterFinished; ttl != nil && *ttl > 0 {
@@ -984,22 +979,17 @@ func (d *Decision) recordRec(in Input, rule *wrapupv1alpha1.CompletionRule, rec 
 	switch {
 	case worker:
 		what = "outcome recorded only (MultiKueue worker copy)"
-		d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: wrapupv1alpha1.ReasonMultiKueueWorker, Action: "RecordOutcome",
-			Message: fmt.Sprintf("rule %s: this AppWrapper is MultiKueue's copy on a worker cluster: wrapup records its outcome here and deletes nothing "+
-				"(deleting it would make MultiKueue dispatch the run again); the manager cluster's wrapup finishes the AppWrapper", rule.Name),
-			When: EventAfterWrite})
+		d.Events = append(d.Events, EventMultiKueueWorker.Event(rule.Name))
 	case d.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
 		what = "outcome recorded only (UpdateStatus)"
 	case d.DryRun:
 		what = "dry run: the AppWrapper would be deleted"
-		d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: wrapupv1alpha1.ReasonWouldDelete, Action: "Delete",
-			Message: fmt.Sprintf("rule %s (dryRun): would delete the AppWrapper", rule.Name), When: EventAfterWrite})
+		d.Events = append(d.Events, EventWouldDelete.Event(rule.Name))
 	}
-	note := fmt.Sprintf("rule %s: trigger %s; %s", rule.Name, outcome, what)
 	if m := Truncate(message, MaxMessage); m != "" {
-		note += ": " + m
+		message = ": " + m
 	}
-	d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: reason, Action: "RecordOutcome", Message: Truncate(note, MaxMessage), When: EventAfterWrite})
+	d.Events = append(d.Events, spec.Event(rule.Name, outcome, what, message))
 	d.Reason += "; the outcome is not recorded yet"
 }
 
@@ -1007,8 +997,7 @@ func (d *Decision) recordRec(in Input, rule *wrapupv1alpha1.CompletionRule, rec 
 func (d *Decision) clear(why string) {
 	d.Verdict, d.Clear = VerdictClearOutcome, true
 	d.Reason = why + ": wrapup clears it and cancels any pending deletion"
-	d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: wrapupv1alpha1.ReasonOutcomeCleared, Action: "ClearOutcome",
-		Message: why + ": the record is cleared", When: EventAfterWrite})
+	d.Events = append(d.Events, EventOutcomeCleared.Event(why))
 }
 
 // act decides what follows the final outcome recorded (or about to be) as
@@ -1051,8 +1040,7 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 		d.Verdict = VerdictDelete
 		d.Reason = fmt.Sprintf("%s; rule %s deletes it now rather than run it again, its TTL notwithstanding (the record and its CompletionRecord keep the outcome), "+
 			"if a decision on a fresh read of it, its rules and its trigger still says so", again, rule.Name)
-		d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: wrapupv1alpha1.ReasonDeleted, Action: "Delete",
-			Message: fmt.Sprintf("rule %s: trigger %s, and the run started again; AppWrapper deleted with its components", rule.Name, outcome), When: EventAfterDelete})
+		d.Events = append(d.Events, EventDeletedStartedAgain.Event(rule.Name, outcome))
 		return
 	}
 	ttl := time.Duration(0)
@@ -1110,21 +1098,12 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 	}
 	d.Verdict = VerdictDelete
 	d.Reason = fmt.Sprintf("the trigger %s: rule %s deletes the AppWrapper now, if a decision on a fresh read of it, its rules and its trigger still says so", outcome, rule.Name)
-	d.Events = append(d.Events, Event{Type: corev1.EventTypeNormal, Reason: wrapupv1alpha1.ReasonDeleted, Action: "Delete",
-		Message: fmt.Sprintf("rule %s: trigger %s; AppWrapper deleted with its components", rule.Name, outcome), When: EventAfterDelete})
+	d.Events = append(d.Events, EventDeleted.Event(rule.Name, outcome))
 }
 
-// warn adds a Warning; its action carries a digest of the message.
-func (d *Decision) warn(reason, action, message string) {
-	message = Truncate(message, MaxMessage)
-	// The events.k8s.io recorder folds Events of the same reason and
-	// action into one series, the first one's note kept (client-go
-	// tools/events, getKey): a warning whose message changed names the
-	// message in its action, so that it is an Event of its own.
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(message))
-	action = fmt.Sprintf("%s-%08x", action, h.Sum32())
-	d.Events = append(d.Events, Event{Type: corev1.EventTypeWarning, Reason: reason, Action: action, Message: message, When: EventNow})
+// warn adds the Warning of spec with args.
+func (d *Decision) warn(spec EventSpec, args ...any) {
+	d.Events = append(d.Events, spec.Event(args...))
 }
 
 func keepFailure(f FailureSeen) *FailureSeen {

@@ -137,7 +137,7 @@ func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref
 					d.Candidates = append(d.Candidates, c)
 				}
 				d.Requeue = NotWatchableRetry
-				d.warn(wrapupv1alpha1.ReasonTriggerKindNotWatched, "WatchTrigger", d.Reason)
+				d.warn(WarningTriggerKindNotWatched, d.Reason)
 				return
 			}
 		}
@@ -153,11 +153,10 @@ func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref
 		switch {
 		case c.notOwned:
 			notOwned++
-			d.warn(wrapupv1alpha1.ReasonTriggerNotOwned, "ReadTrigger", c.info.Problem)
+			d.warn(WarningTriggerNotOwned, c.info.Problem)
 		case c.state == liveError:
 			errs++
-			d.warn(wrapupv1alpha1.ReasonEvaluationError, "Evaluate",
-				fmt.Sprintf("rule %s on %s: %s (taken as not finished)", rule.Name, c.name(), c.eval.Error))
+			d.warn(WarningEvaluationError, rule.Name, c.name(), c.eval.Error)
 		case c.state == liveUnknown:
 			unknown++
 		}

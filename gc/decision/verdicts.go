@@ -74,6 +74,9 @@ func CheckVerdict(d Decision) error {
 		return fmt.Errorf("verdict %s writes a CompletionRecord", d.Verdict)
 	}
 	for _, e := range d.Events {
+		if !specOf(e) {
+			return fmt.Errorf("verdict %s emits the %s Event %s (action %s, when %d), which is of no EventSpec", d.Verdict, e.Type, e.Reason, e.Action, e.When)
+		}
 		if !slices.Contains(row.Reasons, e.Reason) {
 			return fmt.Errorf("verdict %s emits the Event %s: %s", d.Verdict, e.Reason, e.Message)
 		}

@@ -17,7 +17,15 @@ func TestVerdictTable(t *testing.T) {
 			t.Errorf("verdict %s has no row", v)
 		}
 	}
-	event := func(typ, reason string) Event { return Event{Type: typ, Reason: reason} }
+	// event is an Event of the first spec of typ and reason.
+	event := func(typ, reason string) Event {
+		for _, s := range EventSpecs {
+			if s.Type == typ && s.Reason == reason {
+				return s.Event("x", "y", "z", "")
+			}
+		}
+		return Event{Type: typ, Reason: reason}
+	}
 	for _, tc := range []struct {
 		name string
 		d    Decision
@@ -34,6 +42,8 @@ func TestVerdictTable(t *testing.T) {
 		{"a CompletionRecord written while waiting", Decision{Verdict: VerdictWaitingForRetries, Steps: Steps{History: &HistoryStep{}}}, "writes a CompletionRecord"},
 		{"a CompletionRecord learned written while waiting", Decision{Verdict: VerdictWaitingForTrigger, Remember: Remember{HistoryWritten: &Record{}}}, "writes a CompletionRecord"},
 		{"a deletion after the TTL, its CompletionRecord due", Decision{Verdict: VerdictDeleteAfterTTL, Steps: Steps{Requeue: 1, History: &HistoryStep{}}}, ""},
+		{"an Event of no spec", Decision{Verdict: VerdictDelete, Steps: Steps{Write: &Record{}, Events: []Event{{Type: corev1.EventTypeNormal, Reason: wrapupv1alpha1.ReasonDeleted, Action: "Remove", When: EventAfterDelete}}}}, "of no EventSpec"},
+		{"a Deleted Event said before the deletion", Decision{Verdict: VerdictDelete, Steps: Steps{Write: &Record{}, Events: []Event{{Type: corev1.EventTypeNormal, Reason: wrapupv1alpha1.ReasonDeleted, Action: "Delete", When: EventAfterWrite}}}}, "of no EventSpec"},
 		{"a verdict nobody knows", Decision{Verdict: "Maybe"}, "not in the verdict table"},
 	} {
 		err := CheckVerdict(tc.d)
