@@ -14,8 +14,10 @@
 //     decision.
 //   - observe.go: where that controller reads: the caches, and the trigger
 //     informers it claims for each AppWrapper (gc/view gathers the rest).
-//   - history.go: the CompletionRecord writes (what a record is and when a
-//     deletion stops waiting for it is pure, in gc/decision);
+//   - history.go: the CompletionRecord writes. Which one is due, under
+//     which retention, and when a deletion stops waiting for it is the
+//     decision's step (decision.HistoryStep), on what the controller
+//     remembers and caches of it (decision.HistoryInput);
 //     history_controller.go removes records past their retention.
 //   - rule_controller.go: each CompletionRule's status (compiled, its kind
 //     served and watchable, type checks) and its kind's informer;
@@ -27,7 +29,8 @@
 //   - webhook.go: the rules' admission; setup.go wires it all; metrics.go,
 //     rbac.go.
 //
-// Beside it: gc/decision (what to do, pure), gc/view (the read side:
+// Beside it: gc/decision (what to do, pure; its Events, each reason with
+// its message, in events.go), gc/view (the read side:
 // Gather, Explain, the record rendering, shared with kubectl-wrapup),
 // gc/triggers (the trigger informers) and gc/intern (the strings the
 // caches share).
@@ -38,8 +41,8 @@
 // cacheView) and decides (decision.Decide); remember keeps the failure
 // clock and the Warnings said; decideFresh gathers again through liveView
 // (the API server, the rules through the shared LIST); apply patches the
-// record (write, writeRecord) and writes the CompletionRecord
-// (ensureHistory), decides again on the AppWrapper the patch returned,
-// and deletes it (delete). The events of the patch and of the delete
+// record (write, writeRecord) and writes the CompletionRecord the
+// decision's History step names (ensureHistory), decides again on the
+// AppWrapper the patch returned, and deletes it (delete). The events of the patch and of the delete
 // bring no reconcile (ownEcho).
 package gc
