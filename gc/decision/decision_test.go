@@ -7,127 +7,24 @@ import (
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
-
-// Builders for decisions: an AppWrapper "run" in namespace "ns" that wraps
-// an inference Deployment and the benchmark Job "bench", its live Job, and
-// rules.
-
-var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-
-const (
-	awUID   = types.UID("aw-uid")
-	jobUID  = types.UID("job-uid")
-	jobUID2 = types.UID("job-uid-2")
-)
-
-var jobRef = Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench", Template: "bench"}
-
-type awBuilder struct{ aw *awv1beta2.AppWrapper }
-
-func appWrapper(t *testing.T) *awBuilder {
-	t.Helper()
-	aw := &awv1beta2.AppWrapper{
-		ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: awUID, ResourceVersion: "7", Labels: map[string]string{}, Annotations: map[string]string{}},
-		Spec: awv1beta2.AppWrapperSpec{Components: []awv1beta2.AppWrapperComponent{
-			component(t, "apps/v1", "Deployment", "inference", nil),
-			component(t, "batch/v1", "Job", "bench", nil),
-		}},
-		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperRunning},
-	}
-	return &awBuilder{aw: aw}
-}
-
-func (b *awBuilder) phase(p awv1beta2.AppWrapperPhase) *awBuilder { b.aw.Status.Phase = p; return b }
-
-func (b *awBuilder) annotate(k, v string) *awBuilder { b.aw.Annotations[k] = v; return b }
-
-func (b *awBuilder) condition(t awv1beta2.AppWrapperCondition, reason string, at time.Time) *awBuilder {
-	b.aw.Status.Conditions = append(b.aw.Status.Conditions, metav1.Condition{Type: string(t), Status: metav1.ConditionTrue, Reason: reason, LastTransitionTime: metav1.NewTime(at)})
-	return b
-}
-
-func (b *awBuilder) retries(n int32) *awBuilder { b.aw.Status.Retries = n; return b }
-
-// recorded writes a record as the controller writes it.
-func (b *awBuilder) recorded(o wrapupv1alpha1.Outcome, ago time.Duration, uid types.UID) *awBuilder {
-	(&Record{Outcome: o, Rule: "jobs", FinishedAt: now.Add(-ago), Message: "done", TriggerUID: uid, TriggerRef: jobRef.String()}).Apply(b.aw)
-	return b
-}
-
-func (b *awBuilder) obj() *awv1beta2.AppWrapper { return b.aw }
-
-// job is the live trigger: state "" (running), "Complete" or "Failed".
-func job(uid types.UID, state string) Trigger {
-	status := map[string]any{"active": int64(1)}
-	if state != "" {
-		first := map[string]string{"Complete": "SuccessCriteriaMet", "Failed": "FailureTarget"}[state]
-		status = map[string]any{"conditions": []any{
-			map[string]any{"type": first, "status": "True"},
-			map[string]any{"type": state, "status": "True", "message": "the Job " + state},
-		}}
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job", "status": status}}
-	u.SetName("bench")
-	u.SetNamespace("ns")
-	u.SetUID(uid)
-	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "workload.codeflare.dev/v1beta2", Kind: "AppWrapper", Name: "run", UID: awUID, Controller: ptr.To(true)}})
-	return Trigger{Ref: jobRef, State: TriggerPresent, Object: u}
-}
-
-func jobRule(name string, prio int32, mods ...func(*wrapupv1alpha1.CompletionRule)) *wrapupv1alpha1.CompletionRule {
-	r := rule(name, prio, nil, nil)
-	r.UID = types.UID("uid-" + name)
-	r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}
-	for _, m := range mods {
-		m(r)
-	}
-	return r
-}
-
-func onFailure(a wrapupv1alpha1.Action, ttl int32) func(*wrapupv1alpha1.CompletionRule) {
-	return func(r *wrapupv1alpha1.CompletionRule) {
-		r.Spec.OnFailure = wrapupv1alpha1.ActionSpec{Action: a, TTLSecondsAfterFinished: ptr.To(ttl)}
-	}
-}
-
-func onSuccess(a wrapupv1alpha1.Action, ttl int32) func(*wrapupv1alpha1.CompletionRule) {
-	return func(r *wrapupv1alpha1.CompletionRule) {
-		r.Spec.OnSuccess = wrapupv1alpha1.ActionSpec{Action: a, TTLSecondsAfterFinished: ptr.To(ttl)}
-	}
-}
-
-func input(t *testing.T, aw *awv1beta2.AppWrapper, trig Trigger, rules ...*wrapupv1alpha1.CompletionRule) Input {
-	t.Helper()
-	in := Input{Now: now, AppWrapper: aw, Triggers: []Trigger{trig},
-		Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}},
-		Kinds:     map[schema.GroupKind]Kind{jobRef.Kind: {State: KindWatched}}}
-	for _, r := range rules {
-		in.Rules = append(in.Rules, compiled(t, r))
-	}
-	return in
-}
 
 // TestDecide holds a case for each way the decision went wrong before it
 // was one function; each failed on the code of the time.
 func TestDecide(t *testing.T) {
 	broken := func(t *testing.T, name string, prio int32) Rule {
-		r := jobRule(name, prio)
+		r := util.MakeRule(name).UID(types.UID("uid-"+name)).TriggerKind("batch", "Job", "").Priority(prio).Obj()
 		r.Spec.OnFailure = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionUpdateStatus}
 		return Rule{Rule: r, Err: errBroken}
 	}
 	annotatedTriggers := func() *wrapupv1alpha1.CompletionRule {
-		r := rule("annotated-triggers", -1000, nil, nil)
-		r.UID = "uid-annotated"
-		return r
+		return util.MakeRule("annotated-triggers").UID("uid-annotated").Priority(-1000).Obj()
 	}
 	tests := []struct {
 		name string
@@ -147,9 +44,8 @@ func TestDecide(t *testing.T) {
 			// handed them to the shipped rule, which deleted them.
 			name: "a matching rule that does not compile blocks the rules below it",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).obj()
-				aw.Spec.Components[1].Annotations = map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
-				in := input(t, aw, job(jobUID, "Failed"), annotatedTriggers())
+				aw := runWith().Trigger(util.MakeObject("batch/v1", "Job", "bench").Obj()).Obj()
+				in := input(t, aw, trigger(bench(jobUID).Failed(now)), annotatedTriggers())
 				in.Rules = append(in.Rules, broken(t, "keep-failed", 100))
 				return in
 			},
@@ -158,11 +54,8 @@ func TestDecide(t *testing.T) {
 		{
 			name: "an unusable rule of a kind the AppWrapper lacks does not apply, and blocks nothing",
 			in: func(t *testing.T) Input {
-				in := input(t, appWrapper(t).obj(), job(jobUID, "Complete"), jobRule("jobs", 0))
-				r := rule("evals", 10, nil, nil)
-				r.UID = "uid-evals"
-				r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "EvalRun"}
-				r.Spec.Success = "true"
+				in := input(t, appWrapper().Obj(), trigger(bench(jobUID).Complete(now)), jobs().Obj())
+				r := util.MakeRule("evals").UID("uid-evals").Priority(10).TriggerKind("example.com", "EvalRun", "").Success("true").Obj()
 				in.Rules = append(in.Rules, compiled(t, r))
 				in.Kinds[schema.GroupKind{Group: "example.com", Kind: "EvalRun"}] = Kind{State: KindNotServed}
 				return in
@@ -172,13 +65,9 @@ func TestDecide(t *testing.T) {
 		{
 			name: "a matching rule whose kind is not served blocks the rules below it",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).obj()
-				aw.Spec.Components = append(aw.Spec.Components, component(t, "example.com/v1", "EvalRun", "eval", nil))
-				in := input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0))
-				r := rule("evals", 10, nil, nil)
-				r.UID = "uid-evals"
-				r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "EvalRun"}
-				r.Spec.Success = "true"
+				aw := appWrapper().Component(util.MakeObject("example.com/v1", "EvalRun", "eval").Obj(), nil).Obj()
+				in := input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().Obj())
+				r := util.MakeRule("evals").UID("uid-evals").Priority(10).TriggerKind("example.com", "EvalRun", "").Success("true").Obj()
 				in.Rules = append(in.Rules, compiled(t, r))
 				in.Kinds[schema.GroupKind{Group: "example.com", Kind: "EvalRun"}] = Kind{State: KindNotServed}
 				return in
@@ -190,8 +79,8 @@ func TestDecide(t *testing.T) {
 			// cleared the record, to write it again later.
 			name: "a recorded failure of the same trigger is final after a restart",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeFailed, 10*time.Second, jobUID).obj()
-				return input(t, aw, job(jobUID, "Failed"), jobRule("jobs", 0, onFailure(wrapupv1alpha1.ActionDeleteAll, 300)))
+				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-10*time.Second), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, trigger(bench(jobUID).Failed(now)), jobs().OnFailure(wrapupv1alpha1.ActionDeleteAll, 300).Obj())
 			},
 			want: VerdictDeleteAfterTTL, outcome: wrapupv1alpha1.OutcomeFailed, after: 290 * time.Second, requeue: 290 * time.Second,
 		},
@@ -199,32 +88,32 @@ func TestDecide(t *testing.T) {
 			// 3. An evaluation error cleared the record.
 			name: "an evaluation error leaves the record as it is",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Minute, jobUID).obj()
-				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = "object.status.noSuchField == 1" }))
+				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().Success("object.status.noSuchField == 1").Obj())
 			},
 			want: VerdictWaitingForTrigger, reason: "stays", events: []string{wrapupv1alpha1.ReasonEvaluationError},
 		},
 		{
 			name: "the same trigger running again clears the record",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Minute, jobUID).obj()
-				return input(t, aw, job(jobUID, ""), jobRule("jobs", 0))
+				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, trigger(bench(jobUID)), jobs().Obj())
 			},
 			want: VerdictClearOutcome, clear: true, events: []string{wrapupv1alpha1.ReasonOutcomeCleared},
 		},
 		{
 			name: "a new attempt after a recorded failure clears it",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeFailed, time.Minute, jobUID).obj()
-				return input(t, aw, job(jobUID2, ""), jobRule("jobs", 0))
+				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, trigger(bench(jobUID2)), jobs().Obj())
 			},
 			want: VerdictClearOutcome, clear: true, reason: "replaced the one whose failure was recorded", events: []string{wrapupv1alpha1.ReasonOutcomeCleared},
 		},
 		{
 			name: "a recorded failure is held while the AppWrapper controller resets",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).phase(awv1beta2.AppWrapperResetting).recorded(wrapupv1alpha1.OutcomeFailed, time.Minute, jobUID).obj()
-				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0))
+				aw := appWrapper().Phase(awv1beta2.AppWrapperResetting).Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().Obj())
 			},
 			want: VerdictWaitingForRetries, reason: "keeps the record",
 		},
@@ -233,35 +122,35 @@ func TestDecide(t *testing.T) {
 			// trigger succeeded; wrapup recorded Failed.
 			name: "a Failed AppWrapper whose trigger succeeded succeeded",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).condition(awv1beta2.Unhealthy, "FailedComponent", now).obj()
-				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0))
+				aw := appWrapper().Phase(awv1beta2.AppWrapperFailed).Condition(awv1beta2.Unhealthy, metav1.ConditionTrue, "FailedComponent", now).Obj()
+				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().Obj())
 			},
 			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded, write: true,
 		},
 		{
 			name: "a Failed AppWrapper whose trigger is gone failed",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).obj()
-				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0))
+				aw := appWrapper().Phase(awv1beta2.AppWrapperFailed).Obj()
+				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().Obj())
 			},
 			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeFailed, write: true,
 		},
 		{
 			name: "a Failed AppWrapper held for debugging is not deleted before its hold ends",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).annotate(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
-					condition(awv1beta2.DeletingResources, "DeletionPaused", now.Add(-4*time.Minute)).
-					recorded(wrapupv1alpha1.OutcomeFailed, 5*time.Minute, jobUID).obj()
-				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0))
+				aw := appWrapper().Phase(awv1beta2.AppWrapperFailed).Annotation(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
+					Condition(awv1beta2.DeletingResources, metav1.ConditionTrue, "DeletionPaused", now.Add(-4*time.Minute)).
+					Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-5*time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().Obj())
 			},
 			want: VerdictDeleteAfterTTL, outcome: wrapupv1alpha1.OutcomeFailed, after: 6 * time.Minute, requeue: 6 * time.Minute, reason: "hold",
 		},
 		{
 			name: "a Failed AppWrapper whose hold has not started waits for it",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).annotate(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
-					recorded(wrapupv1alpha1.OutcomeFailed, time.Hour, jobUID).obj()
-				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0))
+				aw := appWrapper().Phase(awv1beta2.AppWrapperFailed).Annotation(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
+					Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-time.Hour), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().Obj())
 			},
 			want: VerdictDeleteAfterTTL, outcome: wrapupv1alpha1.OutcomeFailed, after: 10 * time.Minute, requeue: holdStartRetry, reason: "has not started that hold yet",
 		},
@@ -270,8 +159,8 @@ func TestDecide(t *testing.T) {
 			// 60 s + its latency: wrapup's grace was exactly that.
 			name: "a failure the AppWrapper controller reports Unhealthy, with retries left, waits for it",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).condition(awv1beta2.Unhealthy, "FoundFailedPods", now.Add(-time.Minute)).retries(1).obj()
-				in := input(t, aw, job(jobUID, "Failed"), jobRule("jobs", 0))
+				aw := appWrapper().Condition(awv1beta2.Unhealthy, metav1.ConditionTrue, "FoundFailedPods", now.Add(-time.Minute)).Retries(1).Obj()
+				in := input(t, aw, trigger(bench(jobUID).Failed(now)), jobs().Obj())
 				in.FailureSeen = FailureSeen{TriggerUID: jobUID, At: now.Add(-DefaultFailureGracePeriod)}
 				return in
 			},
@@ -280,7 +169,7 @@ func TestDecide(t *testing.T) {
 		{
 			name: "a failure seen 2m ago is not final yet: the grace has slack",
 			in: func(t *testing.T) Input {
-				in := input(t, appWrapper(t).obj(), job(jobUID, "Failed"), jobRule("jobs", 0))
+				in := input(t, appWrapper().Obj(), trigger(bench(jobUID).Failed(now)), jobs().Obj())
 				in.FailureSeen = FailureSeen{TriggerUID: jobUID, At: now.Add(-2 * time.Minute)}
 				return in
 			},
@@ -289,7 +178,7 @@ func TestDecide(t *testing.T) {
 		{
 			name: "a failure past the grace, not reported Unhealthy, is final",
 			in: func(t *testing.T) Input {
-				in := input(t, appWrapper(t).obj(), job(jobUID, "Failed"), jobRule("jobs", 0))
+				in := input(t, appWrapper().Obj(), trigger(bench(jobUID).Failed(now)), jobs().Obj())
 				in.FailureSeen = FailureSeen{TriggerUID: jobUID, At: now.Add(-DefaultFailureGracePeriod)}
 				return in
 			},
@@ -300,9 +189,9 @@ func TestDecide(t *testing.T) {
 			// it ran again.
 			name: "a success recorded before a preemption is deleted at the TTL",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).phase(awv1beta2.AppWrapperSuspended).recorded(wrapupv1alpha1.OutcomeSucceeded, 10*time.Minute, jobUID).obj()
-				aw.Spec.Suspend = true
-				return input(t, aw, Trigger{}, jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300)))
+				aw := appWrapper().Phase(awv1beta2.AppWrapperSuspended).Suspend(true).
+					Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, Trigger{}, jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj())
 			},
 			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded,
 		},
@@ -311,41 +200,40 @@ func TestDecide(t *testing.T) {
 			// again for the rest of the TTL.
 			name: "a success is not cleared by the trigger of a re-admission, and its deletion is due at once",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Minute, jobUID).obj()
-				return input(t, aw, job(jobUID2, ""), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300)))
+				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, trigger(bench(jobUID2)), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj())
 			},
 			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded, reason: "started again",
 		},
 		{
 			name: "a success recorded, then a reset by the AppWrapper controller (FoundFailedPods): deleted at once",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).phase(awv1beta2.AppWrapperResetting).retries(1).recorded(wrapupv1alpha1.OutcomeSucceeded, 10*time.Second, jobUID).obj()
-				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 3600)))
+				aw := appWrapper().Phase(awv1beta2.AppWrapperResetting).Retries(1).Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Second), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).Obj())
 			},
 			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded, reason: "Resetting after its recorded success",
 		},
 		{
 			name: "a success recorded, then Kueue suspends it: deleted at once",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, 10*time.Second, jobUID).obj()
-				aw.Spec.Suspend = true
-				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 3600)))
+				aw := appWrapper().Suspend(true).Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Second), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).Obj())
 			},
 			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded, reason: "Kueue suspends",
 		},
 		{
 			name: "a success recorded and kept (UpdateStatus): a new attempt deletes nothing",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).phase(awv1beta2.AppWrapperResetting).recorded(wrapupv1alpha1.OutcomeSucceeded, 10*time.Second, jobUID).obj()
-				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionUpdateStatus, 0)))
+				aw := appWrapper().Phase(awv1beta2.AppWrapperResetting).Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Second), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).Obj())
 			},
 			want: VerdictRecordOnly, outcome: wrapupv1alpha1.OutcomeSucceeded,
 		},
 		{
 			name: "a success recorded, running its TTL: no new attempt, the TTL holds",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Minute, jobUID).obj()
-				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300)))
+				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj())
 			},
 			want: VerdictDeleteAfterTTL, outcome: wrapupv1alpha1.OutcomeSucceeded, after: 4 * time.Minute, requeue: 4 * time.Minute,
 		},
@@ -353,8 +241,8 @@ func TestDecide(t *testing.T) {
 			// 11. The opt-out accepted only "true".
 			name: "the opt-out is as lenient as the opt-in",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).annotate(wrapupv1alpha1.IgnoreAnnotation, "True").obj()
-				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0))
+				aw := appWrapper().Annotation(wrapupv1alpha1.IgnoreAnnotation, "True").Obj()
+				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().Obj())
 			},
 			want: VerdictIgnored,
 		},
@@ -363,7 +251,7 @@ func TestDecide(t *testing.T) {
 			// Warning NoTrigger on every reconcile.
 			name: "a rule with no kind does not apply to an AppWrapper with no annotated component, quietly",
 			in: func(t *testing.T) Input {
-				return input(t, appWrapper(t).obj(), job(jobUID, "Complete"), annotatedTriggers())
+				return input(t, appWrapper().Obj(), trigger(bench(jobUID).Complete(now)), annotatedTriggers())
 			},
 			want: VerdictNoRule,
 		},
@@ -372,17 +260,15 @@ func TestDecide(t *testing.T) {
 			// has a candidate.
 			name: "a rule that names a kind the AppWrapper lacks does not apply, quietly",
 			in: func(t *testing.T) Input {
-				r := jobRule("pods", 0)
-				r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{Kind: "Pod"}
-				return input(t, appWrapper(t).obj(), Trigger{}, r)
+				r := util.MakeRule("pods").UID("uid-pods").TriggerKind("", "Pod", "").Obj()
+				return input(t, appWrapper().Obj(), Trigger{}, r)
 			},
 			want: VerdictNoRule,
 		},
 		{
 			name: "an annotated component of a kind wrapup cannot watch waits, with a long backoff",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).obj()
-				aw.Spec.Components = append(aw.Spec.Components, component(t, "v1", "ConfigMap", "config", map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}))
+				aw := appWrapper().Trigger(util.MakeObject("v1", "ConfigMap", "config").Obj()).Obj()
 				in := input(t, aw, Trigger{}, annotatedTriggers())
 				in.Kinds[schema.GroupKind{Kind: "ConfigMap"}] = Kind{State: KindNotWatchable, Message: "configmaps is forbidden"}
 				return in
@@ -392,16 +278,16 @@ func TestDecide(t *testing.T) {
 		{
 			name: "a record of another component is not acted on",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).phase(awv1beta2.AppWrapperSuspended).obj()
-				(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "pods", FinishedAt: now.Add(-time.Hour), TriggerUID: "pod-uid", TriggerRef: "/Pod/other"}).Apply(aw)
-				return input(t, aw, Trigger{}, jobRule("jobs", 0))
+				aw := appWrapper().Phase(awv1beta2.AppWrapperSuspended).
+					Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Hour), "pod-uid").RecordedBy("pods", "/Pod/other").Obj()
+				return input(t, aw, Trigger{}, jobs().Obj())
 			},
 			want: VerdictWaitingForTrigger,
 		},
 		{
 			name: "a trigger whose cache has not listed waits, and looks again",
 			in: func(t *testing.T) Input {
-				return input(t, appWrapper(t).obj(), Trigger{Ref: jobRef, State: TriggerPending}, jobRule("jobs", 0))
+				return input(t, appWrapper().Obj(), Trigger{Ref: jobRef, State: TriggerPending}, jobs().Obj())
 			},
 			want: VerdictWaitingForTrigger, requeue: PendingRetry,
 		},
@@ -436,9 +322,9 @@ func TestDecide(t *testing.T) {
 // early; one written to the second by an older wrapup counts from the end
 // of its second.
 func TestRecordTimes(t *testing.T) {
-	aw := appWrapper(t).obj()
+	aw := appWrapper().Obj()
 	at := now.Add(1234567 * time.Microsecond) // 12:00:01.234567
-	in := input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 5)))
+	in := input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 5).Obj())
 	in.Now = at
 	d := Decide(context.Background(), in)
 	if d.Write == nil || !d.Write.FinishedAt.Equal(at) {
@@ -469,8 +355,8 @@ func TestRecordTimes(t *testing.T) {
 // message.
 func TestWarningsOfAnotherMessageDiffer(t *testing.T) {
 	decide := func(expr string) Event {
-		aw := appWrapper(t).obj()
-		d := Decide(context.Background(), input(t, aw, job(jobUID, ""), jobRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = expr })))
+		aw := appWrapper().Obj()
+		d := Decide(context.Background(), input(t, aw, trigger(bench(jobUID)), jobs().Success(expr).Obj()))
 		if len(d.Events) != 1 || d.Events[0].Reason != wrapupv1alpha1.ReasonEvaluationError {
 			t.Fatalf("events %+v, want one EvaluationError", d.Events)
 		}
@@ -486,9 +372,8 @@ func TestWarningsOfAnotherMessageDiffer(t *testing.T) {
 	// Any Warning, not only an evaluation's: the reason a kind cannot be
 	// watched changes (forbidden, then not served).
 	notWatched := func(why string) Event {
-		aw := appWrapper(t).obj()
-		aw.Spec.Components = append(aw.Spec.Components, component(t, "v1", "ConfigMap", "config", map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}))
-		in := input(t, aw, Trigger{}, rule("annotated-triggers", -1000, nil, nil))
+		aw := appWrapper().Trigger(util.MakeObject("v1", "ConfigMap", "config").Obj()).Obj()
+		in := input(t, aw, Trigger{}, util.MakeRule("annotated-triggers").Priority(-1000).Obj())
 		in.Kinds[schema.GroupKind{Kind: "ConfigMap"}] = Kind{State: KindNotWatchable, Message: why}
 		d := Decide(context.Background(), in)
 		if len(d.Events) != 1 || d.Events[0].Reason != wrapupv1alpha1.ReasonTriggerKindNotWatched {
@@ -504,11 +389,9 @@ func TestWarningsOfAnotherMessageDiffer(t *testing.T) {
 // Events are bounded as events.k8s.io requires (1 KiB notes), whatever a
 // rule's message or a compile error says.
 func TestEventsAreBounded(t *testing.T) {
-	aw := appWrapper(t).obj()
-	long := jobRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) {
-		r.Spec.Message = "[1,2,3,4,5,6,7,8,9,10].map(i, 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx').join('-')"
-	})
-	d := Decide(context.Background(), input(t, aw, job(jobUID, "Complete"), long))
+	aw := appWrapper().Obj()
+	long := jobs().Message("[1,2,3,4,5,6,7,8,9,10].map(i, 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx').join('-')").Obj()
+	d := Decide(context.Background(), input(t, aw, trigger(bench(jobUID).Complete(now)), long))
 	if len(d.Events) == 0 {
 		t.Fatal("no events")
 	}
@@ -517,8 +400,8 @@ func TestEventsAreBounded(t *testing.T) {
 			t.Errorf("event %s: note of %d bytes, action of %d", e.Reason, len(e.Message), len(e.Action))
 		}
 	}
-	in := input(t, aw, job(jobUID, "Complete"))
-	in.Rules = []Rule{{Rule: jobRule("broken", 0), Err: &longError{strings.Repeat("e", 10000)}}}
+	in := input(t, aw, trigger(bench(jobUID).Complete(now)))
+	in.Rules = []Rule{{Rule: util.MakeRule("broken").UID("uid-broken").TriggerKind("batch", "Job", "").Obj(), Err: &longError{strings.Repeat("e", 10000)}}}
 	for _, e := range Decide(context.Background(), in).Events {
 		if len(e.Message) > MaxMessage {
 			t.Errorf("event %s: note of %d bytes", e.Reason, len(e.Message))
@@ -534,7 +417,6 @@ func (e *longError) Error() string { return e.s }
 // are never acted on; the AppWrapper's own deletion hold holds whatever
 // the trigger said.
 func TestForeignRecordsAndTheHold(t *testing.T) {
-	rerun := job(jobUID2, "")
 	tests := []struct {
 		name string
 		in   func(t *testing.T) Input
@@ -543,86 +425,81 @@ func TestForeignRecordsAndTheHold(t *testing.T) {
 		{
 			name: "a Failed AppWrapper held for debugging, whose trigger succeeded, waits for its hold to start",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).annotate(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "1h").
-					condition(awv1beta2.Unhealthy, "FailedComponent", now.Add(-time.Minute)).obj()
-				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0))
+				aw := appWrapper().Phase(awv1beta2.AppWrapperFailed).Annotation(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "1h").
+					Condition(awv1beta2.Unhealthy, metav1.ConditionTrue, "FailedComponent", now.Add(-time.Minute)).Obj()
+				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().Obj())
 			},
 			want: VerdictDeleteAfterTTL,
 		},
 		{
 			name: "a success recorded before the AppWrapper failed waits for the end of its hold",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).annotate(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "1h").
-					condition(awv1beta2.DeletingResources, "DeletionPaused", now.Add(-time.Minute)).
-					recorded(wrapupv1alpha1.OutcomeSucceeded, 10*time.Minute, jobUID).obj()
-				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300)))
+				aw := appWrapper().Phase(awv1beta2.AppWrapperFailed).Annotation(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "1h").
+					Condition(awv1beta2.DeletingResources, metav1.ConditionTrue, "DeletionPaused", now.Add(-time.Minute)).
+					Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj())
 			},
 			want: VerdictDeleteAfterTTL,
 		},
 		{
 			name: "a record copied onto an AppWrapper created again from its manifest, never run",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).phase(awv1beta2.AppWrapperSuspended).recorded(wrapupv1alpha1.OutcomeSucceeded, 2*time.Hour, "old-job-uid").obj()
-				aw.Spec.Suspend, aw.UID, aw.CreationTimestamp = true, "new-aw-uid", metav1.NewTime(now.Add(-5*time.Second))
-				return input(t, aw, Trigger{}, jobRule("jobs", 0))
+				aw := appWrapper().Phase(awv1beta2.AppWrapperSuspended).Suspend(true).UID("new-aw-uid").Creation(now.Add(-5*time.Second)).
+					Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-2*time.Hour), "old-job-uid").RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, Trigger{}, jobs().Obj())
 			},
 			want: VerdictWaitingForTrigger,
 		},
 		{
 			name: "a record copied onto an AppWrapper created again, its own trigger running",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, 2*time.Hour, "old-job-uid").obj()
-				aw.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
-				return input(t, aw, job(jobUID2, ""), jobRule("jobs", 0))
+				aw := appWrapper().Creation(now.Add(-time.Minute)).
+					Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-2*time.Hour), "old-job-uid").RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+				return input(t, aw, trigger(bench(jobUID2)), jobs().Obj())
 			},
 			want: VerdictWaitingForTrigger,
 		},
 		{
 			name: "a record of an older wrapup (no component named) for another trigger than the live one",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).obj()
-				(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "deployments", FinishedAt: now.Add(-time.Hour), TriggerUID: "deploy-uid"}).Apply(aw)
-				return input(t, aw, job(jobUID, ""), jobRule("jobs", 0))
+				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Hour), "deploy-uid").RecordedBy("deployments", "").Obj()
+				return input(t, aw, trigger(bench(jobUID)), jobs().Obj())
 			},
 			want: VerdictWaitingForTrigger,
 		},
 		{
 			name: "a record of an older wrapup for the live trigger holds",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).obj()
-				(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: now.Add(-time.Hour), TriggerUID: jobUID}).Apply(aw)
-				return input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0))
+				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Hour), jobUID).RecordedBy("jobs", "").Obj()
+				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().Obj())
 			},
 			want: VerdictDelete,
 		},
 		{
 			name: "a record naming no trigger on a Running AppWrapper whose trigger runs is not wrapup's",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).obj()
-				(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "x", FinishedAt: now.Add(-time.Hour)}).Apply(aw)
-				return input(t, aw, job(jobUID, ""), jobRule("jobs", 0))
+				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Hour), "").RecordedBy("x", "").Obj()
+				return input(t, aw, trigger(bench(jobUID)), jobs().Obj())
 			},
 			want: VerdictWaitingForTrigger,
 		},
 		{
 			name: "a generateName trigger's success holds through a re-admission that creates another, which deletes it at once",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).obj()
-				aw.Spec.Components[1] = component(t, "batch/v1", "Job", "", nil) // generateName: gen-
-				aw.Status.ComponentStatus = []awv1beta2.AppWrapperComponentStatus{{Name: "inference"}, {Name: "gen-xyz"}}
-				(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: now.Add(-time.Minute), TriggerUID: jobUID, TriggerRef: "batch/Job/gen-*"}).Apply(aw)
-				rerun.Object.SetName("gen-xyz")
-				rerun.Ref = Ref{Index: 1, Kind: jobRef.Kind, Version: "v1", Name: "gen-xyz", Template: "gen-*"}
-				return input(t, aw, rerun, jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300)))
+				aw := runWith(util.MakeObject("batch/v1", "Job", "").Obj()). // generateName: gen-
+												ComponentStatus("inference", "gen-xyz").
+												Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("jobs", "batch/Job/gen-*").Obj()
+				rerun := util.MakeJob("gen-xyz").OwnedBy(aw).UID(jobUID2).Started(now.Add(-time.Hour)).Obj()
+				ref := Ref{Index: 1, Kind: jobRef.Kind, Version: "v1", Name: "gen-xyz", Template: "gen-*"}
+				return input(t, aw, live(ref, rerun), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj())
 			},
 			want: VerdictDelete,
 		},
 		{
 			name: "a failure seen while Kueue suspends the AppWrapper is not final",
 			in: func(t *testing.T) Input {
-				aw := appWrapper(t).obj()
-				aw.Spec.Suspend = true
-				in := input(t, aw, job(jobUID, "Failed"), jobRule("jobs", 0))
+				aw := appWrapper().Suspend(true).Obj()
+				in := input(t, aw, trigger(bench(jobUID).Failed(now)), jobs().Obj())
 				in.FailureSeen = FailureSeen{TriggerUID: jobUID, At: now.Add(-time.Hour)}
 				return in
 			},
@@ -643,8 +520,8 @@ func TestForeignRecordsAndTheHold(t *testing.T) {
 // decision on the AppWrapper as the record write answered it deletes, with
 // the outcome written, and writes nothing more.
 func TestRecordThenDeleteAtOnce(t *testing.T) {
-	aw := appWrapper(t).obj()
-	in := input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0))
+	aw := appWrapper().Obj()
+	in := input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().Obj())
 	in.Now = now.Add(123456 * time.Nanosecond)
 	first := Decide(context.Background(), in)
 	if first.Verdict != VerdictDelete || first.Write == nil {
@@ -661,10 +538,8 @@ func TestRecordThenDeleteAtOnce(t *testing.T) {
 // whatever the rule, the phase or the record say; deleting it makes the
 // manager dispatch the finished run again.
 func TestMultiKueueWorkerCopyIsNeverDeleted(t *testing.T) {
-	worker := func(b *awBuilder) *awBuilder {
-		b.aw.Labels["kueue.x-k8s.io/multikueue-origin"] = "manager"
-		b.aw.Labels["kueue.x-k8s.io/prebuilt-workload-name"] = "appwrapper-run-1a2b3"
-		return b
+	worker := func() *util.AppWrapperWrapper {
+		return appWrapper().Label("kueue.x-k8s.io/multikueue-origin", "manager").Label("kueue.x-k8s.io/prebuilt-workload-name", "appwrapper-run-1a2b3")
 	}
 	cases := []struct {
 		name  string
@@ -673,13 +548,13 @@ func TestMultiKueueWorkerCopyIsNeverDeleted(t *testing.T) {
 		rule  *wrapupv1alpha1.CompletionRule
 		write bool
 	}{
-		{"succeeded", worker(appWrapper(t)).obj(), job(jobUID, "Complete"), jobRule("jobs", 0), true},
-		{"succeeded, recorded", worker(appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Hour, jobUID)).obj(), job(jobUID, "Complete"), jobRule("jobs", 0), false},
-		{"failed for good", worker(appWrapper(t).phase(awv1beta2.AppWrapperFailed)).obj(), job(jobUID, "Failed"), jobRule("jobs", 0), true},
-		{"failed, recorded, no TTL", worker(appWrapper(t).phase(awv1beta2.AppWrapperFailed).recorded(wrapupv1alpha1.OutcomeFailed, time.Hour, jobUID)).obj(),
-			job(jobUID, "Failed"), jobRule("jobs", 0, onFailure(wrapupv1alpha1.ActionDeleteAll, 0)), false},
-		{"AppWrapper Succeeded, trigger gone", worker(appWrapper(t).phase(awv1beta2.AppWrapperSucceeded)).obj(), Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0), true},
-		{"dry run", worker(appWrapper(t)).obj(), job(jobUID, "Complete"), jobRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.DryRun = true }), true},
+		{"succeeded", worker().Obj(), trigger(bench(jobUID).Complete(now)), jobs().Obj(), true},
+		{"succeeded, recorded", worker().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Hour), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj(), trigger(bench(jobUID).Complete(now)), jobs().Obj(), false},
+		{"failed for good", worker().Phase(awv1beta2.AppWrapperFailed).Obj(), trigger(bench(jobUID).Failed(now)), jobs().Obj(), true},
+		{"failed, recorded, no TTL", worker().Phase(awv1beta2.AppWrapperFailed).Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-time.Hour), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj(),
+			trigger(bench(jobUID).Failed(now)), jobs().OnFailure(wrapupv1alpha1.ActionDeleteAll, 0).Obj(), false},
+		{"AppWrapper Succeeded, trigger gone", worker().Phase(awv1beta2.AppWrapperSucceeded).Obj(), Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().Obj(), true},
+		{"dry run", worker().Obj(), trigger(bench(jobUID).Complete(now)), jobs().DryRun().Obj(), true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -710,7 +585,7 @@ func TestMultiKueueWorkerCopyIsNeverDeleted(t *testing.T) {
 	}
 	// The same AppWrapper without Kueue's label is deleted: the case above
 	// is the label's doing.
-	d := Decide(context.Background(), input(t, appWrapper(t).obj(), job(jobUID, "Complete"), jobRule("jobs", 0)))
+	d := Decide(context.Background(), input(t, appWrapper().Obj(), trigger(bench(jobUID).Complete(now)), jobs().Obj()))
 	if d.Verdict != VerdictDelete || d.Write == nil {
 		t.Fatalf("control: verdict %s (write %v), want %s with a write", d.Verdict, d.Write, VerdictDelete)
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
 // A deletion waits for a CompletionRecord that cannot be written for
@@ -49,8 +50,7 @@ func TestRecordExpired(t *testing.T) {
 // the record; a rule that keeps no history keeps none.
 func TestHistoryOfTheDecidingRule(t *testing.T) {
 	mk := func(name string, ttl int32, disabled bool) Rule {
-		return Rule{Rule: &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: wrapupv1alpha1.CompletionRuleSpec{History: wrapupv1alpha1.HistorySpec{TTLSecondsAfterFinished: ptr.To(ttl), Disabled: disabled}}}}
+		return Rule{Rule: util.MakeRule(name).History(wrapupv1alpha1.HistorySpec{TTLSecondsAfterFinished: ptr.To(ttl), Disabled: disabled}).Obj()}
 	}
 	in := Input{Rules: []Rule{mk("short", 60, false), mk("long", 3600, false), mk("none", 60, true)}}
 	rec := &Record{Rule: "short"}

@@ -17,10 +17,9 @@ import (
 // start, so the hold is waited once, not twice.
 func TestFailureHoldIsCountedOnce(t *testing.T) {
 	held := func(reason string, status metav1.ConditionStatus, at time.Time) *awv1beta2.AppWrapper {
-		aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).annotate(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
-			recorded(wrapupv1alpha1.OutcomeFailed, 11*time.Minute, jobUID).obj()
-		aw.Status.Conditions = []metav1.Condition{{Type: string(awv1beta2.DeletingResources), Status: status, Reason: reason, LastTransitionTime: metav1.NewTime(at)}}
-		return aw
+		return appWrapper().Phase(awv1beta2.AppWrapperFailed).Annotation(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
+			Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-11*time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").
+			Condition(awv1beta2.DeletingResources, status, reason, at).Obj()
 	}
 	cases := []struct {
 		name      string
@@ -41,7 +40,7 @@ func TestFailureHoldIsCountedOnce(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			in := input(t, c.aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobRule("jobs", 0))
+			in := input(t, c.aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().Obj())
 			in.HoldStart = c.remember
 			d := Decide(context.Background(), in)
 			if d.Verdict != c.want || d.After != c.after {
@@ -60,24 +59,19 @@ func TestFailureHoldIsCountedOnce(t *testing.T) {
 // AppWrapper existed, and taken as another AppWrapper's record, written
 // again on every reconcile. A record names its AppWrapper's UID instead.
 func TestRecordOfThisAppWrapperDespiteClockSkew(t *testing.T) {
-	aw := appWrapper(t).obj()
-	aw.CreationTimestamp = metav1.NewTime(now.Add(-time.Second))
 	// The controller's clock is 3 s behind the API server's.
-	(&Record{AppWrapperUID: awUID, Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: now.Add(-3 * time.Second),
-		TriggerUID: jobUID, TriggerRef: jobRef.String()}).Apply(aw)
-	d := Decide(context.Background(), input(t, aw, job(jobUID, "Complete"), jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300))))
+	aw := appWrapper().Creation(now.Add(-time.Second)).
+		Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-3*time.Second), jobUID).RecordedBy("jobs", jobRef.String()).RecordedOn(awUID).Obj()
+	d := Decide(context.Background(), input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj()))
 	if d.Write != nil || d.Verdict != VerdictDeleteAfterTTL {
 		t.Fatalf("%s, write %+v: want the record kept and acted on: %s", d.Verdict, d.Write, d.Reason)
 	}
 
 	// The same record copied onto an AppWrapper created again under the
 	// same name (another UID), later than the record: not its record.
-	again := appWrapper(t).phase(awv1beta2.AppWrapperSuspended).obj()
-	again.Spec.Suspend = true
-	again.UID, again.CreationTimestamp = "aw-uid-2", metav1.NewTime(now.Add(-time.Hour))
-	(&Record{AppWrapperUID: awUID, Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "jobs", FinishedAt: now.Add(-time.Minute),
-		TriggerUID: jobUID, TriggerRef: jobRef.String()}).Apply(again)
-	d = Decide(context.Background(), input(t, again, Trigger{}, jobRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300))))
+	again := appWrapper().Phase(awv1beta2.AppWrapperSuspended).Suspend(true).UID("aw-uid-2").Creation(now.Add(-time.Hour)).
+		Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedOn(awUID).Obj()
+	d = Decide(context.Background(), input(t, again, Trigger{}, jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj()))
 	if d.Verdict != VerdictWaitingForTrigger {
 		t.Fatalf("a copied record: %s, want %s: %s", d.Verdict, VerdictWaitingForTrigger, d.Reason)
 	}

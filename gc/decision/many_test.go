@@ -3,33 +3,32 @@ package decision
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
-// Builders for AppWrappers with several triggers: the inference
-// Deployment, then the harness Jobs h0, h1, h2... as components 1, 2, 3...
+// AppWrappers with several triggers: run wrapping the harness Jobs h0, h1,
+// h2... as its components 1, 2, 3...
 
 var podGK = schema.GroupKind{Kind: "Pod"}
 
-func harnessAW(t *testing.T, n int) *awBuilder {
-	t.Helper()
-	b := appWrapper(t)
-	b.aw.Spec.Components = b.aw.Spec.Components[:1]
+// harnessAW is run wrapping n harness Jobs.
+func harnessAW(n int) *util.AppWrapperWrapper {
+	objs := make([]runtime.Object, n)
 	for i := range n {
-		b.aw.Spec.Components = append(b.aw.Spec.Components, component(t, "batch/v1", "Job", fmt.Sprintf("h%d", i), nil))
+		objs[i] = util.MakeObject("batch/v1", "Job", fmt.Sprintf("h%d", i)).Obj()
 	}
-	return b
+	return runWith(objs...)
 }
 
 func harnessRef(i int) Ref {
@@ -39,48 +38,54 @@ func harnessRef(i int) Ref {
 
 func hUID(i int, attempt int) types.UID { return types.UID(fmt.Sprintf("h%d-uid-%d", i, attempt)) }
 
-// hjob is harness Job i of the given attempt: state "" (running),
-// "Complete", "Failed", or "Error" (a status the rule's expression cannot
-// read).
-func hjob(i, attempt int, state string) Trigger {
-	tr := job(hUID(i, attempt), state)
-	if state == "Error" {
-		tr = job(hUID(i, attempt), "")
-		tr.Object.Object["status"] = map[string]any{"bad": "many"}
+// hjob is harness Job i of the given attempt, as its controller created
+// it, running.
+func hjob(i, attempt int) *util.JobWrapper {
+	return util.MakeJob(fmt.Sprintf("h%d", i)).OwnedBy(appWrapper().Obj()).UID(hUID(i, attempt)).Started(now.Add(-time.Hour))
+}
+
+// candidate is the harness Job j as the trigger's cache holds it, for its
+// component (h<i> is component i+1).
+func candidate(j *util.JobWrapper) Trigger {
+	i, err := strconv.Atoi(strings.TrimPrefix(j.Name, "h"))
+	if err != nil {
+		panic(err)
 	}
-	tr.Ref = harnessRef(i)
-	tr.Object.SetName(tr.Ref.Name)
+	return live(harnessRef(i), j.Obj())
+}
+
+// unreadable is tr with a status the harness rule's expression cannot
+// read.
+func unreadable(tr Trigger) Trigger {
+	tr.Object.Object["status"] = map[string]any{"bad": "many"}
 	return tr
 }
 
-// recordedMany writes a record of several candidates, as the controller does.
-func (b *awBuilder) recordedMany(o wrapupv1alpha1.Outcome, ago time.Duration, deciders ...RecordedTrigger) *awBuilder {
-	first := harnessRef(deciders[0].Index - 1)
-	(&Record{Outcome: o, Rule: "harness", FinishedAt: now.Add(-ago), Message: "done", TriggerUID: deciders[0].UID,
-		TriggerRef: first.String(), Triggers: deciders, Policy: policyOf(o, deciders)}).Apply(b.aw)
-	return b
+// recordedMany writes on w the harness rule's record of several
+// candidates, as the controller does.
+func recordedMany(w *util.AppWrapperWrapper, o wrapupv1alpha1.Outcome, ago time.Duration, deciders ...util.RecordedCandidate) *util.AppWrapperWrapper {
+	return w.Recorded(o, now.Add(-ago), deciders[0].UID).RecordedBy("harness", harnessRef(deciders[0].Index-1).String()).RecordedMessage("done").
+		RecordedCandidates(policyOf(o, deciders), deciders...)
 }
 
 // policyOf is the policy that records deciders for o, in these tables:
 // All records every candidate for a success and one for a failure.
-func policyOf(o wrapupv1alpha1.Outcome, deciders []RecordedTrigger) wrapupv1alpha1.TriggerPolicy {
+func policyOf(o wrapupv1alpha1.Outcome, deciders []util.RecordedCandidate) wrapupv1alpha1.TriggerPolicy {
 	if (o == wrapupv1alpha1.OutcomeSucceeded) == (len(deciders) > 1) {
 		return wrapupv1alpha1.TriggerPolicyAll
 	}
 	return wrapupv1alpha1.TriggerPolicyAny
 }
 
-func decider(i, attempt int) RecordedTrigger {
-	return RecordedTrigger{Index: i + 1, UID: hUID(i, attempt)}
+func decider(i, attempt int) util.RecordedCandidate {
+	return util.RecordedCandidate{Index: i + 1, UID: hUID(i, attempt)}
 }
 
 // harnessRule's success is the Job's built-in one, and fails at run time
 // on a Job whose status has "bad".
-func harnessRule(policy wrapupv1alpha1.TriggerPolicy, mods ...func(*wrapupv1alpha1.CompletionRule)) *wrapupv1alpha1.CompletionRule {
-	r := jobRule("harness", 0, mods...)
-	r.Spec.Success = "has(object.status.bad) ? object.status.bad > 1 : object.status.?conditions.orValue([]).exists(c, c.type == 'Complete' && c.status == 'True')"
-	r.Spec.Trigger.Policy = policy
-	return r
+func harnessRule(policy wrapupv1alpha1.TriggerPolicy) *wrapupv1alpha1.CompletionRule {
+	return util.MakeRule("harness").UID("uid-harness").TriggerKind("batch", "Job", "").Policy(policy).
+		Success("has(object.status.bad) ? object.status.bad > 1 : object.status.?conditions.orValue([]).exists(c, c.type == 'Complete' && c.status == 'True')").Obj()
 }
 
 // TestDecideMany holds the policy decisions over several candidates.
@@ -104,121 +109,121 @@ func TestDecideMany(t *testing.T) {
 		// part of the decision's reason.
 		warning, reason string
 	}{
-		{name: "All: every candidate running waits", aw: harnessAW(t, 3).obj(), policy: all,
-			triggers: []Trigger{hjob(0, 0, ""), hjob(1, 0, ""), hjob(2, 0, "")},
+		{name: "All: every candidate running waits", aw: harnessAW(3).Obj(), policy: all,
+			triggers: []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0)), candidate(hjob(2, 0))},
 			verdict:  VerdictWaitingForTrigger, reason: "3 of 3 triggers have not finished"},
-		{name: "All: two of three succeeded waits for the third, and says which", aw: harnessAW(t, 3).obj(), policy: all,
-			triggers: []Trigger{hjob(0, 0, "Complete"), hjob(1, 0, "Complete"), hjob(2, 0, "")},
+		{name: "All: two of three succeeded waits for the third, and says which", aw: harnessAW(3).Obj(), policy: all,
+			triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0).Complete(now)), candidate(hjob(2, 0))},
 			verdict:  VerdictWaitingForTrigger, reason: "1 of 3 triggers have not finished (Job h2)"},
-		{name: "All: every candidate succeeded deletes, recording all three", aw: harnessAW(t, 3).obj(), policy: all,
-			triggers: []Trigger{hjob(0, 0, "Complete"), hjob(1, 0, "Complete"), hjob(2, 0, "Complete")},
+		{name: "All: every candidate succeeded deletes, recording all three", aw: harnessAW(3).Obj(), policy: all,
+			triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0).Complete(now)), candidate(hjob(2, 0).Complete(now))},
 			verdict:  VerdictDelete, write: wrapupv1alpha1.OutcomeSucceeded, deciders: []int{1, 2, 3}},
-		{name: "All: a candidate not read yet stops a success", aw: harnessAW(t, 3).obj(), policy: all,
-			triggers: []Trigger{hjob(0, 0, "Complete"), hjob(1, 0, "Complete"), {Ref: harnessRef(2), State: TriggerPending}},
+		{name: "All: a candidate not read yet stops a success", aw: harnessAW(3).Obj(), policy: all,
+			triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0).Complete(now)), {Ref: harnessRef(2), State: TriggerPending}},
 			verdict:  VerdictWaitingForTrigger, reason: "1 of 3 triggers were not read"},
-		{name: "All: one failure just seen waits for the AppWrapper controller's retry", aw: harnessAW(t, 3).obj(), policy: all,
-			triggers: []Trigger{hjob(0, 0, ""), hjob(1, 0, "Failed"), hjob(2, 0, "")},
+		{name: "All: one failure just seen waits for the AppWrapper controller's retry", aw: harnessAW(3).Obj(), policy: all,
+			triggers: []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0))},
 			verdict:  VerdictWaitingForRetries, reason: "Job h1 failed"},
-		{name: "All: one failure, final, fails the AppWrapper while the others run", aw: harnessAW(t, 3).obj(), policy: all,
-			triggers:    []Trigger{hjob(0, 0, ""), hjob(1, 0, "Failed"), hjob(2, 0, "")},
+		{name: "All: one failure, final, fails the AppWrapper while the others run", aw: harnessAW(3).Obj(), policy: all,
+			triggers:    []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0))},
 			failureSeen: FailureSeen{TriggerUID: hUID(1, 0), At: now.Add(-long)},
 			verdict:     VerdictDelete, write: wrapupv1alpha1.OutcomeFailed, deciders: []int{2}},
-		{name: "All: a failure while the AppWrapper controller resets is not final", aw: harnessAW(t, 3).phase(awv1beta2.AppWrapperResetting).obj(), policy: all,
-			triggers:    []Trigger{hjob(0, 0, ""), hjob(1, 0, "Failed"), hjob(2, 0, "")},
+		{name: "All: a failure while the AppWrapper controller resets is not final", aw: harnessAW(3).Phase(awv1beta2.AppWrapperResetting).Obj(), policy: all,
+			triggers:    []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0))},
 			failureSeen: FailureSeen{TriggerUID: hUID(1, 0), At: now.Add(-long)},
 			verdict:     VerdictWaitingForRetries},
 		{name: "All: the retry of the failed candidate (new UIDs) clears the failure",
-			aw:     harnessAW(t, 3).recordedMany(wrapupv1alpha1.OutcomeFailed, time.Minute, decider(1, 0)).obj(),
-			policy: all, triggers: []Trigger{hjob(0, 1, ""), hjob(1, 1, ""), hjob(2, 1, "")},
+			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeFailed, time.Minute, decider(1, 0)).Obj(),
+			policy: all, triggers: []Trigger{candidate(hjob(0, 1)), candidate(hjob(1, 1)), candidate(hjob(2, 1))},
 			verdict: VerdictClearOutcome, clear: true},
 		{name: "All: a recorded failure is not cleared by the other candidates still running",
-			aw:     harnessAW(t, 3).recordedMany(wrapupv1alpha1.OutcomeFailed, time.Minute, decider(1, 0)).obj(),
-			policy: all, triggers: []Trigger{hjob(0, 0, ""), hjob(1, 0, "Failed"), hjob(2, 0, "")},
+			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeFailed, time.Minute, decider(1, 0)).Obj(),
+			policy: all, triggers: []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0))},
 			verdict: VerdictDelete},
 		{name: "All: a recorded failure is final after a restart (no memory): no second record",
-			aw:     harnessAW(t, 3).recordedMany(wrapupv1alpha1.OutcomeFailed, 10*time.Second, decider(1, 0)).obj(),
-			policy: all, triggers: []Trigger{hjob(0, 0, ""), hjob(1, 0, "Failed"), hjob(2, 0, "")},
+			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeFailed, 10*time.Second, decider(1, 0)).Obj(),
+			policy: all, triggers: []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0))},
 			verdict: VerdictDelete},
 		{name: "All: a recorded success is not cleared by a candidate re-created after it (a re-admission): deleted at once",
-			aw:     harnessAW(t, 3).recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0), decider(2, 0)).obj(),
-			policy: all, triggers: []Trigger{hjob(0, 1, ""), hjob(1, 1, ""), hjob(2, 1, "")},
+			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0), decider(2, 0)).Obj(),
+			policy: all, triggers: []Trigger{candidate(hjob(0, 1)), candidate(hjob(1, 1)), candidate(hjob(2, 1))},
 			verdict: VerdictDelete, reason: "the run started again"},
 		{name: "Any: a recorded success, then the AppWrapper controller resets it: deleted at once",
-			aw:     harnessAW(t, 3).phase(awv1beta2.AppWrapperResetting).recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Second, decider(1, 0)).obj(),
+			aw:     recordedMany(harnessAW(3).Phase(awv1beta2.AppWrapperResetting), wrapupv1alpha1.OutcomeSucceeded, time.Second, decider(1, 0)).Obj(),
 			policy: anyOf, triggers: []Trigger{{Ref: harnessRef(0), State: TriggerAbsent}, {Ref: harnessRef(1), State: TriggerAbsent}, {Ref: harnessRef(2), State: TriggerAbsent}},
 			verdict: VerdictDelete, reason: "Resetting after its recorded success"},
 		{name: "All: a recorded success is cleared when a candidate that decided runs again",
-			aw:     harnessAW(t, 3).recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0), decider(2, 0)).obj(),
-			policy: all, triggers: []Trigger{hjob(0, 0, "Complete"), hjob(1, 0, ""), hjob(2, 0, "Complete")},
+			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0), decider(2, 0)).Obj(),
+			policy: all, triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0)), candidate(hjob(2, 0).Complete(now))},
 			verdict: VerdictClearOutcome, clear: true},
-		{name: "All: an evaluation error on one candidate is not finished, with a Warning", aw: harnessAW(t, 3).obj(), policy: all,
-			triggers: []Trigger{hjob(0, 0, "Complete"), hjob(1, 0, "Error"), hjob(2, 0, "Complete")},
+		{name: "All: an evaluation error on one candidate is not finished, with a Warning", aw: harnessAW(3).Obj(), policy: all,
+			triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), unreadable(candidate(hjob(1, 0))), candidate(hjob(2, 0).Complete(now))},
 			verdict:  VerdictWaitingForTrigger, warning: wrapupv1alpha1.ReasonEvaluationError, reason: "evaluation(s) failed"},
 		{name: "All: an evaluation error on a candidate that decided keeps the record and deletes nothing",
-			aw:     harnessAW(t, 3).recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0), decider(2, 0)).obj(),
-			policy: all, triggers: []Trigger{hjob(0, 0, "Complete"), hjob(1, 0, "Error"), hjob(2, 0, "Complete")},
+			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0), decider(2, 0)).Obj(),
+			policy: all, triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), unreadable(candidate(hjob(1, 0))), candidate(hjob(2, 0).Complete(now))},
 			verdict: VerdictWaitingForTrigger, warning: wrapupv1alpha1.ReasonEvaluationError},
-		{name: "All: the AppWrapper controller failing the AppWrapper fails it", aw: harnessAW(t, 3).phase(awv1beta2.AppWrapperFailed).obj(), policy: all,
-			triggers: []Trigger{hjob(0, 0, "Complete"), hjob(1, 0, ""), hjob(2, 0, "")},
+		{name: "All: the AppWrapper controller failing the AppWrapper fails it", aw: harnessAW(3).Phase(awv1beta2.AppWrapperFailed).Obj(), policy: all,
+			triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0)), candidate(hjob(2, 0))},
 			verdict:  VerdictDelete, write: wrapupv1alpha1.OutcomeFailed, deciders: []int{1, 2, 3}},
 		{name: "All: Succeeded phase with the finished candidates gone (their TTL) succeeded",
-			aw:     harnessAW(t, 2).phase(awv1beta2.AppWrapperSucceeded).obj(),
-			policy: all, triggers: []Trigger{hjob(0, 0, "Complete"), {Ref: harnessRef(1), State: TriggerAbsent}},
+			aw:     harnessAW(2).Phase(awv1beta2.AppWrapperSucceeded).Obj(),
+			policy: all, triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), {Ref: harnessRef(1), State: TriggerAbsent}},
 			verdict: VerdictDelete, write: wrapupv1alpha1.OutcomeSucceeded, deciders: []int{1, 2}},
 
-		{name: "Any: one success deletes, recording that one", aw: harnessAW(t, 3).obj(), policy: anyOf,
-			triggers: []Trigger{hjob(0, 0, ""), hjob(1, 0, "Complete"), hjob(2, 0, "Failed")},
+		{name: "Any: one success deletes, recording that one", aw: harnessAW(3).Obj(), policy: anyOf,
+			triggers: []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0).Complete(now)), candidate(hjob(2, 0).Failed(now))},
 			verdict:  VerdictDelete, write: wrapupv1alpha1.OutcomeSucceeded, deciders: []int{2}},
-		{name: "Any: two of three failed waits for the third", aw: harnessAW(t, 3).obj(), policy: anyOf,
-			triggers:    []Trigger{hjob(0, 0, "Failed"), hjob(1, 0, "Failed"), hjob(2, 0, "")},
+		{name: "Any: two of three failed waits for the third", aw: harnessAW(3).Obj(), policy: anyOf,
+			triggers:    []Trigger{candidate(hjob(0, 0).Failed(now)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0))},
 			failureSeen: FailureSeen{TriggerUID: hUID(0, 0), At: now.Add(-time.Hour)},
 			verdict:     VerdictWaitingForTrigger},
-		{name: "Any: every candidate failed, final, fails it, recording all three", aw: harnessAW(t, 3).obj(), policy: anyOf,
-			triggers:    []Trigger{hjob(0, 0, "Failed"), hjob(1, 0, "Failed"), hjob(2, 0, "Failed")},
+		{name: "Any: every candidate failed, final, fails it, recording all three", aw: harnessAW(3).Obj(), policy: anyOf,
+			triggers:    []Trigger{candidate(hjob(0, 0).Failed(now)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0).Failed(now))},
 			failureSeen: FailureSeen{TriggerUID: types.UID(strings.Join([]string{string(hUID(0, 0)), string(hUID(1, 0)), string(hUID(2, 0))}, ",")), At: now.Add(-long)},
 			verdict:     VerdictDelete, write: wrapupv1alpha1.OutcomeFailed, deciders: []int{1, 2, 3}},
-		{name: "Any: every candidate failed, but only one failure was seen long ago: not final yet", aw: harnessAW(t, 3).obj(), policy: anyOf,
-			triggers:    []Trigger{hjob(0, 0, "Failed"), hjob(1, 0, "Failed"), hjob(2, 0, "Failed")},
+		{name: "Any: every candidate failed, but only one failure was seen long ago: not final yet", aw: harnessAW(3).Obj(), policy: anyOf,
+			triggers:    []Trigger{candidate(hjob(0, 0).Failed(now)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0).Failed(now))},
 			failureSeen: FailureSeen{TriggerUID: hUID(0, 0), At: now.Add(-long)},
 			verdict:     VerdictWaitingForRetries},
 		{name: "Any: a recorded success is cleared when the candidate that decided runs again",
-			aw:     harnessAW(t, 3).recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(1, 0)).obj(),
-			policy: anyOf, triggers: []Trigger{hjob(0, 0, ""), hjob(1, 0, ""), hjob(2, 0, "")},
+			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(1, 0)).Obj(),
+			policy: anyOf, triggers: []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0)), candidate(hjob(2, 0))},
 			verdict: VerdictClearOutcome, clear: true},
-		{name: "Any: a recorded success stands while the others run", aw: harnessAW(t, 3).recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(1, 0)).obj(),
-			policy: anyOf, triggers: []Trigger{hjob(0, 0, ""), hjob(1, 0, "Complete"), hjob(2, 0, "")},
+		{name: "Any: a recorded success stands while the others run", aw: recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(1, 0)).Obj(),
+			policy: anyOf, triggers: []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0).Complete(now)), candidate(hjob(2, 0))},
 			verdict: VerdictDelete},
 
-		{name: "All: of two failures, the one the controller remembers decides, from when it saw it", aw: harnessAW(t, 3).obj(), policy: all,
-			triggers:    []Trigger{hjob(0, 0, "Failed"), hjob(1, 0, "Failed"), hjob(2, 0, "")},
+		{name: "All: of two failures, the one the controller remembers decides, from when it saw it", aw: harnessAW(3).Obj(), policy: all,
+			triggers:    []Trigger{candidate(hjob(0, 0).Failed(now)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0))},
 			failureSeen: FailureSeen{TriggerUID: hUID(1, 0), At: now.Add(-long)},
 			verdict:     VerdictDelete, write: wrapupv1alpha1.OutcomeFailed, deciders: []int{2}},
 		{name: "a record decided under another policy: the rule decides afresh (Any: not every candidate failed)",
-			aw:     harnessAW(t, 3).recordedMany(wrapupv1alpha1.OutcomeFailed, time.Minute, decider(1, 0)).obj(),
-			policy: anyOf, triggers: []Trigger{hjob(0, 0, ""), hjob(1, 0, "Failed"), hjob(2, 0, "")},
+			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeFailed, time.Minute, decider(1, 0)).Obj(),
+			policy: anyOf, triggers: []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0))},
 			verdict: VerdictWaitingForTrigger},
 		{name: "a success of every candidate, recorded when there were fewer, is not the record of the candidates there are now",
-			aw:     harnessAW(t, 3).recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0)).obj(),
-			policy: all, triggers: []Trigger{hjob(0, 0, "Complete"), hjob(1, 0, "Complete"), hjob(2, 0, "")},
+			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0)).Obj(),
+			policy: all, triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0).Complete(now)), candidate(hjob(2, 0))},
 			verdict: VerdictWaitingForTrigger},
 		{name: "Any: a Succeeded AppWrapper whose candidates finished or are gone succeeded, even with one the rule calls failed",
-			aw:     harnessAW(t, 2).phase(awv1beta2.AppWrapperSucceeded).obj(),
-			policy: anyOf, triggers: []Trigger{hjob(0, 0, "Failed"), {Ref: harnessRef(1), State: TriggerAbsent}},
+			aw:     harnessAW(2).Phase(awv1beta2.AppWrapperSucceeded).Obj(),
+			policy: anyOf, triggers: []Trigger{candidate(hjob(0, 0).Failed(now)), {Ref: harnessRef(1), State: TriggerAbsent}},
 			verdict: VerdictDelete, write: wrapupv1alpha1.OutcomeSucceeded, deciders: []int{1, 2}},
-		{name: "One: several candidates are ambiguous", aw: harnessAW(t, 3).obj(), policy: wrapupv1alpha1.TriggerPolicyOne,
-			triggers: []Trigger{hjob(0, 0, "Complete"), hjob(1, 0, "Complete"), hjob(2, 0, "Complete")},
+		{name: "One: several candidates are ambiguous", aw: harnessAW(3).Obj(), policy: wrapupv1alpha1.TriggerPolicyOne,
+			triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0).Complete(now)), candidate(hjob(2, 0).Complete(now))},
 			verdict:  VerdictNoTrigger, warning: wrapupv1alpha1.ReasonAmbiguousTrigger, reason: "set trigger.policy to All or Any"},
-		{name: "unset policy is One", aw: harnessAW(t, 2).obj(), policy: "",
-			triggers: []Trigger{hjob(0, 0, "Complete"), hjob(1, 0, "Complete")},
+		{name: "unset policy is One", aw: harnessAW(2).Obj(), policy: "",
+			triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0).Complete(now))},
 			verdict:  VerdictNoTrigger, warning: wrapupv1alpha1.ReasonAmbiguousTrigger},
-		{name: "more candidates than the bound: nothing is decided, with a Warning", aw: harnessAW(t, wrapupv1alpha1.MaxTriggers+1).obj(), policy: all,
+		{name: "more candidates than the bound: nothing is decided, with a Warning", aw: harnessAW(wrapupv1alpha1.MaxTriggers + 1).Obj(), policy: all,
 			verdict: VerdictNoTrigger, warning: wrapupv1alpha1.ReasonTooManyTriggers, reason: "more than the 64"},
-		{name: "All with one candidate records as One does", aw: harnessAW(t, 1).obj(), policy: all,
-			triggers: []Trigger{hjob(0, 0, "Complete")},
+		{name: "All with one candidate records as One does", aw: harnessAW(1).Obj(), policy: all,
+			triggers: []Trigger{candidate(hjob(0, 0).Complete(now))},
 			verdict:  VerdictDelete, write: wrapupv1alpha1.OutcomeSucceeded},
 		{name: "a single trigger's record is not one of several candidates': they decide afresh",
-			aw:     harnessAW(t, 2).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Minute, hUID(0, 0)).obj(),
-			policy: all, triggers: []Trigger{hjob(0, 0, "Complete"), hjob(1, 0, "")},
+			aw:     harnessAW(2).Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), hUID(0, 0)).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj(),
+			policy: all, triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0))},
 			verdict: VerdictWaitingForTrigger},
 	}
 	for _, tc := range cases {
@@ -275,7 +280,7 @@ func TestDecideMany(t *testing.T) {
 // back as written, within the annotation's bound, and a retried candidate
 // (new UID) tells it apart.
 func TestRecordOfSeveralTriggers(t *testing.T) {
-	aw := harnessAW(t, wrapupv1alpha1.MaxTriggers).obj()
+	aw := harnessAW(wrapupv1alpha1.MaxTriggers).Obj()
 	var ts []RecordedTrigger
 	for i := range wrapupv1alpha1.MaxTriggers {
 		ts = append(ts, RecordedTrigger{Index: i + 1, UID: types.UID(fmt.Sprintf("%08d-0000-0000-0000-000000000000", i))})
@@ -313,33 +318,20 @@ func TestRecordOfSeveralTriggers(t *testing.T) {
 // annotated together watches both kinds for the AppWrapper, and waits
 // for both under All.
 func TestSeveralKindsAnnotated(t *testing.T) {
-	ann := map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
-	b := appWrapper(t)
-	b.aw.Spec.Components = []awv1beta2.AppWrapperComponent{
-		component(t, "apps/v1", "Deployment", "inference", nil),
-		component(t, "batch/v1", "Job", "load", ann),
-		component(t, "v1", "Pod", "checker", ann),
-	}
+	b := runWith().Trigger(util.MakeObject("batch/v1", "Job", "load").Obj()).Trigger(util.MakeObject("v1", "Pod", "checker").Obj())
 	loadRef := Ref{Index: 1, Kind: jobRef.Kind, Version: "v1", Name: "load", Template: "load", Annotated: true}
 	checkRef := Ref{Index: 2, Kind: podGK, Version: "v1", Name: "checker", Template: "checker", Annotated: true}
-	load := hjob(0, 0, "Complete")
-	load.Ref = loadRef
+	load := live(loadRef, hjob(0, 0).Complete(now).Obj())
 	pod := func(phase string) Trigger {
-		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "status": map[string]any{"phase": phase}}}
-		u.SetName("checker")
-		u.SetNamespace("ns")
-		u.SetUID("pod-uid")
-		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "workload.codeflare.dev/v1beta2", Kind: "AppWrapper", Name: "run", UID: awUID, Controller: ptr.To(true)}})
-		return Trigger{Ref: checkRef, State: TriggerPresent, Object: u}
+		return live(checkRef, util.MakeObject("v1", "Pod", "checker").OwnedBy(b.Obj()).UID("pod-uid").Status(map[string]any{"phase": phase}).Obj())
 	}
-	r := rule("annotated-triggers", -1000, nil, nil)
-	r.Spec.Trigger.Policy = wrapupv1alpha1.TriggerPolicyAll
+	r := util.MakeRule("annotated-triggers").Priority(-1000).Policy(wrapupv1alpha1.TriggerPolicyAll).Obj()
 
 	for _, tc := range []struct {
 		phase   string
 		verdict Verdict
 	}{{"Running", VerdictWaitingForTrigger}, {"Succeeded", VerdictDelete}} {
-		in := input(t, b.obj(), Trigger{}, r)
+		in := input(t, b.Obj(), Trigger{}, r)
 		in.Kinds[podGK] = Kind{State: KindWatched}
 		in.Triggers = []Trigger{load, pod(tc.phase)}
 		d := Decide(context.Background(), in)
@@ -358,7 +350,7 @@ func TestSeveralKindsAnnotated(t *testing.T) {
 	}
 
 	// A kind wrapup cannot watch among them: nothing is decided.
-	in := input(t, b.obj(), Trigger{}, r)
+	in := input(t, b.Obj(), Trigger{}, r)
 	in.Kinds[podGK] = Kind{State: KindNotWatchable, Message: "pods is forbidden"}
 	in.Triggers = []Trigger{load, pod("Succeeded")}
 	if d := Decide(context.Background(), in); d.Verdict != VerdictTriggerNotWatchable || d.WillRecord() {

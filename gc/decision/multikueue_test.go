@@ -7,13 +7,11 @@ import (
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
 const (
@@ -22,26 +20,14 @@ const (
 )
 
 // managed is the AppWrapper "run" on a MultiKueue manager cluster.
-func managed(t *testing.T) *awBuilder {
-	b := appWrapper(t)
-	b.aw.Spec.ManagedBy = ptr.To(kueue.MultiKueueControllerName)
-	return b
+func managed() *util.AppWrapperWrapper {
+	return appWrapper().ManagedBy(kueue.MultiKueueControllerName)
 }
 
 // workerCopy is MultiKueue's copy of "run" on worker cluster "worker-1".
-func workerCopy(t *testing.T) *awv1beta2.AppWrapper {
-	aw := appWrapper(t).obj()
-	aw.UID = copyUID
-	aw.Labels[PrebuiltWorkloadLabel] = workload
-	aw.Labels[kueue.MultiKueueOriginLabel] = "multikueue"
-	return aw
-}
-
-// onCopy is a Job as the worker's AppWrapper controller creates it: its
-// controller is the copy there.
-func onCopy(trig Trigger) Trigger {
-	trig.Object.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "workload.codeflare.dev/v1beta2", Kind: "AppWrapper", Name: "run", UID: copyUID, Controller: ptr.To(true)}})
-	return trig
+// A Job the worker's AppWrapper controller creates is OwnedBy it.
+func workerCopy() *util.AppWrapperWrapper {
+	return appWrapper().UID(copyUID).Label(PrebuiltWorkloadLabel, workload).Label(kueue.MultiKueueOriginLabel, "multikueue")
 }
 
 func dispatched(copy *awv1beta2.AppWrapper) *Worker {
@@ -66,35 +52,35 @@ func TestMultiKueueManager(t *testing.T) {
 	}{
 		{
 			name: "a trigger complete on the worker deletes the manager's AppWrapper",
-			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed().Obj() },
 			worker: func(t *testing.T) *Worker {
-				return dispatched(workerCopy(t))
+				return dispatched(workerCopy().Obj())
 			},
-			trig: onCopy(job(jobUID, "Complete")), want: VerdictDelete, write: true,
+			trig: trigger(bench(jobUID).OwnedBy(workerCopy().Obj()).Complete(now)), want: VerdictDelete, write: true,
 			events: []string{wrapupv1alpha1.ReasonDeleted, wrapupv1alpha1.ReasonTriggerSucceeded},
 		},
 		{
 			name: "a recorded outcome is acted on after the same trigger is read on the worker",
 			aw: func(t *testing.T) *awv1beta2.AppWrapper {
-				return managed(t).recorded(wrapupv1alpha1.OutcomeSucceeded, time.Second, jobUID).obj()
+				return managed().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Second), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
 			},
-			worker: func(t *testing.T) *Worker { return dispatched(workerCopy(t)) },
-			trig:   onCopy(job(jobUID, "Complete")), want: VerdictDelete,
+			worker: func(t *testing.T) *Worker { return dispatched(workerCopy().Obj()) },
+			trig:   trigger(bench(jobUID).OwnedBy(workerCopy().Obj()).Complete(now)), want: VerdictDelete,
 			events: []string{wrapupv1alpha1.ReasonDeleted},
 		},
 		{
 			name: "a worker that cannot be read: nothing is recorded",
-			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed().Obj() },
 			worker: func(t *testing.T) *Worker {
 				return &Worker{Cluster: "worker-1", Workload: workload, Problem: "reading worker-1: connection refused"}
 			},
-			trig: onCopy(job(jobUID, "Complete")), want: VerdictWorkerUnreachable, reason: "connection refused",
+			trig: trigger(bench(jobUID).OwnedBy(workerCopy().Obj()).Complete(now)), want: VerdictWorkerUnreachable, reason: "connection refused",
 			events: []string{wrapupv1alpha1.ReasonWorkerUnreachable},
 		},
 		{
 			name: "a worker that cannot be read: a recorded failure deletes nothing",
 			aw: func(t *testing.T) *awv1beta2.AppWrapper {
-				return managed(t).recorded(wrapupv1alpha1.OutcomeFailed, time.Hour, jobUID).obj()
+				return managed().Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-time.Hour), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
 			},
 			worker: func(t *testing.T) *Worker {
 				return &Worker{Cluster: "worker-1", Workload: workload, Problem: "no kubeconfig Secret wrapup-system/worker-1"}
@@ -103,48 +89,44 @@ func TestMultiKueueManager(t *testing.T) {
 		},
 		{
 			name:   "a worker not read yet: nothing is decided",
-			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed().Obj() },
 			worker: func(*testing.T) *Worker { return nil },
-			trig:   onCopy(job(jobUID, "Complete")), want: VerdictWaitingForTrigger, reason: "was not read",
+			trig:   trigger(bench(jobUID).OwnedBy(workerCopy().Obj()).Complete(now)), want: VerdictWaitingForTrigger, reason: "was not read",
 		},
 		{
 			name:   "not dispatched yet",
-			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed().Obj() },
 			worker: func(*testing.T) *Worker { return &Worker{Workload: workload} },
 			want:   VerdictWaitingForTrigger, reason: "has not dispatched",
 		},
 		{
 			name:   "no copy on the worker yet",
-			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed().Obj() },
 			worker: func(*testing.T) *Worker { return dispatched(nil) },
 			want:   VerdictWaitingForTrigger, reason: "has no copy",
 		},
 		{
 			name: "the AppWrapper of that name on the worker is not MultiKueue's copy of this one",
-			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed().Obj() },
 			worker: func(t *testing.T) *Worker {
-				c := workerCopy(t)
-				c.Labels[PrebuiltWorkloadLabel] = "appwrapper-run-other"
-				return dispatched(c)
+				return dispatched(workerCopy().Label(PrebuiltWorkloadLabel, "appwrapper-run-other").Obj())
 			},
-			trig: onCopy(job(jobUID, "Complete")), want: VerdictWaitingForTrigger, reason: "is not MultiKueue's copy of this one",
+			trig: trigger(bench(jobUID).OwnedBy(workerCopy().Obj()).Complete(now)), want: VerdictWaitingForTrigger, reason: "is not MultiKueue's copy of this one",
 		},
 		{
 			name: "a copy still suspended on the worker has no components",
-			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed().Obj() },
 			worker: func(t *testing.T) *Worker {
-				c := workerCopy(t)
-				c.Status.Phase = awv1beta2.AppWrapperSuspended
-				return dispatched(c)
+				return dispatched(workerCopy().Phase(awv1beta2.AppWrapperSuspended).Obj())
 			},
-			trig: onCopy(job(jobUID, "Complete")), want: VerdictWaitingForTrigger, reason: "is Suspended",
+			trig: trigger(bench(jobUID).OwnedBy(workerCopy().Obj()).Complete(now)), want: VerdictWaitingForTrigger, reason: "is Suspended",
 		},
 		{
 			name:   "a Job on the worker that the copy does not control is not the trigger",
-			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
-			worker: func(t *testing.T) *Worker { return dispatched(workerCopy(t)) },
+			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed().Obj() },
+			worker: func(t *testing.T) *Worker { return dispatched(workerCopy().Obj()) },
 			// Controlled by the manager's UID: not a component of the copy.
-			trig: job(jobUID, "Complete"), want: VerdictNoTrigger, reason: "not controlled by MultiKueue's copy",
+			trig: trigger(bench(jobUID).Complete(now)), want: VerdictNoTrigger, reason: "not controlled by MultiKueue's copy",
 			events: []string{wrapupv1alpha1.ReasonTriggerNotOwned},
 		},
 		{
@@ -152,31 +134,26 @@ func TestMultiKueueManager(t *testing.T) {
 			// name the worker holds: here a stale copy of an older one,
 			// which failed. This AppWrapper never ran.
 			name: "a Failed status mirrored from another AppWrapper's stale copy records nothing",
-			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).phase(awv1beta2.AppWrapperFailed).obj() },
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed().Phase(awv1beta2.AppWrapperFailed).Obj() },
 			worker: func(t *testing.T) *Worker {
-				c := workerCopy(t)
-				c.Labels[PrebuiltWorkloadLabel] = "appwrapper-run-older"
-				c.Status.Phase = awv1beta2.AppWrapperFailed
-				return dispatched(c)
+				return dispatched(workerCopy().Label(PrebuiltWorkloadLabel, "appwrapper-run-older").Phase(awv1beta2.AppWrapperFailed).Obj())
 			},
 			want: VerdictWaitingForTrigger, reason: "is not MultiKueue's copy of this one",
 		},
 		{
 			name: "the verified copy's Failed phase is final, whatever the manager's late status says",
-			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed().Obj() },
 			worker: func(t *testing.T) *Worker {
-				c := workerCopy(t)
-				c.Status.Phase = awv1beta2.AppWrapperFailed
-				return dispatched(c)
+				return dispatched(workerCopy().Phase(awv1beta2.AppWrapperFailed).Obj())
 			},
-			trig: onCopy(job(jobUID, "")), want: VerdictDelete, write: true,
+			trig: trigger(bench(jobUID).OwnedBy(workerCopy().Obj())), want: VerdictDelete, write: true,
 			events: []string{wrapupv1alpha1.ReasonDeleted, wrapupv1alpha1.ReasonTriggerFailed},
 		},
 		{
 			// The copy failed, Kueue finished the Workload, and MultiKueue
 			// removed the copy before wrapup looked again.
 			name: "a finished Workload whose copy MultiKueue removed is decided on the status kept here",
-			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).phase(awv1beta2.AppWrapperFailed).obj() },
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed().Phase(awv1beta2.AppWrapperFailed).Obj() },
 			worker: func(t *testing.T) *Worker {
 				w := dispatched(nil)
 				w.Finished, w.FinishedReason = true, kueue.WorkloadFinishedReasonFailed
@@ -189,7 +166,7 @@ func TestMultiKueueManager(t *testing.T) {
 			// The manager's status is a mirror of an earlier copy of that
 			// name (Succeeded); this run's Workload finished Failed.
 			name: "a finished Workload is decided as it finished, not on a stale mirror of another copy",
-			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).phase(awv1beta2.AppWrapperSucceeded).obj() },
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed().Phase(awv1beta2.AppWrapperSucceeded).Obj() },
 			worker: func(t *testing.T) *Worker {
 				w := dispatched(nil)
 				w.Finished, w.FinishedReason = true, kueue.WorkloadFinishedReasonFailed
@@ -200,7 +177,7 @@ func TestMultiKueueManager(t *testing.T) {
 		},
 		{
 			name: "a Workload finished out of sync says nothing of how the run went",
-			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).phase(awv1beta2.AppWrapperSucceeded).obj() },
+			aw:   func(t *testing.T) *awv1beta2.AppWrapper { return managed().Phase(awv1beta2.AppWrapperSucceeded).Obj() },
 			worker: func(t *testing.T) *Worker {
 				w := dispatched(nil)
 				w.Finished, w.FinishedReason = true, kueue.WorkloadFinishedReasonOutOfSync
@@ -210,14 +187,14 @@ func TestMultiKueueManager(t *testing.T) {
 		},
 		{
 			name:   "a running trigger on the worker",
-			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed(t).obj() },
-			worker: func(t *testing.T) *Worker { return dispatched(workerCopy(t)) },
-			trig:   onCopy(job(jobUID, "")), want: VerdictWaitingForTrigger,
+			aw:     func(t *testing.T) *awv1beta2.AppWrapper { return managed().Obj() },
+			worker: func(t *testing.T) *Worker { return dispatched(workerCopy().Obj()) },
+			trig:   trigger(bench(jobUID).OwnedBy(workerCopy().Obj())), want: VerdictWaitingForTrigger,
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			in := input(t, tc.aw(t), tc.trig, jobRule("jobs", 0))
+			in := input(t, tc.aw(t), tc.trig, jobs().Obj())
 			if tc.trig.Object == nil {
 				in.Triggers = nil
 			}
@@ -259,8 +236,8 @@ func TestMultiKueueManager(t *testing.T) {
 // TestMultiKueuePlan: the triggers of an AppWrapper that MultiKueue
 // dispatches are read only from a worker whose copy is this AppWrapper's.
 func TestMultiKueuePlan(t *testing.T) {
-	aw := managed(t).obj()
-	in := input(t, aw, Trigger{}, jobRule("jobs", 0))
+	aw := managed().Obj()
+	in := input(t, aw, Trigger{}, jobs().Obj())
 	in.Triggers = nil
 	if !WorkerToRead(in) {
 		t.Fatal("a Running AppWrapper that MultiKueue dispatches needs its worker read")
@@ -268,7 +245,7 @@ func TestMultiKueuePlan(t *testing.T) {
 	if n := Plan(in); len(n.Refs) != 0 {
 		t.Errorf("before the worker is read, Plan names %v, want nothing to read", n.Refs)
 	}
-	in.Worker = dispatched(workerCopy(t))
+	in.Worker = dispatched(workerCopy().Obj())
 	if n := Plan(in); len(n.Refs) != 1 || n.Refs[0] != jobRef {
 		t.Errorf("Plan names %v, want %v", n.Refs, jobRef)
 	}
@@ -276,17 +253,16 @@ func TestMultiKueuePlan(t *testing.T) {
 	if n := Plan(in); len(n.Refs) != 0 {
 		t.Errorf("with the worker unreadable, Plan names %v, want nothing to read", n.Refs)
 	}
-	plain := input(t, appWrapper(t).obj(), Trigger{}, jobRule("jobs", 0))
+	plain := input(t, appWrapper().Obj(), Trigger{}, jobs().Obj())
 	if WorkerToRead(plain) {
 		t.Error("an AppWrapper that MultiKueue does not dispatch needs no worker read")
 	}
 	// The annotated trigger's kind is watched on the worker, not here.
-	aw = managed(t).obj()
-	aw.Spec.Components[1].Annotations = map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
-	r := rule("annotated", -1000, nil, nil)
-	in = input(t, aw, onCopy(job(jobUID, "")), r)
-	in.Worker = dispatched(workerCopy(t))
-	in.Namespace = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}
+	aw = runWith().Trigger(util.MakeObject("batch/v1", "Job", "bench").Obj()).ManagedBy(kueue.MultiKueueControllerName).Obj()
+	r := util.MakeRule("annotated").Priority(-1000).Obj()
+	in = input(t, aw, trigger(bench(jobUID).OwnedBy(workerCopy().Obj())), r)
+	in.Worker = dispatched(workerCopy().Obj())
+	in.Namespace = util.MakeNamespace("ns").Obj()
 	if d := Decide(context.Background(), in); d.Verdict != VerdictWaitingForTrigger || len(d.Claims) != 0 {
 		t.Errorf("annotated trigger on the worker: verdict %s claims %v, want WaitingForTrigger and no claim", d.Verdict, d.Claims)
 	}
@@ -298,7 +274,7 @@ func TestMultiKueuePlan(t *testing.T) {
 func TestMultiKueueQueuedIsNotPolled(t *testing.T) {
 	for _, phase := range []awv1beta2.AppWrapperPhase{awv1beta2.AppWrapperEmpty, awv1beta2.AppWrapperSuspended} {
 		t.Run(phaseOrNone(phase), func(t *testing.T) {
-			in := input(t, managed(t).phase(phase).obj(), Trigger{}, jobRule("jobs", 0))
+			in := input(t, managed().Phase(phase).Obj(), Trigger{}, jobs().Obj())
 			in.Triggers = nil
 			if WorkerToRead(in) {
 				t.Fatalf("a worker to read for a %s AppWrapper", phaseOrNone(phase))
@@ -319,22 +295,17 @@ func TestMultiKueueQueuedIsNotPolled(t *testing.T) {
 // creates it; the manager's status is MultiKueue's mirror of it, late or
 // of an earlier copy. The trigger is read under the copy's name.
 func TestMultiKueuePlanReadsTheCopysNames(t *testing.T) {
-	aw := managed(t).obj()
-	aw.Spec.Components[1] = component(t, "batch/v1", "Job", "", nil) // generateName: gen-
-	aw.Status.ComponentStatus = []awv1beta2.AppWrapperComponentStatus{{Name: "inference"}, {Name: "gen-old"}}
-	cp := workerCopy(t)
-	cp.Spec.Components[1] = aw.Spec.Components[1]
-	cp.Status.ComponentStatus = []awv1beta2.AppWrapperComponentStatus{{Name: "inference"}, {Name: "gen-new"}}
-	in := input(t, aw, Trigger{}, jobRule("jobs", 0))
+	generated := util.MakeObject("batch/v1", "Job", "").Obj() // generateName: gen-
+	aw := runWith(generated).ManagedBy(kueue.MultiKueueControllerName).ComponentStatus("inference", "gen-old").Obj()
+	cp := runWith(generated).UID(copyUID).Label(PrebuiltWorkloadLabel, workload).Label(kueue.MultiKueueOriginLabel, "multikueue").
+		ComponentStatus("inference", "gen-new").Obj()
+	in := input(t, aw, Trigger{}, jobs().Obj())
 	in.Worker = dispatched(cp)
 	plan := Plan(in)
 	if len(plan.Refs) != 1 || plan.Refs[0].Name != "gen-new" {
 		t.Fatalf("refs to read %+v, want the Job the copy's controller named gen-new", plan.Refs)
 	}
-	trig := onCopy(job(jobUID, "Complete"))
-	trig.Object.SetName("gen-new")
-	trig.Ref = plan.Refs[0]
-	in.Triggers = []Trigger{trig}
+	in.Triggers = []Trigger{live(plan.Refs[0], util.MakeJob("gen-new").OwnedBy(cp).UID(jobUID).Complete(now).Obj())}
 	if d := Decide(context.Background(), in); d.Verdict != VerdictDelete {
 		t.Errorf("verdict %s (%s), want Delete on the copy's trigger", d.Verdict, d.Reason)
 	}
@@ -354,9 +325,9 @@ func TestMultiKueueUnreachableWorkerAfterSuccess(t *testing.T) {
 		{wrapupv1alpha1.OutcomeSucceeded, VerdictDelete},
 		{wrapupv1alpha1.OutcomeFailed, VerdictWorkerUnreachable},
 	} {
-		aw := managed(t).recorded(tc.outcome, time.Minute, jobUID).obj()
+		aw := managed().Recorded(tc.outcome, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
 		aw.Annotations[wrapupv1alpha1.TriggerRefAnnotation] = jobRef.String()
-		in := input(t, aw, Trigger{}, jobRule("jobs", 0))
+		in := input(t, aw, Trigger{}, jobs().Obj())
 		in.Triggers = nil
 		in.Worker = &Worker{Cluster: "worker-1", Workload: workload, Problem: "connecting to worker cluster worker-1: connection refused"}
 		if d := Decide(context.Background(), in); d.Verdict != tc.want {
@@ -376,9 +347,9 @@ func TestMultiKueueUnreachableWorkerAfterSuccess(t *testing.T) {
 // (WorkerBackoff, at most WorkerBackoffMax); one that reads it forgets the
 // streak.
 func TestWorkerBackoffFromTheStreak(t *testing.T) {
-	aw := managed(t).recorded(wrapupv1alpha1.OutcomeFailed, time.Minute, jobUID).obj()
+	aw := managed().Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
 	aw.Annotations[wrapupv1alpha1.TriggerRefAnnotation] = jobRef.String()
-	in := input(t, aw, Trigger{}, jobRule("jobs", 0))
+	in := input(t, aw, Trigger{}, jobs().Obj())
 	in.Triggers = nil
 	in.Worker = &Worker{Cluster: "worker-1", Workload: workload, Problem: "connecting to worker cluster worker-1: connection refused"}
 	for streak, want := range []time.Duration{WorkerRetry, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, WorkerBackoffMax, WorkerBackoffMax} {

@@ -2,7 +2,6 @@ package decision
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,51 +17,32 @@ import (
 	"k8s.io/utils/ptr"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
-
-func rule(name string, prio int32, awSel, nsSel map[string]string) *wrapupv1alpha1.CompletionRule {
-	r := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	r.Spec.Priority = prio
-	if awSel != nil {
-		r.Spec.AppWrapperSelector = &metav1.LabelSelector{MatchLabels: awSel}
-	}
-	if nsSel != nil {
-		r.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: nsSel}
-	}
-	return r
-}
-
-func kinded(name, group, kind string, prio int32) *wrapupv1alpha1.CompletionRule {
-	r := rule(name, prio, nil, nil)
-	r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: group, Kind: kind}
-	return r
-}
 
 // perKind is what admins write first: one rule per kind, all of one
 // priority, no selectors, and the install's annotated-triggers below.
 func perKind() []*wrapupv1alpha1.CompletionRule {
 	return []*wrapupv1alpha1.CompletionRule{
-		kinded("jobs", "batch", "Job", 10), kinded("jobsets", "jobset.x-k8s.io", "JobSet", 10),
-		kinded("pytorchjobs", "kubeflow.org", "PyTorchJob", 10), rule("annotated-triggers", -1000, nil, nil),
+		util.MakeRule("jobs").TriggerKind("batch", "Job", "").Priority(10).Obj(),
+		util.MakeRule("jobsets").TriggerKind("jobset.x-k8s.io", "JobSet", "").Priority(10).Obj(),
+		util.MakeRule("pytorchjobs").TriggerKind("kubeflow.org", "PyTorchJob", "").Priority(10).Obj(),
+		util.MakeRule("annotated-triggers").Priority(-1000).Obj(),
 	}
 }
 
 // bothBroken is a Job rule whose two selectors do not parse.
 func bothBroken() *wrapupv1alpha1.CompletionRule {
-	r := kinded("both-broken", "batch", "Job", 10)
 	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: "In"}}}
-	r.Spec.AppWrapperSelector, r.Spec.NamespaceSelector = bad, bad.DeepCopy()
-	return r
+	return util.MakeRule("both-broken").TriggerKind("batch", "Job", "").Priority(10).AppWrapperSelector(bad).NamespaceSelector(bad.DeepCopy()).Obj()
 }
 
 func TestSelectRule(t *testing.T) {
 	bench := map[string]string{"role": "benchmark"}
-	deleting := rule("deleting", 100, nil, nil)
-	deleting.DeletionTimestamp = ptr.To(metav1.Now())
-	badSelector := rule("bad-selector", 100, nil, nil)
-	badSelector.Spec.AppWrapperSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: "Bogus"}}}
-	jobs := rule("jobs", 50, nil, nil)
-	jobs.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "Job"}
+	deleting := util.MakeRule("deleting").Priority(100).DeletionTimestamp(now).Obj()
+	badSelector := util.MakeRule("bad-selector").Priority(100).
+		AppWrapperSelector(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: "Bogus"}}}).Obj()
+	customJobs := util.MakeRule("jobs").Priority(50).TriggerKind("example.com", "Job", "").Obj()
 	tests := []struct {
 		name     string
 		rules    []*wrapupv1alpha1.CompletionRule
@@ -78,37 +58,37 @@ func TestSelectRule(t *testing.T) {
 		components []string
 	}{
 		{name: "no rules", want: ""},
-		{name: "empty selectors match everything", rules: []*wrapupv1alpha1.CompletionRule{rule("all", 0, nil, nil)}, want: "all"},
-		{name: "appwrapper selector filters", rules: []*wrapupv1alpha1.CompletionRule{rule("bench", 0, bench, nil)}, awLabels: map[string]string{"role": "train"}, want: ""},
-		{name: "namespace selector filters", rules: []*wrapupv1alpha1.CompletionRule{rule("team", 0, nil, map[string]string{"team": "a"})}, nsLabels: map[string]string{"team": "b"}, want: ""},
-		{name: "highest priority wins", rules: []*wrapupv1alpha1.CompletionRule{rule("low", 1, nil, nil), rule("high", 10, bench, nil)}, awLabels: bench, want: "high"},
-		{name: "ties go to the first name", rules: []*wrapupv1alpha1.CompletionRule{rule("b", 5, nil, nil), rule("a", 5, nil, nil)}, want: "a"},
-		{name: "negative priority loses", rules: []*wrapupv1alpha1.CompletionRule{rule("annotated-triggers", -1000, nil, nil), rule("z", 0, nil, nil)}, want: "z"},
-		{name: "rules being deleted are skipped", rules: []*wrapupv1alpha1.CompletionRule{deleting, rule("b", 0, nil, nil)}, want: "b"},
+		{name: "empty selectors match everything", rules: []*wrapupv1alpha1.CompletionRule{util.MakeRule("all").Obj()}, want: "all"},
+		{name: "appwrapper selector filters", rules: []*wrapupv1alpha1.CompletionRule{util.MakeRule("bench").AppWrapperLabels(bench).Obj()}, awLabels: map[string]string{"role": "train"}, want: ""},
+		{name: "namespace selector filters", rules: []*wrapupv1alpha1.CompletionRule{util.MakeRule("team").NamespaceLabels(map[string]string{"team": "a"}).Obj()}, nsLabels: map[string]string{"team": "b"}, want: ""},
+		{name: "highest priority wins", rules: []*wrapupv1alpha1.CompletionRule{util.MakeRule("low").Priority(1).Obj(), util.MakeRule("high").Priority(10).AppWrapperLabels(bench).Obj()}, awLabels: bench, want: "high"},
+		{name: "ties go to the first name", rules: []*wrapupv1alpha1.CompletionRule{util.MakeRule("b").Priority(5).Obj(), util.MakeRule("a").Priority(5).Obj()}, want: "a"},
+		{name: "negative priority loses", rules: []*wrapupv1alpha1.CompletionRule{util.MakeRule("annotated-triggers").Priority(-1000).Obj(), util.MakeRule("z").Obj()}, want: "z"},
+		{name: "rules being deleted are skipped", rules: []*wrapupv1alpha1.CompletionRule{deleting, util.MakeRule("b").Obj()}, want: "b"},
 		// Fail closed: a rule that may match and cannot act blocks those below it.
-		{name: "a selector that does not parse blocks", rules: []*wrapupv1alpha1.CompletionRule{badSelector, rule("b", 0, nil, nil)}, want: "bad-selector", blocked: true},
-		{name: "a rule that does not compile blocks", rules: []*wrapupv1alpha1.CompletionRule{rule("broken", 10, nil, nil), rule("ok", 0, nil, nil)}, broken: "broken", want: "broken", blocked: true},
-		{name: "a broken rule that does not match blocks nothing", rules: []*wrapupv1alpha1.CompletionRule{rule("broken", 10, bench, nil), rule("ok", 0, nil, nil)}, broken: "broken", want: "ok"},
-		{name: "a broken rule below the winner changes nothing", rules: []*wrapupv1alpha1.CompletionRule{rule("broken", -1, nil, nil), rule("ok", 0, nil, nil)}, broken: "broken", want: "ok"},
-		{name: "a rule whose kind is not served blocks", rules: []*wrapupv1alpha1.CompletionRule{jobs, rule("ok", 0, nil, nil)},
+		{name: "a selector that does not parse blocks", rules: []*wrapupv1alpha1.CompletionRule{badSelector, util.MakeRule("b").Obj()}, want: "bad-selector", blocked: true},
+		{name: "a rule that does not compile blocks", rules: []*wrapupv1alpha1.CompletionRule{util.MakeRule("broken").Priority(10).Obj(), util.MakeRule("ok").Obj()}, broken: "broken", want: "broken", blocked: true},
+		{name: "a broken rule that does not match blocks nothing", rules: []*wrapupv1alpha1.CompletionRule{util.MakeRule("broken").Priority(10).AppWrapperLabels(bench).Obj(), util.MakeRule("ok").Obj()}, broken: "broken", want: "ok"},
+		{name: "a broken rule below the winner changes nothing", rules: []*wrapupv1alpha1.CompletionRule{util.MakeRule("broken").Priority(-1).Obj(), util.MakeRule("ok").Obj()}, broken: "broken", want: "ok"},
+		{name: "a rule whose kind is not served blocks", rules: []*wrapupv1alpha1.CompletionRule{customJobs, util.MakeRule("ok").Obj()},
 			kinds: map[schema.GroupKind]Kind{{Group: "example.com", Kind: "Job"}: {State: KindNotServed}}, want: "jobs", blocked: true},
-		{name: "a rule whose kind is not watchable blocks", rules: []*wrapupv1alpha1.CompletionRule{jobs, rule("ok", 0, nil, nil)},
+		{name: "a rule whose kind is not watchable blocks", rules: []*wrapupv1alpha1.CompletionRule{customJobs, util.MakeRule("ok").Obj()},
 			kinds: map[schema.GroupKind]Kind{{Group: "example.com", Kind: "Job"}: {State: KindNotWatchable, Message: "forbidden"}}, want: "jobs", blocked: true},
-		{name: "a rule whose kind is still listing wins", rules: []*wrapupv1alpha1.CompletionRule{jobs, rule("ok", 0, nil, nil)},
+		{name: "a rule whose kind is still listing wins", rules: []*wrapupv1alpha1.CompletionRule{customJobs, util.MakeRule("ok").Obj()},
 			kinds: map[schema.GroupKind]Kind{{Group: "example.com", Kind: "Job"}: {State: KindPending}}, want: "jobs"},
 		// DESIGN 1a: a rule applies only where it has a candidate trigger.
 		{name: "one rule per kind, same priority: each finishes its own kind (a PyTorchJob)", rules: perKind(), components: []string{"kubeflow.org/v1/PyTorchJob", "apps/v1/Deployment"}, want: "pytorchjobs"},
 		{name: "one rule per kind, same priority: each finishes its own kind (a JobSet)", rules: perKind(), components: []string{"jobset.x-k8s.io/v1alpha2/JobSet"}, want: "jobsets"},
 		{name: "one rule per kind, same priority: each finishes its own kind (a Job)", rules: perKind(), components: []string{"apps/v1/Deployment", "batch/v1/Job"}, want: "jobs"},
 		{name: "one rule per kind: an annotated ConfigMap goes to annotated-triggers", rules: perKind(), components: []string{"v1/ConfigMap*"}, want: "annotated-triggers"},
-		{name: "a rule without a kind does not apply without an annotated component", rules: []*wrapupv1alpha1.CompletionRule{rule("annotated-triggers", 0, nil, nil)}, components: []string{"batch/v1/Job"}, want: ""},
-		{name: "a broken rule of a kind the AppWrapper lacks blocks nothing", rules: []*wrapupv1alpha1.CompletionRule{kinded("pytorchjobs", "kubeflow.org", "PyTorchJob", 10), kinded("jobs", "batch", "Job", 0)},
+		{name: "a rule without a kind does not apply without an annotated component", rules: []*wrapupv1alpha1.CompletionRule{util.MakeRule("annotated-triggers").Obj()}, components: []string{"batch/v1/Job"}, want: ""},
+		{name: "a broken rule of a kind the AppWrapper lacks blocks nothing", rules: []*wrapupv1alpha1.CompletionRule{util.MakeRule("pytorchjobs").TriggerKind("kubeflow.org", "PyTorchJob", "").Priority(10).Obj(), util.MakeRule("jobs").TriggerKind("batch", "Job", "").Obj()},
 			broken: "pytorchjobs", components: []string{"batch/v1/Job"}, want: "jobs"},
-		{name: "a broken rule of a kind the AppWrapper has blocks", rules: []*wrapupv1alpha1.CompletionRule{kinded("pytorchjobs", "kubeflow.org", "PyTorchJob", 10), kinded("jobs", "batch", "Job", 0)},
+		{name: "a broken rule of a kind the AppWrapper has blocks", rules: []*wrapupv1alpha1.CompletionRule{util.MakeRule("pytorchjobs").TriggerKind("kubeflow.org", "PyTorchJob", "").Priority(10).Obj(), util.MakeRule("jobs").TriggerKind("batch", "Job", "").Obj()},
 			broken: "pytorchjobs", components: []string{"batch/v1/Job", "kubeflow.org/v1/PyTorchJob"}, want: "pytorchjobs", blocked: true},
-		{name: "both selectors broken: the rule blocks where it would apply", rules: []*wrapupv1alpha1.CompletionRule{bothBroken(), kinded("jobs", "batch", "Job", 0)},
+		{name: "both selectors broken: the rule blocks where it would apply", rules: []*wrapupv1alpha1.CompletionRule{bothBroken(), util.MakeRule("jobs").TriggerKind("batch", "Job", "").Obj()},
 			components: []string{"batch/v1/Job"}, want: "both-broken", blocked: true},
-		{name: "both selectors broken: the rule does not apply without its kind", rules: []*wrapupv1alpha1.CompletionRule{bothBroken(), kinded("pods", "", "Pod", 0)},
+		{name: "both selectors broken: the rule does not apply without its kind", rules: []*wrapupv1alpha1.CompletionRule{bothBroken(), util.MakeRule("pods").TriggerKind("", "Pod", "").Obj()},
 			components: []string{"v1/Pod"}, want: "pods"},
 	}
 	for _, tc := range tests {
@@ -124,16 +104,19 @@ func TestSelectRule(t *testing.T) {
 			if comps == nil {
 				comps = []string{"batch/v1/Job*", "example.com/v1/Job"}
 			}
-			aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", Labels: tc.awLabels}}
+			w := util.MakeAppWrapper("run", "ns")
+			for k, v := range tc.awLabels {
+				w.Label(k, v)
+			}
 			for i, c := range comps {
 				var ann map[string]string
 				if strings.HasSuffix(c, "*") {
 					c, ann = strings.TrimSuffix(c, "*"), map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
 				}
 				at := strings.LastIndex(c, "/")
-				aw.Spec.Components = append(aw.Spec.Components, component(t, c[:at], c[at+1:], fmt.Sprintf("c%d", i), ann))
+				w.Component(util.MakeObject(c[:at], c[at+1:], fmt.Sprintf("c%d", i)).Obj(), ann)
 			}
-			sel := selectRule(rules, aw, tc.nsLabels, tc.kinds)
+			sel := selectRule(rules, w.Obj(), tc.nsLabels, tc.kinds)
 			got := ""
 			if sel.winner != nil {
 				got = sel.winner.Rule.Name
@@ -151,42 +134,17 @@ func TestSelectRule(t *testing.T) {
 	}
 }
 
-func component(t *testing.T, apiVersion, kind, name string, annotations map[string]string) awv1beta2.AppWrapperComponent {
-	t.Helper()
-	obj := map[string]any{"metadata": map[string]any{}}
-	if apiVersion != "" {
-		obj["apiVersion"] = apiVersion
-	}
-	if kind != "" {
-		obj["kind"] = kind
-	}
-	if name != "" {
-		obj["metadata"].(map[string]any)["name"] = name
-	} else {
-		obj["metadata"].(map[string]any)["generateName"] = "gen-"
-	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return awv1beta2.AppWrapperComponent{Annotations: annotations, Template: runtime.RawExtension{Raw: raw}}
-}
-
 func TestFindTrigger(t *testing.T) {
 	trig := map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
-	jobRule := rule("jobs", 0, nil, nil)
-	jobRule.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}
-	namedRule := rule("named", 0, nil, nil)
-	namedRule.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job", Name: "bench"}
-	annotated := rule("annotated", 0, nil, nil)
-	podRule := rule("pods", 0, nil, nil)
-	podRule.Spec.Trigger = wrapupv1alpha1.TriggerSpec{Kind: "Pod"}
+	jobRule := util.MakeRule("jobs").TriggerKind("batch", "Job", "").Obj()
+	namedRule := util.MakeRule("named").TriggerKind("batch", "Job", "bench").Obj()
+	annotated := util.MakeRule("annotated").Obj()
+	podRule := util.MakeRule("pods").TriggerKind("", "Pod", "").Obj()
 
 	tests := []struct {
 		name       string
 		rule       *wrapupv1alpha1.CompletionRule
-		components func(t *testing.T) []awv1beta2.AppWrapperComponent
-		statusName string
+		aw         *util.AppWrapperWrapper
 		want       Ref
 		wantReason string
 		wantQuiet  bool
@@ -194,110 +152,96 @@ func TestFindTrigger(t *testing.T) {
 		{
 			name: "the one Job among Deployments",
 			rule: jobRule,
-			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
-				return []awv1beta2.AppWrapperComponent{component(t, "apps/v1", "Deployment", "inf", nil), component(t, "batch/v1", "Job", "bench", nil)}
-			},
+			aw: util.MakeAppWrapper("run", "ns").
+				Component(util.MakeObject("apps/v1", "Deployment", "inf").Obj(), nil).
+				Component(util.MakeObject("batch/v1", "Job", "bench").Obj(), nil),
 			want: Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench", Template: "bench"},
 		},
 		{
 			name: "two Jobs are ambiguous",
 			rule: jobRule,
-			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
-				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "a", nil), component(t, "batch/v1", "Job", "b", nil)}
-			},
+			aw: util.MakeAppWrapper("run", "ns").
+				Component(util.MakeObject("batch/v1", "Job", "a").Obj(), nil).
+				Component(util.MakeObject("batch/v1", "Job", "b").Obj(), nil),
 			wantReason: wrapupv1alpha1.ReasonAmbiguousTrigger,
 		},
 		{
 			name: "a name picks one of two Jobs",
 			rule: namedRule,
-			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
-				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "warmup", nil), component(t, "batch/v1", "Job", "bench", nil)}
-			},
+			aw: util.MakeAppWrapper("run", "ns").
+				Component(util.MakeObject("batch/v1", "Job", "warmup").Obj(), nil).
+				Component(util.MakeObject("batch/v1", "Job", "bench").Obj(), nil),
 			want: Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench", Template: "bench"},
 		},
 		{
 			name: "no Job",
 			rule: jobRule,
-			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
-				return []awv1beta2.AppWrapperComponent{component(t, "apps/v1", "Deployment", "inf", nil)}
-			},
+			aw: util.MakeAppWrapper("run", "ns").
+				Component(util.MakeObject("apps/v1", "Deployment", "inf").Obj(), nil),
 			wantReason: wrapupv1alpha1.ReasonNoTrigger,
 		},
 		{
 			name: "the group must match, not only the kind",
 			rule: jobRule,
-			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
-				return []awv1beta2.AppWrapperComponent{component(t, "example.com/v1", "Job", "other", nil)}
-			},
+			aw: util.MakeAppWrapper("run", "ns").
+				Component(util.MakeObject("example.com/v1", "Job", "other").Obj(), nil),
 			wantReason: wrapupv1alpha1.ReasonNoTrigger,
 		},
 		{
 			name: "the annotated component",
 			rule: annotated,
-			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
-				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "a", nil), component(t, "kubeflow.org/v1", "PyTorchJob", "train", trig)}
-			},
+			aw: util.MakeAppWrapper("run", "ns").
+				Component(util.MakeObject("batch/v1", "Job", "a").Obj(), nil).
+				Component(util.MakeObject("kubeflow.org/v1", "PyTorchJob", "train").Obj(), trig),
 			want: Ref{Index: 1, Kind: schema.GroupKind{Group: "kubeflow.org", Kind: "PyTorchJob"}, Version: "v1", Name: "train", Template: "train", Annotated: true},
 		},
 		{
 			name: "no annotated component: the rule does not apply, quietly",
 			rule: annotated,
-			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
-				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "a", nil)}
-			},
+			aw: util.MakeAppWrapper("run", "ns").
+				Component(util.MakeObject("batch/v1", "Job", "a").Obj(), nil),
 			wantReason: wrapupv1alpha1.ReasonNoTrigger,
 			wantQuiet:  true,
 		},
 		{
 			name: "the annotation is case-insensitive",
 			rule: annotated,
-			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
-				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "a", map[string]string{wrapupv1alpha1.TriggerAnnotation: "True"})}
-			},
+			aw: util.MakeAppWrapper("run", "ns").
+				Component(util.MakeObject("batch/v1", "Job", "a").Obj(), map[string]string{wrapupv1alpha1.TriggerAnnotation: "True"}),
 			want: Ref{Index: 0, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "a", Template: "a", Annotated: true},
 		},
 		{
 			name: "an annotated component with no kind is reported",
 			rule: annotated,
-			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
-				return []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "", "a", trig)}
-			},
+			aw: util.MakeAppWrapper("run", "ns").
+				Component(util.MakeObject("batch/v1", "", "a").Obj(), trig),
 			wantReason: wrapupv1alpha1.ReasonNoTrigger,
 		},
 		{
 			name: "generateName takes the name from componentStatus",
 			rule: podRule,
-			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
-				return []awv1beta2.AppWrapperComponent{component(t, "v1", "Pod", "", nil)}
-			},
-			statusName: "gen-x7k2p",
-			want:       Ref{Index: 0, Kind: schema.GroupKind{Kind: "Pod"}, Version: "v1", Name: "gen-x7k2p", Template: "gen-*"},
+			aw: util.MakeAppWrapper("run", "ns").
+				Component(util.MakeObject("v1", "Pod", "").Obj(), nil).
+				ComponentStatus("gen-x7k2p"),
+			want: Ref{Index: 0, Kind: schema.GroupKind{Kind: "Pod"}, Version: "v1", Name: "gen-x7k2p", Template: "gen-*"},
 		},
 		{
 			name: "generateName before the AppWrapper controller created it",
 			rule: podRule,
-			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
-				return []awv1beta2.AppWrapperComponent{component(t, "v1", "Pod", "", nil)}
-			},
+			aw: util.MakeAppWrapper("run", "ns").
+				Component(util.MakeObject("v1", "Pod", "").Obj(), nil),
 			want: Ref{Index: 0, Kind: schema.GroupKind{Kind: "Pod"}, Version: "v1", Template: "gen-*"},
 		},
 		{
-			name: "a template that is not JSON is skipped",
-			rule: jobRule,
-			components: func(t *testing.T) []awv1beta2.AppWrapperComponent {
-				return []awv1beta2.AppWrapperComponent{{Template: runtime.RawExtension{Raw: []byte("{not json")}}}
-			},
+			name:       "a template that is not JSON is skipped",
+			rule:       jobRule,
+			aw:         util.MakeAppWrapper("run", "ns").RawComponent([]byte("{not json"), nil),
 			wantReason: wrapupv1alpha1.ReasonNoTrigger,
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			aw := &awv1beta2.AppWrapper{}
-			aw.Spec.Components = tc.components(t)
-			if tc.statusName != "" {
-				aw.Status.ComponentStatus = []awv1beta2.AppWrapperComponentStatus{{Name: tc.statusName}}
-			}
-			got, nt := FindTrigger(aw, tc.rule)
+			got, nt := FindTrigger(tc.aw.Obj(), tc.rule)
 			if tc.wantReason != "" {
 				if nt == nil || nt.Reason != tc.wantReason {
 					t.Fatalf("FindTrigger = %+v, want reason %s", nt, tc.wantReason)
@@ -323,12 +267,11 @@ func TestFindTrigger(t *testing.T) {
 func TestFailureFinality(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	grace := DefaultFailureGracePeriod
-	unhealthy := []metav1.Condition{{Type: string(awv1beta2.Unhealthy), Status: metav1.ConditionTrue, Reason: "FoundFailedPods"}}
 	tests := []struct {
 		name        string
 		phase       awv1beta2.AppWrapperPhase
 		annotations map[string]string
-		conditions  []metav1.Condition
+		unhealthy   bool
 		retries     int32
 		firstSeen   time.Time
 		wantFinal   bool
@@ -349,22 +292,24 @@ func TestFailureFinality(t *testing.T) {
 		{name: "a bad annotation falls back to the default", phase: awv1beta2.AppWrapperRunning,
 			annotations: map[string]string{awv1beta2.FailureGracePeriodDurationAnnotation: "soon"}, firstSeen: now.Add(-grace), wantFinal: true},
 		{name: "Unhealthy with retries left waits for the phase past the grace", phase: awv1beta2.AppWrapperRunning,
-			conditions: unhealthy, retries: 1, firstSeen: now.Add(-grace), wantWait: UnhealthyBackstop},
+			unhealthy: true, retries: 1, firstSeen: now.Add(-grace), wantWait: UnhealthyBackstop},
 		{name: "Unhealthy with retries left is final after the backstop", phase: awv1beta2.AppWrapperRunning,
-			conditions: unhealthy, retries: 1, firstSeen: now.Add(-grace - UnhealthyBackstop), wantFinal: true},
+			unhealthy: true, retries: 1, firstSeen: now.Add(-grace - UnhealthyBackstop), wantFinal: true},
 		{name: "Unhealthy with no retries left is final past the grace", phase: awv1beta2.AppWrapperRunning,
-			conditions: unhealthy, retries: 3, firstSeen: now.Add(-grace), wantFinal: true},
+			unhealthy: true, retries: 3, firstSeen: now.Add(-grace), wantFinal: true},
 		{name: "the AppWrapper's retryLimit counts", phase: awv1beta2.AppWrapperRunning,
-			annotations: map[string]string{awv1beta2.RetryLimitAnnotation: "5"}, conditions: unhealthy, retries: 3, firstSeen: now.Add(-grace), wantWait: UnhealthyBackstop},
+			annotations: map[string]string{awv1beta2.RetryLimitAnnotation: "5"}, unhealthy: true, retries: 3, firstSeen: now.Add(-grace), wantWait: UnhealthyBackstop},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			aw := &awv1beta2.AppWrapper{}
-			aw.Status.Phase = tc.phase
-			aw.Annotations = tc.annotations
-			aw.Status.Conditions = tc.conditions
-			aw.Status.Retries = tc.retries
-			final, wait, why := failureFinality(aw, tc.firstSeen, now, grace)
+			w := util.MakeAppWrapper("run", "ns").Phase(tc.phase).Retries(tc.retries)
+			for k, v := range tc.annotations {
+				w.Annotation(k, v)
+			}
+			if tc.unhealthy {
+				w.Condition(awv1beta2.Unhealthy, metav1.ConditionTrue, "FoundFailedPods", time.Time{})
+			}
+			final, wait, why := failureFinality(w.Obj(), tc.firstSeen, now, grace)
 			if final != tc.wantFinal || wait != tc.wantWait {
 				t.Errorf("final = %v, wait = %v; want %v, %v", final, wait, tc.wantFinal, tc.wantWait)
 			}
@@ -386,7 +331,7 @@ func TestTruncate(t *testing.T) {
 }
 
 func TestOwnedBy(t *testing.T) {
-	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "aw", UID: "u1"}}
+	aw := util.MakeAppWrapper("aw", "").UID("u1").Obj()
 	ref := func(apiVersion string, uid types.UID, controller bool) []metav1.OwnerReference {
 		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: "AppWrapper", Name: "aw", UID: uid, Controller: ptr.To(controller)}}
 	}
@@ -417,26 +362,23 @@ func TestOwnedBy(t *testing.T) {
 // annotated one is the trigger. On the AppWrapper's own metadata it names
 // nothing: a Warning says where it belongs.
 func TestTriggerAnnotationWherePeoplePutIt(t *testing.T) {
-	onTemplate := func(kind, name string) awv1beta2.AppWrapperComponent {
-		raw, _ := json.Marshal(map[string]any{"apiVersion": "batch/v1", "kind": kind, "metadata": map[string]any{"name": name,
-			"annotations": map[string]any{wrapupv1alpha1.TriggerAnnotation: "true"}}})
-		return awv1beta2.AppWrapperComponent{Template: runtime.RawExtension{Raw: raw}}
+	onTemplate := func(name string) runtime.Object {
+		return util.MakeObject("batch/v1", "Job", name).Annotation(wrapupv1alpha1.TriggerAnnotation, "true").Obj()
 	}
-	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns"}}
-	aw.Spec.Components = []awv1beta2.AppWrapperComponent{component(t, "batch/v1", "Job", "warmup", nil), onTemplate("Job", "bench")}
-	for _, r := range []*wrapupv1alpha1.CompletionRule{rule("annotated", 0, nil, nil), kinded("jobs", "batch", "Job", 0)} {
+	aw := util.MakeAppWrapper("run", "ns").Component(util.MakeObject("batch/v1", "Job", "warmup").Obj(), nil).Component(onTemplate("bench"), nil).Obj()
+	for _, r := range []*wrapupv1alpha1.CompletionRule{util.MakeRule("annotated").Obj(), util.MakeRule("jobs").TriggerKind("batch", "Job", "").Obj()} {
 		refs, nt := FindTriggers(aw, r)
 		if nt != nil || len(refs) != 1 || refs[0].Name != "bench" {
 			t.Errorf("rule %s: triggers %+v (%v), want the Job annotated on its template, bench", r.Name, refs, nt)
 		}
 	}
 	// Two annotated of the kind: still ambiguous.
-	aw.Spec.Components[0] = onTemplate("Job", "warmup")
-	if _, nt := FindTriggers(aw, kinded("jobs", "batch", "Job", 0)); nt == nil || nt.Reason != wrapupv1alpha1.ReasonAmbiguousTrigger {
+	aw = util.MakeAppWrapper("run", "ns").Component(onTemplate("warmup"), nil).Component(onTemplate("bench"), nil).Obj()
+	if _, nt := FindTriggers(aw, util.MakeRule("jobs").TriggerKind("batch", "Job", "").Obj()); nt == nil || nt.Reason != wrapupv1alpha1.ReasonAmbiguousTrigger {
 		t.Errorf("two annotated Jobs: %v, want AmbiguousTrigger", nt)
 	}
 
-	in := input(t, appWrapper(t).annotate(wrapupv1alpha1.TriggerAnnotation, "true").obj(), job(jobUID, ""), jobRule("jobs", 0))
+	in := input(t, appWrapper().Annotation(wrapupv1alpha1.TriggerAnnotation, "true").Obj(), trigger(bench(jobUID)), jobs().Obj())
 	d := Decide(context.Background(), in)
 	found := false
 	for _, e := range d.Events {
@@ -451,7 +393,7 @@ func TestTriggerAnnotationWherePeoplePutIt(t *testing.T) {
 // (Input.Warned) is not said again; the decision still names it among
 // what it warns of (Warned), and a Warning that changes is said.
 func TestWarningsSaidOnce(t *testing.T) {
-	in := input(t, appWrapper(t).annotate(wrapupv1alpha1.TriggerAnnotation, "true").obj(), job(jobUID, ""), jobRule("jobs", 0))
+	in := input(t, appWrapper().Annotation(wrapupv1alpha1.TriggerAnnotation, "true").Obj(), trigger(bench(jobUID)), jobs().Obj())
 	misplaced := func(d Decision) int {
 		n := 0
 		for _, e := range d.Events {

@@ -8,11 +8,10 @@ import (
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
 // A finished status of each built-in kind, as its operator writes it
@@ -51,36 +50,35 @@ func conds(types ...string) map[string]any {
 
 func withField(m map[string]any, k string, v any) map[string]any { m[k] = v; return m }
 
-// kindInput is an AppWrapper that wraps the inference Deployment and a
-// trigger "bench" of apiVersion/kind, whose live object has status, under
-// a rule for that kind with its built-in expressions.
-func kindInput(t *testing.T, apiVersion, kind string, status map[string]any, mod func(*unstructured.Unstructured)) Input {
+// kindRun is run wrapping, as its component 1, a trigger "bench" of
+// apiVersion/kind.
+func kindRun(apiVersion, kind string) *util.AppWrapperWrapper {
+	return runWith(util.MakeObject(apiVersion, kind, "bench").Obj())
+}
+
+// benchOf is the live trigger of a kindRun, of apiVersion/kind, whose status
+// is status.
+func benchOf(apiVersion, kind string, status map[string]any) *util.ObjectWrapper {
+	return util.MakeObject(apiVersion, kind, "bench").Status(status)
+}
+
+// kindInput is the decision on aw, a kindRun, whose live trigger is obj,
+// created by the AppWrapper controller with the UID jobUID, under a rule
+// for its kind with its built-in expressions.
+func kindInput(t *testing.T, aw *util.AppWrapperWrapper, obj *util.ObjectWrapper) Input {
 	t.Helper()
-	b := appWrapper(t)
-	b.aw.Spec.Components[1] = component(t, apiVersion, kind, "bench", nil)
-	gv, _ := schema.ParseGroupVersion(apiVersion)
-	ref := Ref{Index: 1, Kind: schema.GroupKind{Group: gv.Group, Kind: kind}, Version: gv.Version, Name: "bench", Template: "bench"}
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "status": status}}
-	u.SetName("bench")
-	u.SetNamespace("ns")
-	u.SetUID(jobUID)
-	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "workload.codeflare.dev/v1beta2", Kind: "AppWrapper", Name: "run", UID: awUID, Controller: ptr.To(true)}})
-	if mod != nil {
-		mod(u)
-	}
-	r := rule("by-kind", 0, nil, nil)
-	r.UID = "uid-by-kind"
-	r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: gv.Group, Kind: kind}
-	in := input(t, b.obj(), Trigger{Ref: ref, State: TriggerPresent, Object: u}, r)
+	u := obj.OwnedBy(aw.Obj()).UID(jobUID).Obj()
+	gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())
+	ref := Ref{Index: 1, Kind: schema.GroupKind{Group: gv.Group, Kind: u.GetKind()}, Version: gv.Version, Name: "bench", Template: "bench"}
+	r := util.MakeRule("by-kind").UID("uid-by-kind").TriggerKind(gv.Group, u.GetKind(), "").Obj()
+	in := input(t, aw.Obj(), live(ref, u), r)
 	in.Kinds = map[schema.GroupKind]Kind{ref.Kind: {State: KindWatched}}
 	return in
 }
 
-func deleting(u *unstructured.Unstructured) {
-	ts := metav1.NewTime(now.Add(-time.Second))
-	u.SetDeletionTimestamp(&ts)
-	u.SetDeletionGracePeriodSeconds(ptr.To(int64(30)))
-}
+// deleted is when the trigger's deletion began, for a trigger being
+// deleted.
+var deleted = now.Add(-time.Second)
 
 // A trigger being torn down is never a new completion, whatever its
 // status says: the kubelet makes a Pod being deleted Succeeded when its
@@ -98,15 +96,19 @@ func TestTornDownTriggerIsNoCompletion(t *testing.T) {
 			t.Run(k.kind+"/"+string(outcome), func(t *testing.T) {
 				// A failure needs the AppWrapper controller to be done
 				// retrying: it was seen failed long enough ago.
-				decide := func(mod func(*unstructured.Unstructured)) Decision {
-					in := kindInput(t, k.apiVersion, k.kind, status, mod)
+				decide := func(deleting bool) Decision {
+					obj := benchOf(k.apiVersion, k.kind, status)
+					if deleting {
+						obj.Deleting(deleted)
+					}
+					in := kindInput(t, kindRun(k.apiVersion, k.kind), obj)
 					in.FailureSeen = FailureSeen{TriggerUID: jobUID, At: now.Add(-time.Hour)}
 					return Decide(context.Background(), in)
 				}
-				if control := decide(nil); control.Write == nil || control.Write.Outcome != outcome {
+				if control := decide(false); control.Write == nil || control.Write.Outcome != outcome {
 					t.Fatalf("control: %s, write %+v: %s", control.Verdict, control.Write, control.Reason)
 				}
-				d := decide(deleting)
+				d := decide(true)
 				if d.Write != nil || d.Verdict != VerdictWaitingForTrigger || d.Outcome != "" {
 					t.Fatalf("being deleted: %s, outcome %q, write %+v; want %s and nothing recorded", d.Verdict, d.Outcome, d.Write, VerdictWaitingForTrigger)
 				}
@@ -134,7 +136,7 @@ func TestDisruptedPodIsNoCompletion(t *testing.T) {
 	}
 	for _, phase := range []string{"Succeeded", "Failed"} {
 		t.Run(phase, func(t *testing.T) {
-			in := kindInput(t, "v1", "Pod", disrupted(phase), nil)
+			in := kindInput(t, kindRun("v1", "Pod"), benchOf("v1", "Pod", disrupted(phase)))
 			in.FailureSeen = FailureSeen{TriggerUID: jobUID, At: now.Add(-time.Hour)}
 			d := Decide(context.Background(), in)
 			if d.Write != nil || d.Verdict != VerdictWaitingForTrigger {
@@ -147,12 +149,12 @@ func TestDisruptedPodIsNoCompletion(t *testing.T) {
 	}
 	// A condition that is not True changes nothing.
 	st := map[string]any{"phase": "Succeeded", "conditions": []any{map[string]any{"type": "DisruptionTarget", "status": "False"}}}
-	if d := Decide(context.Background(), kindInput(t, "v1", "Pod", st, nil)); d.Write == nil {
+	if d := Decide(context.Background(), kindInput(t, kindRun("v1", "Pod"), benchOf("v1", "Pod", st))); d.Write == nil {
 		t.Errorf("DisruptionTarget=False: %s, want a record", d.Verdict)
 	}
 	// A DisruptionTarget condition is a Pod's: another kind's is its own.
-	if d := Decide(context.Background(), kindInput(t, "batch/v1", "Job",
-		map[string]any{"conditions": []any{map[string]any{"type": "DisruptionTarget", "status": "True"}, map[string]any{"type": "Complete", "status": "True"}}}, nil)); d.Write == nil {
+	if d := Decide(context.Background(), kindInput(t, kindRun("batch/v1", "Job"), benchOf("batch/v1", "Job",
+		map[string]any{"conditions": []any{map[string]any{"type": "DisruptionTarget", "status": "True"}, map[string]any{"type": "Complete", "status": "True"}}}))); d.Write == nil {
 		t.Errorf("a Job's DisruptionTarget: %s, want a record", d.Verdict)
 	}
 }
@@ -163,23 +165,22 @@ func TestDisruptedPodIsNoCompletion(t *testing.T) {
 func TestTornDownTriggerAndTheRecord(t *testing.T) {
 	running := map[string]any{"phase": "Running"}
 	t.Run("a recorded success is kept while its Pod is deleted", func(t *testing.T) {
-		in := kindInput(t, "v1", "Pod", running, deleting)
-		(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "by-kind", FinishedAt: now.Add(-time.Minute), TriggerUID: jobUID, TriggerRef: "/Pod/bench"}).Apply(in.AppWrapper)
+		aw := kindRun("v1", "Pod").Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("by-kind", "/Pod/bench")
+		in := kindInput(t, aw, benchOf("v1", "Pod", running).Deleting(deleted))
 		d := Decide(context.Background(), in)
 		if d.Clear || d.Verdict != VerdictDelete || d.Outcome != wrapupv1alpha1.OutcomeSucceeded {
 			t.Fatalf("%s, clear %v, outcome %q; want %s of the recorded success: %s", d.Verdict, d.Clear, d.Outcome, VerdictDelete, d.Reason)
 		}
 	})
 	t.Run("the same Pod running, not being deleted, clears it", func(t *testing.T) {
-		in := kindInput(t, "v1", "Pod", running, nil)
-		(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "by-kind", FinishedAt: now.Add(-time.Minute), TriggerUID: jobUID, TriggerRef: "/Pod/bench"}).Apply(in.AppWrapper)
+		aw := kindRun("v1", "Pod").Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("by-kind", "/Pod/bench")
+		in := kindInput(t, aw, benchOf("v1", "Pod", running))
 		if d := Decide(context.Background(), in); !d.Clear {
 			t.Fatalf("%s: want the record cleared", d.Verdict)
 		}
 	})
 	t.Run("a Failed AppWrapper whose trigger is torn down Succeeded failed", func(t *testing.T) {
-		in := kindInput(t, "v1", "Pod", map[string]any{"phase": "Succeeded"}, deleting)
-		in.AppWrapper.Status.Phase = awv1beta2.AppWrapperFailed
+		in := kindInput(t, kindRun("v1", "Pod").Phase(awv1beta2.AppWrapperFailed), benchOf("v1", "Pod", map[string]any{"phase": "Succeeded"}).Deleting(deleted))
 		d := Decide(context.Background(), in)
 		if d.Write == nil || d.Write.Outcome != wrapupv1alpha1.OutcomeFailed || !d.Evaluation.FromAppWrapperPhase {
 			t.Fatalf("%s, write %+v: want Failed by the AppWrapper's phase: %s", d.Verdict, d.Write, d.Reason)
@@ -190,16 +191,15 @@ func TestTornDownTriggerAndTheRecord(t *testing.T) {
 // Under a policy of several candidates, a candidate torn down has not
 // finished: it neither completes All nor decides Any.
 func TestTornDownCandidate(t *testing.T) {
-	torn := func(tr Trigger) Trigger { deleting(tr.Object); return tr }
 	for _, tc := range []struct {
 		policy   wrapupv1alpha1.TriggerPolicy
 		triggers []Trigger
 	}{
-		{wrapupv1alpha1.TriggerPolicyAll, []Trigger{hjob(0, 0, "Complete"), torn(hjob(1, 0, "Complete"))}},
-		{wrapupv1alpha1.TriggerPolicyAny, []Trigger{hjob(0, 0, ""), torn(hjob(1, 0, "Complete"))}},
+		{wrapupv1alpha1.TriggerPolicyAll, []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0).Complete(now).Deleting(deleted))}},
+		{wrapupv1alpha1.TriggerPolicyAny, []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0).Complete(now).Deleting(deleted))}},
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
-			in := input(t, harnessAW(t, 2).obj(), tc.triggers[0], harnessRule(tc.policy))
+			in := input(t, harnessAW(2).Obj(), tc.triggers[0], harnessRule(tc.policy))
 			in.Triggers = tc.triggers
 			d := Decide(context.Background(), in)
 			if d.Write != nil || d.Verdict != VerdictWaitingForTrigger {
@@ -216,10 +216,10 @@ func TestTornDownCandidate(t *testing.T) {
 // controller then failed: no new attempt comes, and the AppWrapper's own
 // deletion hold holds.
 func TestSuccessThenFailedWithHold(t *testing.T) {
-	aw := appWrapper(t).phase(awv1beta2.AppWrapperFailed).annotate(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
-		condition(awv1beta2.DeletingResources, "DeletionPaused", now.Add(-time.Minute)).
-		recorded(wrapupv1alpha1.OutcomeSucceeded, time.Hour, jobUID).obj()
-	d := Decide(context.Background(), input(t, aw, job(jobUID2, "Failed"), jobRule("jobs", 0)))
+	aw := appWrapper().Phase(awv1beta2.AppWrapperFailed).Annotation(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
+		Condition(awv1beta2.DeletingResources, metav1.ConditionTrue, "DeletionPaused", now.Add(-time.Minute)).
+		Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Hour), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
+	d := Decide(context.Background(), input(t, aw, trigger(bench(jobUID2).Failed(now)), jobs().Obj()))
 	if d.Verdict != VerdictDeleteAfterTTL || d.After != 9*time.Minute {
 		t.Fatalf("%s after %s, want %s after 9m (the hold): %s", d.Verdict, d.After, VerdictDeleteAfterTTL, d.Reason)
 	}

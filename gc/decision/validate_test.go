@@ -6,7 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
 // TestRuleProblems: what the webhook refuses and lint reports, one line
@@ -16,43 +16,26 @@ func TestRuleProblems(t *testing.T) {
 	space := &metav1.LabelSelector{MatchLabels: map[string]string{"role": "a b"}}
 	for _, tc := range []struct {
 		name  string
-		mod   func(r *wrapupv1alpha1.CompletionRule)
+		rule  *util.RuleWrapper
 		field string // "" for none
 		fatal bool
 		text  string
 	}{
-		{"a Job of batch", func(r *wrapupv1alpha1.CompletionRule) {
-			r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}
-		}, "", false, ""},
-		{"a Pod of the core group", func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{Kind: "Pod"} }, "", false, ""},
-		{"a custom kind", func(r *wrapupv1alpha1.CompletionRule) {
-			r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "EvalRun"}
-		}, "", false, ""},
-		{"Job without its group", func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{Kind: "Job"} },
-			"spec.trigger.apiGroup", true, "did you mean apiGroup: batch?"},
-		{"a Job of another group may be a custom kind", func(r *wrapupv1alpha1.CompletionRule) {
-			r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "Job"}
-		}, "spec.trigger.apiGroup", false, "Job is in the group batch"},
-		{"PytorchJob", func(r *wrapupv1alpha1.CompletionRule) {
-			r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "kubeflow.org", Kind: "PytorchJob"}
-		}, "spec.trigger.kind", true, "did you mean PyTorchJob"},
-		{"PyTorchJobs in kubeflow.org", func(r *wrapupv1alpha1.CompletionRule) {
-			r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "kubeflow.org", Kind: "PyTorchJobs"}
-		}, "spec.trigger.kind", true, "did you mean PyTorchJob"},
-		{"a near name in another group may be a kind of its own", func(r *wrapupv1alpha1.CompletionRule) {
-			r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "RayJobs"}
-		}, "spec.trigger.kind", false, "did you mean RayJob"},
-		{"a kind batch does not have", func(r *wrapupv1alpha1.CompletionRule) {
-			r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Jobs"}
-		}, "spec.trigger.kind", true, "did you mean Job"},
-		{"a matchLabels value with a space", func(r *wrapupv1alpha1.CompletionRule) { r.Spec.AppWrapperSelector = space }, "spec.appWrapperSelector", true, ""},
-		{"In with no values", func(r *wrapupv1alpha1.CompletionRule) { r.Spec.NamespaceSelector = bad }, "spec.namespaceSelector", true, "values"},
-		{"a name the API server refuses", func(r *wrapupv1alpha1.CompletionRule) { r.Name = "Bad_Name" }, "metadata.name", true, "RFC 1123"},
+		{"a Job of batch", util.MakeRule("r").TriggerKind("batch", "Job", ""), "", false, ""},
+		{"a Pod of the core group", util.MakeRule("r").TriggerKind("", "Pod", ""), "", false, ""},
+		{"a custom kind", util.MakeRule("r").TriggerKind("example.com", "EvalRun", ""), "", false, ""},
+		{"Job without its group", util.MakeRule("r").TriggerKind("", "Job", ""), "spec.trigger.apiGroup", true, "did you mean apiGroup: batch?"},
+		{"a Job of another group may be a custom kind", util.MakeRule("r").TriggerKind("example.com", "Job", ""), "spec.trigger.apiGroup", false, "Job is in the group batch"},
+		{"PytorchJob", util.MakeRule("r").TriggerKind("kubeflow.org", "PytorchJob", ""), "spec.trigger.kind", true, "did you mean PyTorchJob"},
+		{"PyTorchJobs in kubeflow.org", util.MakeRule("r").TriggerKind("kubeflow.org", "PyTorchJobs", ""), "spec.trigger.kind", true, "did you mean PyTorchJob"},
+		{"a near name in another group may be a kind of its own", util.MakeRule("r").TriggerKind("example.com", "RayJobs", ""), "spec.trigger.kind", false, "did you mean RayJob"},
+		{"a kind batch does not have", util.MakeRule("r").TriggerKind("batch", "Jobs", ""), "spec.trigger.kind", true, "did you mean Job"},
+		{"a matchLabels value with a space", util.MakeRule("r").AppWrapperSelector(space), "spec.appWrapperSelector", true, ""},
+		{"In with no values", util.MakeRule("r").NamespaceSelector(bad), "spec.namespaceSelector", true, "values"},
+		{"a name the API server refuses", util.MakeRule("Bad_Name"), "metadata.name", true, "RFC 1123"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "r"}}
-			tc.mod(r)
-			ps := RuleProblems(r)
+			ps := RuleProblems(tc.rule.Obj())
 			if tc.field == "" {
 				if len(ps) > 0 {
 					t.Errorf("problems %+v, want none", ps)

@@ -2,7 +2,6 @@ package view
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -28,8 +27,10 @@ import (
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
-// Fixtures for Explain: one AppWrapper "sweep" in namespace "team-a" that
-// wraps an inference Deployment and a benchmark Job, the live Job, and rules.
+// Explain is asked about one AppWrapper "sweep" in namespace team-a,
+// labelled a benchmark, built with test/util's builders: it wraps an
+// inference Deployment and the benchmark Job sweep-bench, whose live Job
+// is the trigger; rules for batch Jobs select it.
 
 const (
 	exNS      = "team-a"
@@ -40,7 +41,11 @@ const (
 	exJobUID2 = types.UID("job-uid-2")
 )
 
-var exNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+var (
+	exNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	// exDone is when a live Job that finished did.
+	exDone = exNow.Add(-time.Minute)
+)
 
 // explainMapper maps what the API server of the tests serves: Jobs and
 // AppWrappers.
@@ -51,133 +56,51 @@ func explainMapper() apimeta.RESTMapper {
 	return m
 }
 
-func template(t *testing.T, apiVersion, kind, name string) runtime.RawExtension {
-	t.Helper()
-	meta := map[string]any{"name": name}
-	if name == "" {
-		meta = map[string]any{"generateName": "gen-"}
+// sweep is the AppWrapper sweep, Running, wrapping objs.
+func sweep(objs ...runtime.Object) *util.AppWrapperWrapper {
+	w := util.MakeAppWrapper(exAW, exNS).UID(exAWUID).Label("role", "benchmark").Phase(awv1beta2.AppWrapperRunning)
+	for _, o := range objs {
+		w.Component(o, nil)
 	}
-	raw, err := json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return runtime.RawExtension{Raw: raw}
+	return w
 }
 
-// exAppWrapper is a Running AppWrapper labelled as a benchmark.
-func exAppWrapper(t *testing.T, mods ...func(*awv1beta2.AppWrapper)) *awv1beta2.AppWrapper {
-	t.Helper()
-	aw := &awv1beta2.AppWrapper{
-		ObjectMeta: metav1.ObjectMeta{Name: exAW, Namespace: exNS, UID: exAWUID, Labels: map[string]string{"role": "benchmark"}},
-		Spec: awv1beta2.AppWrapperSpec{Components: []awv1beta2.AppWrapperComponent{
-			{Template: template(t, "apps/v1", "Deployment", "sweep-inference")},
-			{Template: template(t, "batch/v1", "Job", exJob)},
-		}},
-		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperRunning},
-	}
-	for _, m := range mods {
-		m(aw)
-	}
-	return aw
+// inference is sweep's inference Deployment, as a component's template.
+func inference() runtime.Object {
+	return util.MakeObject("apps/v1", "Deployment", "sweep-inference").Obj()
 }
 
-func withPhase(p awv1beta2.AppWrapperPhase) func(*awv1beta2.AppWrapper) {
-	return func(aw *awv1beta2.AppWrapper) { aw.Status.Phase = p }
+// exAppWrapper is sweep wrapping the inference Deployment and the
+// benchmark Job.
+func exAppWrapper() *util.AppWrapperWrapper {
+	return sweep(inference(), util.MakeObject("batch/v1", "Job", exJob).Obj())
 }
 
-func withAnnotation(k, v string) func(*awv1beta2.AppWrapper) {
-	return func(aw *awv1beta2.AppWrapper) {
-		if aw.Annotations == nil {
-			aw.Annotations = map[string]string{}
-		}
-		aw.Annotations[k] = v
-	}
+// liveJob is sweep's Job name, as its controller created it with the UID
+// uid, running since an hour.
+func liveJob(name string, uid types.UID) *util.JobWrapper {
+	return util.MakeJob(name).OwnedBy(sweep().Obj()).UID(uid).Started(exNow.Add(-time.Hour))
 }
 
-// withRecord writes an outcome as the controller records it.
-func withRecord(o wrapupv1alpha1.Outcome, rule string, ago time.Duration, triggerUID types.UID) func(*awv1beta2.AppWrapper) {
-	return func(aw *awv1beta2.AppWrapper) {
-		aw.Labels[wrapupv1alpha1.OutcomeLabel] = string(o)
-		withAnnotation(wrapupv1alpha1.RuleAnnotation, rule)(aw)
-		withAnnotation(wrapupv1alpha1.FinishedAtAnnotation, exNow.Add(-ago).Format("2006-01-02T15:04:05.000Z07:00"))(aw)
-		withAnnotation(wrapupv1alpha1.MessageAnnotation, "recorded message")(aw)
-		withAnnotation(wrapupv1alpha1.TriggerUIDAnnotation, string(triggerUID))(aw)
-		withAnnotation(wrapupv1alpha1.TriggerRefAnnotation, "batch/Job/"+exJob)(aw)
-	}
+// changed is obj after change: what no builder writes.
+func changed[T any](obj T, change func(T)) T {
+	change(obj)
+	return obj
 }
 
-func withComponents(cs ...awv1beta2.AppWrapperComponent) func(*awv1beta2.AppWrapper) {
-	return func(aw *awv1beta2.AppWrapper) { aw.Spec.Components = cs }
+// jobRule starts a rule for the AppWrapper's batch Job.
+func jobRule(name string) *util.RuleWrapper {
+	return util.MakeRule(name).TriggerKind("batch", "Job", "")
 }
 
-func exNamespace() *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: exNS, Labels: map[string]string{"team": "a"}}}
-}
-
-// Job statuses as the Job controller writes them.
-var (
-	jobRunning = batchv1.JobStatus{Active: 1, Ready: ptr.To[int32](1), StartTime: ptr.To(metav1.NewTime(exNow.Add(-time.Hour)))}
-	jobDone    = batchv1.JobStatus{Succeeded: 1, Ready: ptr.To[int32](0), StartTime: ptr.To(metav1.NewTime(exNow.Add(-time.Hour))),
-		CompletionTime: ptr.To(metav1.NewTime(exNow.Add(-time.Minute))),
-		Conditions: []batchv1.JobCondition{
-			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods"},
-			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods"},
-		}}
-	jobFailed = batchv1.JobStatus{Failed: 1, Ready: ptr.To[int32](0), StartTime: ptr.To(metav1.NewTime(exNow.Add(-time.Hour))),
-		Conditions: []batchv1.JobCondition{
-			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"},
-			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit"},
-		}}
-)
-
-// exLiveJob is the live trigger, controlled by the AppWrapper.
-func exLiveJob(name string, uid types.UID, status batchv1.JobStatus, mods ...func(*batchv1.Job)) *batchv1.Job {
-	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: exNS, UID: uid,
-			Labels: map[string]string{awv1beta2.AppWrapperLabel: exAW},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: exAW, UID: exAWUID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
-		Status: status,
-	}
-	for _, m := range mods {
-		m(j)
-	}
-	return j
-}
-
-// exRule is a valid rule for the AppWrapper's batch Job.
-func exRule(name string, prio int32, mods ...func(*wrapupv1alpha1.CompletionRule)) *wrapupv1alpha1.CompletionRule {
-	r := &wrapupv1alpha1.CompletionRule{
-		// The policy cache is keyed by UID, as the API server makes them unique.
-		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("rule-" + name), Generation: 1},
-		Spec: wrapupv1alpha1.CompletionRuleSpec{
-			Priority: prio,
-			Trigger:  wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"},
-		},
-	}
-	for _, m := range mods {
-		m(r)
-	}
-	// Its status, as the rule controller writes it: deleting as it does
-	// since long before any run.
+// served is w's rule as the API server and the rule controller give it: a
+// UID (the policy cache is keyed by it, as the API server makes them
+// unique), generation 1, and a status saying it deletes as it does since
+// long before any run.
+func served(w *util.RuleWrapper) *wrapupv1alpha1.CompletionRule {
+	r := w.UID(types.UID("rule-" + w.Name)).Generation(1).Obj()
 	r.Status.DeletingSince = decision.DeletingSince(r, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
 	return r
-}
-
-func onSuccess(a wrapupv1alpha1.Action, ttl int32) func(*wrapupv1alpha1.CompletionRule) {
-	return func(r *wrapupv1alpha1.CompletionRule) {
-		r.Spec.OnSuccess = wrapupv1alpha1.ActionSpec{Action: a, TTLSecondsAfterFinished: ptr.To(ttl)}
-	}
-}
-
-func onFailure(a wrapupv1alpha1.Action, ttl int32) func(*wrapupv1alpha1.CompletionRule) {
-	return func(r *wrapupv1alpha1.CompletionRule) {
-		r.Spec.OnFailure = wrapupv1alpha1.ActionSpec{Action: a, TTLSecondsAfterFinished: ptr.To(ttl)}
-	}
 }
 
 func TestExplain(t *testing.T) {
@@ -202,18 +125,14 @@ func TestExplain(t *testing.T) {
 	}{
 		{
 			name:    "no rules",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone)},
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj()},
 			want:    want{verdict: decision.VerdictNoRule, reason: "no CompletionRule applies"},
 		},
 		{
 			name: "rules that do not select the AppWrapper or its namespace",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone),
-				exRule("training", 5, func(r *wrapupv1alpha1.CompletionRule) {
-					r.Spec.AppWrapperSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"role": "training"}}
-				}),
-				exRule("team-b", 5, func(r *wrapupv1alpha1.CompletionRule) {
-					r.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}
-				})},
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(),
+				served(jobRule("training").Priority(5).AppWrapperLabels(map[string]string{"role": "training"})),
+				served(jobRule("team-b").Priority(5).NamespaceLabels(map[string]string{"team": "b"}))},
 			want: want{verdict: decision.VerdictNoRule, rules: map[string]string{
 				"training": "appWrapperSelector (role=training) does not select the AppWrapper (labels: role=benchmark)",
 				"team-b":   "namespaceSelector (team=b) does not select namespace team-a (labels: ",
@@ -221,9 +140,9 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name: "an invalid rule of a higher priority blocks every rule below it",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone),
-				exRule("low", 1), exRule("high", 10),
-				exRule("broken", 100, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = "object.status.(" })},
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(),
+				served(jobRule("low").Priority(1)), served(jobRule("high").Priority(10)),
+				served(jobRule("broken").Priority(100).Success("object.status.("))},
 			want: want{verdict: decision.VerdictBlocked, winner: "broken", reason: "no lower-priority rule acts in its place", rules: map[string]string{
 				"broken": "blocks every lower-priority rule",
 				"high":   "blocked by broken",
@@ -240,9 +159,9 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name: "the highest priority wins; an invalid rule below it acts on nothing",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobRunning),
-				exRule("low", 1), exRule("high", 10),
-				exRule("broken", 5, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = "object.status.(" })},
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Obj(),
+				served(jobRule("low").Priority(1)), served(jobRule("high").Priority(10)),
+				served(jobRule("broken").Priority(5).Success("object.status.("))},
 			want: want{verdict: decision.VerdictWaitingForTrigger, winner: "high", reason: "not finished", rules: map[string]string{
 				"high":   "wins: highest priority of 2",
 				"low":    "loses to high: lower priority (1 < 10)",
@@ -262,22 +181,19 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name: "ties go to the name that sorts first",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobRunning),
-				exRule("b", 5), exRule("a", 5)},
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Obj(),
+				served(jobRule("b").Priority(5)), served(jobRule("a").Priority(5))},
 			want: want{verdict: decision.VerdictWaitingForTrigger, winner: "a", rules: map[string]string{"b": "same priority 5, and a sorts first"}},
 		},
 		{
 			name: "a rule being deleted is skipped",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobRunning),
-				exRule("going", 10, func(r *wrapupv1alpha1.CompletionRule) {
-					r.DeletionTimestamp = ptr.To(metav1.NewTime(exNow))
-					r.Finalizers = []string{"example.com/hold"}
-				}), exRule("staying", 0)},
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Obj(),
+				served(jobRule("going").Priority(10).DeletionTimestamp(exNow).Finalizers("example.com/hold")), served(jobRule("staying"))},
 			want: want{verdict: decision.VerdictWaitingForTrigger, winner: "staying", rules: map[string]string{"going": "being deleted"}},
 		},
 		{
 			name:    "ignored AppWrapper",
-			objects: []client.Object{exAppWrapper(t, withAnnotation(wrapupv1alpha1.IgnoreAnnotation, "true")), exLiveJob(exJob, exJobUID, jobDone), exRule("all", 0)},
+			objects: []client.Object{exAppWrapper().Annotation(wrapupv1alpha1.IgnoreAnnotation, "true").Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(), served(jobRule("all"))},
 			want:    want{verdict: decision.VerdictIgnored, winner: "all", reason: "wrapup.dev/ignore"},
 			check: func(t *testing.T, ex *Explanation) {
 				if ex.Trigger != nil || ex.Evaluation != nil {
@@ -287,23 +203,18 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name:    "AppWrapper terminating",
-			objects: []client.Object{exAppWrapper(t, withPhase(awv1beta2.AppWrapperTerminating)), exLiveJob(exJob, exJobUID, jobDone), exRule("all", 0)},
+			objects: []client.Object{exAppWrapper().Phase(awv1beta2.AppWrapperTerminating).Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(), served(jobRule("all"))},
 			want:    want{verdict: decision.VerdictBeingDeleted, winner: "all"},
 		},
 		{
-			name: "AppWrapper with a deletionTimestamp",
-			objects: []client.Object{exAppWrapper(t, func(aw *awv1beta2.AppWrapper) {
-				aw.DeletionTimestamp = ptr.To(metav1.NewTime(exNow))
-				aw.Finalizers = []string{"workload.codeflare.dev/finalizer"}
-			}), exLiveJob(exJob, exJobUID, jobDone), exRule("all", 0)},
-			want: want{verdict: decision.VerdictBeingDeleted, winner: "all"},
+			name:    "AppWrapper with a deletionTimestamp",
+			objects: []client.Object{exAppWrapper().DeletionTimestamp(exNow).Finalizers("workload.codeflare.dev/finalizer").Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(), served(jobRule("all"))},
+			want:    want{verdict: decision.VerdictBeingDeleted, winner: "all"},
 		},
 		{
 			name: "two Jobs under a kind rule: ambiguous",
-			objects: []client.Object{exAppWrapper(t, withComponents(
-				awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "first")},
-				awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "second")},
-			)), exRule("jobs", 0)},
+			objects: []client.Object{sweep(util.MakeObject("batch/v1", "Job", "first").Obj(), util.MakeObject("batch/v1", "Job", "second").Obj()).Obj(),
+				served(jobRule("jobs"))},
 			want: want{verdict: decision.VerdictNoTrigger, winner: "jobs", reason: "has 2 (components 0, 1)"},
 			check: func(t *testing.T, ex *Explanation) {
 				if len(ex.Events) != 1 || ex.Events[0].Reason != wrapupv1alpha1.ReasonAmbiguousTrigger {
@@ -313,7 +224,7 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name:    "a rule without kind and no annotated component",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("annotated", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{} })},
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(), served(util.MakeRule("annotated"))},
 			want:    want{verdict: decision.VerdictNoRule, reason: "no CompletionRule applies"},
 			check: func(t *testing.T, ex *Explanation) {
 				// The rule does not apply: no Event, and it is not counted as deciding.
@@ -326,12 +237,9 @@ func TestExplain(t *testing.T) {
 			},
 		},
 		{
-			name: "a rule without kind takes the annotated component",
-			objects: []client.Object{exAppWrapper(t, withComponents(
-				awv1beta2.AppWrapperComponent{Template: template(t, "apps/v1", "Deployment", "sweep-inference")},
-				awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", exJob), Annotations: map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}},
-			)), exLiveJob(exJob, exJobUID, jobDone), exRule("annotated", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{} })},
-			want: want{verdict: decision.VerdictDelete, winner: "annotated", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true},
+			name:    "a rule without kind takes the annotated component",
+			objects: []client.Object{sweep(inference()).Trigger(util.MakeObject("batch/v1", "Job", exJob).Obj()).Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(), served(util.MakeRule("annotated"))},
+			want:    want{verdict: decision.VerdictDelete, winner: "annotated", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true},
 			check: func(t *testing.T, ex *Explanation) {
 				if ex.Trigger == nil || !ex.Trigger.Annotated || ex.Trigger.Index != 1 {
 					t.Errorf("trigger = %+v, want the annotated component 1", ex.Trigger)
@@ -340,29 +248,29 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name:    "trigger name not generated yet",
-			objects: []client.Object{exAppWrapper(t, withComponents(awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "")})), exRule("jobs", 0)},
+			objects: []client.Object{sweep(util.MakeObject("batch/v1", "Job", "").Obj()).Obj(), served(jobRule("jobs"))},
 			want:    want{verdict: decision.VerdictWaitingForTrigger, winner: "jobs", reason: "generateName"},
 		},
 		{
 			name:    "trigger not created yet",
-			objects: []client.Object{exAppWrapper(t), exRule("jobs", 0)},
+			objects: []client.Object{exAppWrapper().Obj(), served(jobRule("jobs"))},
 			want:    want{verdict: decision.VerdictWaitingForTrigger, winner: "jobs", reason: "Job sweep-bench does not exist"},
 		},
 		{
 			name: "a same-named Job that the AppWrapper does not control",
-			objects: []client.Object{exAppWrapper(t), exRule("jobs", 0),
-				exLiveJob(exJob, exJobUID, jobDone, func(j *batchv1.Job) { j.OwnerReferences = nil })},
+			objects: []client.Object{exAppWrapper().Obj(), served(jobRule("jobs")),
+				changed(liveJob(exJob, exJobUID).Complete(exDone).Obj(), func(j *batchv1.Job) { j.OwnerReferences = nil })},
 			want: want{verdict: decision.VerdictNoTrigger, winner: "jobs", reason: "not controlled by this AppWrapper"},
 		},
 		{
 			name: "a Job without the AppWrapper label is invisible to the watch",
-			objects: []client.Object{exAppWrapper(t), exRule("jobs", 0),
-				exLiveJob(exJob, exJobUID, jobDone, func(j *batchv1.Job) { j.Labels = nil })},
+			objects: []client.Object{exAppWrapper().Obj(), served(jobRule("jobs")),
+				changed(liveJob(exJob, exJobUID).Complete(exDone).Obj(), func(j *batchv1.Job) { j.Labels = nil })},
 			want: want{verdict: decision.VerdictWaitingForTrigger, winner: "jobs", reason: "lacks the label workload.codeflare.dev/appwrapper"},
 		},
 		{
 			name:    "trigger kind not served",
-			objects: []client.Object{exAppWrapper(t), exRule("jobs", 0)},
+			objects: []client.Object{exAppWrapper().Obj(), served(jobRule("jobs"))},
 			funcs: &interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 				if obj.GetObjectKind().GroupVersionKind().Kind == "Job" {
 					return &apimeta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "batch", Kind: "Job"}, SearchedVersions: []string{"v1"}}
@@ -373,7 +281,7 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name:    "a runtime error is not finished",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("typo", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = "object.status.noSuchField == 1" })},
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(), served(jobRule("typo").Success("object.status.noSuchField == 1"))},
 			want:    want{verdict: decision.VerdictWaitingForTrigger, winner: "typo", reason: "EvaluationError"},
 			check: func(t *testing.T, ex *Explanation) {
 				if ex.Evaluation == nil || !strings.Contains(ex.Evaluation.Error, "noSuchField") {
@@ -383,8 +291,8 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name: "the trigger is evaluated as the watch caches it, without managedFields",
-			objects: []client.Object{exAppWrapper(t), exRule("fields", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Success = "has(object.metadata.managedFields)" }),
-				exLiveJob(exJob, exJobUID, jobDone, func(j *batchv1.Job) {
+			objects: []client.Object{exAppWrapper().Obj(), served(jobRule("fields").Success("has(object.metadata.managedFields)")),
+				changed(liveJob(exJob, exJobUID).Complete(exDone).Obj(), func(j *batchv1.Job) {
 					j.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "batch/v1",
 						FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:succeeded":{}}}`)}, Subresource: "status"}}
 				})},
@@ -392,7 +300,7 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name:    "succeeded, DeleteAll at once",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("jobs", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Message = "'done: ' + object.metadata.name" })},
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(), served(jobRule("jobs").Message("'done: ' + object.metadata.name"))},
 			want:    want{verdict: decision.VerdictDelete, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true, reason: "not recorded yet"},
 			check: func(t *testing.T, ex *Explanation) {
 				if ex.Evaluation == nil || ex.Evaluation.Message != "done: sweep-bench" || ex.Evaluation.Cost == 0 {
@@ -402,7 +310,7 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name:    "succeeded and recorded 100s ago, TTL 300s",
-			objects: []client.Object{exAppWrapper(t, withRecord(wrapupv1alpha1.OutcomeSucceeded, "jobs", 100*time.Second, exJobUID)), exLiveJob(exJob, exJobUID, jobDone), exRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 300))},
+			objects: []client.Object{exAppWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, exNow.Add(-100*time.Second), exJobUID).RecordedBy("jobs", "batch/Job/"+exJob).RecordedMessage("recorded message").Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(), served(jobRule("jobs").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300))},
 			want:    want{verdict: decision.VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, after: 200 * time.Second, reason: "2026-05-01T12:03:20Z"},
 			check: func(t *testing.T, ex *Explanation) {
 				if ex.Recorded == nil || ex.Recorded.Rule != "jobs" || ex.Recorded.Message != "recorded message" {
@@ -412,47 +320,46 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name:    "succeeded, not recorded yet, TTL 60s",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionDeleteAll, 60))},
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(), served(jobRule("jobs").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 60))},
 			want:    want{verdict: decision.VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, after: time.Minute, willRecord: true},
 		},
 		{
 			name:    "succeeded, UpdateStatus",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone), exRule("record", 0, onSuccess(wrapupv1alpha1.ActionUpdateStatus, 0))},
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(), served(jobRule("record").OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0))},
 			want:    want{verdict: decision.VerdictRecordOnly, winner: "record", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true, reason: "UpdateStatus"},
 		},
 		{
 			name: "succeeded, dry run",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobDone),
-				exRule("dry", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.DryRun = true })},
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(),
+				served(jobRule("dry").DryRun())},
 			want: want{verdict: decision.VerdictDryRun, winner: "dry", outcome: wrapupv1alpha1.OutcomeSucceeded, willRecord: true, reason: "WouldDelete"},
 		},
 		{
 			name:    "failed while Running: waiting for retries",
-			objects: []client.Object{exAppWrapper(t), exLiveJob(exJob, exJobUID, jobFailed), exRule("jobs", 0)},
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Failed(exDone).Obj(), served(jobRule("jobs"))},
 			want:    want{verdict: decision.VerdictWaitingForRetries, winner: "jobs", after: decision.DefaultFailureGracePeriod, reason: "may still retry"},
 		},
 		{
 			name: "failed while Running, with the AppWrapper's own grace period",
-			objects: []client.Object{exAppWrapper(t, withAnnotation(awv1beta2.FailureGracePeriodDurationAnnotation, "10s")),
-				exLiveJob(exJob, exJobUID, jobFailed), exRule("jobs", 0)},
+			objects: []client.Object{exAppWrapper().Annotation(awv1beta2.FailureGracePeriodDurationAnnotation, "10s").Obj(),
+				liveJob(exJob, exJobUID).Failed(exDone).Obj(), served(jobRule("jobs"))},
 			want: want{verdict: decision.VerdictWaitingForRetries, winner: "jobs", after: 10*time.Second + decision.AppWrapperRecheckPeriod + decision.Slack},
 		},
 		{
 			name:    "failed while Resetting: the AppWrapper controller retries",
-			objects: []client.Object{exAppWrapper(t, withPhase(awv1beta2.AppWrapperResetting)), exLiveJob(exJob, exJobUID, jobFailed), exRule("jobs", 0)},
+			objects: []client.Object{exAppWrapper().Phase(awv1beta2.AppWrapperResetting).Obj(), liveJob(exJob, exJobUID).Failed(exDone).Obj(), served(jobRule("jobs"))},
 			want:    want{verdict: decision.VerdictWaitingForRetries, winner: "jobs", reason: "Resetting"},
 		},
 		{
 			name: "failed and recorded for this trigger: final",
-			objects: []client.Object{exAppWrapper(t, withRecord(wrapupv1alpha1.OutcomeFailed, "jobs", 10*time.Second, exJobUID)),
-				exLiveJob(exJob, exJobUID, jobFailed), exRule("jobs", 0, onFailure(wrapupv1alpha1.ActionDeleteAll, 300))},
+			objects: []client.Object{exAppWrapper().Recorded(wrapupv1alpha1.OutcomeFailed, exNow.Add(-10*time.Second), exJobUID).RecordedBy("jobs", "batch/Job/"+exJob).RecordedMessage("recorded message").Obj(),
+				liveJob(exJob, exJobUID).Failed(exDone).Obj(), served(jobRule("jobs").OnFailure(wrapupv1alpha1.ActionDeleteAll, 300))},
 			want: want{verdict: decision.VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeFailed, after: 290 * time.Second},
 		},
 		{
 			name: "AppWrapper Failed: failed without evaluating the trigger",
-			objects: []client.Object{exAppWrapper(t, withPhase(awv1beta2.AppWrapperFailed), func(aw *awv1beta2.AppWrapper) {
-				aw.Status.Conditions = []metav1.Condition{{Type: string(awv1beta2.Unhealthy), Status: metav1.ConditionTrue, Reason: "FoundFailedResources", Message: "retry limit exceeded"}}
-			}), exRule("jobs", 0)},
+			objects: []client.Object{changed(exAppWrapper().Phase(awv1beta2.AppWrapperFailed).Condition(awv1beta2.Unhealthy, metav1.ConditionTrue, "FoundFailedResources", time.Time{}).Obj(),
+				func(aw *awv1beta2.AppWrapper) { aw.Status.Conditions[0].Message = "retry limit exceeded" }), served(jobRule("jobs"))},
 			want: want{verdict: decision.VerdictDelete, winner: "jobs", outcome: wrapupv1alpha1.OutcomeFailed, willRecord: true},
 			check: func(t *testing.T, ex *Explanation) {
 				if ex.Evaluation == nil || !ex.Evaluation.FromAppWrapperPhase || !strings.Contains(ex.Evaluation.Message, "retry limit exceeded") {
@@ -462,24 +369,25 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name: "AppWrapper Failed after a recorded success keeps the success",
-			objects: []client.Object{exAppWrapper(t, withPhase(awv1beta2.AppWrapperFailed), withRecord(wrapupv1alpha1.OutcomeSucceeded, "jobs", time.Hour, exJobUID)),
-				exRule("jobs", 0, onSuccess(wrapupv1alpha1.ActionUpdateStatus, 0))},
+			objects: []client.Object{exAppWrapper().Phase(awv1beta2.AppWrapperFailed).
+				Recorded(wrapupv1alpha1.OutcomeSucceeded, exNow.Add(-time.Hour), exJobUID).RecordedBy("jobs", "batch/Job/"+exJob).RecordedMessage("recorded message").Obj(),
+				served(jobRule("jobs").OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0))},
 			want: want{verdict: decision.VerdictRecordOnly, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded},
 		},
 		{
 			name: "a recorded outcome that no longer holds is cleared",
-			objects: []client.Object{exAppWrapper(t, withRecord(wrapupv1alpha1.OutcomeFailed, "jobs", time.Minute, exJobUID)),
-				exLiveJob(exJob, exJobUID2, jobRunning), exRule("jobs", 0)},
+			objects: []client.Object{exAppWrapper().Recorded(wrapupv1alpha1.OutcomeFailed, exNow.Add(-time.Minute), exJobUID).RecordedBy("jobs", "batch/Job/"+exJob).RecordedMessage("recorded message").Obj(),
+				liveJob(exJob, exJobUID2).Obj(), served(jobRule("jobs"))},
 			want: want{verdict: decision.VerdictClearOutcome, winner: "jobs", reason: "recorded outcome Failed no longer holds"},
 		},
 		{
 			name:    "AppWrapper not found",
-			objects: []client.Object{exRule("jobs", 0)},
+			objects: []client.Object{served(jobRule("jobs"))},
 			wantErr: "not found",
 		},
 		{
 			name:    "rules cannot be listed",
-			objects: []client.Object{exAppWrapper(t)},
+			objects: []client.Object{exAppWrapper().Obj()},
 			funcs: &interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
 				return apierrors.NewForbidden(schema.GroupResource{Group: "wrapup.dev", Resource: "completionrules"}, "", errors.New("no access"))
 			}},
@@ -488,7 +396,7 @@ func TestExplain(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			objs := append([]client.Object{exNamespace()}, tc.objects...)
+			objs := append([]client.Object{util.MakeNamespace(exNS).Label("team", "a").Obj()}, tc.objects...)
 			// managedFields are returned, as the API server returns them.
 			b := fake.NewClientBuilder().WithScheme(util.Scheme()).WithRESTMapper(explainMapper()).WithObjects(objs...).WithReturnManagedFields()
 			if tc.funcs != nil {
@@ -542,10 +450,9 @@ func TestExplain(t *testing.T) {
 // TestExplainAgreesWithWinningRule checks that the rule Explain names is the
 // one the controller's selection picks, whatever the order of the list.
 func TestExplainAgreesWithWinningRule(t *testing.T) {
-	rules := []*wrapupv1alpha1.CompletionRule{exRule("c", 3), exRule("a", 7), exRule("b", 7), exRule("z", 9, func(r *wrapupv1alpha1.CompletionRule) {
-		r.Spec.AppWrapperSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"role": "other"}}
-	})}
-	objs := []client.Object{exNamespace(), exAppWrapper(t), exLiveJob(exJob, exJobUID, jobRunning)}
+	rules := []*wrapupv1alpha1.CompletionRule{served(jobRule("c").Priority(3)), served(jobRule("a").Priority(7)), served(jobRule("b").Priority(7)),
+		served(jobRule("z").Priority(9).AppWrapperLabels(map[string]string{"role": "other"}))}
+	objs := []client.Object{util.MakeNamespace(exNS).Label("team", "a").Obj(), exAppWrapper().Obj(), liveJob(exJob, exJobUID).Obj()}
 	for _, r := range rules {
 		objs = append(objs, r)
 	}
@@ -612,10 +519,10 @@ func TestDescribeAction(t *testing.T) {
 		outcome wrapupv1alpha1.Outcome
 		want    string
 	}{
-		{name: "default is DeleteAll at once", rule: exRule("r", 0), outcome: wrapupv1alpha1.OutcomeSucceeded, want: "DeleteAll: record the outcome, then delete the AppWrapper at once"},
-		{name: "TTL", rule: exRule("r", 0, onFailure(wrapupv1alpha1.ActionDeleteAll, 300)), outcome: wrapupv1alpha1.OutcomeFailed, want: "5m0s after the trigger finished; a failure is final only once"},
-		{name: "UpdateStatus", rule: exRule("r", 0, onSuccess(wrapupv1alpha1.ActionUpdateStatus, 0)), outcome: wrapupv1alpha1.OutcomeSucceeded, want: "UpdateStatus: record the outcome on the AppWrapper, delete nothing"},
-		{name: "dry run", rule: exRule("r", 0, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.DryRun = true }), outcome: wrapupv1alpha1.OutcomeSucceeded, want: "dryRun: record the outcome and emit a WouldDelete Event, delete nothing (without dryRun: delete the AppWrapper at once)"},
+		{name: "default is DeleteAll at once", rule: served(jobRule("r")), outcome: wrapupv1alpha1.OutcomeSucceeded, want: "DeleteAll: record the outcome, then delete the AppWrapper at once"},
+		{name: "TTL", rule: served(jobRule("r").OnFailure(wrapupv1alpha1.ActionDeleteAll, 300)), outcome: wrapupv1alpha1.OutcomeFailed, want: "5m0s after the trigger finished; a failure is final only once"},
+		{name: "UpdateStatus", rule: served(jobRule("r").OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0)), outcome: wrapupv1alpha1.OutcomeSucceeded, want: "UpdateStatus: record the outcome on the AppWrapper, delete nothing"},
+		{name: "dry run", rule: served(jobRule("r").DryRun()), outcome: wrapupv1alpha1.OutcomeSucceeded, want: "dryRun: record the outcome and emit a WouldDelete Event, delete nothing (without dryRun: delete the AppWrapper at once)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -635,20 +542,15 @@ func TestExplainKindTheControllerCannotWatch(t *testing.T) {
 	m.Add(batchv1.SchemeGroupVersion.WithKind("Job"), apimeta.RESTScopeNamespace)
 	m.Add(awv1beta2.GroupVersion.WithKind("AppWrapper"), apimeta.RESTScopeNamespace)
 	m.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), apimeta.RESTScopeNamespace)
-	aw := exAppWrapper(t, withComponents(
-		awv1beta2.AppWrapperComponent{Template: template(t, "apps/v1", "Deployment", "sweep-inference")},
-		awv1beta2.AppWrapperComponent{Template: template(t, "v1", "ConfigMap", "sweep-done")}))
+	aw := sweep(inference(), util.MakeObject("v1", "ConfigMap", "sweep-done").Obj()).Obj()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sweep-done", Namespace: exNS,
 		Labels:          map[string]string{awv1beta2.AppWrapperLabel: exAW},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: exAW, UID: exAWUID, Controller: ptr.To(true)}}},
 		Data: map[string]string{"done": "true"}}
-	r := exRule("configmaps", 10, func(r *wrapupv1alpha1.CompletionRule) {
-		r.Spec.Trigger = wrapupv1alpha1.TriggerSpec{Kind: "ConfigMap"}
-		r.Spec.Success = "object.data.done == 'true'"
-		r.Status.Conditions = []metav1.Condition{{Type: wrapupv1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: r.Generation,
-			Reason: wrapupv1alpha1.ReasonTriggerKindNotWatchable, Message: `configmaps is forbidden`, LastTransitionTime: metav1.NewTime(exNow)}}
-	})
-	c := fake.NewClientBuilder().WithScheme(util.Scheme()).WithRESTMapper(m).WithObjects(aw, cm, exNamespace(), r).Build()
+	r := served(util.MakeRule("configmaps").Priority(10).TriggerKind("", "ConfigMap", "").Success("object.data.done == 'true'"))
+	r.Status.Conditions = []metav1.Condition{{Type: wrapupv1alpha1.ConditionReady, Status: metav1.ConditionFalse, ObservedGeneration: r.Generation,
+		Reason: wrapupv1alpha1.ReasonTriggerKindNotWatchable, Message: `configmaps is forbidden`, LastTransitionTime: metav1.NewTime(exNow)}}
+	c := fake.NewClientBuilder().WithScheme(util.Scheme()).WithRESTMapper(m).WithObjects(aw, cm, util.MakeNamespace(exNS).Label("team", "a").Obj(), r).Build()
 	ex, err := Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
 	if err != nil {
 		t.Fatal(err)
@@ -673,13 +575,10 @@ func TestExplainKindTheControllerCannotWatch(t *testing.T) {
 // TestExplainSeveralTriggers: explain reads every candidate, lists each
 // with its state, and says which one is still running.
 func TestExplainSeveralTriggers(t *testing.T) {
-	aw := exAppWrapper(t, withComponents(
-		awv1beta2.AppWrapperComponent{Template: template(t, "apps/v1", "Deployment", "sweep-inference")},
-		awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "sweep-a")},
-		awv1beta2.AppWrapperComponent{Template: template(t, "batch/v1", "Job", "sweep-b")}))
-	r := exRule("sweeps", 10, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.Trigger.Policy = wrapupv1alpha1.TriggerPolicyAll })
+	aw := sweep(inference(), util.MakeObject("batch/v1", "Job", "sweep-a").Obj(), util.MakeObject("batch/v1", "Job", "sweep-b").Obj()).Obj()
+	r := served(jobRule("sweeps").Priority(10).Policy(wrapupv1alpha1.TriggerPolicyAll))
 	c := fake.NewClientBuilder().WithScheme(util.Scheme()).WithRESTMapper(explainMapper()).
-		WithObjects(aw, exNamespace(), r, exLiveJob("sweep-a", "a-uid", jobDone), exLiveJob("sweep-b", "b-uid", jobRunning)).Build()
+		WithObjects(aw, util.MakeNamespace(exNS).Label("team", "a").Obj(), r, liveJob("sweep-a", "a-uid").Complete(exDone).Obj(), liveJob("sweep-b", "b-uid").Obj()).Build()
 	ex, err := Explain(context.Background(), c, nil, client.ObjectKeyFromObject(aw), exNow)
 	if err != nil {
 		t.Fatal(err)
@@ -702,7 +601,7 @@ func TestExplainSeveralTriggers(t *testing.T) {
 	if err := c.Get(context.Background(), types.NamespacedName{Namespace: exNS, Name: "sweep-b"}, b); err != nil {
 		t.Fatal(err)
 	}
-	b.Status = jobDone
+	b.Status = liveJob("sweep-b", "b-uid").Complete(exDone).Obj().Status
 	if err := c.Status().Update(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
@@ -733,11 +632,11 @@ func TestNamespaceReadOnlyForNamespaceSelectors(t *testing.T) {
 		{"excludes the namespace", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}, 1, decision.VerdictNoRule},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			aw := exAppWrapper(t)
-			r := exRule("jobs", 10, func(r *wrapupv1alpha1.CompletionRule) { r.Spec.NamespaceSelector = tc.sel })
+			aw := exAppWrapper().Obj()
+			r := served(jobRule("jobs").Priority(10).NamespaceSelector(tc.sel))
 			reads := 0
 			c := fake.NewClientBuilder().WithScheme(util.Scheme()).WithRESTMapper(explainMapper()).
-				WithObjects(aw, exNamespace(), r, exLiveJob(exJob, exJobUID, jobDone)).
+				WithObjects(aw, util.MakeNamespace(exNS).Label("team", "a").Obj(), r, liveJob(exJob, exJobUID).Complete(exDone).Obj()).
 				WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 					if _, ok := obj.(*corev1.Namespace); ok {
 						reads++

@@ -3,18 +3,19 @@ package view
 import (
 	"context"
 	"testing"
+	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
 // mkView is a view of a MultiKueue manager whose one AppWrapper is
@@ -51,19 +52,13 @@ func (v *mkView) AppWrapperVariable(_ context.Context, aw *awv1beta2.AppWrapper,
 // status of the copy that runs the AppWrapper on its worker, as every
 // decision does, not the manager's mirror (late, or of an earlier copy).
 func TestAppWrapperVariableUnderMultiKueue(t *testing.T) {
-	comps := []awv1beta2.AppWrapperComponent{{Template: template(t, "batch/v1", "Job", "bench")}}
-	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"},
-		Spec:   awv1beta2.AppWrapperSpec{ManagedBy: ptr.To(kueue.MultiKueueControllerName), Components: comps},
-		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperFailed, Retries: 3}}
-	cp := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "copy-uid",
-		Labels: map[string]string{decision.PrebuiltWorkloadLabel: "wl", kueue.MultiKueueOriginLabel: "multikueue"}},
-		Spec:   awv1beta2.AppWrapperSpec{Components: comps},
-		Status: awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperRunning, Retries: 1}}
-	for _, a := range []*awv1beta2.AppWrapper{aw, cp} {
-		a.Status.Conditions = []metav1.Condition{{Type: string(awv1beta2.ResourcesDeployed), Status: metav1.ConditionTrue, Reason: "x"}}
-	}
-	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"},
-		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}, Success: "appWrapper.status.resettingCount > 2"}}
+	bench := util.MakeObject("batch/v1", "Job", "bench").Obj()
+	aw := util.MakeAppWrapper("run", "ns").UID("aw-uid").ManagedBy(kueue.MultiKueueControllerName).Component(bench, nil).
+		Phase(awv1beta2.AppWrapperFailed).Retries(3).Condition(awv1beta2.ResourcesDeployed, metav1.ConditionTrue, "x", time.Time{}).Obj()
+	cp := util.MakeAppWrapper("run", "ns").UID("copy-uid").Label(decision.PrebuiltWorkloadLabel, "wl").Label(kueue.MultiKueueOriginLabel, "multikueue").
+		Component(bench, nil).
+		Phase(awv1beta2.AppWrapperRunning).Retries(1).Condition(awv1beta2.ResourcesDeployed, metav1.ConditionTrue, "x", time.Time{}).Obj()
+	rule := util.MakeRule("jobs").TriggerKind("batch", "Job", "").Success("appWrapper.status.resettingCount > 2").Obj()
 	v := &mkView{aw: aw, copy: cp, rule: rule}
 	in, err := Gather(context.Background(), v, &celpolicies.Cache{}, types.NamespacedName{Namespace: "ns", Name: "run"}, nil, decision.Input{})
 	if err != nil {

@@ -47,12 +47,7 @@ var _ = Describe("Completing AppWrappers", func() {
 			w.Component(util.MakeJob(name+"-benchmark").Obj(), nil)
 		}
 		aw := w.Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
-		job := types.NamespacedName{Namespace: ns.Name, Name: name + "-benchmark"}
-		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
-		util.JobStarted(ctx, k8sClient, job)
-		return aw, job
+		return aw, runJob(aw, name+"-benchmark")
 	}
 
 	It("records the outcome and deletes the whole AppWrapper when the benchmark Job succeeds", func() {
@@ -69,11 +64,7 @@ var _ = Describe("Completing AppWrappers", func() {
 		pod := util.CreatePod(ctx, k8sClient, ns.Name, "run1-inference-0", aw.Name, deploy, corev1.PodRunning)
 
 		By("nothing happening while the Job runs")
-		Consistently(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		expectNotRecorded(aw)
 
 		By("the Job completing")
 		util.JobComplete(ctx, k8sClient, job)
@@ -138,9 +129,7 @@ var _ = Describe("Completing AppWrappers", func() {
 		}, util.Timeout, util.Interval).Should(Succeed())
 
 		By("the run kept past what would be its TTL (UpdateStatus deletes nothing)")
-		Consistently(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-		}, 7*time.Second, util.Interval).Should(Succeed())
+		expectKept(aw, 7*time.Second)
 
 		By("the admin changing the action to DeleteAll with a TTL of 6 s")
 		Eventually(func(g Gomega) {
@@ -186,11 +175,9 @@ var _ = Describe("Completing AppWrappers", func() {
 			Label("kueue.x-k8s.io/prebuilt-workload-name", "appwrapper-"+name+"-1a2b3").
 			Component(util.MakeDeployment(name+"-inference", 1), nil).
 			Component(util.MakeJob(name+"-benchmark").Obj(), nil).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		job := types.NamespacedName{Namespace: ns.Name, Name: name + "-benchmark"}
-		created := &batchv1.Job{}
-		Eventually(func() error { return k8sClient.Get(ctx, job, created) }, util.Timeout, util.Interval).Should(Succeed())
+		created := expectJob(job)
 		util.JobStarted(ctx, k8sClient, job)
 		util.JobComplete(ctx, k8sClient, job)
 
@@ -223,9 +210,7 @@ var _ = Describe("Completing AppWrappers", func() {
 		aw, job := benchmarkAppWrapper("run3", false)
 		util.JobComplete(ctx, k8sClient, job)
 		expectEvent(aw, "", "WouldDelete", "would delete")
-		Consistently(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		expectKept(aw, util.ConsistentDuration)
 	})
 
 	It("waits ttlSecondsAfterFinished before deleting", func() {
@@ -233,9 +218,7 @@ var _ = Describe("Completing AppWrappers", func() {
 		aw, job := benchmarkAppWrapper("run4", false)
 		util.JobComplete(ctx, k8sClient, job)
 		expectEvent(aw, "", "TriggerSucceeded", "deleted in 4s")
-		Consistently(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-		}, "2s", util.Interval).Should(Succeed())
+		expectKept(aw, "2s")
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
 	})
 
@@ -257,9 +240,7 @@ var _ = Describe("Completing AppWrappers", func() {
 		}, util.Timeout, util.Interval).Should(Succeed())
 		util.JobComplete(ctx, k8sClient, job)
 		expectEvent(aw, "", "TriggerSucceeded", "rule "+high.Name)
-		Consistently(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		expectKept(aw, util.ConsistentDuration)
 
 		By("the winner counting the outcome, and the loser's counters not moving")
 		Eventually(func(g Gomega) {
@@ -308,10 +289,9 @@ var _ = Describe("Completing AppWrappers", func() {
 			Annotation(awv1beta2.RetryLimitAnnotation, "0").
 			Component(util.MakeDeployment("run13-inference", 1), nil).
 			Component(util.MakeJob("run13-benchmark").Obj(), nil).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		job := types.NamespacedName{Namespace: ns.Name, Name: "run13-benchmark"}
-		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		expectJob(job)
 		failJob(aw, job)
 		expectEvent(aw, "", "TriggerFailed", "deleted in 4s")
 		Consistently(func(g Gomega) {
@@ -329,11 +309,7 @@ var _ = Describe("Completing AppWrappers", func() {
 		aw.Annotations = map[string]string{wrapupv1alpha1.IgnoreAnnotation: "true"}
 		Expect(k8sClient.Update(ctx, aw)).To(Succeed())
 		util.JobComplete(ctx, k8sClient, job)
-		Consistently(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		expectNotRecorded(aw)
 	})
 
 	It("refuses an ambiguous trigger with a Warning that says why", func() {
@@ -341,13 +317,10 @@ var _ = Describe("Completing AppWrappers", func() {
 		aw := util.MakeAppWrapper("run8", ns.Name).
 			Component(util.MakeJob("first").Obj(), nil).
 			Component(util.MakeJob("second").Obj(), nil).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		expectEvent(aw, "", "AmbiguousTrigger", "has 2")
 		util.JobComplete(ctx, k8sClient, types.NamespacedName{Namespace: ns.Name, Name: "first"})
-		Consistently(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		expectKept(aw, util.ConsistentDuration)
 	})
 
 	It("reports a rule whose expression does not compile, and acts on nothing", func() {
@@ -360,11 +333,7 @@ var _ = Describe("Completing AppWrappers", func() {
 
 		aw, job := benchmarkAppWrapper("run9", false)
 		util.JobComplete(ctx, k8sClient, job)
-		Consistently(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		expectNotRecorded(aw)
 
 		By("fixing the rule")
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(bad), got)).To(Succeed())
@@ -413,9 +382,7 @@ var _ = Describe("Completing AppWrappers", func() {
 		aw, job := benchmarkAppWrapper("run10", false)
 		util.JobComplete(ctx, k8sClient, job)
 		expectEvent(aw, "", "EvaluationError", "not finished")
-		Consistently(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		expectKept(aw, util.ConsistentDuration)
 	})
 
 	It("finishes a failed AppWrapper once its controller stops retrying", func() {
@@ -424,10 +391,9 @@ var _ = Describe("Completing AppWrappers", func() {
 			Annotation(awv1beta2.RetryLimitAnnotation, "0").
 			Component(util.MakeDeployment("run11-inference", 1), nil).
 			Component(util.MakeJob("run11-benchmark").Obj(), nil).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		job := types.NamespacedName{Namespace: ns.Name, Name: "run11-benchmark"}
-		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		expectJob(job)
 		failJob(aw, job)
 		expectEvent(aw, "", "TriggerFailed", "")
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
@@ -441,11 +407,9 @@ var _ = Describe("Completing AppWrappers", func() {
 			Annotation(awv1beta2.FailureGracePeriodDurationAnnotation, "0s").
 			Annotation(awv1beta2.RetryPausePeriodDurationAnnotation, "1s").
 			Component(util.MakeJob("run12-benchmark").Obj(), nil).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		key := types.NamespacedName{Namespace: ns.Name, Name: "run12-benchmark"}
-		first := &batchv1.Job{}
-		Eventually(func() error { return k8sClient.Get(ctx, key, first) }, util.Timeout, util.Interval).Should(Succeed())
+		first := expectJob(key)
 		failJob(aw, key)
 
 		By("the AppWrapper controller re-creating the Job, and wrapup not acting meanwhile")
@@ -477,11 +441,9 @@ var _ = Describe("Completing AppWrappers", func() {
 			Annotation(awv1beta2.RetryLimitAnnotation, "1").
 			Annotation(awv1beta2.RetryPausePeriodDurationAnnotation, "1s").
 			Component(util.MakeJob("run14-benchmark").Obj(), nil).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		key := types.NamespacedName{Namespace: ns.Name, Name: "run14-benchmark"}
-		first := &batchv1.Job{}
-		Eventually(func() error { return k8sClient.Get(ctx, key, first) }, util.Timeout, util.Interval).Should(Succeed())
+		first := expectJob(key)
 		util.JobFailed(ctx, k8sClient, key)
 
 		By("the retry re-creating the Job, the record going, and nothing deleted")

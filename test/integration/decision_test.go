@@ -37,21 +37,7 @@ var _ = Describe("Deciding safely", func() {
 	runningJob := func(w *util.AppWrapperWrapper, name string) (*awv1beta2.AppWrapper, types.NamespacedName) {
 		GinkgoHelper()
 		aw := w.Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
-		job := types.NamespacedName{Namespace: ns.Name, Name: name}
-		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
-		util.JobStarted(ctx, k8sClient, job)
-		return aw, job
-	}
-	notDeletedNorRecorded := func(aw *awv1beta2.AppWrapper) {
-		GinkgoHelper()
-		Consistently(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
-			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		return aw, runJob(aw, name)
 	}
 
 	It("lets no rule act in the place of a higher-priority rule that does not compile", func() {
@@ -66,7 +52,7 @@ var _ = Describe("Deciding safely", func() {
 		aw, job := runningJob(util.MakeAppWrapper("blocked", ns.Name).Component(util.MakeJob("blocked-bench").Obj(), nil), "blocked-bench")
 		util.JobComplete(ctx, k8sClient, job)
 		expectEvent(aw, "", wrapupv1alpha1.ReasonBlockedByRule, keep.Name)
-		notDeletedNorRecorded(aw)
+		expectUndecided(aw)
 
 		By("fixing the rule: it decides, and keeps the run")
 		Eventually(func(g Gomega) {
@@ -81,9 +67,7 @@ var _ = Describe("Deciding safely", func() {
 			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, "Succeeded"))
 			g.Expect(got.Annotations).To(HaveKeyWithValue(wrapupv1alpha1.RuleAnnotation, keep.Name))
 		}, util.Timeout, util.Interval).Should(Succeed())
-		Consistently(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		expectKept(aw, util.ConsistentDuration)
 	})
 
 	It("deletes at once, not at its TTL, a run that Kueue preempts after it finished, so that it never runs again", func() {
@@ -98,9 +82,7 @@ var _ = Describe("Deciding safely", func() {
 		Expect(k8sClient.Get(ctx, job, first)).To(Succeed())
 		util.JobComplete(ctx, k8sClient, job)
 		expectEvent(aw, "", wrapupv1alpha1.ReasonTriggerSucceeded, "")
-		Consistently(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-		}, util.ConsistentDuration, util.Interval).Should(Succeed(), "deleted before its TTL of an hour")
+		expectKept(aw, util.ConsistentDuration, "deleted before its TTL of an hour")
 
 		By("Kueue preempting it during the TTL")
 		Eventually(func(g Gomega) {
@@ -161,8 +143,7 @@ var _ = Describe("Deciding safely", func() {
 		aw := util.MakeAppWrapper("configured", ns.Name).
 			Component(util.MakeJob("configured-bench").Obj(), nil).
 			Component(util.MakeConfigMap("configured-config", map[string]string{"rate": "10"}), map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		expectEvent(aw, "", wrapupv1alpha1.ReasonTriggerKindNotWatched, "configmaps")
 		Eventually(func(g Gomega) {
 			got := &wrapupv1alpha1.CompletionRule{}
@@ -176,7 +157,7 @@ var _ = Describe("Deciding safely", func() {
 		// it once.
 		Consistently(func() int { return countEvents(aw, wrapupv1alpha1.ReasonTriggerKindNotWatched) },
 			util.ConsistentDuration, util.Interval).Should(Equal(1))
-		notDeletedNorRecorded(aw)
+		expectUndecided(aw)
 		By("no informer for a kind wrapup may not list (asked first): no informer metric, so no admin's alert, and no failing watch logging")
 		Expect(informerRunning(schema.GroupKind{Kind: "ConfigMap"})).To(BeFalse())
 

@@ -52,12 +52,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 			m(w)
 		}
 		aw := w.Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
-		job := types.NamespacedName{Namespace: ns.Name, Name: name + "-benchmark"}
-		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
-		util.JobStarted(ctx, k8sClient, job)
-		return aw, job
+		return aw, runJob(aw, name+"-benchmark")
 	}
 	explain := func(aw *awv1beta2.AppWrapper) *view.Explanation {
 		GinkgoHelper()
@@ -136,9 +131,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 			g.Expect(ex.Recorded.Rule).To(Equal(high.Name))
 			g.Expect(ex.Recorded.Message).To(Equal("benchmark run2-benchmark done"))
 		}, util.Timeout, util.Interval).Should(Succeed())
-		Consistently(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		expectKept(aw, util.ConsistentDuration)
 	})
 
 	It("counts down a DeleteAll TTL that the controller is waiting out", func() {
@@ -173,11 +166,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 		Expect(ex.Evaluation).To(BeNil())
 
 		util.JobComplete(ctx, k8sClient, job)
-		Consistently(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		expectNotRecorded(aw)
 		Expect(explain(aw).Verdict).To(Equal(decision.VerdictIgnored))
 	})
 
@@ -186,8 +175,7 @@ var _ = Describe("kubectl wrapup explain", func() {
 		aw := util.MakeAppWrapper("run5", ns.Name).
 			Component(util.MakeJob("first").Obj(), nil).
 			Component(util.MakeJob("second").Obj(), nil).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 
 		ex := explain(aw)
 		Expect(ex.Verdict).To(Equal(decision.VerdictNoTrigger), ex.String())

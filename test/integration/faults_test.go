@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,10 +109,9 @@ var _ = Describe("Faults", func() {
 			w.Label(k, v)
 		}
 		aw := w.Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		job := types.NamespacedName{Namespace: ns.Name, Name: name + "-job"}
-		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		expectJob(job)
 		return aw, job
 	}
 	expectRecorded := func(aw *awv1beta2.AppWrapper) time.Time {
@@ -139,9 +137,7 @@ var _ = Describe("Faults", func() {
 
 		restartManager(func() {
 			By("nothing acting while the controller is down")
-			Consistently(func() error {
-				return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-			}, "2s", util.Interval).Should(Succeed())
+			expectKept(aw, "2s")
 		})
 
 		By("the new controller deleting at the recorded time plus the TTL, not earlier")
@@ -168,13 +164,10 @@ var _ = Describe("Faults", func() {
 		// A finalizer of the test's own keeps the deleted AppWrapper, so
 		// that the restarted controller sees it, deletionTimestamp set.
 		const hold = "test.wrapup.dev/hold"
-		w := util.MakeAppWrapper("afterdelete", ns.Name).Component(util.MakeJob("afterdelete-job").Obj(), nil)
-		aw := w.Obj()
-		aw.Finalizers = []string{hold}
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		aw := util.MakeAppWrapper("afterdelete", ns.Name).Component(util.MakeJob("afterdelete-job").Obj(), nil).Finalizers(hold).Obj()
+		createRunning(aw)
 		job := types.NamespacedName{Namespace: ns.Name, Name: "afterdelete-job"}
-		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		expectJob(job)
 		util.JobComplete(ctx, k8sClient, job)
 
 		By("waiting for the delete call, then stopping the controller")
@@ -230,9 +223,7 @@ var _ = Describe("Faults", func() {
 			got.Spec.AppWrapperSelector.MatchLabels = map[string]string{"team": "b"}
 			g.Expect(k8sClient.Update(ctx, got)).To(Succeed())
 		}, util.Timeout, util.Interval).Should(Succeed())
-		Consistently(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-		}, (ttl+2)*time.Second, util.Interval).Should(Succeed())
+		expectKept(aw, (ttl+2)*time.Second)
 		Expect(countEvents(aw, wrapupv1alpha1.ReasonDeleted)).To(BeZero())
 	})
 

@@ -34,12 +34,7 @@ var _ = Describe("The history of finished runs", func() {
 			w.Label(k, v)
 		}
 		aw := w.Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
-		job := types.NamespacedName{Namespace: ns.Name, Name: name + "-bench"}
-		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
-		util.JobStarted(ctx, k8sClient, job)
-		return aw, job
+		return aw, runJob(aw, name+"-bench")
 	}
 	recordOf := func(aw *awv1beta2.AppWrapper) *wrapupv1alpha1.CompletionRecord {
 		GinkgoHelper()
@@ -180,11 +175,9 @@ var _ = Describe("The history of finished runs", func() {
 			Annotation(awv1beta2.RetryLimitAnnotation, "1").
 			Annotation(awv1beta2.RetryPausePeriodDurationAnnotation, "1s").
 			Component(util.MakeJob("retry-bench").Obj(), nil).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		key := types.NamespacedName{Namespace: ns.Name, Name: "retry-bench"}
-		first := &batchv1.Job{}
-		Eventually(func() error { return k8sClient.Get(ctx, key, first) }, util.Timeout, util.Interval).Should(Succeed())
+		first := expectJob(key)
 		util.JobPodFailed(ctx, k8sClient, key)
 		failed := recordOf(aw)
 		Expect(failed.Outcome).To(Equal(wrapupv1alpha1.OutcomeFailed))

@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	dto "github.com/prometheus/client_model/go"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,16 +77,13 @@ var _ = Describe("Trigger kinds", func() {
 		aw := util.MakeAppWrapper("run", ns.Name).
 			Component(util.MakeDeployment("inference", 1), nil).
 			Component(trigger, nil).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(trigger.GroupVersionKind())
 		key := types.NamespacedName{Namespace: ns.Name, Name: trigger.GetName()}
 		Eventually(func() error { return k8sClient.Get(ctx, key, live) }, util.Timeout, util.Interval).Should(Succeed())
-		Consistently(func() error {
-			return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
-		}, time.Second, util.Interval).Should(Succeed())
+		expectKept(aw, time.Second)
 
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, key, live)).To(Succeed())
@@ -182,20 +178,14 @@ var _ = Describe("Trigger kinds", func() {
 		// broken Job rule holds Job AppWrappers in every namespace, never a
 		// PyTorchJob one.
 		bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}}
-		broken := util.MakeRule("broken").TriggerKind("batch", "Job", "").Priority(10).Obj()
-		broken.Name = ns.Name + "-broken"
-		broken.Spec.AppWrapperSelector, broken.Spec.NamespaceSelector = bad, bad.DeepCopy()
+		broken := util.MakeRule(ns.Name+"-broken").TriggerKind("batch", "Job", "").Priority(10).AppWrapperSelector(bad).NamespaceSelector(bad.DeepCopy()).Obj()
 		createSpecRule(broken)
 		expectRuleReady(broken, metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidSelector)
 		createReadyRule(ns, util.MakeRule("jobs").TriggerKind("batch", "Job", ""))
 		createReadyRule(ns, util.MakeRule("pytorchjobs").TriggerKind("kubeflow.org", "PyTorchJob", ""))
 
 		jobAW := util.MakeAppWrapper("held", ns.Name).Component(util.MakeJob("bench").Obj(), nil).Obj()
-		Expect(k8sClient.Create(ctx, jobAW)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(jobAW), awv1beta2.AppWrapperRunning)
-		job := types.NamespacedName{Namespace: ns.Name, Name: "bench"}
-		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
-		util.JobStarted(ctx, k8sClient, job)
+		job := runJob(jobAW, "bench")
 		util.JobComplete(ctx, k8sClient, job)
 
 		finishes(pyTorchJob(), pyTorchJobSucceeded)
@@ -259,8 +249,7 @@ var _ = Describe("Trigger kinds", func() {
 		aw := util.MakeAppWrapper("run", ns.Name).
 			Component(util.MakeDeployment("inference", 1), nil).
 			Component(object("example.wrapup.dev/v1", "EvalRun", "suite", map[string]any{"suite": "mmlu"}), nil).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.wrapup.dev", Version: "v1", Kind: "EvalRun"})
 		key := types.NamespacedName{Namespace: ns.Name, Name: "suite"}
@@ -300,8 +289,7 @@ var _ = Describe("Trigger kinds", func() {
 		aw := util.MakeAppWrapper("annotated", ns.Name).Label("team", "evals").Annotation("team.example.com/run", "r42").
 			Component(util.MakeDeployment("inference", 1), nil).
 			Component(object("example.wrapup.dev/v1", "EvalRun", "meta", map[string]any{"suite": "mmlu"}), nil).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.wrapup.dev", Version: "v1", Kind: "EvalRun"})
 		key := types.NamespacedName{Namespace: ns.Name, Name: "meta"}
@@ -390,11 +378,7 @@ var _ = Describe("Trigger kinds", func() {
 			g.Expect(ex.Trigger).NotTo(BeNil())
 			g.Expect(ex.Trigger.Problem).To(ContainSubstring("its components do not exist"))
 		}, util.Timeout, util.Interval).Should(Succeed())
-		Consistently(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		expectNotRecorded(aw)
 	})
 })
 

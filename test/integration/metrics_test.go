@@ -10,8 +10,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
-	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -58,10 +56,9 @@ var _ = Describe("Metrics", func() {
 			NamespaceLabels(map[string]string{nsLabel: ns.Name + "-none"}).Obj()
 		Expect(k8sClient.Create(ctx, broken)).To(Succeed())
 		aw := util.MakeAppWrapper("measured", ns.Name).Component(util.MakeJob("measured-job").Obj(), nil).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		job := types.NamespacedName{Namespace: ns.Name, Name: "measured-job"}
-		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		expectJob(job)
 		util.JobComplete(ctx, k8sClient, job)
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
 

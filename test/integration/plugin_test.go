@@ -12,10 +12,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
-	batchv1 "k8s.io/api/batch/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -123,11 +121,7 @@ var _ = Describe("kubectl wrapup", func() {
 		aw := util.MakeAppWrapper("run", ns.Name).
 			Component(util.MakeDeployment("run-inference", 1), nil).
 			Component(util.MakeJob("run-benchmark").Obj(), nil).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
-		job := types.NamespacedName{Namespace: ns.Name, Name: "run-benchmark"}
-		Eventually(func() error { return k8sClient.Get(ctx, job, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
-		util.JobStarted(ctx, k8sClient, job)
+		job := runJob(aw, "run-benchmark")
 
 		By("eval on the running trigger")
 		out, code := run("eval", "--rule", rule.Name, "--appwrapper", ns.Name+"/run")

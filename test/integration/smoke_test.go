@@ -32,8 +32,7 @@ var _ = Describe("The local control plane", func() {
 			Component(util.MakeDeployment("inference", 1), nil).
 			Component(util.MakeJob("benchmark").Obj(), nil).
 			Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 
 		deploy := &appsv1.Deployment{}
 		job := &batchv1.Job{}

@@ -9,9 +9,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -145,4 +148,64 @@ func createSpecRule(rule *wrapupv1alpha1.CompletionRule) {
 	GinkgoHelper()
 	Expect(k8sClient.Create(ctx, rule)).To(Succeed())
 	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, rule))).To(Succeed()) })
+}
+
+// createRunning creates aw and waits until the AppWrapper controller runs
+// it.
+func createRunning(aw *awv1beta2.AppWrapper) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+	util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+}
+
+// expectJob waits until the Job key exists (the AppWrapper controller
+// creates it), and returns it.
+func expectJob(key types.NamespacedName) *batchv1.Job {
+	GinkgoHelper()
+	job := &batchv1.Job{}
+	Eventually(func() error { return k8sClient.Get(ctx, key, job) }, util.Timeout, util.Interval).Should(Succeed())
+	return job
+}
+
+// runJob creates aw, waits until it runs and its Job jobName exists, and
+// plays the Job controller starting the Job's pods. It returns the Job's
+// key.
+func runJob(aw *awv1beta2.AppWrapper, jobName string) types.NamespacedName {
+	GinkgoHelper()
+	createRunning(aw)
+	job := types.NamespacedName{Namespace: aw.Namespace, Name: jobName}
+	expectJob(job)
+	util.JobStarted(ctx, k8sClient, job)
+	return job
+}
+
+// expectKept checks that aw is not deleted for the duration within.
+func expectKept(aw *awv1beta2.AppWrapper, within any, description ...any) {
+	GinkgoHelper()
+	Consistently(func() error {
+		return k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})
+	}, within, util.Interval).Should(Succeed(), description...)
+}
+
+// expectNotRecorded checks that aw stays, with no outcome recorded, for
+// util.ConsistentDuration.
+func expectNotRecorded(aw *awv1beta2.AppWrapper) {
+	GinkgoHelper()
+	Consistently(func(g Gomega) {
+		got := &awv1beta2.AppWrapper{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+		g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+	}, util.ConsistentDuration, util.Interval).Should(Succeed())
+}
+
+// expectUndecided checks that aw stays, neither being deleted nor with an
+// outcome recorded, for util.ConsistentDuration.
+func expectUndecided(aw *awv1beta2.AppWrapper) {
+	GinkgoHelper()
+	Consistently(func(g Gomega) {
+		got := &awv1beta2.AppWrapper{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+		g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
+		g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+	}, util.ConsistentDuration, util.Interval).Should(Succeed())
 }

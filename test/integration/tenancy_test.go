@@ -77,8 +77,7 @@ var _ = Describe("Multi-tenancy", func() {
 		victim := util.MakeAppWrapper("victim", victimNS.Name).
 			Component(util.MakeDeployment("inference", 1), nil).
 			Component(util.MakeJob("bench").Obj(), nil).Obj()
-		Expect(k8sClient.Create(ctx, victim)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(victim), awv1beta2.AppWrapperRunning)
+		createRunning(victim)
 
 		By("the tenant's RBAC holding: no write to the victim's AppWrapper")
 		got := &awv1beta2.AppWrapper{}
@@ -186,11 +185,6 @@ var _ = Describe("Multi-tenancy", func() {
 			g.Expect(tenant.Update(ctx, got)).To(Succeed())
 		}, util.Timeout, util.Interval).Should(Succeed())
 		expectEvent(aw, "", "OutcomeCleared", "running again")
-		Consistently(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
-			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		expectUndecided(aw)
 	})
 })

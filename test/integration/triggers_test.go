@@ -33,22 +33,12 @@ var _ = Describe("Several triggers", func() {
 			jobs = append(jobs, types.NamespacedName{Namespace: ns.Name, Name: jn})
 		}
 		aw := w.Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		for _, j := range jobs {
-			Eventually(func() error { return k8sClient.Get(ctx, j, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+			expectJob(j)
 			util.JobStarted(ctx, k8sClient, j)
 		}
 		return aw, jobs
-	}
-	expectUndecided := func(aw *awv1beta2.AppWrapper) {
-		GinkgoHelper()
-		Consistently(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
-			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
 	}
 
 	It("under All, deletes an AppWrapper with three harness Jobs only once the third has succeeded", func() {
@@ -114,7 +104,7 @@ var _ = Describe("Several triggers", func() {
 
 		By("the new attempt's three Jobs succeeding")
 		for _, j := range jobs {
-			Eventually(func() error { return k8sClient.Get(ctx, j, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+			expectJob(j)
 			util.JobComplete(ctx, k8sClient, j)
 		}
 		expectEvent(aw, "", "TriggerSucceeded", "")
@@ -133,11 +123,10 @@ var _ = Describe("Several triggers", func() {
 			Component(util.MakeConfigMap("mixed-config", nil), nil).
 			Trigger(util.MakeJob("mixed-load").Obj()).
 			Trigger(pod).Obj()
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
-		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
+		createRunning(aw)
 		load := types.NamespacedName{Namespace: ns.Name, Name: "mixed-load"}
 		checker := types.NamespacedName{Namespace: ns.Name, Name: "mixed-checker"}
-		Eventually(func() error { return k8sClient.Get(ctx, load, &batchv1.Job{}) }, util.Timeout, util.Interval).Should(Succeed())
+		expectJob(load)
 		Eventually(func() error { return k8sClient.Get(ctx, checker, &corev1.Pod{}) }, util.Timeout, util.Interval).Should(Succeed())
 		util.JobStarted(ctx, k8sClient, load)
 		util.SetPodPhase(ctx, k8sClient, checker, corev1.PodRunning)

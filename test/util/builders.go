@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -35,6 +36,12 @@ func (w *AppWrapperWrapper) Component(obj runtime.Object, annotations map[string
 	if err != nil {
 		panic(err)
 	}
+	return w.RawComponent(raw, annotations)
+}
+
+// RawComponent adds a component whose template is raw, as given (which
+// need not be JSON), with optional component annotations.
+func (w *AppWrapperWrapper) RawComponent(raw []byte, annotations map[string]string) *AppWrapperWrapper {
 	w.Spec.Components = append(w.Spec.Components, awv1beta2.AppWrapperComponent{
 		Annotations: annotations,
 		Template:    runtime.RawExtension{Raw: raw},
@@ -80,6 +87,58 @@ func (w *AppWrapperWrapper) UID(uid types.UID) *AppWrapperWrapper {
 // Phase sets the phase the AppWrapper controller reports.
 func (w *AppWrapperWrapper) Phase(p awv1beta2.AppWrapperPhase) *AppWrapperWrapper {
 	w.Status.Phase = p
+	return w
+}
+
+// Condition adds a status condition as the AppWrapper controller writes
+// it, which last changed at at.
+func (w *AppWrapperWrapper) Condition(t awv1beta2.AppWrapperCondition, status metav1.ConditionStatus, reason string, at time.Time) *AppWrapperWrapper {
+	w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: string(t), Status: status, Reason: reason, LastTransitionTime: metav1.NewTime(at)})
+	return w
+}
+
+// Retries sets how many times the AppWrapper controller has reset the
+// AppWrapper (status.retries).
+func (w *AppWrapperWrapper) Retries(n int32) *AppWrapperWrapper {
+	w.Status.Retries = n
+	return w
+}
+
+// ComponentStatus sets status.componentStatus to components of these
+// names, in the order of spec.components, as the AppWrapper controller
+// reports them once it has created them (a generateName's name is known
+// only there).
+func (w *AppWrapperWrapper) ComponentStatus(names ...string) *AppWrapperWrapper {
+	w.Status.ComponentStatus = nil
+	for _, n := range names {
+		w.Status.ComponentStatus = append(w.Status.ComponentStatus, awv1beta2.AppWrapperComponentStatus{Name: n})
+	}
+	return w
+}
+
+// ManagedBy sets spec.managedBy (MultiKueue's controller name for an
+// AppWrapper that MultiKueue dispatches to a worker).
+func (w *AppWrapperWrapper) ManagedBy(controller string) *AppWrapperWrapper {
+	w.Spec.ManagedBy = ptr.To(controller)
+	return w
+}
+
+// Creation sets the creation timestamp, as the API server would.
+func (w *AppWrapperWrapper) Creation(at time.Time) *AppWrapperWrapper {
+	w.CreationTimestamp = metav1.NewTime(at)
+	return w
+}
+
+// DeletionTimestamp sets the deletion timestamp, as the API server does on
+// a delete that finalizers hold.
+func (w *AppWrapperWrapper) DeletionTimestamp(at time.Time) *AppWrapperWrapper {
+	w.AppWrapper.DeletionTimestamp = ptr.To(metav1.NewTime(at))
+	return w
+}
+
+// Finalizers sets the finalizers.
+func (w *AppWrapperWrapper) Finalizers(fs ...string) *AppWrapperWrapper {
+	w.AppWrapper.Finalizers = fs
 	return w
 }
 
@@ -157,10 +216,33 @@ func (w *JobWrapper) UID(uid types.UID) *JobWrapper {
 	return w
 }
 
+// Started gives the Job the status the Job controller writes once its
+// pods run, started at at.
+func (w *JobWrapper) Started(at time.Time) *JobWrapper {
+	startJob(&w.Job, metav1.NewTime(at))
+	return w
+}
+
 // Complete gives the Job the status the Job controller writes when it
 // succeeds at at.
 func (w *JobWrapper) Complete(at time.Time) *JobWrapper {
 	completeJob(&w.Job, metav1.NewTime(at))
+	return w
+}
+
+// Failed gives the Job the status the Job controller writes when it fails
+// at at (backoff limit exceeded).
+func (w *JobWrapper) Failed(at time.Time) *JobWrapper {
+	failJob(&w.Job, metav1.NewTime(at))
+	return w
+}
+
+// Deleting marks the Job as being deleted since at, with the default
+// grace period, as the API server does on a delete that finalizers or
+// graceful termination hold.
+func (w *JobWrapper) Deleting(at time.Time) *JobWrapper {
+	w.DeletionTimestamp = ptr.To(metav1.NewTime(at))
+	w.DeletionGracePeriodSeconds = ptr.To[int64](30)
 	return w
 }
 
@@ -287,3 +369,160 @@ func (w *RuleWrapper) Policy(p wrapupv1alpha1.TriggerPolicy) *RuleWrapper {
 	w.Spec.Trigger.Policy = p
 	return w
 }
+
+// AppWrapperSelector sets the AppWrapper selector as given, which may be
+// one the API server would refuse.
+func (w *RuleWrapper) AppWrapperSelector(sel *metav1.LabelSelector) *RuleWrapper {
+	w.Spec.AppWrapperSelector = sel
+	return w
+}
+
+// NamespaceSelector sets the namespace selector as given, which may be one
+// the API server would refuse.
+func (w *RuleWrapper) NamespaceSelector(sel *metav1.LabelSelector) *RuleWrapper {
+	w.Spec.NamespaceSelector = sel
+	return w
+}
+
+// UID sets the rule's UID, as the API server would.
+func (w *RuleWrapper) UID(uid types.UID) *RuleWrapper {
+	w.CompletionRule.UID = uid
+	return w
+}
+
+// Generation sets the rule's generation, as the API server counts edits of
+// its spec.
+func (w *RuleWrapper) Generation(g int64) *RuleWrapper {
+	w.CompletionRule.Generation = g
+	return w
+}
+
+// Creation sets the creation timestamp, as the API server would.
+func (w *RuleWrapper) Creation(at time.Time) *RuleWrapper {
+	w.CreationTimestamp = metav1.NewTime(at)
+	return w
+}
+
+// DeletionTimestamp sets the deletion timestamp, as the API server does on
+// a delete that finalizers hold.
+func (w *RuleWrapper) DeletionTimestamp(at time.Time) *RuleWrapper {
+	w.CompletionRule.DeletionTimestamp = ptr.To(metav1.NewTime(at))
+	return w
+}
+
+// Finalizers sets the finalizers.
+func (w *RuleWrapper) Finalizers(fs ...string) *RuleWrapper {
+	w.CompletionRule.Finalizers = fs
+	return w
+}
+
+// DeletingSince sets status.deletingSince, as the rule controller writes it.
+func (w *RuleWrapper) DeletingSince(ds wrapupv1alpha1.DeletingSince) *RuleWrapper {
+	w.Status.DeletingSince = &ds
+	return w
+}
+
+// ObjectWrapper builds objects of any kind, unstructured: a component's
+// template, or a live object of a kind with no typed builder here.
+type ObjectWrapper struct{ unstructured.Unstructured }
+
+// MakeObject starts an object of apiVersion and kind (either may be empty,
+// and is then left out) named name, or, when name is empty, with the
+// generateName "gen-".
+func MakeObject(apiVersion, kind, name string) *ObjectWrapper {
+	meta := map[string]any{}
+	if name != "" {
+		meta["name"] = name
+	} else {
+		meta["generateName"] = "gen-"
+	}
+	obj := map[string]any{"metadata": meta}
+	if apiVersion != "" {
+		obj["apiVersion"] = apiVersion
+	}
+	if kind != "" {
+		obj["kind"] = kind
+	}
+	return &ObjectWrapper{unstructured.Unstructured{Object: obj}}
+}
+
+// Annotation sets an annotation on the object's metadata.
+func (w *ObjectWrapper) Annotation(k, v string) *ObjectWrapper {
+	ann := w.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[k] = v
+	w.SetAnnotations(ann)
+	return w
+}
+
+// Status sets the object's status, as its controller writes it.
+func (w *ObjectWrapper) Status(status map[string]any) *ObjectWrapper {
+	w.Object["status"] = status
+	return w
+}
+
+// OwnedBy makes the object a component of aw, as the AppWrapper controller
+// creates one: in its namespace, with its label and its controller
+// reference.
+func (w *ObjectWrapper) OwnedBy(aw *awv1beta2.AppWrapper) *ObjectWrapper {
+	w.SetNamespace(aw.Namespace)
+	labels := w.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[awv1beta2.AppWrapperLabel] = aw.Name
+	w.SetLabels(labels)
+	w.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(aw, awv1beta2.GroupVersion.WithKind("AppWrapper"))})
+	return w
+}
+
+// UID sets the object's UID, as the API server would.
+func (w *ObjectWrapper) UID(uid types.UID) *ObjectWrapper {
+	w.SetUID(uid)
+	return w
+}
+
+// Deleting marks the object as being deleted since at, with the default
+// grace period, as the API server does on a delete that finalizers or
+// graceful termination hold.
+func (w *ObjectWrapper) Deleting(at time.Time) *ObjectWrapper {
+	ts := metav1.NewTime(at)
+	w.SetDeletionTimestamp(&ts)
+	w.SetDeletionGracePeriodSeconds(ptr.To[int64](30))
+	return w
+}
+
+// Obj returns the built object.
+func (w *ObjectWrapper) Obj() *unstructured.Unstructured { return &w.Unstructured }
+
+// Unstructured returns obj, typed, as an unstructured object (as a
+// dynamic informer caches it).
+func Unstructured(obj runtime.Object) *unstructured.Unstructured {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		panic(err)
+	}
+	return &unstructured.Unstructured{Object: m}
+}
+
+// NamespaceWrapper builds Namespaces for tests.
+type NamespaceWrapper struct{ corev1.Namespace }
+
+// MakeNamespace starts a Namespace.
+func MakeNamespace(name string) *NamespaceWrapper {
+	return &NamespaceWrapper{corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+}
+
+// Label sets a label on the Namespace.
+func (w *NamespaceWrapper) Label(k, v string) *NamespaceWrapper {
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
+	}
+	w.Labels[k] = v
+	return w
+}
+
+// Obj returns the built Namespace.
+func (w *NamespaceWrapper) Obj() *corev1.Namespace { return &w.Namespace }

@@ -24,13 +24,17 @@ import (
 // JobStarted writes the status the Job controller writes once its pods run.
 func JobStarted(ctx context.Context, c client.Client, key types.NamespacedName) {
 	ginkgo.GinkgoHelper()
-	updateJobStatus(ctx, c, key, func(j *batchv1.Job) {
-		if j.Status.StartTime == nil {
-			j.Status.StartTime = ptr.To(metav1.Now())
-		}
-		j.Status.Active = ptr.Deref(j.Spec.Parallelism, 1)
-		j.Status.Ready = ptr.To(j.Status.Active)
-	})
+	updateJobStatus(ctx, c, key, func(j *batchv1.Job) { startJob(j, metav1.Now()) })
+}
+
+// startJob gives j the status the Job controller writes once its pods
+// run, started at now unless it had started already.
+func startJob(j *batchv1.Job, now metav1.Time) {
+	if j.Status.StartTime == nil {
+		j.Status.StartTime = &now
+	}
+	j.Status.Active = ptr.Deref(j.Spec.Parallelism, 1)
+	j.Status.Ready = ptr.To(j.Status.Active)
 }
 
 // JobComplete writes the status the Job controller writes when a Job
@@ -61,19 +65,22 @@ func completeJob(j *batchv1.Job, now metav1.Time) {
 // (backoff limit exceeded): FailureTarget, then Failed.
 func JobFailed(ctx context.Context, c client.Client, key types.NamespacedName) {
 	ginkgo.GinkgoHelper()
-	updateJobStatus(ctx, c, key, func(j *batchv1.Job) {
-		now := metav1.Now()
-		if j.Status.StartTime == nil {
-			j.Status.StartTime = ptr.To(metav1.NewTime(now.Add(-time.Second)))
-		}
-		j.Status.Active = 0
-		j.Status.Ready = ptr.To[int32](0)
-		j.Status.Failed = 1
-		j.Status.Conditions = append(j.Status.Conditions,
-			batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastProbeTime: now, LastTransitionTime: now},
-			batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastProbeTime: now, LastTransitionTime: now},
-		)
-	})
+	updateJobStatus(ctx, c, key, func(j *batchv1.Job) { failJob(j, metav1.Now()) })
+}
+
+// failJob gives j the status the Job controller writes when it fails at
+// now: FailureTarget, then Failed.
+func failJob(j *batchv1.Job, now metav1.Time) {
+	if j.Status.StartTime == nil {
+		j.Status.StartTime = ptr.To(metav1.NewTime(now.Add(-time.Second)))
+	}
+	j.Status.Active = 0
+	j.Status.Ready = ptr.To[int32](0)
+	j.Status.Failed = 1
+	j.Status.Conditions = append(j.Status.Conditions,
+		batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastProbeTime: now, LastTransitionTime: now},
+		batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastProbeTime: now, LastTransitionTime: now},
+	)
 }
 
 // JobPodFailed writes a Job's status as its controller does when one of
