@@ -2,6 +2,8 @@ package decision
 
 import (
 	"context"
+
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	"testing"
 	"time"
 
@@ -14,16 +16,17 @@ import (
 // Remember.HistoryWritten says so); an outcome recorded by no decision the
 // controller knows of, which nothing bears out, is refused one.
 func TestHistoryStep(t *testing.T) {
-	deletes := func(r *wrapupv1alpha1.CompletionRule) {
-		r.Spec.OnSuccess = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll}
+	deletes := jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 0)
+	noHistory := jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 0).History(wrapupv1alpha1.HistorySpec{Disabled: true})
+	succeeded := func(ago time.Duration) *awv1beta2.AppWrapper {
+		return appWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-ago), jobUID).RecordedBy("jobs", jobRef.String()).Obj()
 	}
-	noHistory := func(r *wrapupv1alpha1.CompletionRule) { r.Spec.History.Disabled = true }
 	recorded := func(ago time.Duration) Input {
-		return input(t, appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, ago, "job-uid").obj(), job("job-uid", "Complete"), jobRule("jobs", 0, deletes))
+		return input(t, succeeded(ago), trigger(bench(jobUID).Complete(now.Add(-ago))), deletes.Obj())
 	}
 
 	// Decided now: the record and its CompletionRecord are written.
-	d := Decide(context.Background(), input(t, appWrapper(t).obj(), job("job-uid", "Complete"), jobRule("jobs", 0, deletes)))
+	d := Decide(context.Background(), input(t, appWrapper().Obj(), trigger(bench(jobUID).Complete(now)), deletes.Obj()))
 	if d.Verdict != VerdictDelete || d.Write == nil || d.History == nil || d.History.Of != d.Write || d.History.Refused != "" ||
 		d.History.Record.Name != RecordName("run", string(awUID)) || d.History.Record.Rule != "jobs" {
 		t.Fatalf("a success decided now: verdict %s, write %v, history %+v; want its CompletionRecord written", d.Verdict, d.Write, d.History)
@@ -57,7 +60,7 @@ func TestHistoryStep(t *testing.T) {
 		}, true, false, "", false},
 		{"no CompletionRecords here", func(in Input) Input { in.History.Off = true; return in }, false, false, "", false},
 		{"a rule that keeps none", func(Input) Input {
-			return input(t, appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, 10*time.Second, "job-uid").obj(), job("job-uid", "Complete"), jobRule("jobs", 0, deletes, noHistory))
+			return input(t, succeeded(10*time.Second), trigger(bench(jobUID).Complete(now.Add(-10*time.Second))), noHistory.Obj())
 		}, false, false, "", false},
 		{"its retention passed", func(Input) Input { return recorded(8 * 24 * time.Hour) }, true, false, "", true},
 		{"finished in an hour", func(Input) Input { return recorded(-time.Hour) }, true, false, RefusedOutsideLife, false},
@@ -67,7 +70,7 @@ func TestHistoryStep(t *testing.T) {
 			return in
 		}, true, false, "", false},
 		{"nothing bears it out (the Job runs)", func(Input) Input {
-			return input(t, appWrapper(t).recorded(wrapupv1alpha1.OutcomeSucceeded, 10*time.Second, "job-uid").obj(), job("job-uid", ""), jobRule("jobs", 0, deletes))
+			return input(t, succeeded(10*time.Second), trigger(bench(jobUID)), deletes.Obj())
 		}, false, false, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
