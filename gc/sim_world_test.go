@@ -69,6 +69,22 @@ type simRule struct {
 	noHistory bool
 }
 
+// String is r as traces and messages show it: its TTLs by value, not by
+// address, so that a seed's trace reads the same from one run to the next.
+func (r simRule) String() string {
+	return fmt.Sprintf("{name:%s priority:%d kind:%s success:%s broken:%v badSel:%v benchOnly:%v team:%s onSuccess:%s onFailure:%s dryRun:%v policy:%s noHistory:%v}",
+		r.name, r.priority, r.kind, r.success, r.broken, r.badSel, r.benchOnly, r.team, simAction(r.onSuccess), simAction(r.onFailure), r.dryRun, r.policy, r.noHistory)
+}
+
+// simAction is an action as traces show it.
+func simAction(a wrapupv1alpha1.ActionSpec) string {
+	ttl := "<nil>"
+	if a.TTLSecondsAfterFinished != nil {
+		ttl = strconv.Itoa(int(*a.TTLSecondsAfterFinished))
+	}
+	return fmt.Sprintf("{Action:%s TTLSecondsAfterFinished:%s}", a.Action, ttl)
+}
+
 // many says whether the rule's policy lets several candidates decide.
 func (r simRule) many() bool { return r.policy == "All" || r.policy == "Any" }
 
