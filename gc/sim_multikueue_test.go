@@ -43,7 +43,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -87,12 +86,6 @@ type mkWorker struct {
 	last time.Time
 }
 
-type mkEvent struct {
-	at  time.Time
-	seq int
-	do  func()
-}
-
 type mkWorld struct {
 	simKernel
 
@@ -104,14 +97,11 @@ type mkWorld struct {
 	truth   map[types.UID]mkTruth
 	rule    *wrapupv1alpha1.CompletionRule
 	ns      *corev1.Namespace
-	faults  float64
 
-	events   []mkEvent
-	r        *appWrapperReconciler
-	clock    *clocktesting.FakeClock
-	queue    map[types.NamespacedName]time.Time
-	failures map[types.NamespacedName]int
-	deleted  map[types.UID]bool
+	r       *appWrapperReconciler
+	clock   *clocktesting.FakeClock
+	queue   *simQueue
+	deleted map[types.UID]bool
 
 	// deletes and records count what wrapup did, for the summary.
 	deletes, records int
@@ -148,11 +138,6 @@ func newMKWorld(seed int64) *mkWorld {
 	return w
 }
 
-func (w *mkWorld) later(d time.Duration, do func()) {
-	w.seq++
-	w.events = append(w.events, mkEvent{at: w.now.Add(d), seq: w.seq, do: do})
-}
-
 func (w *mkWorld) lag() time.Duration { return time.Duration(w.rng.Int63n(int64(2 * time.Second))) }
 
 // --- the manager: AppWrappers, Workloads, MultiKueue ---
@@ -160,7 +145,7 @@ func (w *mkWorld) lag() time.Duration { return time.Duration(w.rng.Int63n(int64(
 func (w *mkWorld) putAW(aw *awv1beta2.AppWrapper) {
 	aw.ResourceVersion = w.nextRV()
 	w.aws[client.ObjectKeyFromObject(aw)] = aw
-	w.enqueue(client.ObjectKeyFromObject(aw), w.now.Add(w.lag()))
+	w.queue.add(client.ObjectKeyFromObject(aw), w.now.Add(w.lag()))
 }
 
 // setWorkload changes a Workload; wrapup's cache of it follows late.
@@ -190,7 +175,7 @@ func (w *mkWorld) setWorkload(key types.NamespacedName, wl *mkWorkload) {
 		}
 		// The AppWrapper controller watches Workloads whose cluster changes.
 		if snap != nil && (!had || old.cluster != snap.cluster) {
-			w.enqueue(key, w.now)
+			w.queue.add(key, w.now)
 		}
 	})
 }
@@ -311,7 +296,7 @@ func (w *mkWorld) deliver(wk *mkWorker, key types.NamespacedName, job *unstructu
 			wk.cache[key] = job
 		}
 		if len(wk.claims) > 0 {
-			w.enqueue(types.NamespacedName{Namespace: key.Namespace, Name: strings.TrimSuffix(key.Name, "-bench")}, w.now)
+			w.queue.add(types.NamespacedName{Namespace: key.Namespace, Name: strings.TrimSuffix(key.Name, "-bench")}, w.now)
 		}
 	})
 }
@@ -384,7 +369,7 @@ func (w *mkWorld) sortedAWs() []*awv1beta2.AppWrapper {
 
 func (w *mkWorld) startWrapup() {
 	w.clock = clocktesting.NewFakeClock(w.now)
-	w.queue, w.failures = map[types.NamespacedName]time.Time{}, map[types.NamespacedName]int{}
+	w.queue = newSimQueue()
 	for _, wk := range w.sortedWorkers() {
 		wk.claims = map[triggers.Owner]bool{}
 		wk.cache = map[types.NamespacedName]*unstructured.Unstructured{}
@@ -413,71 +398,36 @@ func (w *mkWorld) startWrapup() {
 		w.logf("wrapup decides (%s) %s%s: %s: %s", stage, client.ObjectKeyFromObject(in.AppWrapper), where, d.Verdict, d.Reason)
 	}
 	for key := range w.aws {
-		w.enqueue(key, w.now)
-	}
-}
-
-func (w *mkWorld) enqueue(key types.NamespacedName, at time.Time) {
-	if cur, ok := w.queue[key]; !ok || at.Before(cur) {
-		w.queue[key] = at
+		w.queue.add(key, w.now)
 	}
 }
 
 func (w *mkWorld) reconcile(key types.NamespacedName) {
-	delete(w.queue, key)
-	w.clock.SetTime(w.now)
-	res, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
-	switch {
-	case err != nil || res.Requeue:
-		n := w.failures[key]
-		w.failures[key] = n + 1
-		w.enqueue(key, w.now.Add(5*time.Millisecond<<min(n, 13)))
-	default:
-		delete(w.failures, key)
-		if res.RequeueAfter > 0 {
-			w.enqueue(key, w.now.Add(res.RequeueAfter))
-		}
-	}
+	w.queue.take(key)
+	_, _ = w.queue.reconcile(&w.simKernel, w.r, w.clock, key)
 }
 
 // runUntil does what falls due up to t: world events, then wrapup's queue.
 func (w *mkWorld) runUntil(t time.Time) {
-	for n := 0; w.violation == ""; n++ {
+	n := 0
+	w.advance(t, w.nextThing, func() bool {
 		if n > 200000 {
 			w.fail("the world does not settle")
-			return
+			return false
 		}
-		var at time.Time
-		kind := ""
-		var ev int
-		for i, e := range w.events {
-			if kind == "" || e.at.Before(at) || e.at.Equal(at) && e.seq < w.events[ev].seq {
-				at, kind, ev = e.at, "event", i
-			}
-		}
-		var qk types.NamespacedName
-		for k, qt := range w.queue {
-			if kind == "" || qt.Before(at) || (kind == "queue" && qt.Equal(at) && k.String() < qk.String()) {
-				at, kind, qk = qt, "queue", k
-			}
-		}
-		if kind == "" || at.After(t) {
-			break
-		}
-		if at.After(w.now) {
-			w.now = at
-		}
-		if kind == "event" {
-			e := w.events[ev]
-			w.events = append(w.events[:ev], w.events[ev+1:]...)
-			e.do()
-			continue
-		}
-		w.reconcile(qk)
+		n++
+		return true
+	})
+}
+
+// nextThing is the earliest thing due: a world event, or else (at the same
+// time) wrapup's queue.
+func (w *mkWorld) nextThing() (time.Time, func()) {
+	at, do := w.nextEvent()
+	if key, qt, ok := w.queue.next(); ok && (do == nil || qt.Before(at)) {
+		at, do = qt, func() { w.reconcile(key) }
 	}
-	if t.After(w.now) {
-		w.now = t
-	}
+	return at, do
 }
 
 // step makes one random change, then lets time pass.
@@ -537,7 +487,7 @@ func (w *mkWorld) step() {
 			for _, k := range sortedNames(wk.jobs) {
 				wk.cache[k] = wk.jobs[k].DeepCopy()
 				if len(wk.claims) > 0 {
-					w.enqueue(types.NamespacedName{Namespace: k.Namespace, Name: strings.TrimSuffix(k.Name, "-bench")}, w.now.Add(w.lag()))
+					w.queue.add(types.NamespacedName{Namespace: k.Namespace, Name: strings.TrimSuffix(k.Name, "-bench")}, w.now.Add(w.lag()))
 				}
 			}
 		}
@@ -582,7 +532,7 @@ func (w *mkWorld) settle() {
 			w.logf("%s is back (settling)", wk.name)
 			for k, j := range wk.jobs {
 				wk.cache[k] = j.DeepCopy()
-				w.enqueue(types.NamespacedName{Namespace: k.Namespace, Name: strings.TrimSuffix(k.Name, "-bench")}, w.now)
+				w.queue.add(types.NamespacedName{Namespace: k.Namespace, Name: strings.TrimSuffix(k.Name, "-bench")}, w.now)
 			}
 		}
 	}
@@ -743,7 +693,7 @@ type mkWriter struct{ w *mkWorld }
 func (s *mkWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
 	w := s.w
 	key := client.ObjectKeyFromObject(obj)
-	if w.faults > 0 && w.rng.Float64() < w.faults {
+	if w.failNow() {
 		return apierrors.NewServiceUnavailable("simulated outage")
 	}
 	cur, ok := w.aws[key]
@@ -783,7 +733,7 @@ func (s *mkWriter) Patch(_ context.Context, obj client.Object, patch client.Patc
 func (s *mkWriter) Delete(_ context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	w := s.w
 	key := client.ObjectKeyFromObject(obj)
-	if w.faults > 0 && w.rng.Float64() < w.faults {
+	if w.failNow() {
 		return apierrors.NewServiceUnavailable("simulated outage")
 	}
 	cur, ok := w.aws[key]
@@ -867,7 +817,7 @@ func (r *mkWorkerReader) Get(_ context.Context, key client.ObjectKey, obj client
 	if !r.wk.up {
 		return fmt.Errorf("dial tcp %s: connection refused", r.wk.name)
 	}
-	if r.w.faults > 0 && r.w.rng.Float64() < r.w.faults {
+	if r.w.failNow() {
 		return apierrors.NewServiceUnavailable("simulated outage")
 	}
 	switch o := obj.(type) {
@@ -919,7 +869,7 @@ func (t *mkWorkerTriggers) Resource(schema.GroupKind) (schema.GroupVersionResour
 	return schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, true
 }
 func (t *mkWorkerTriggers) Wait(_ schema.GroupKind, key types.NamespacedName) {
-	t.w.later(t.wk.syncAt.Sub(t.w.now), func() { t.w.enqueue(key, t.w.now) })
+	t.w.later(t.wk.syncAt.Sub(t.w.now), func() { t.w.queue.add(key, t.w.now) })
 }
 
 // The manager's own trigger watches: an AppWrapper that MultiKueue

@@ -300,8 +300,6 @@ type simWorld struct {
 
 	wr *simWrapup
 
-	// faults is the probability that an API call fails.
-	faults float64
 	// harsh adds, when time passes, an admin renaming or deleting rules,
 	// breaking or fixing the rule that decides for an AppWrapper with a
 	// record, and heavy API faults (TestSimulationHarsh, -sim.harsh).
@@ -328,6 +326,7 @@ func newSimWorld(seed int64) *simWorld {
 		awCache: newSimCache(), trigCache: newSimCache(), ruleCache: newSimCache(), nsCache: newSimCache(),
 		maxLag: 2 * time.Second, explainPolicies: &celpolicies.Cache{},
 	}
+	w.loseAnswers = true
 	w.checks.init()
 	// A third of the worlds have their rules written one per kind; the
 	// choice comes from a generator of its own, so that the histories of
@@ -1059,7 +1058,7 @@ type simReader struct {
 var _ client.Reader = (*simReader)(nil)
 
 func (r *simReader) fault(what string) error {
-	if r.fresh && !r.noFaults && r.w.faults > 0 && r.w.rng.Float64() < r.w.faults {
+	if r.fresh && !r.noFaults && r.w.failNow() {
 		r.w.logf("fault: %s fails", what)
 		return apierrors.NewServiceUnavailable("simulated outage")
 	}
@@ -1194,7 +1193,7 @@ func (s *simWriter) writeRecord(cr *wrapupv1alpha1.CompletionRecord, update bool
 	w := s.w
 	key := client.ObjectKeyFromObject(cr)
 	gr := wrapupv1alpha1.GroupVersion.WithResource("completionrecords").GroupResource()
-	f := s.fault()
+	f := w.fault()
 	if f == "refused" || w.refuseRecords {
 		w.logf("fault: CompletionRecord write %s refused", key)
 		return apierrors.NewServiceUnavailable("simulated outage")
@@ -1237,19 +1236,6 @@ func (s *simWriter) Apply(context.Context, runtime.ApplyConfiguration, ...client
 	return fmt.Errorf("wrapup applies nothing")
 }
 
-// fault says how a write fails: "" (it does not), "refused" (not applied)
-// or "lost" (applied, but the answer is lost).
-func (s *simWriter) fault() string {
-	w := s.w
-	if w.faults == 0 || w.rng.Float64() >= w.faults {
-		return ""
-	}
-	if w.rng.Intn(2) == 0 {
-		return "refused"
-	}
-	return "lost"
-}
-
 func (s *simWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
 	w := s.w
 	in, ok := obj.(*awv1beta2.AppWrapper)
@@ -1257,7 +1243,7 @@ func (s *simWriter) Patch(_ context.Context, obj client.Object, patch client.Pat
 		return fmt.Errorf("wrapup patches only AppWrappers, not %T", obj)
 	}
 	key := client.ObjectKeyFromObject(in)
-	f := s.fault()
+	f := w.fault()
 	if f == "refused" {
 		w.logf("fault: PATCH %s refused", key)
 		return apierrors.NewServiceUnavailable("simulated outage")
@@ -1328,7 +1314,7 @@ func (s *simWriter) Delete(_ context.Context, obj client.Object, opts ...client.
 	w := s.w
 	key := client.ObjectKeyFromObject(obj)
 	do := (&client.DeleteOptions{}).ApplyOptions(opts)
-	f := s.fault()
+	f := w.fault()
 	if f == "refused" {
 		w.logf("fault: DELETE %s refused", key)
 		return apierrors.NewServiceUnavailable("simulated outage")
@@ -1438,7 +1424,7 @@ func (t *simTriggers) Resource(gk schema.GroupKind) (schema.GroupVersionResource
 
 func (t *simTriggers) Wait(_ schema.GroupKind, key types.NamespacedName) {
 	if t.synced() {
-		t.w.wr.enqueue(key, t.w.now)
+		t.w.wr.queue.add(key, t.w.now)
 		return
 	}
 	t.waiters[key] = true
