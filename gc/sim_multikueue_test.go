@@ -24,7 +24,6 @@ package gc
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"sort"
@@ -32,7 +31,6 @@ import (
 	"testing"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -89,7 +87,8 @@ type mkWorker struct {
 type mkWorld struct {
 	simKernel
 
-	aws     map[types.NamespacedName]*awv1beta2.AppWrapper
+	// aws are the manager's AppWrappers (the kernel's store).
+	aws     *simStore[*awv1beta2.AppWrapper]
 	wls     map[types.NamespacedName]*mkWorkload
 	wlCache map[types.NamespacedName]mkWorkload
 	wlLast  time.Time
@@ -109,10 +108,15 @@ type mkWorld struct {
 
 func newMKWorld(seed int64) *mkWorld {
 	w := &mkWorld{simKernel: newSimKernel(seed),
-		aws: map[types.NamespacedName]*awv1beta2.AppWrapper{}, wls: map[types.NamespacedName]*mkWorkload{},
+		wls:     map[types.NamespacedName]*mkWorkload{},
 		wlCache: map[types.NamespacedName]mkWorkload{}, workers: map[string]*mkWorker{},
 		truth: map[types.UID]mkTruth{}, deleted: map[types.UID]bool{},
 		ns: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}}
+	w.aws = newAWStore(&w.simKernel)
+	// wrapup's cache sees each change late, and reconciles; the garbage
+	// collector removes the Workload of an AppWrapper deleted.
+	w.aws.stored = func(aw *awv1beta2.AppWrapper) { w.queue.add(client.ObjectKeyFromObject(aw), w.now.Add(w.lag())) }
+	w.aws.removed = func(aw *awv1beta2.AppWrapper) { w.setWorkload(client.ObjectKeyFromObject(aw), nil) }
 	for _, name := range []string{"worker-1", "worker-2"} {
 		w.workers[name] = &mkWorker{name: name, up: true, copies: map[types.NamespacedName]*awv1beta2.AppWrapper{},
 			jobs: map[types.NamespacedName]*unstructured.Unstructured{}, cache: map[types.NamespacedName]*unstructured.Unstructured{},
@@ -141,12 +145,6 @@ func newMKWorld(seed int64) *mkWorld {
 func (w *mkWorld) lag() time.Duration { return time.Duration(w.rng.Int63n(int64(2 * time.Second))) }
 
 // --- the manager: AppWrappers, Workloads, MultiKueue ---
-
-func (w *mkWorld) putAW(aw *awv1beta2.AppWrapper) {
-	aw.ResourceVersion = w.nextRV()
-	w.aws[client.ObjectKeyFromObject(aw)] = aw
-	w.queue.add(client.ObjectKeyFromObject(aw), w.now.Add(w.lag()))
-}
 
 // setWorkload changes a Workload; wrapup's cache of it follows late.
 func (w *mkWorld) setWorkload(key types.NamespacedName, wl *mkWorkload) {
@@ -191,7 +189,7 @@ func (w *mkWorld) newAppWrapper(name string) {
 		}},
 	}
 	w.logf("user creates AppWrapper %s (%s)", key, uid)
-	w.putAW(aw)
+	w.aws.put(aw)
 	w.setWorkload(key, &mkWorkload{name: "appwrapper-" + name + "-" + string(uid), owner: uid})
 }
 
@@ -206,12 +204,12 @@ func (w *mkWorld) dispatch(key types.NamespacedName, wk *mkWorker) {
 	if !ok {
 		cp = &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, UID: w.newUID("copy"),
 			Labels: map[string]string{decision.PrebuiltWorkloadLabel: wl.name, kueue.MultiKueueOriginLabel: "multikueue"}},
-			Spec: w.aws[key].Spec}
+			Spec: w.aws.objs[key].Spec}
 		cp.Spec.ManagedBy = nil
 		cp.Status.Phase = awv1beta2.AppWrapperSuspended
 		wk.copies[key] = cp
 	}
-	w.logf("MultiKueue dispatches %s (%s) to %s: copy %s (workload label %s)", key, w.aws[key].UID, wk.name, cp.UID, cp.Labels[decision.PrebuiltWorkloadLabel])
+	w.logf("MultiKueue dispatches %s (%s) to %s: copy %s (workload label %s)", key, w.aws.objs[key].UID, wk.name, cp.UID, cp.Labels[decision.PrebuiltWorkloadLabel])
 	w.later(w.lag(), func() { w.mirror(key) })
 	// The worker's Kueue admits it, and its AppWrapper controller creates
 	// the components.
@@ -251,7 +249,7 @@ func (w *mkWorld) ownerOfCopy(cp *awv1beta2.AppWrapper) types.UID {
 // mirror: MultiKueue copies the status of the copy on the dispatched
 // worker to the manager's AppWrapper.
 func (w *mkWorld) mirror(key types.NamespacedName) {
-	aw, wl := w.aws[key], w.wls[key]
+	aw, wl := w.aws.objs[key], w.wls[key]
 	if aw == nil || wl == nil || wl.cluster == "" {
 		return
 	}
@@ -263,7 +261,7 @@ func (w *mkWorld) mirror(key types.NamespacedName) {
 	next := aw.DeepCopy()
 	next.Status = cp.Status
 	w.logf("MultiKueue copies %s's phase %s from %s", key, cp.Status.Phase, wk.name)
-	w.putAW(next)
+	w.aws.put(next)
 }
 
 func (w *mkWorld) putJob(wk *mkWorker, job *unstructured.Unstructured) {
@@ -358,7 +356,7 @@ func (w *mkWorld) sortedWorkers() []*mkWorker {
 
 func (w *mkWorld) sortedAWs() []*awv1beta2.AppWrapper {
 	var out []*awv1beta2.AppWrapper
-	for _, aw := range w.aws {
+	for _, aw := range w.aws.objs {
 		out = append(out, aw)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -397,7 +395,7 @@ func (w *mkWorld) startWrapup() {
 		}
 		w.logf("wrapup decides (%s) %s%s: %s: %s", stage, client.ObjectKeyFromObject(in.AppWrapper), where, d.Verdict, d.Reason)
 	}
-	for key := range w.aws {
+	for key := range w.aws.objs {
 		w.queue.add(key, w.now)
 	}
 }
@@ -437,7 +435,7 @@ func (w *mkWorld) step() {
 	case x < 12 && len(aws) < 3:
 		for {
 			name := fmt.Sprintf("bench-%d", w.rng.Intn(3))
-			if _, taken := w.aws[types.NamespacedName{Namespace: "ns", Name: name}]; !taken {
+			if _, taken := w.aws.get(types.NamespacedName{Namespace: "ns", Name: name}); !taken {
 				w.newAppWrapper(name)
 				break
 			}
@@ -509,8 +507,7 @@ func (w *mkWorld) step() {
 		aw := aws[w.rng.Intn(len(aws))]
 		key := client.ObjectKeyFromObject(aw)
 		w.logf("user deletes %s (%s)", key, aw.UID)
-		delete(w.aws, key)
-		w.setWorkload(key, nil)
+		_, _ = w.aws.delete(key, nil, nil)
 	case x < 78:
 		w.logf("wrapup restarts")
 		w.startWrapup()
@@ -661,7 +658,7 @@ func (r *mkReader) Get(_ context.Context, key client.ObjectKey, obj client.Objec
 	w := r.w
 	switch o := obj.(type) {
 	case *awv1beta2.AppWrapper:
-		aw, ok := w.aws[key]
+		aw, ok := w.aws.get(key)
 		if !ok {
 			return apierrors.NewNotFound(schema.GroupResource{Group: "workload.codeflare.dev", Resource: "appwrappers"}, key.Name)
 		}
@@ -688,44 +685,36 @@ func (r *mkReader) List(_ context.Context, list client.ObjectList, _ ...client.L
 	return nil
 }
 
-type mkWriter struct{ w *mkWorld }
+// mkWriter is wrapup's client.Writer on the manager: it patches and
+// deletes AppWrappers on the kernel's store, which refuses a call at the
+// world's fault rate, and checks each write that lands. Either must carry
+// its preconditions.
+type mkWriter struct {
+	simNoWrites
+	w *mkWorld
+}
 
 func (s *mkWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
 	w := s.w
 	key := client.ObjectKeyFromObject(obj)
-	if w.failNow() {
-		return apierrors.NewServiceUnavailable("simulated outage")
+	if w.fault() != "" {
+		return simUnavailable()
 	}
-	cur, ok := w.aws[key]
-	if !ok {
-		return apierrors.NewNotFound(schema.GroupResource{Resource: "appwrappers"}, key.Name)
-	}
-	data, err := patch.Data(obj)
+	data, err := mergePatchData(obj, patch)
 	if err != nil {
 		return err
 	}
-	var p struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
+	if patchPrecondition(data) == "" {
+		w.fail("wrapup patched %s without a resourceVersion precondition: %s", key, data)
 	}
-	_ = json.Unmarshal(data, &p)
-	if p.Metadata.ResourceVersion != cur.ResourceVersion {
-		return apierrors.NewConflict(schema.GroupResource{Resource: "appwrappers"}, key.Name, fmt.Errorf("modified"))
-	}
-	orig, _ := json.Marshal(cur)
-	merged, err := jsonpatch.MergePatch(orig, data)
+	_, next, err := w.aws.patch(key, data, func(cur, next *awv1beta2.AppWrapper) {
+		w.checkRecord(next, decision.ReadRecord(next))
+		w.records++
+		w.logf("wrapup records on %s (%s): %s", key, cur.UID, describeRecord(decision.ReadRecord(next)))
+	})
 	if err != nil {
 		return err
 	}
-	next := &awv1beta2.AppWrapper{}
-	if err := json.Unmarshal(merged, next); err != nil {
-		return err
-	}
-	w.checkRecord(next, decision.ReadRecord(next))
-	w.records++
-	w.logf("wrapup records on %s (%s): %s", key, cur.UID, describeRecord(decision.ReadRecord(next)))
-	w.putAW(next)
 	next.DeepCopyInto(obj.(*awv1beta2.AppWrapper))
 	return nil
 }
@@ -733,40 +722,23 @@ func (s *mkWriter) Patch(_ context.Context, obj client.Object, patch client.Patc
 func (s *mkWriter) Delete(_ context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	w := s.w
 	key := client.ObjectKeyFromObject(obj)
-	if w.failNow() {
-		return apierrors.NewServiceUnavailable("simulated outage")
+	if w.fault() != "" {
+		return simUnavailable()
 	}
-	cur, ok := w.aws[key]
-	if !ok {
-		return apierrors.NewNotFound(schema.GroupResource{Resource: "appwrappers"}, key.Name)
+	pre := (&client.DeleteOptions{}).ApplyOptions(opts).Preconditions
+	if pre == nil || pre.UID == nil || pre.ResourceVersion == nil {
+		w.fail("wrapup deleted %s without UID and resourceVersion preconditions", key)
 	}
-	do := (&client.DeleteOptions{}).ApplyOptions(opts)
-	if pre := do.Preconditions; pre == nil || pre.UID == nil || *pre.UID != cur.UID || pre.ResourceVersion == nil || *pre.ResourceVersion != cur.ResourceVersion {
-		return apierrors.NewConflict(schema.GroupResource{Resource: "appwrappers"}, key.Name, fmt.Errorf("precondition failed"))
-	}
-	w.checkDelete(cur)
-	if w.deleted[cur.UID] {
-		w.fail("wrapup deleted %s (%s) twice", key, cur.UID)
-	}
-	w.deleted[cur.UID] = true
-	w.deletes++
-	w.logf("wrapup DELETE %s (%s)", key, cur.UID)
-	delete(w.aws, key)
-	w.setWorkload(key, nil)
-	return nil
-}
-
-func (s *mkWriter) Create(context.Context, client.Object, ...client.CreateOption) error {
-	return fmt.Errorf("wrapup creates nothing here")
-}
-func (s *mkWriter) Update(context.Context, client.Object, ...client.UpdateOption) error {
-	return fmt.Errorf("wrapup updates nothing here")
-}
-func (s *mkWriter) DeleteAllOf(context.Context, client.Object, ...client.DeleteAllOfOption) error {
-	return fmt.Errorf("wrapup deletes no collection")
-}
-func (s *mkWriter) Apply(context.Context, runtime.ApplyConfiguration, ...client.ApplyOption) error {
-	return fmt.Errorf("wrapup applies nothing")
+	_, err := w.aws.delete(key, pre, func(cur *awv1beta2.AppWrapper) {
+		w.checkDelete(cur)
+		if w.deleted[cur.UID] {
+			w.fail("wrapup deleted %s (%s) twice", key, cur.UID)
+		}
+		w.deleted[cur.UID] = true
+		w.deletes++
+		w.logf("wrapup DELETE %s (%s)", key, cur.UID)
+	})
+	return err
 }
 
 // mkSource is the worker clusters as workerClusters gives them.

@@ -105,11 +105,11 @@ func (w *simWorld) startWrapup() {
 	w.wr = wr
 	// A new process lists everything afresh: its caches start from the
 	// API server, and every AppWrapper is reconciled.
-	w.resync(w.awCache, func() map[string]any { return anyMap(w.aws) })
+	w.resync(w.awCache, func() map[string]any { return anyMap(w.aws.objs) })
 	w.resync(w.trigCache, func() map[string]any { return anyMap(w.trigs) })
 	w.resync(w.ruleCache, func() map[string]any { return anyMap(w.rules) })
 	w.resync(w.nsCache, func() map[string]any { return anyMap(w.nss) })
-	for key := range w.aws {
+	for key := range w.aws.objs {
 		wr.queue.add(key, w.now)
 	}
 }
@@ -281,7 +281,7 @@ func (w *simWorld) applyDelivery(c *simCache) {
 			}
 		}
 	case w.ruleCache, w.nsCache:
-		for key := range w.aws {
+		for key := range w.aws.objs {
 			w.wr.queue.add(key, w.now)
 		}
 	}
@@ -290,8 +290,8 @@ func (w *simWorld) applyDelivery(c *simCache) {
 // --- random events ---
 
 func (w *simWorld) pickAW(filter func(*awv1beta2.AppWrapper, *simAW) bool) (*awv1beta2.AppWrapper, *simAW) {
-	keys := make([]string, 0, len(w.aws))
-	for k := range w.aws {
+	keys := make([]string, 0, len(w.aws.objs))
+	for k := range w.aws.objs {
 		keys = append(keys, k.String())
 	}
 	sort.Strings(keys)
@@ -299,7 +299,7 @@ func (w *simWorld) pickAW(filter func(*awv1beta2.AppWrapper, *simAW) bool) (*awv
 	for _, k := range keys {
 		ns, name, _ := strings.Cut(k, "/")
 		key := types.NamespacedName{Namespace: ns, Name: name}
-		aw := w.aws[key]
+		aw := w.aws.objs[key]
 		if m := w.models[aw.UID]; m != nil && (filter == nil || filter(aw, m)) {
 			cands = append(cands, key)
 		}
@@ -307,7 +307,7 @@ func (w *simWorld) pickAW(filter func(*awv1beta2.AppWrapper, *simAW) bool) (*awv
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	aw := w.aws[cands[w.rng.Intn(len(cands))]]
+	aw := w.aws.objs[cands[w.rng.Intn(len(cands))]]
 	return aw, w.models[aw.UID]
 }
 
@@ -412,10 +412,10 @@ func simDeletes(r simRule, o wrapupv1alpha1.Outcome) bool {
 func (w *simWorld) step() {
 	switch n := w.rng.Intn(100); {
 	case n < 12: // a user creates an AppWrapper
-		if len(w.aws) < 5 {
+		if len(w.aws.objs) < 5 {
 			ns := []string{"ns-a", "ns-b"}[w.rng.Intn(2)]
 			key := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("aw-%d", w.rng.Intn(6))}
-			if _, ok := w.aws[key]; !ok {
+			if _, ok := w.aws.get(key); !ok {
 				w.newAppWrapper(key)
 			}
 		}
@@ -453,7 +453,7 @@ func (w *simWorld) step() {
 			aw = aw.DeepCopy()
 			aw.Spec.Suspend = false
 			w.logf("kueue admits %s", client.ObjectKeyFromObject(aw))
-			w.putAW(aw)
+			w.aws.put(aw)
 		}
 	case n < 51: // Kueue preempts an admitted AppWrapper
 		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool {
@@ -463,7 +463,7 @@ func (w *simWorld) step() {
 			aw = aw.DeepCopy()
 			aw.Spec.Suspend = true
 			w.logf("kueue preempts %s", client.ObjectKeyFromObject(aw))
-			w.putAW(aw)
+			w.aws.put(aw)
 		}
 	case n < 63: // an admin creates or edits a rule
 		names := 3
@@ -520,13 +520,7 @@ func (w *simWorld) step() {
 		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return aw.DeletionTimestamp.IsZero() })
 		if aw != nil {
 			w.logf("user deletes %s", client.ObjectKeyFromObject(aw))
-			if len(aw.Finalizers) == 0 {
-				w.removeAW(client.ObjectKeyFromObject(aw))
-			} else {
-				aw = aw.DeepCopy()
-				aw.DeletionTimestamp = ptr.To(metav1.NewTime(w.now))
-				w.putAW(aw)
-			}
+			_, _ = w.aws.delete(client.ObjectKeyFromObject(aw), nil, nil)
 		}
 	case n < 72: // a user saves an AppWrapper's manifest, or creates it again from it
 		if w.rng.Intn(2) == 0 {
@@ -539,7 +533,7 @@ func (w *simWorld) step() {
 			for _, k := range sortedKeys(anyMap(w.saved)) {
 				ns, name, _ := strings.Cut(k, "/")
 				key := types.NamespacedName{Namespace: ns, Name: name}
-				if _, ok := w.aws[key]; !ok {
+				if _, ok := w.aws.get(key); !ok {
 					w.recreate(w.saved[key])
 					delete(w.saved, key)
 					break
@@ -559,7 +553,7 @@ func (w *simWorld) step() {
 				aw.Annotations[wrapupv1alpha1.IgnoreAnnotation] = "yes"
 			}
 			w.logf("user toggles %s on %s", wrapupv1alpha1.IgnoreAnnotation, client.ObjectKeyFromObject(aw))
-			w.putAW(aw)
+			w.aws.put(aw)
 		}
 	case n < 78: // wrapup restarts
 		w.logf("wrapup restarts")
@@ -690,7 +684,7 @@ func (w *simWorld) harshStep() {
 		rec.Apply(aw)
 		m.forged = decision.ReadRecord(aw)
 		w.logf("a tenant forges the record %s on %s", describeRecord(m.forged), m.key)
-		w.putAW(aw)
+		w.aws.put(aw)
 	}
 }
 

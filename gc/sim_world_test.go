@@ -1,11 +1,12 @@
 package gc
 
 // The world of the decision simulation (sim_test.go): an API server that
-// holds AppWrappers, their trigger objects, rules and Namespaces; a model of
-// the AppWrapper controller v1.2 and of Kueue; caches that lag the API
-// server; and a clock. wrapup's appWrapperReconciler runs against it through
-// the interfaces it has in production: a cache reader, an API reader, a
-// writer, a trigger cache and an event recorder.
+// holds AppWrappers and CompletionRecords (the simulation kernel's stores),
+// their trigger objects, rules and Namespaces; a model of the AppWrapper
+// controller v1.2 and of Kueue; caches that lag the API server; and the
+// kernel's clock. wrapup's appWrapperReconciler runs against it through the
+// interfaces it has in production: a cache reader, an API reader, a writer,
+// a trigger cache and an event recorder.
 
 import (
 	"context"
@@ -17,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -232,7 +232,7 @@ func (w *simWorld) recreate(s simSaved) {
 	aw.UID = m.uid
 	w.models[m.uid] = &m
 	w.logf("user creates AppWrapper %s (%s) again from its saved manifest, record %s", m.key, m.uid, describeRecord(decision.ReadRecord(aw)))
-	w.putAW(aw)
+	w.aws.put(aw)
 }
 
 // simTruth is what happened to a trigger object, by UID.
@@ -263,13 +263,14 @@ func newSimCache() *simCache { return &simCache{objs: map[string]client.Object{}
 type simWorld struct {
 	simKernel
 
-	aws   map[types.NamespacedName]*awv1beta2.AppWrapper
+	// aws are the AppWrappers on the API server (the kernel's store).
+	aws   *simStore[*awv1beta2.AppWrapper]
 	trigs map[string]*unstructured.Unstructured // kind/namespace/name
 	rules map[string]*wrapupv1alpha1.CompletionRule
 	nss   map[string]*corev1.Namespace
 	// crecs are the CompletionRecords on the API server (the controller's
 	// cache of them does not lag).
-	crecs map[types.NamespacedName]*wrapupv1alpha1.CompletionRecord
+	crecs *simStore[*wrapupv1alpha1.CompletionRecord]
 	// goneAWs are the AppWrappers deleted, as they were last, by UID.
 	goneAWs map[types.UID]*awv1beta2.AppWrapper
 	// deletesSince is, by rule/outcome, since when the rule has deleted
@@ -317,9 +318,9 @@ type simWorld struct {
 func newSimWorld(seed int64) *simWorld {
 	w := &simWorld{
 		simKernel: newSimKernel(seed),
-		aws:       map[types.NamespacedName]*awv1beta2.AppWrapper{}, trigs: map[string]*unstructured.Unstructured{},
-		rules: map[string]*wrapupv1alpha1.CompletionRule{}, nss: map[string]*corev1.Namespace{},
-		crecs: map[types.NamespacedName]*wrapupv1alpha1.CompletionRecord{}, goneAWs: map[types.UID]*awv1beta2.AppWrapper{},
+		trigs:     map[string]*unstructured.Unstructured{},
+		rules:     map[string]*wrapupv1alpha1.CompletionRule{}, nss: map[string]*corev1.Namespace{},
+		goneAWs:   map[types.UID]*awv1beta2.AppWrapper{},
 		ruleSpecs: map[string]simRule{}, models: map[types.UID]*simAW{}, truth: map[types.UID]*simTruth{},
 		saved: map[types.NamespacedName]simSaved{}, kubelet: map[string]time.Time{},
 		deletesSince: map[string]time.Time{}, ruleSeen: map[string]time.Time{},
@@ -327,6 +328,20 @@ func newSimWorld(seed int64) *simWorld {
 		maxLag: 2 * time.Second, explainPolicies: &celpolicies.Cache{},
 	}
 	w.loseAnswers = true
+	w.aws = newAWStore(&w.simKernel)
+	// The AppWrapper controller reconciles on every change of an
+	// AppWrapper (wrapup's own patches included); wrapup's cache follows.
+	w.aws.stored = func(aw *awv1beta2.AppWrapper) {
+		w.deliver(w.awCache, client.ObjectKeyFromObject(aw).String(), aw)
+		if m := w.models[aw.UID]; m != nil {
+			w.wake(m, w.latency())
+		}
+	}
+	w.aws.removed = func(aw *awv1beta2.AppWrapper) {
+		w.goneAWs[aw.UID] = aw
+		w.deliver(w.awCache, client.ObjectKeyFromObject(aw).String(), nil)
+	}
+	w.crecs = newSimStore(&w.simKernel, simCompletionRecords, "crec", func() *wrapupv1alpha1.CompletionRecord { return &wrapupv1alpha1.CompletionRecord{} })
 	w.checks.init()
 	// A third of the worlds have their rules written one per kind; the
 	// choice comes from a generator of its own, so that the histories of
@@ -410,27 +425,6 @@ func (w *simWorld) deleteRule(name string) {
 	delete(w.deletesSince, name+"/"+string(wrapupv1alpha1.OutcomeFailed))
 	w.rv++
 	w.deliver(w.ruleCache, name, nil)
-}
-
-// putAW stores aw and wakes the AppWrapper controller (it reconciles on
-// every change of the AppWrapper, wrapup's own patches included).
-func (w *simWorld) putAW(aw *awv1beta2.AppWrapper) {
-	aw.ResourceVersion = w.nextRV()
-	key := client.ObjectKeyFromObject(aw)
-	w.aws[key] = aw
-	w.deliver(w.awCache, key.String(), aw)
-	if m := w.models[aw.UID]; m != nil {
-		w.wake(m, w.latency())
-	}
-}
-
-func (w *simWorld) removeAW(key types.NamespacedName) {
-	if aw, ok := w.aws[key]; ok {
-		w.goneAWs[aw.UID] = aw
-	}
-	delete(w.aws, key)
-	w.rv++
-	w.deliver(w.awCache, key.String(), nil)
 }
 
 func trigKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
@@ -650,7 +644,7 @@ func trigState(u *unstructured.Unstructured) wrapupv1alpha1.Outcome {
 // resource_management.go (deleteComponents), as cited at each step.
 func (w *simWorld) awController(m *simAW) {
 	m.next = time.Time{}
-	aw0, ok := w.aws[m.key]
+	aw0, ok := w.aws.get(m.key)
 	if !ok || aw0.UID != m.uid {
 		delete(w.models, m.uid)
 		return
@@ -659,7 +653,7 @@ func (w *simWorld) awController(m *simAW) {
 	transition := func(p awv1beta2.AppWrapperPhase) {
 		w.logf("appwrapper controller: %s %s -> %s", m.key.Name, aw.Status.Phase, p)
 		aw.Status.Phase = p
-		w.putAW(aw)
+		w.aws.put(aw)
 	}
 	// deleteComponents: every component deleted with Background
 	// propagation, the condition DeletingResources True/DeletionInitiated
@@ -704,7 +698,7 @@ func (w *simWorld) awController(m *simAW) {
 			return
 		}
 		w.logf("appwrapper controller: finalizes %s", m.key.Name)
-		w.removeAW(m.key)
+		w.aws.remove(m.key)
 		delete(w.models, m.uid)
 		return
 	}
@@ -776,7 +770,7 @@ func (w *simWorld) awController(m *simAW) {
 			// Failed pods: the failure grace, from when it saw them.
 			if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy)); c == nil || c.Status != metav1.ConditionTrue {
 				setCond(aw, awv1beta2.Unhealthy, metav1.ConditionTrue, "FoundFailedPods", w.now)
-				w.putAW(aw)
+				w.aws.put(aw)
 			}
 			c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy))
 			deadline := c.LastTransitionTime.Add(simDuration(aw, awv1beta2.FailureGracePeriodDurationAnnotation, decision.AppWrapperFailureGracePeriod))
@@ -793,14 +787,14 @@ func (w *simWorld) awController(m *simAW) {
 		default:
 			if apimeta.IsStatusConditionTrue(aw.Status.Conditions, string(awv1beta2.Unhealthy)) {
 				setCond(aw, awv1beta2.Unhealthy, metav1.ConditionFalse, "FoundNoFailedPods", w.now)
-				w.putAW(aw)
+				w.aws.put(aw)
 			}
 			w.wake(m, decision.AppWrapperRecheckPeriod+w.latency())
 		}
 	case awv1beta2.AppWrapperSuspending:
 		// Undeploys whatever the suspend bit says now.
 		if m.deployed && !deleteComponents() {
-			w.putAW(aw)
+			w.aws.put(aw)
 			return
 		}
 		setCond(aw, awv1beta2.Unhealthy, metav1.ConditionFalse, "Suspended", w.now)
@@ -811,7 +805,7 @@ func (w *simWorld) awController(m *simAW) {
 			return
 		}
 		if m.deployed && !deleteComponents() {
-			w.putAW(aw)
+			w.aws.put(aw)
 			return
 		}
 		c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy))
@@ -842,18 +836,18 @@ func (w *simWorld) awController(m *simAW) {
 			}
 			if end := c.LastTransitionTime.Add(hold); w.now.Before(end) {
 				if !apiequality.Semantic.DeepEqual(aw.Status, aw0.Status) {
-					w.putAW(aw)
+					w.aws.put(aw)
 				}
 				m.next = end
 				return
 			}
 		}
 		if m.deployed && !deleteComponents() {
-			w.putAW(aw)
+			w.aws.put(aw)
 			return
 		}
 		if !apiequality.Semantic.DeepEqual(aw.Status, aw0.Status) {
-			w.putAW(aw)
+			w.aws.put(aw)
 		}
 	case awv1beta2.AppWrapperSucceeded:
 		// Its components stay for successTTL (days).
@@ -1032,7 +1026,7 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	w.models[m.uid] = m
 	w.logf("user creates AppWrapper %s (%s): triggers %s, alone=%v configMap=%v suspend=%v labels=%v annotations=%v",
 		key, m.uid, m.describe(), m.alone, m.configMap, aw.Spec.Suspend, aw.Labels, aw.Annotations)
-	w.putAW(aw)
+	w.aws.put(aw)
 }
 
 func simGeneratedComponent(apiVersion, kind, generateName string, annotations map[string]string) awv1beta2.AppWrapperComponent {
@@ -1060,7 +1054,7 @@ var _ client.Reader = (*simReader)(nil)
 func (r *simReader) fault(what string) error {
 	if r.fresh && !r.noFaults && r.w.failNow() {
 		r.w.logf("fault: %s fails", what)
-		return apierrors.NewServiceUnavailable("simulated outage")
+		return simUnavailable()
 	}
 	return nil
 }
@@ -1073,9 +1067,9 @@ func (r *simReader) Get(_ context.Context, key client.ObjectKey, obj client.Obje
 	gr := schema.GroupResource{}
 	switch o := obj.(type) {
 	case *awv1beta2.AppWrapper:
-		gr = awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource()
+		gr = simAppWrappers
 		if r.fresh {
-			if aw, ok := r.w.aws[key]; ok {
+			if aw, ok := r.w.aws.get(key); ok {
 				src = aw
 			}
 		} else if c, ok := r.w.awCache.objs[key.String()]; ok {
@@ -1115,8 +1109,8 @@ func (r *simReader) Get(_ context.Context, key client.ObjectKey, obj client.Obje
 			return nil
 		}
 	case *wrapupv1alpha1.CompletionRecord:
-		gr = wrapupv1alpha1.GroupVersion.WithResource("completionrecords").GroupResource()
-		if cr, ok := r.w.crecs[key]; ok {
+		gr = simCompletionRecords
+		if cr, ok := r.w.crecs.get(key); ok {
 			cr.DeepCopyInto(o)
 			return nil
 		}
@@ -1165,9 +1159,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// simWriter patches and deletes AppWrappers on the API server, as wrapup's
-// client does, with faults; every write it lets through is checked.
-type simWriter struct{ w *simWorld }
+// simWriter is wrapup's client.Writer: it patches and deletes AppWrappers
+// and writes CompletionRecords on the kernel's stores, with the world's
+// faults, and checks every write the API server lets through: the oracle
+// sees it before it lands.
+type simWriter struct {
+	simNoWrites
+	w *simWorld
+}
 
 var _ client.Writer = (*simWriter)(nil)
 
@@ -1192,50 +1191,35 @@ func (s *simWriter) Update(_ context.Context, obj client.Object, _ ...client.Upd
 func (s *simWriter) writeRecord(cr *wrapupv1alpha1.CompletionRecord, update bool) error {
 	w := s.w
 	key := client.ObjectKeyFromObject(cr)
-	gr := wrapupv1alpha1.GroupVersion.WithResource("completionrecords").GroupResource()
 	f := w.fault()
 	if f == "refused" || w.refuseRecords {
 		w.logf("fault: CompletionRecord write %s refused", key)
-		return apierrors.NewServiceUnavailable("simulated outage")
+		return simUnavailable()
 	}
-	old, exists := w.crecs[key]
-	switch {
-	case !update && exists:
-		return apierrors.NewAlreadyExists(gr, key.Name)
-	case update && !exists:
-		return apierrors.NewNotFound(gr, key.Name)
-	case update && cr.ResourceVersion != old.ResourceVersion:
-		return apierrors.NewConflict(gr, key.Name, fmt.Errorf("resourceVersion"))
-	}
-	w.checkCompletionRecord(cr, old)
-	stored := cr.DeepCopy()
-	w.rv++
-	stored.ResourceVersion = strconv.FormatInt(w.rv, 10)
-	if old != nil {
-		stored.UID, stored.CreationTimestamp = old.UID, old.CreationTimestamp
-	} else {
-		w.uids++
-		stored.UID = types.UID(fmt.Sprintf("crec-%d", w.uids))
-		stored.CreationTimestamp = metav1.NewTime(w.now)
-	}
+	in := cr.DeepCopy()
 	// The API server keeps a MicroTime to the microsecond.
-	stored.FinishedAt = metav1.NewMicroTime(stored.FinishedAt.Truncate(time.Microsecond))
-	w.crecs[key] = stored
+	in.FinishedAt = metav1.NewMicroTime(in.FinishedAt.Truncate(time.Microsecond))
+	var stored *wrapupv1alpha1.CompletionRecord
+	var err error
+	if update {
+		_, stored, err = w.crecs.update(in, func(old, next *wrapupv1alpha1.CompletionRecord) { w.checkCompletionRecord(next, old) })
+	} else {
+		stored, err = w.crecs.create(in, func(next *wrapupv1alpha1.CompletionRecord) { w.checkCompletionRecord(next, nil) })
+	}
+	if err != nil {
+		return err
+	}
 	w.logf("wrapup writes CompletionRecord %s: %s of %s (%s)", key, stored.Outcome, stored.AppWrapper.Name, stored.AppWrapper.UID)
 	if f == "lost" {
 		w.logf("fault: the answer to the CompletionRecord write %s is lost", key)
-		return apierrors.NewTimeoutError("simulated lost answer", 1)
+		return simLostAnswer()
 	}
 	stored.DeepCopyInto(cr)
 	return nil
 }
-func (s *simWriter) DeleteAllOf(context.Context, client.Object, ...client.DeleteAllOfOption) error {
-	return fmt.Errorf("wrapup deletes nothing in bulk")
-}
-func (s *simWriter) Apply(context.Context, runtime.ApplyConfiguration, ...client.ApplyOption) error {
-	return fmt.Errorf("wrapup applies nothing")
-}
 
+// Patch writes wrapup's records on AppWrappers; each must carry a
+// resourceVersion precondition.
 func (s *simWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
 	w := s.w
 	in, ok := obj.(*awv1beta2.AppWrapper)
@@ -1246,45 +1230,28 @@ func (s *simWriter) Patch(_ context.Context, obj client.Object, patch client.Pat
 	f := w.fault()
 	if f == "refused" {
 		w.logf("fault: PATCH %s refused", key)
-		return apierrors.NewServiceUnavailable("simulated outage")
+		return simUnavailable()
 	}
-	cur, ok := w.aws[key]
-	if !ok {
-		return apierrors.NewNotFound(awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource(), key.Name)
-	}
-	data, err := patch.Data(obj)
+	data, err := mergePatchData(obj, patch)
 	if err != nil {
 		return err
 	}
-	var p struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(data, &p)
-	if p.Metadata.ResourceVersion == "" {
+	rv := patchPrecondition(data)
+	if rv == "" {
 		w.fail("wrapup patched %s without a resourceVersion precondition: %s", key, data)
-	} else if p.Metadata.ResourceVersion != cur.ResourceVersion {
-		w.logf("wrapup PATCH %s: conflict (resourceVersion %s, now %s)", key, p.Metadata.ResourceVersion, cur.ResourceVersion)
-		return apierrors.NewConflict(awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource(), key.Name, fmt.Errorf("the object has been modified"))
 	}
-	orig, _ := json.Marshal(cur)
-	merged, err := jsonpatch.MergePatch(orig, data)
+	cur, next, err := w.aws.patch(key, data, w.checkRecordWrite)
+	if apierrors.IsConflict(err) {
+		w.logf("wrapup PATCH %s: conflict (resourceVersion %s, now %s)", key, rv, cur.ResourceVersion)
+	}
 	if err != nil {
 		return err
 	}
-	next := &awv1beta2.AppWrapper{}
-	if err := json.Unmarshal(merged, next); err != nil {
-		return err
-	}
-	before := decision.ReadRecord(cur)
-	w.checkRecordWrite(cur, next)
-	w.putAW(next)
-	w.logf("wrapup PATCH %s: record %s -> %s", key, describeRecord(before), describeRecord(decision.ReadRecord(next)))
+	w.logf("wrapup PATCH %s: record %s -> %s", key, describeRecord(decision.ReadRecord(cur)), describeRecord(decision.ReadRecord(next)))
 	if f == "lost" {
 		w.logf("fault: the answer to PATCH %s is lost", key)
 		w.checks.lostRecordWrites++
-		return apierrors.NewTimeoutError("simulated lost answer", 1)
+		return simLostAnswer()
 	}
 	next.DeepCopyInto(in)
 	return nil
@@ -1310,6 +1277,8 @@ func simTriggersOf(r *decision.Record) string {
 	return string(r.Policy) + ":" + strings.Join(parts, ",")
 }
 
+// Delete deletes AppWrappers: each deletion with UID and resourceVersion
+// preconditions and Background propagation, and asked for once.
 func (s *simWriter) Delete(_ context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	w := s.w
 	key := client.ObjectKeyFromObject(obj)
@@ -1317,28 +1286,21 @@ func (s *simWriter) Delete(_ context.Context, obj client.Object, opts ...client.
 	f := w.fault()
 	if f == "refused" {
 		w.logf("fault: DELETE %s refused", key)
-		return apierrors.NewServiceUnavailable("simulated outage")
+		return simUnavailable()
 	}
-	cur, ok := w.aws[key]
-	gr := awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource()
-	if uid, done := w.checks.deletedKeys[key]; done && (!ok || cur.UID == uid) {
-		w.fail("wrapup asked again to delete %s (%s), whose deletion it had made", key, uid)
-	}
-	if !ok {
-		return apierrors.NewNotFound(gr, key.Name)
+	if uid, done := w.checks.deletedKeys[key]; done {
+		if cur, ok := w.aws.get(key); !ok || cur.UID == uid {
+			w.fail("wrapup asked again to delete %s (%s), whose deletion it had made", key, uid)
+		}
 	}
 	pre := do.Preconditions
 	if pre == nil || pre.UID == nil || pre.ResourceVersion == nil {
 		w.fail("wrapup deleted %s without UID and resourceVersion preconditions", key)
 	}
-	if pre != nil && pre.UID != nil && *pre.UID != cur.UID || pre != nil && pre.ResourceVersion != nil && *pre.ResourceVersion != cur.ResourceVersion {
-		w.logf("wrapup DELETE %s: precondition failed", key)
-		return apierrors.NewConflict(gr, key.Name, fmt.Errorf("precondition failed"))
-	}
 	if do.PropagationPolicy == nil || *do.PropagationPolicy != metav1.DeletePropagationBackground {
 		w.fail("wrapup deleted %s without Background propagation", key)
 	}
-	if cur.DeletionTimestamp.IsZero() {
+	cur, err := w.aws.delete(key, pre, func(cur *awv1beta2.AppWrapper) {
 		w.checkDelete(cur)
 		w.checks.deleted[cur.UID]++
 		w.checks.deletedKeys[key] = cur.UID
@@ -1346,17 +1308,16 @@ func (s *simWriter) Delete(_ context.Context, obj client.Object, opts ...client.
 			w.fail("wrapup deleted %s (%s) twice", key, cur.UID)
 		}
 		w.logf("wrapup DELETE %s (%s)", key, cur.UID)
-		if len(cur.Finalizers) == 0 {
-			w.removeAW(key)
-		} else {
-			aw := cur.DeepCopy()
-			aw.DeletionTimestamp = ptr.To(metav1.NewTime(w.now))
-			w.putAW(aw)
-		}
+	})
+	if apierrors.IsConflict(err) {
+		w.logf("wrapup DELETE %s: precondition failed", key)
+	}
+	if err != nil {
+		return err
 	}
 	if f == "lost" {
 		w.logf("fault: the answer to DELETE %s is lost", key)
-		return apierrors.NewTimeoutError("simulated lost answer", 1)
+		return simLostAnswer()
 	}
 	w.wr.deleted[cur.UID] = true
 	return nil
