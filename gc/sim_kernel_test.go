@@ -4,7 +4,10 @@ package gc
 // mkWorld, sim_multikueue_test.go): the seeded generator, the clock, the
 // trace and the first violation; the API server's counters and its faults;
 // the world's timed events and the loop that runs them; wrapup's work
-// queue.
+// queue. The API server's objects are in sim_kernel_store_test.go, what
+// wrapup reads and writes through in sim_kernel_client_test.go. A world
+// keeps only its model (what its actors do) and its oracle (what must hold
+// of wrapup's acts).
 
 import (
 	"context"
@@ -35,12 +38,17 @@ type simKernel struct {
 	// agenda is what is to happen, and when (later).
 	agenda []simEvent
 
+	// emitted counts the Events wrapup emitted, by namespace/name/reason;
+	// counted, what it added to the rules' counters.
+	emitted map[string]int
+	counted int
+
 	trace     []string
 	violation string
 }
 
 func newSimKernel(seed int64) simKernel {
-	return simKernel{rng: rand.New(rand.NewSource(seed)), now: simStart}
+	return simKernel{rng: rand.New(rand.NewSource(seed)), now: simStart, emitted: map[string]int{}}
 }
 
 // logf adds a line to the trace, at the world's time.

@@ -36,7 +36,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -379,9 +378,9 @@ func (w *mkWorld) startWrapup() {
 		}
 	}
 	w.r = &appWrapperReconciler{
-		Cache: &mkReader{w: w}, Writer: &mkWriter{w: w}, APIReader: &mkReader{w: w, fresh: true},
-		Recorder: &mkRecorder{}, Policies: &celpolicies.Cache{}, Triggers: mkNoTriggers{}, Assign: newAssignments(),
-		Counters: mkNoCounters{}, Clock: w.clock, NoHistory: true, Clusters: &mkSource{w: w},
+		Cache: w.reader(), Writer: &mkWriter{w: w}, APIReader: w.reader(),
+		Recorder: simRecorder{&w.simKernel}, Policies: &celpolicies.Cache{}, Triggers: mkNoTriggers{}, Assign: newAssignments(),
+		Counters: simCounters{&w.simKernel}, Clock: w.clock, NoHistory: true, Clusters: &mkSource{w: w},
 	}
 	w.r.defaults()
 	w.r.observe = func(stage string, in decision.Input, d decision.Decision) {
@@ -649,40 +648,16 @@ func (w *mkWorld) checkSettled() {
 
 // --- what wrapup sees ---
 
-type mkReader struct {
-	w     *mkWorld
-	fresh bool
-}
-
-func (r *mkReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	w := r.w
-	switch o := obj.(type) {
-	case *awv1beta2.AppWrapper:
-		aw, ok := w.aws.get(key)
-		if !ok {
-			return apierrors.NewNotFound(schema.GroupResource{Group: "workload.codeflare.dev", Resource: "appwrappers"}, key.Name)
-		}
-		aw.DeepCopyInto(o)
-	case *corev1.Namespace:
-		w.ns.DeepCopyInto(o)
-	default:
-		return fmt.Errorf("the manager reader does not read %T", obj)
+// reader is what wrapup reads of the manager, through the kernel's reader:
+// its AppWrappers, as they are (the cache and the API server alike), the
+// one Namespace, the one rule; no call fails.
+func (w *mkWorld) reader() *simReader {
+	return &simReader{name: "the manager reader",
+		aw:    func(key types.NamespacedName) *awv1beta2.AppWrapper { return w.aws.objs[key] },
+		ns:    func(string) *corev1.Namespace { return w.ns },
+		rules: func() []*wrapupv1alpha1.CompletionRule { return []*wrapupv1alpha1.CompletionRule{w.rule} },
+		aws:   w.sortedAWs,
 	}
-	return nil
-}
-
-func (r *mkReader) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
-	switch l := list.(type) {
-	case *wrapupv1alpha1.CompletionRuleList:
-		l.Items = []wrapupv1alpha1.CompletionRule{*r.w.rule.DeepCopy()}
-	case *awv1beta2.AppWrapperList:
-		for _, aw := range r.w.sortedAWs() {
-			l.Items = append(l.Items, *aw.DeepCopy())
-		}
-	default:
-		return fmt.Errorf("the manager reader does not list %T", list)
-	}
-	return nil
 }
 
 // mkWriter is wrapup's client.Writer on the manager: it patches and
@@ -773,46 +748,41 @@ func (s *mkSource) workload(_ context.Context, aw *awv1beta2.AppWrapper, live bo
 
 func (s *mkSource) conn(_ context.Context, cluster string) (*workerConn, error) {
 	wk := s.w.workers[cluster]
-	return &workerConn{cluster: cluster, reader: &mkWorkerReader{w: s.w, wk: wk}, triggers: &mkWorkerTriggers{w: s.w, wk: wk}}, nil
+	return &workerConn{cluster: cluster, reader: s.w.workerReader(wk), triggers: &mkWorkerTriggers{w: s.w, wk: wk}}, nil
 }
 
 func (s *mkSource) release(cluster string, owner triggers.Owner) {
 	delete(s.w.workers[cluster].claims, owner)
 }
 
-type mkWorkerReader struct {
-	w  *mkWorld
-	wk *mkWorker
-}
-
-func (r *mkWorkerReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	if !r.wk.up {
-		return fmt.Errorf("dial tcp %s: connection refused", r.wk.name)
+// workerReader is what wrapup reads of the worker wk, through the
+// kernel's reader: MultiKueue's copies there and their Jobs; a call fails
+// while wk is down, and at the world's fault rate.
+func (w *mkWorld) workerReader(wk *mkWorker) *simReader {
+	return &simReader{name: "the worker reader",
+		fail: func(string) error {
+			if !wk.up {
+				return fmt.Errorf("dial tcp %s: connection refused", wk.name)
+			}
+			if w.failNow() {
+				return simUnavailable()
+			}
+			return nil
+		},
+		aw: func(key types.NamespacedName) *awv1beta2.AppWrapper { return wk.copies[key] },
+		other: func(key client.ObjectKey, obj client.Object) error {
+			o, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				return fmt.Errorf("the worker reader does not read %T", obj)
+			}
+			job, ok := wk.jobs[key]
+			if !ok {
+				return apierrors.NewNotFound(schema.GroupResource{Group: "batch", Resource: "jobs"}, key.Name)
+			}
+			o.Object = job.DeepCopy().Object
+			return nil
+		},
 	}
-	if r.w.failNow() {
-		return apierrors.NewServiceUnavailable("simulated outage")
-	}
-	switch o := obj.(type) {
-	case *awv1beta2.AppWrapper:
-		cp, ok := r.wk.copies[key]
-		if !ok {
-			return apierrors.NewNotFound(schema.GroupResource{Resource: "appwrappers"}, key.Name)
-		}
-		cp.DeepCopyInto(o)
-	case *unstructured.Unstructured:
-		job, ok := r.wk.jobs[key]
-		if !ok {
-			return apierrors.NewNotFound(schema.GroupResource{Group: "batch", Resource: "jobs"}, key.Name)
-		}
-		o.Object = job.DeepCopy().Object
-	default:
-		return fmt.Errorf("the worker reader does not read %T", obj)
-	}
-	return nil
-}
-
-func (r *mkWorkerReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return fmt.Errorf("wrapup lists nothing on a worker")
 }
 
 type mkWorkerTriggers struct {
@@ -860,15 +830,6 @@ func (mkNoTriggers) Resource(schema.GroupKind) (schema.GroupVersionResource, boo
 	return schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, true
 }
 func (mkNoTriggers) Wait(schema.GroupKind, types.NamespacedName) {}
-
-type mkRecorder struct{}
-
-func (mkRecorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...interface{}) {
-}
-
-type mkNoCounters struct{}
-
-func (mkNoCounters) Add(context.Context, string, wrapupv1alpha1.Outcome) {}
 
 // --- the test ---
 

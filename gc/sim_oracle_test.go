@@ -37,7 +37,6 @@ type simChecks struct {
 	deleted map[types.UID]int
 	// deletedKeys: the AppWrapper of each name whose deletion wrapup made.
 	deletedKeys map[types.NamespacedName]types.UID
-	events      map[string]int
 
 	// loopStart and loopCount count the reconciles of the current second.
 	loopStart time.Time
@@ -47,8 +46,8 @@ type simChecks struct {
 	// polls counts reconciles per AppWrapper once the world stood still.
 	polls map[types.NamespacedName]int
 
-	written, cleared, counted, lostRecordWrites int
-	deletes, explained, settled, histories      int
+	written, cleared, lostRecordWrites     int
+	deletes, explained, settled, histories int
 	// ...of records naming several candidates, and of settled AppWrappers
 	// with several.
 	manyWritten, manyCleared, manyDeletes, settledMany, manyDecisions int
@@ -74,14 +73,12 @@ func (c *simChecks) init() {
 	c.recordedAt = map[[2]types.UID]time.Time{}
 	c.deleted = map[types.UID]int{}
 	c.deletedKeys = map[types.NamespacedName]types.UID{}
-	c.events = map[string]int{}
 	c.verdicts = map[decision.Verdict]int{}
 }
 
 func (c *simChecks) add(o *simChecks) {
 	c.written += o.written
 	c.cleared += o.cleared
-	c.counted += o.counted
 	c.deletes += o.deletes
 	c.explained += o.explained
 	c.settled += o.settled
@@ -818,8 +815,8 @@ func (w *simWorld) checkSettled() {
 			break
 		}
 	}
-	if w.checks.counted > w.checks.written || w.checks.written-w.checks.counted > w.checks.lostRecordWrites {
-		w.fail("%d records written, %d counted (%d write answers lost)", w.checks.written, w.checks.counted, w.checks.lostRecordWrites)
+	if w.counted > w.checks.written || w.checks.written-w.counted > w.checks.lostRecordWrites {
+		w.fail("%d records written, %d counted (%d write answers lost)", w.checks.written, w.counted, w.checks.lostRecordWrites)
 	}
 	keys := make([]string, 0, len(w.aws.objs))
 	for k := range w.aws.objs {
@@ -927,7 +924,7 @@ func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Deci
 			return
 		}
 	}
-	v := &view.Reader{Client: &simReader{w: w, fresh: true, noFaults: true}, Labelled: true}
+	v := &view.Reader{Client: w.reader(true, true), Labelled: true}
 	v.Kinds = view.ServedKinds(context.Background(), v.Client, nil, nil)
 	ein, err := view.Gather(context.Background(), v, w.explainPolicies, client.ObjectKeyFromObject(aw), nil,
 		decision.Input{Now: in.Now, FailureSeen: in.FailureSeen, HoldStart: in.HoldStart, FailureGracePeriod: in.FailureGracePeriod})

@@ -88,16 +88,16 @@ func (w *simWorld) startWrapup() {
 		waiters: map[types.NamespacedName]bool{}, claims: map[triggers.Owner]schema.GroupKind{}}
 	wr := &simWrapup{w: w, deleted: map[types.UID]bool{}, triggers: triggers, clock: clock, queue: newSimQueue(), restarts: restarts}
 	wr.r = &appWrapperReconciler{
-		Cache:     &simReader{w: w},
+		Cache:     w.reader(false, false),
 		Writer:    &simWriter{w: w},
-		APIReader: &simReader{w: w, fresh: true},
-		Recorder:  &simRecorder{w: w},
+		APIReader: w.reader(true, false),
+		Recorder:  simRecorder{&w.simKernel},
 		// What a rule compiles to does not depend on the process: one
 		// cache for the world saves compiling again after each restart.
 		Policies: w.explainPolicies,
 		Triggers: triggers,
 		Assign:   newAssignments(),
-		Counters: &simCounters{w: w},
+		Counters: simCounters{&w.simKernel},
 		Clock:    clock,
 	}
 	wr.r.defaults()

@@ -1039,110 +1039,85 @@ func simComponent(apiVersion, kind, name string, annotations map[string]string) 
 	return awv1beta2.AppWrapperComponent{Annotations: annotations, Template: runtime.RawExtension{Raw: raw}}
 }
 
-// --- what wrapup sees: readers, writer, trigger cache, recorder ---
+// --- what wrapup sees: readers, writer, trigger cache ---
 
-// simReader reads the API server (fresh) or the caches, as client.Reader.
-type simReader struct {
-	w     *simWorld
-	fresh bool
-	// noFaults: a reader that never fails (view.Explain's, in the checks).
-	noFaults bool
-}
-
-var _ client.Reader = (*simReader)(nil)
-
-func (r *simReader) fault(what string) error {
-	if r.fresh && !r.noFaults && r.w.failNow() {
-		r.w.logf("fault: %s fails", what)
-		return simUnavailable()
-	}
-	return nil
-}
-
-func (r *simReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	if err := r.fault("GET " + key.String()); err != nil {
-		return err
-	}
-	var src client.Object
-	gr := schema.GroupResource{}
-	switch o := obj.(type) {
-	case *awv1beta2.AppWrapper:
-		gr = simAppWrappers
-		if r.fresh {
-			if aw, ok := r.w.aws.get(key); ok {
-				src = aw
+// reader reads the world as wrapup does, through the kernel's reader: the
+// API server (fresh), whose calls fail at the world's fault rate unless
+// noFaults (view.Explain's, in the checks), or the caches.
+func (w *simWorld) reader(fresh, noFaults bool) *simReader {
+	r := &simReader{name: "simReader", mapper: simRESTMapper()}
+	if fresh && !noFaults {
+		r.fail = func(what string) error {
+			if w.failNow() {
+				w.logf("fault: %s fails", what)
+				return simUnavailable()
 			}
-		} else if c, ok := r.w.awCache.objs[key.String()]; ok {
-			src = c
-		}
-		if src != nil {
-			src.(*awv1beta2.AppWrapper).DeepCopyInto(o)
 			return nil
 		}
-	case *corev1.Namespace:
-		gr = schema.GroupResource{Resource: "namespaces"}
-		if r.fresh {
-			if ns, ok := r.w.nss[key.Name]; ok {
-				src = ns
+	}
+	if fresh {
+		r.aw = func(key types.NamespacedName) *awv1beta2.AppWrapper { return w.aws.objs[key] }
+		r.ns = func(name string) *corev1.Namespace { return w.nss[name] }
+		r.rules = func() []*wrapupv1alpha1.CompletionRule {
+			var out []*wrapupv1alpha1.CompletionRule
+			for _, name := range sortedKeys(w.rules) {
+				out = append(out, w.rules[name])
 			}
-		} else if c, ok := r.w.nsCache.objs[key.Name]; ok {
-			src = c
+			return out
 		}
-		if src != nil {
-			src.(*corev1.Namespace).DeepCopyInto(o)
-			return nil
+	} else {
+		r.aw = func(key types.NamespacedName) *awv1beta2.AppWrapper {
+			aw, _ := w.awCache.objs[key.String()].(*awv1beta2.AppWrapper)
+			return aw
 		}
-	case *unstructured.Unstructured:
-		kind := o.GetKind()
-		gr = schema.GroupResource{Resource: strings.ToLower(kind) + "s"}
-		if kind == simEvalRunGK.Kind {
-			return &apimeta.NoKindMatchError{GroupKind: simEvalRunGK}
+		r.ns = func(name string) *corev1.Namespace {
+			ns, _ := w.nsCache.objs[name].(*corev1.Namespace)
+			return ns
 		}
-		var u *unstructured.Unstructured
-		if r.fresh {
-			u = r.w.trigs[trigKey(kind, key.Namespace, key.Name)]
-		} else if c, ok := r.w.trigCache.objs[trigKey(kind, key.Namespace, key.Name)]; ok {
-			u = c.(*unstructured.Unstructured)
+		r.rules = func() []*wrapupv1alpha1.CompletionRule {
+			var out []*wrapupv1alpha1.CompletionRule
+			for _, name := range sortedKeys(w.ruleCache.objs) {
+				out = append(out, w.ruleCache.objs[name].(*wrapupv1alpha1.CompletionRule))
+			}
+			return out
 		}
-		if u != nil {
+	}
+	// The trigger objects (an EvalRun is not served), and the
+	// CompletionRecords (whose cache does not lag).
+	r.other = func(key client.ObjectKey, obj client.Object) error {
+		switch o := obj.(type) {
+		case *unstructured.Unstructured:
+			kind := o.GetKind()
+			if kind == simEvalRunGK.Kind {
+				return &apimeta.NoKindMatchError{GroupKind: simEvalRunGK}
+			}
+			var u *unstructured.Unstructured
+			if fresh {
+				u = w.trigs[trigKey(kind, key.Namespace, key.Name)]
+			} else if c, ok := w.trigCache.objs[trigKey(kind, key.Namespace, key.Name)]; ok {
+				u = c.(*unstructured.Unstructured)
+			}
+			if u == nil {
+				return apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(kind) + "s"}, key.Name)
+			}
 			u.DeepCopyInto(o)
 			return nil
-		}
-	case *wrapupv1alpha1.CompletionRecord:
-		gr = simCompletionRecords
-		if cr, ok := r.w.crecs.get(key); ok {
+		case *wrapupv1alpha1.CompletionRecord:
+			cr, ok := w.crecs.get(key)
+			if !ok {
+				return apierrors.NewNotFound(simCompletionRecords, key.Name)
+			}
 			cr.DeepCopyInto(o)
 			return nil
 		}
-	default:
 		return fmt.Errorf("simReader: no %T", obj)
 	}
-	return apierrors.NewNotFound(gr, key.Name)
+	return r
 }
 
-func (r *simReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if err := r.fault("LIST"); err != nil {
-		return err
-	}
-	switch l := list.(type) {
-	case *wrapupv1alpha1.CompletionRuleList:
-		l.Items = nil
-		if r.fresh {
-			for _, name := range sortedKeys(r.w.rules) {
-				l.Items = append(l.Items, *r.w.rules[name].DeepCopy())
-			}
-		} else {
-			for _, name := range sortedKeys(r.w.ruleCache.objs) {
-				l.Items = append(l.Items, *r.w.ruleCache.objs[name].(*wrapupv1alpha1.CompletionRule).DeepCopy())
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("simReader: no list %T", list)
-}
-
-// RESTMapper lets view.Explain tell served kinds (Job, Pod) from others.
-func (r *simReader) RESTMapper() apimeta.RESTMapper {
+// simRESTMapper lets view.Explain tell served kinds (Job, Pod, RayJob)
+// from others.
+func simRESTMapper() apimeta.RESTMapper {
 	m := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{{Group: "batch", Version: "v1"}, {Version: "v1"}, {Group: "ray.io", Version: "v1"}})
 	m.Add(schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayJob"}, apimeta.RESTScopeNamespace)
 	m.Add(schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, apimeta.RESTScopeNamespace)
@@ -1389,27 +1364,4 @@ func (t *simTriggers) Wait(_ schema.GroupKind, key types.NamespacedName) {
 		return
 	}
 	t.waiters[key] = true
-}
-
-// simRecorder keeps the Events wrapup emits.
-type simRecorder struct{ w *simWorld }
-
-func (r *simRecorder) Eventf(regarding runtime.Object, _ runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
-	aw, _ := regarding.(*awv1beta2.AppWrapper)
-	msg := fmt.Sprintf(note, args...)
-	if len(msg) > decision.MaxMessage || len(action) > 128 {
-		r.w.fail("an Event too large for events.k8s.io: action %d bytes, note %d bytes", len(action), len(msg))
-	}
-	if aw != nil {
-		r.w.logf("event %s %s on %s/%s: %s", eventtype, reason, aw.Namespace, aw.Name, decision.Truncate(msg, 160))
-		r.w.checks.events[aw.Namespace+"/"+aw.Name+"/"+reason]++
-	}
-}
-
-// simCounters counts what wrapup adds to the rules' counters.
-type simCounters struct{ w *simWorld }
-
-func (c *simCounters) Add(_ context.Context, rule string, outcome wrapupv1alpha1.Outcome) {
-	c.w.checks.counted++
-	c.w.logf("counter %s %s +1", rule, outcome)
 }
