@@ -39,8 +39,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -48,6 +50,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
 // simOptimisticLock is the API server's message for a write on an object
@@ -221,4 +225,114 @@ func (s *simStore[T]) delete(key types.NamespacedName, pre *metav1.Preconditions
 	next.SetDeletionGracePeriodSeconds(ptr.To(int64(0)))
 	s.put(next)
 	return cur, nil
+}
+
+// TestSimStore pins the store's answers to what the API server answers:
+// the preconditions that no history can break (wrapup deletes only what it
+// read fresh in the same reconcile), and the rest.
+func TestSimStore(t *testing.T) {
+	k := newSimKernel(1)
+	s := newAWStore(&k)
+	var stored, removed []string
+	s.stored = func(aw *awv1beta2.AppWrapper) { stored = append(stored, aw.Name+"@"+aw.ResourceVersion) }
+	s.removed = func(aw *awv1beta2.AppWrapper) { removed = append(removed, aw.Name) }
+	key := types.NamespacedName{Namespace: "ns", Name: "a"}
+	s.put(&awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}})
+	rv := s.objs[key].ResourceVersion
+	admitted := 0
+	admit := func(cur, next *awv1beta2.AppWrapper) {
+		admitted++
+		if s.objs[key] != cur {
+			t.Errorf("admit sees a change that has landed already")
+		}
+	}
+	patch := func(body string) error {
+		_, _, err := s.patch(key, []byte(body), admit)
+		return err
+	}
+
+	if err := patch(`{"metadata":{"resourceVersion":"0","labels":{"x":"1"}}}`); !apierrors.IsConflict(err) {
+		t.Errorf("a patch on a stale resourceVersion: %v, want a conflict", err)
+	}
+	if err := patch(`{"metadata":{"resourceVersion":"` + rv + `","labels":{"x":"1"}}}`); err != nil {
+		t.Errorf("a patch on the current resourceVersion: %v", err)
+	}
+	if aw := s.objs[key]; aw.Labels["x"] != "1" || aw.ResourceVersion == rv || aw.UID != "uid-a" {
+		t.Errorf("after the patch: labels %v, resourceVersion %s (was %s), UID %s", aw.Labels, aw.ResourceVersion, rv, aw.UID)
+	}
+	if err := patch(`{"metadata":{"labels":{"x":null}}}`); err != nil || s.objs[key].Labels["x"] != "" {
+		t.Errorf("a patch without a precondition applies to what is current: %v, labels %v", err, s.objs[key].Labels)
+	}
+	if _, _, err := s.patch(types.NamespacedName{Namespace: "ns", Name: "none"}, []byte(`{}`), admit); !apierrors.IsNotFound(err) {
+		t.Errorf("a patch of nothing: %v, want NotFound", err)
+	}
+	if admitted != 2 {
+		t.Errorf("admit saw %d patches, want the 2 that landed", admitted)
+	}
+
+	cur := s.objs[key]
+	uid, stale := types.UID("uid-other"), "0"
+	for _, pre := range []*metav1.Preconditions{{UID: &uid}, {ResourceVersion: &stale}, {UID: &cur.UID, ResourceVersion: &stale}} {
+		if _, err := s.delete(key, pre, nil); !apierrors.IsConflict(err) {
+			t.Errorf("a delete with the preconditions %+v: %v, want a conflict", pre, err)
+		}
+	}
+	withFinalizer := s.objs[key].DeepCopy()
+	withFinalizer.Finalizers = []string{"f"}
+	s.put(withFinalizer)
+	now := withFinalizer.ResourceVersion
+	deletions := 0
+	if _, err := s.delete(key, &metav1.Preconditions{UID: &cur.UID, ResourceVersion: &now}, func(*awv1beta2.AppWrapper) { deletions++ }); err != nil {
+		t.Errorf("a delete whose preconditions hold: %v", err)
+	}
+	marked := s.objs[key]
+	if marked == nil || marked.DeletionTimestamp == nil || marked.DeletionGracePeriodSeconds == nil || *marked.DeletionGracePeriodSeconds != 0 {
+		t.Fatalf("an AppWrapper with a finalizer, deleted: %+v, want it marked and kept", marked)
+	}
+	again := marked.ResourceVersion
+	if _, err := s.delete(key, &metav1.Preconditions{ResourceVersion: &again}, func(*awv1beta2.AppWrapper) { deletions++ }); err != nil || s.objs[key] != marked || deletions != 1 {
+		t.Errorf("a delete of an AppWrapper marked already: %v, changed %v, %d deletions started", err, s.objs[key] != marked, deletions)
+	}
+	s.remove(key)
+	if _, ok := s.get(key); ok || len(removed) != 1 {
+		t.Errorf("removed: still there %v, removals seen %v", ok, removed)
+	}
+	if _, err := s.delete(key, nil, nil); !apierrors.IsNotFound(err) {
+		t.Errorf("a delete of nothing: %v, want NotFound", err)
+	}
+	s.put(&awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-b"}})
+	if _, err := s.delete(key, nil, nil); err != nil || len(removed) != 2 {
+		t.Errorf("a delete without finalizers: %v, removals seen %v", err, removed)
+	}
+	if len(stored) != 6 {
+		t.Errorf("the watch saw %d stores (%v), want 6: a put, 2 patches, a put, a deletion marked, a put", len(stored), stored)
+	}
+
+	crs := newSimStore(&k, simCompletionRecords, "crec", func() *wrapupv1alpha1.CompletionRecord { return &wrapupv1alpha1.CompletionRecord{} })
+	cr := &wrapupv1alpha1.CompletionRecord{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"}}
+	created, err := crs.create(cr, nil)
+	if err != nil || created.UID == "" || created.ResourceVersion == "" || created.CreationTimestamp.IsZero() {
+		t.Fatalf("a create: %v, %+v", err, created)
+	}
+	if _, err := crs.create(cr, nil); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("a create of a name taken: %v, want AlreadyExists", err)
+	}
+	withRV := created.DeepCopy()
+	withRV.Name = "r-new"
+	if _, err := crs.create(withRV, nil); !apierrors.IsInternalError(err) {
+		t.Errorf("a create with a resourceVersion: %v, want the storage's refusal", err)
+	}
+	if _, _, err := crs.update(cr, nil); !apierrors.IsInvalid(err) {
+		t.Errorf("an update without a resourceVersion: %v, want Invalid", err)
+	}
+	stale2 := created.DeepCopy()
+	stale2.ResourceVersion = "0"
+	if _, _, err := crs.update(stale2, nil); !apierrors.IsConflict(err) {
+		t.Errorf("an update on a stale resourceVersion: %v, want a conflict", err)
+	}
+	next := created.DeepCopy()
+	next.UID, next.Rule = "", "r2"
+	if _, got, err := crs.update(next, nil); err != nil || got.UID != created.UID || got.Rule != "r2" || got.ResourceVersion == created.ResourceVersion {
+		t.Errorf("an update: %v, %+v", err, got)
+	}
 }
