@@ -1,17 +1,27 @@
 package gc
 
+// The simulation kernel, under both simulated worlds (simWorld, sim_test.go;
+// mkWorld, sim_multikueue_test.go): the seeded generator, the clock, the
+// trace and the first violation; the API server's counters and its faults;
+// the world's timed events and the loop that runs them; wrapup's work
+// queue. The API server's objects are in sim_kernel_store_test.go, what
+// wrapup reads and writes through in sim_kernel_client_test.go. A world
+// keeps only its model (what its actors do) and its oracle (what must hold
+// of wrapup's acts).
+
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// simKernel is what both simulated worlds (simWorld, mkWorld) run on: the
-// seeded generator, the clock, the API server's counters and the trace,
-// with the first violation of an invariant.
+// simKernel is what both simulated worlds run on.
 type simKernel struct {
 	rng  *rand.Rand
 	now  time.Time
@@ -19,12 +29,26 @@ type simKernel struct {
 	seq  int
 	uids int
 
+	// faults is the probability that an API call fails; loseAnswers: a
+	// write that fails may have been applied, its answer lost (else every
+	// fault refuses the call).
+	faults      float64
+	loseAnswers bool
+
+	// agenda is what is to happen, and when (later).
+	agenda []simEvent
+
+	// emitted counts the Events wrapup emitted, by namespace/name/reason;
+	// counted, what it added to the rules' counters.
+	emitted map[string]int
+	counted int
+
 	trace     []string
 	violation string
 }
 
 func newSimKernel(seed int64) simKernel {
-	return simKernel{rng: rand.New(rand.NewSource(seed)), now: simStart}
+	return simKernel{rng: rand.New(rand.NewSource(seed)), now: simStart, emitted: map[string]int{}}
 }
 
 // logf adds a line to the trace, at the world's time.
@@ -50,4 +74,147 @@ func (k *simKernel) newUID(prefix string) types.UID {
 func (k *simKernel) nextRV() string {
 	k.rv++
 	return strconv.FormatInt(k.rv, 10)
+}
+
+// --- faults ---
+
+// failNow says whether an API call fails now, at the world's rate.
+func (k *simKernel) failNow() bool {
+	return k.faults > 0 && k.rng.Float64() < k.faults
+}
+
+// fault says how an API write fails now: "" (it does not), "refused" (not
+// applied) or, in a world that loses answers, "lost" (applied, but the
+// answer is lost).
+func (k *simKernel) fault() string {
+	if !k.failNow() {
+		return ""
+	}
+	if !k.loseAnswers || k.rng.Intn(2) == 0 {
+		return "refused"
+	}
+	return "lost"
+}
+
+// --- the timed events, and the loop ---
+
+// simEvent is something that is to happen at a time.
+type simEvent struct {
+	at  time.Time
+	seq int
+	do  func()
+}
+
+// later has do happen after d: after what is due before, and after what
+// was scheduled earlier for the same time.
+func (k *simKernel) later(d time.Duration, do func()) {
+	k.seq++
+	k.agenda = append(k.agenda, simEvent{at: k.now.Add(d), seq: k.seq, do: do})
+}
+
+// nextEvent is the earliest event, and what doing it means (nil when none
+// is scheduled): it leaves the agenda, then happens.
+func (k *simKernel) nextEvent() (time.Time, func()) {
+	first := -1
+	for i, e := range k.agenda {
+		if first < 0 || e.at.Before(k.agenda[first].at) || e.at.Equal(k.agenda[first].at) && e.seq < k.agenda[first].seq {
+			first = i
+		}
+	}
+	if first < 0 {
+		return time.Time{}, nil
+	}
+	e := k.agenda[first]
+	return e.at, func() {
+		for i := range k.agenda {
+			if k.agenda[i].seq == e.seq {
+				k.agenda = append(k.agenda[:i], k.agenda[i+1:]...)
+				break
+			}
+		}
+		e.do()
+	}
+}
+
+// advance moves the clock to t, doing in the order of time whatever falls
+// due until then: next is the world's earliest thing due and what doing it
+// means (nil when nothing is); tick is told of each thing about to be done,
+// and says false to stop a world that does not settle (having failed it).
+// A violation stops it too.
+func (k *simKernel) advance(t time.Time, next func() (time.Time, func()), tick func() bool) {
+	for k.violation == "" {
+		if !tick() {
+			return
+		}
+		at, do := next()
+		if do == nil || at.After(t) {
+			break
+		}
+		if at.After(k.now) {
+			k.now = at
+		}
+		do()
+	}
+	if t.After(k.now) {
+		k.now = t
+	}
+}
+
+// --- wrapup's work queue ---
+
+// simQueue is wrapup's work queue, as controller-runtime's: one entry per
+// AppWrapper, the earliest due time wins; a reconcile that fails (or asks
+// to be requeued) comes back after a backoff of 5 ms that doubles with
+// each failure in a row, up to 5 ms<<13; one that succeeds forgets the
+// failures, and comes back after its RequeueAfter if it asks.
+type simQueue struct {
+	due      map[types.NamespacedName]time.Time
+	failures map[types.NamespacedName]int
+}
+
+func newSimQueue() *simQueue {
+	return &simQueue{due: map[types.NamespacedName]time.Time{}, failures: map[types.NamespacedName]int{}}
+}
+
+// add queues key at at, unless it is queued earlier.
+func (q *simQueue) add(key types.NamespacedName, at time.Time) {
+	if cur, ok := q.due[key]; !ok || at.Before(cur) {
+		q.due[key] = at
+	}
+}
+
+// next is the entry due first (of those due together, the first by key).
+func (q *simQueue) next() (types.NamespacedName, time.Time, bool) {
+	var best types.NamespacedName
+	var at time.Time
+	found := false
+	for k, t := range q.due {
+		if !found || t.Before(at) || t.Equal(at) && k.String() < best.String() {
+			best, at, found = k, t, true
+		}
+	}
+	return best, at, found
+}
+
+// take takes key off the queue, to reconcile it.
+func (q *simQueue) take(key types.NamespacedName) { delete(q.due, key) }
+
+// reconcile runs r on key at the kernel's time, which clock shows it, and
+// queues key again as the result asks. It returns, when it failed, the
+// backoff, and the reconcile's error.
+func (q *simQueue) reconcile(k *simKernel, r *appWrapperReconciler, clock *clocktesting.FakeClock, key types.NamespacedName) (time.Duration, error) {
+	clock.SetTime(k.now)
+	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+	if err != nil || res.Requeue {
+		n := q.failures[key]
+		q.failures[key] = n + 1
+		backoff := 5 * time.Millisecond << min(n, 13)
+		q.add(key, k.now.Add(backoff))
+		return backoff, err
+	}
+	delete(q.failures, key)
+	if res.RequeueAfter > 0 {
+		q.add(key, k.now.Add(res.RequeueAfter))
+	}
+	return 0, nil
 }

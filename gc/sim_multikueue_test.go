@@ -24,7 +24,6 @@ package gc
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"sort"
@@ -32,18 +31,15 @@ import (
 	"testing"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -87,16 +83,11 @@ type mkWorker struct {
 	last time.Time
 }
 
-type mkEvent struct {
-	at  time.Time
-	seq int
-	do  func()
-}
-
 type mkWorld struct {
 	simKernel
 
-	aws     map[types.NamespacedName]*awv1beta2.AppWrapper
+	// aws are the manager's AppWrappers (the kernel's store).
+	aws     *simStore[*awv1beta2.AppWrapper]
 	wls     map[types.NamespacedName]*mkWorkload
 	wlCache map[types.NamespacedName]mkWorkload
 	wlLast  time.Time
@@ -104,14 +95,11 @@ type mkWorld struct {
 	truth   map[types.UID]mkTruth
 	rule    *wrapupv1alpha1.CompletionRule
 	ns      *corev1.Namespace
-	faults  float64
 
-	events   []mkEvent
-	r        *appWrapperReconciler
-	clock    *clocktesting.FakeClock
-	queue    map[types.NamespacedName]time.Time
-	failures map[types.NamespacedName]int
-	deleted  map[types.UID]bool
+	r       *appWrapperReconciler
+	clock   *clocktesting.FakeClock
+	queue   *simQueue
+	deleted map[types.UID]bool
 
 	// deletes and records count what wrapup did, for the summary.
 	deletes, records int
@@ -119,10 +107,15 @@ type mkWorld struct {
 
 func newMKWorld(seed int64) *mkWorld {
 	w := &mkWorld{simKernel: newSimKernel(seed),
-		aws: map[types.NamespacedName]*awv1beta2.AppWrapper{}, wls: map[types.NamespacedName]*mkWorkload{},
+		wls:     map[types.NamespacedName]*mkWorkload{},
 		wlCache: map[types.NamespacedName]mkWorkload{}, workers: map[string]*mkWorker{},
 		truth: map[types.UID]mkTruth{}, deleted: map[types.UID]bool{},
 		ns: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}}
+	w.aws = newAWStore(&w.simKernel)
+	// wrapup's cache sees each change late, and reconciles; the garbage
+	// collector removes the Workload of an AppWrapper deleted.
+	w.aws.stored = func(aw *awv1beta2.AppWrapper) { w.queue.add(client.ObjectKeyFromObject(aw), w.now.Add(w.lag())) }
+	w.aws.removed = func(aw *awv1beta2.AppWrapper) { w.setWorkload(client.ObjectKeyFromObject(aw), nil) }
 	for _, name := range []string{"worker-1", "worker-2"} {
 		w.workers[name] = &mkWorker{name: name, up: true, copies: map[types.NamespacedName]*awv1beta2.AppWrapper{},
 			jobs: map[types.NamespacedName]*unstructured.Unstructured{}, cache: map[types.NamespacedName]*unstructured.Unstructured{},
@@ -148,20 +141,9 @@ func newMKWorld(seed int64) *mkWorld {
 	return w
 }
 
-func (w *mkWorld) later(d time.Duration, do func()) {
-	w.seq++
-	w.events = append(w.events, mkEvent{at: w.now.Add(d), seq: w.seq, do: do})
-}
-
 func (w *mkWorld) lag() time.Duration { return time.Duration(w.rng.Int63n(int64(2 * time.Second))) }
 
 // --- the manager: AppWrappers, Workloads, MultiKueue ---
-
-func (w *mkWorld) putAW(aw *awv1beta2.AppWrapper) {
-	aw.ResourceVersion = w.nextRV()
-	w.aws[client.ObjectKeyFromObject(aw)] = aw
-	w.enqueue(client.ObjectKeyFromObject(aw), w.now.Add(w.lag()))
-}
 
 // setWorkload changes a Workload; wrapup's cache of it follows late.
 func (w *mkWorld) setWorkload(key types.NamespacedName, wl *mkWorkload) {
@@ -190,7 +172,7 @@ func (w *mkWorld) setWorkload(key types.NamespacedName, wl *mkWorkload) {
 		}
 		// The AppWrapper controller watches Workloads whose cluster changes.
 		if snap != nil && (!had || old.cluster != snap.cluster) {
-			w.enqueue(key, w.now)
+			w.queue.add(key, w.now)
 		}
 	})
 }
@@ -206,7 +188,7 @@ func (w *mkWorld) newAppWrapper(name string) {
 		}},
 	}
 	w.logf("user creates AppWrapper %s (%s)", key, uid)
-	w.putAW(aw)
+	w.aws.put(aw)
 	w.setWorkload(key, &mkWorkload{name: "appwrapper-" + name + "-" + string(uid), owner: uid})
 }
 
@@ -221,12 +203,12 @@ func (w *mkWorld) dispatch(key types.NamespacedName, wk *mkWorker) {
 	if !ok {
 		cp = &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, UID: w.newUID("copy"),
 			Labels: map[string]string{decision.PrebuiltWorkloadLabel: wl.name, kueue.MultiKueueOriginLabel: "multikueue"}},
-			Spec: w.aws[key].Spec}
+			Spec: w.aws.objs[key].Spec}
 		cp.Spec.ManagedBy = nil
 		cp.Status.Phase = awv1beta2.AppWrapperSuspended
 		wk.copies[key] = cp
 	}
-	w.logf("MultiKueue dispatches %s (%s) to %s: copy %s (workload label %s)", key, w.aws[key].UID, wk.name, cp.UID, cp.Labels[decision.PrebuiltWorkloadLabel])
+	w.logf("MultiKueue dispatches %s (%s) to %s: copy %s (workload label %s)", key, w.aws.objs[key].UID, wk.name, cp.UID, cp.Labels[decision.PrebuiltWorkloadLabel])
 	w.later(w.lag(), func() { w.mirror(key) })
 	// The worker's Kueue admits it, and its AppWrapper controller creates
 	// the components.
@@ -266,7 +248,7 @@ func (w *mkWorld) ownerOfCopy(cp *awv1beta2.AppWrapper) types.UID {
 // mirror: MultiKueue copies the status of the copy on the dispatched
 // worker to the manager's AppWrapper.
 func (w *mkWorld) mirror(key types.NamespacedName) {
-	aw, wl := w.aws[key], w.wls[key]
+	aw, wl := w.aws.objs[key], w.wls[key]
 	if aw == nil || wl == nil || wl.cluster == "" {
 		return
 	}
@@ -278,7 +260,7 @@ func (w *mkWorld) mirror(key types.NamespacedName) {
 	next := aw.DeepCopy()
 	next.Status = cp.Status
 	w.logf("MultiKueue copies %s's phase %s from %s", key, cp.Status.Phase, wk.name)
-	w.putAW(next)
+	w.aws.put(next)
 }
 
 func (w *mkWorld) putJob(wk *mkWorker, job *unstructured.Unstructured) {
@@ -311,7 +293,7 @@ func (w *mkWorld) deliver(wk *mkWorker, key types.NamespacedName, job *unstructu
 			wk.cache[key] = job
 		}
 		if len(wk.claims) > 0 {
-			w.enqueue(types.NamespacedName{Namespace: key.Namespace, Name: strings.TrimSuffix(key.Name, "-bench")}, w.now)
+			w.queue.add(types.NamespacedName{Namespace: key.Namespace, Name: strings.TrimSuffix(key.Name, "-bench")}, w.now)
 		}
 	})
 }
@@ -373,7 +355,7 @@ func (w *mkWorld) sortedWorkers() []*mkWorker {
 
 func (w *mkWorld) sortedAWs() []*awv1beta2.AppWrapper {
 	var out []*awv1beta2.AppWrapper
-	for _, aw := range w.aws {
+	for _, aw := range w.aws.objs {
 		out = append(out, aw)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -384,7 +366,7 @@ func (w *mkWorld) sortedAWs() []*awv1beta2.AppWrapper {
 
 func (w *mkWorld) startWrapup() {
 	w.clock = clocktesting.NewFakeClock(w.now)
-	w.queue, w.failures = map[types.NamespacedName]time.Time{}, map[types.NamespacedName]int{}
+	w.queue = newSimQueue()
 	for _, wk := range w.sortedWorkers() {
 		wk.claims = map[triggers.Owner]bool{}
 		wk.cache = map[types.NamespacedName]*unstructured.Unstructured{}
@@ -396,9 +378,9 @@ func (w *mkWorld) startWrapup() {
 		}
 	}
 	w.r = &appWrapperReconciler{
-		Cache: &mkReader{w: w}, Writer: &mkWriter{w: w}, APIReader: &mkReader{w: w, fresh: true},
-		Recorder: &mkRecorder{}, Policies: &celpolicies.Cache{}, Triggers: mkNoTriggers{}, Assign: newAssignments(),
-		Counters: mkNoCounters{}, Clock: w.clock, NoHistory: true, Clusters: &mkSource{w: w},
+		Cache: w.reader(), Writer: &mkWriter{w: w}, APIReader: w.reader(),
+		Recorder: simRecorder{&w.simKernel}, Policies: &celpolicies.Cache{}, Triggers: mkNoTriggers{}, Assign: newAssignments(),
+		Counters: simCounters{&w.simKernel}, Clock: w.clock, NoHistory: true, Clusters: &mkSource{w: w},
 	}
 	w.r.defaults()
 	w.r.observe = func(stage string, in decision.Input, d decision.Decision) {
@@ -412,72 +394,37 @@ func (w *mkWorld) startWrapup() {
 		}
 		w.logf("wrapup decides (%s) %s%s: %s: %s", stage, client.ObjectKeyFromObject(in.AppWrapper), where, d.Verdict, d.Reason)
 	}
-	for key := range w.aws {
-		w.enqueue(key, w.now)
-	}
-}
-
-func (w *mkWorld) enqueue(key types.NamespacedName, at time.Time) {
-	if cur, ok := w.queue[key]; !ok || at.Before(cur) {
-		w.queue[key] = at
+	for key := range w.aws.objs {
+		w.queue.add(key, w.now)
 	}
 }
 
 func (w *mkWorld) reconcile(key types.NamespacedName) {
-	delete(w.queue, key)
-	w.clock.SetTime(w.now)
-	res, err := w.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
-	switch {
-	case err != nil || res.Requeue:
-		n := w.failures[key]
-		w.failures[key] = n + 1
-		w.enqueue(key, w.now.Add(5*time.Millisecond<<min(n, 13)))
-	default:
-		delete(w.failures, key)
-		if res.RequeueAfter > 0 {
-			w.enqueue(key, w.now.Add(res.RequeueAfter))
-		}
-	}
+	w.queue.take(key)
+	_, _ = w.queue.reconcile(&w.simKernel, w.r, w.clock, key)
 }
 
 // runUntil does what falls due up to t: world events, then wrapup's queue.
 func (w *mkWorld) runUntil(t time.Time) {
-	for n := 0; w.violation == ""; n++ {
+	n := 0
+	w.advance(t, w.nextThing, func() bool {
 		if n > 200000 {
 			w.fail("the world does not settle")
-			return
+			return false
 		}
-		var at time.Time
-		kind := ""
-		var ev int
-		for i, e := range w.events {
-			if kind == "" || e.at.Before(at) || e.at.Equal(at) && e.seq < w.events[ev].seq {
-				at, kind, ev = e.at, "event", i
-			}
-		}
-		var qk types.NamespacedName
-		for k, qt := range w.queue {
-			if kind == "" || qt.Before(at) || (kind == "queue" && qt.Equal(at) && k.String() < qk.String()) {
-				at, kind, qk = qt, "queue", k
-			}
-		}
-		if kind == "" || at.After(t) {
-			break
-		}
-		if at.After(w.now) {
-			w.now = at
-		}
-		if kind == "event" {
-			e := w.events[ev]
-			w.events = append(w.events[:ev], w.events[ev+1:]...)
-			e.do()
-			continue
-		}
-		w.reconcile(qk)
+		n++
+		return true
+	})
+}
+
+// nextThing is the earliest thing due: a world event, or else (at the same
+// time) wrapup's queue.
+func (w *mkWorld) nextThing() (time.Time, func()) {
+	at, do := w.nextEvent()
+	if key, qt, ok := w.queue.next(); ok && (do == nil || qt.Before(at)) {
+		at, do = qt, func() { w.reconcile(key) }
 	}
-	if t.After(w.now) {
-		w.now = t
-	}
+	return at, do
 }
 
 // step makes one random change, then lets time pass.
@@ -487,7 +434,7 @@ func (w *mkWorld) step() {
 	case x < 12 && len(aws) < 3:
 		for {
 			name := fmt.Sprintf("bench-%d", w.rng.Intn(3))
-			if _, taken := w.aws[types.NamespacedName{Namespace: "ns", Name: name}]; !taken {
+			if _, taken := w.aws.get(types.NamespacedName{Namespace: "ns", Name: name}); !taken {
 				w.newAppWrapper(name)
 				break
 			}
@@ -537,7 +484,7 @@ func (w *mkWorld) step() {
 			for _, k := range sortedNames(wk.jobs) {
 				wk.cache[k] = wk.jobs[k].DeepCopy()
 				if len(wk.claims) > 0 {
-					w.enqueue(types.NamespacedName{Namespace: k.Namespace, Name: strings.TrimSuffix(k.Name, "-bench")}, w.now.Add(w.lag()))
+					w.queue.add(types.NamespacedName{Namespace: k.Namespace, Name: strings.TrimSuffix(k.Name, "-bench")}, w.now.Add(w.lag()))
 				}
 			}
 		}
@@ -559,8 +506,7 @@ func (w *mkWorld) step() {
 		aw := aws[w.rng.Intn(len(aws))]
 		key := client.ObjectKeyFromObject(aw)
 		w.logf("user deletes %s (%s)", key, aw.UID)
-		delete(w.aws, key)
-		w.setWorkload(key, nil)
+		_, _ = w.aws.delete(key, nil, nil)
 	case x < 78:
 		w.logf("wrapup restarts")
 		w.startWrapup()
@@ -582,7 +528,7 @@ func (w *mkWorld) settle() {
 			w.logf("%s is back (settling)", wk.name)
 			for k, j := range wk.jobs {
 				wk.cache[k] = j.DeepCopy()
-				w.enqueue(types.NamespacedName{Namespace: k.Namespace, Name: strings.TrimSuffix(k.Name, "-bench")}, w.now)
+				w.queue.add(types.NamespacedName{Namespace: k.Namespace, Name: strings.TrimSuffix(k.Name, "-bench")}, w.now)
 			}
 		}
 	}
@@ -702,80 +648,48 @@ func (w *mkWorld) checkSettled() {
 
 // --- what wrapup sees ---
 
-type mkReader struct {
-	w     *mkWorld
-	fresh bool
-}
-
-func (r *mkReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	w := r.w
-	switch o := obj.(type) {
-	case *awv1beta2.AppWrapper:
-		aw, ok := w.aws[key]
-		if !ok {
-			return apierrors.NewNotFound(schema.GroupResource{Group: "workload.codeflare.dev", Resource: "appwrappers"}, key.Name)
-		}
-		aw.DeepCopyInto(o)
-	case *corev1.Namespace:
-		w.ns.DeepCopyInto(o)
-	default:
-		return fmt.Errorf("the manager reader does not read %T", obj)
+// reader is what wrapup reads of the manager, through the kernel's reader:
+// its AppWrappers, as they are (the cache and the API server alike), the
+// one Namespace, the one rule; no call fails.
+func (w *mkWorld) reader() *simReader {
+	return &simReader{name: "the manager reader",
+		aw:    func(key types.NamespacedName) *awv1beta2.AppWrapper { return w.aws.objs[key] },
+		ns:    func(string) *corev1.Namespace { return w.ns },
+		rules: func() []*wrapupv1alpha1.CompletionRule { return []*wrapupv1alpha1.CompletionRule{w.rule} },
+		aws:   w.sortedAWs,
 	}
-	return nil
 }
 
-func (r *mkReader) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
-	switch l := list.(type) {
-	case *wrapupv1alpha1.CompletionRuleList:
-		l.Items = []wrapupv1alpha1.CompletionRule{*r.w.rule.DeepCopy()}
-	case *awv1beta2.AppWrapperList:
-		for _, aw := range r.w.sortedAWs() {
-			l.Items = append(l.Items, *aw.DeepCopy())
-		}
-	default:
-		return fmt.Errorf("the manager reader does not list %T", list)
-	}
-	return nil
+// mkWriter is wrapup's client.Writer on the manager: it patches and
+// deletes AppWrappers on the kernel's store, which refuses a call at the
+// world's fault rate, and checks each write that lands. Either must carry
+// its preconditions.
+type mkWriter struct {
+	simNoWrites
+	w *mkWorld
 }
-
-type mkWriter struct{ w *mkWorld }
 
 func (s *mkWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
 	w := s.w
 	key := client.ObjectKeyFromObject(obj)
-	if w.faults > 0 && w.rng.Float64() < w.faults {
-		return apierrors.NewServiceUnavailable("simulated outage")
+	if w.fault() != "" {
+		return simUnavailable()
 	}
-	cur, ok := w.aws[key]
-	if !ok {
-		return apierrors.NewNotFound(schema.GroupResource{Resource: "appwrappers"}, key.Name)
-	}
-	data, err := patch.Data(obj)
+	data, err := mergePatchData(obj, patch)
 	if err != nil {
 		return err
 	}
-	var p struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
+	if patchPrecondition(data) == "" {
+		w.fail("wrapup patched %s without a resourceVersion precondition: %s", key, data)
 	}
-	_ = json.Unmarshal(data, &p)
-	if p.Metadata.ResourceVersion != cur.ResourceVersion {
-		return apierrors.NewConflict(schema.GroupResource{Resource: "appwrappers"}, key.Name, fmt.Errorf("modified"))
-	}
-	orig, _ := json.Marshal(cur)
-	merged, err := jsonpatch.MergePatch(orig, data)
+	_, next, err := w.aws.patch(key, data, func(cur, next *awv1beta2.AppWrapper) {
+		w.checkRecord(next, decision.ReadRecord(next))
+		w.records++
+		w.logf("wrapup records on %s (%s): %s", key, cur.UID, describeRecord(decision.ReadRecord(next)))
+	})
 	if err != nil {
 		return err
 	}
-	next := &awv1beta2.AppWrapper{}
-	if err := json.Unmarshal(merged, next); err != nil {
-		return err
-	}
-	w.checkRecord(next, decision.ReadRecord(next))
-	w.records++
-	w.logf("wrapup records on %s (%s): %s", key, cur.UID, describeRecord(decision.ReadRecord(next)))
-	w.putAW(next)
 	next.DeepCopyInto(obj.(*awv1beta2.AppWrapper))
 	return nil
 }
@@ -783,40 +697,23 @@ func (s *mkWriter) Patch(_ context.Context, obj client.Object, patch client.Patc
 func (s *mkWriter) Delete(_ context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	w := s.w
 	key := client.ObjectKeyFromObject(obj)
-	if w.faults > 0 && w.rng.Float64() < w.faults {
-		return apierrors.NewServiceUnavailable("simulated outage")
+	if w.fault() != "" {
+		return simUnavailable()
 	}
-	cur, ok := w.aws[key]
-	if !ok {
-		return apierrors.NewNotFound(schema.GroupResource{Resource: "appwrappers"}, key.Name)
+	pre := (&client.DeleteOptions{}).ApplyOptions(opts).Preconditions
+	if pre == nil || pre.UID == nil || pre.ResourceVersion == nil {
+		w.fail("wrapup deleted %s without UID and resourceVersion preconditions", key)
 	}
-	do := (&client.DeleteOptions{}).ApplyOptions(opts)
-	if pre := do.Preconditions; pre == nil || pre.UID == nil || *pre.UID != cur.UID || pre.ResourceVersion == nil || *pre.ResourceVersion != cur.ResourceVersion {
-		return apierrors.NewConflict(schema.GroupResource{Resource: "appwrappers"}, key.Name, fmt.Errorf("precondition failed"))
-	}
-	w.checkDelete(cur)
-	if w.deleted[cur.UID] {
-		w.fail("wrapup deleted %s (%s) twice", key, cur.UID)
-	}
-	w.deleted[cur.UID] = true
-	w.deletes++
-	w.logf("wrapup DELETE %s (%s)", key, cur.UID)
-	delete(w.aws, key)
-	w.setWorkload(key, nil)
-	return nil
-}
-
-func (s *mkWriter) Create(context.Context, client.Object, ...client.CreateOption) error {
-	return fmt.Errorf("wrapup creates nothing here")
-}
-func (s *mkWriter) Update(context.Context, client.Object, ...client.UpdateOption) error {
-	return fmt.Errorf("wrapup updates nothing here")
-}
-func (s *mkWriter) DeleteAllOf(context.Context, client.Object, ...client.DeleteAllOfOption) error {
-	return fmt.Errorf("wrapup deletes no collection")
-}
-func (s *mkWriter) Apply(context.Context, runtime.ApplyConfiguration, ...client.ApplyOption) error {
-	return fmt.Errorf("wrapup applies nothing")
+	_, err := w.aws.delete(key, pre, func(cur *awv1beta2.AppWrapper) {
+		w.checkDelete(cur)
+		if w.deleted[cur.UID] {
+			w.fail("wrapup deleted %s (%s) twice", key, cur.UID)
+		}
+		w.deleted[cur.UID] = true
+		w.deletes++
+		w.logf("wrapup DELETE %s (%s)", key, cur.UID)
+	})
+	return err
 }
 
 // mkSource is the worker clusters as workerClusters gives them.
@@ -851,46 +748,41 @@ func (s *mkSource) workload(_ context.Context, aw *awv1beta2.AppWrapper, live bo
 
 func (s *mkSource) conn(_ context.Context, cluster string) (*workerConn, error) {
 	wk := s.w.workers[cluster]
-	return &workerConn{cluster: cluster, reader: &mkWorkerReader{w: s.w, wk: wk}, triggers: &mkWorkerTriggers{w: s.w, wk: wk}}, nil
+	return &workerConn{cluster: cluster, reader: s.w.workerReader(wk), triggers: &mkWorkerTriggers{w: s.w, wk: wk}}, nil
 }
 
 func (s *mkSource) release(cluster string, owner triggers.Owner) {
 	delete(s.w.workers[cluster].claims, owner)
 }
 
-type mkWorkerReader struct {
-	w  *mkWorld
-	wk *mkWorker
-}
-
-func (r *mkWorkerReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	if !r.wk.up {
-		return fmt.Errorf("dial tcp %s: connection refused", r.wk.name)
+// workerReader is what wrapup reads of the worker wk, through the
+// kernel's reader: MultiKueue's copies there and their Jobs; a call fails
+// while wk is down, and at the world's fault rate.
+func (w *mkWorld) workerReader(wk *mkWorker) *simReader {
+	return &simReader{name: "the worker reader",
+		fail: func(string) error {
+			if !wk.up {
+				return fmt.Errorf("dial tcp %s: connection refused", wk.name)
+			}
+			if w.failNow() {
+				return simUnavailable()
+			}
+			return nil
+		},
+		aw: func(key types.NamespacedName) *awv1beta2.AppWrapper { return wk.copies[key] },
+		other: func(key client.ObjectKey, obj client.Object) error {
+			o, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				return fmt.Errorf("the worker reader does not read %T", obj)
+			}
+			job, ok := wk.jobs[key]
+			if !ok {
+				return apierrors.NewNotFound(schema.GroupResource{Group: "batch", Resource: "jobs"}, key.Name)
+			}
+			o.Object = job.DeepCopy().Object
+			return nil
+		},
 	}
-	if r.w.faults > 0 && r.w.rng.Float64() < r.w.faults {
-		return apierrors.NewServiceUnavailable("simulated outage")
-	}
-	switch o := obj.(type) {
-	case *awv1beta2.AppWrapper:
-		cp, ok := r.wk.copies[key]
-		if !ok {
-			return apierrors.NewNotFound(schema.GroupResource{Resource: "appwrappers"}, key.Name)
-		}
-		cp.DeepCopyInto(o)
-	case *unstructured.Unstructured:
-		job, ok := r.wk.jobs[key]
-		if !ok {
-			return apierrors.NewNotFound(schema.GroupResource{Group: "batch", Resource: "jobs"}, key.Name)
-		}
-		o.Object = job.DeepCopy().Object
-	default:
-		return fmt.Errorf("the worker reader does not read %T", obj)
-	}
-	return nil
-}
-
-func (r *mkWorkerReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return fmt.Errorf("wrapup lists nothing on a worker")
 }
 
 type mkWorkerTriggers struct {
@@ -919,7 +811,7 @@ func (t *mkWorkerTriggers) Resource(schema.GroupKind) (schema.GroupVersionResour
 	return schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, true
 }
 func (t *mkWorkerTriggers) Wait(_ schema.GroupKind, key types.NamespacedName) {
-	t.w.later(t.wk.syncAt.Sub(t.w.now), func() { t.w.enqueue(key, t.w.now) })
+	t.w.later(t.wk.syncAt.Sub(t.w.now), func() { t.w.queue.add(key, t.w.now) })
 }
 
 // The manager's own trigger watches: an AppWrapper that MultiKueue
@@ -938,15 +830,6 @@ func (mkNoTriggers) Resource(schema.GroupKind) (schema.GroupVersionResource, boo
 	return schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}, true
 }
 func (mkNoTriggers) Wait(schema.GroupKind, types.NamespacedName) {}
-
-type mkRecorder struct{}
-
-func (mkRecorder) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...interface{}) {
-}
-
-type mkNoCounters struct{}
-
-func (mkNoCounters) Add(context.Context, string, wrapupv1alpha1.Outcome) {}
 
 // --- the test ---
 

@@ -37,7 +37,6 @@ type simChecks struct {
 	deleted map[types.UID]int
 	// deletedKeys: the AppWrapper of each name whose deletion wrapup made.
 	deletedKeys map[types.NamespacedName]types.UID
-	events      map[string]int
 
 	// loopStart and loopCount count the reconciles of the current second.
 	loopStart time.Time
@@ -47,8 +46,8 @@ type simChecks struct {
 	// polls counts reconciles per AppWrapper once the world stood still.
 	polls map[types.NamespacedName]int
 
-	written, cleared, counted, lostRecordWrites int
-	deletes, explained, settled, histories      int
+	written, cleared, lostRecordWrites     int
+	deletes, explained, settled, histories int
 	// ...of records naming several candidates, and of settled AppWrappers
 	// with several.
 	manyWritten, manyCleared, manyDeletes, settledMany, manyDecisions int
@@ -74,14 +73,12 @@ func (c *simChecks) init() {
 	c.recordedAt = map[[2]types.UID]time.Time{}
 	c.deleted = map[types.UID]int{}
 	c.deletedKeys = map[types.NamespacedName]types.UID{}
-	c.events = map[string]int{}
 	c.verdicts = map[decision.Verdict]int{}
 }
 
 func (c *simChecks) add(o *simChecks) {
 	c.written += o.written
 	c.cleared += o.cleared
-	c.counted += o.counted
 	c.deletes += o.deletes
 	c.explained += o.explained
 	c.settled += o.settled
@@ -554,7 +551,7 @@ func uidOf(t *unstructured.Unstructured) string {
 func (w *simWorld) checkCompletionRecord(cr, old *wrapupv1alpha1.CompletionRecord) {
 	w.checks.crecWrites++
 	key := types.NamespacedName{Namespace: cr.Namespace, Name: cr.AppWrapper.Name}
-	aw, ok := w.aws[key]
+	aw, ok := w.aws.get(key)
 	if !ok || aw.UID != cr.AppWrapper.UID {
 		aw, ok = w.goneAWs[cr.AppWrapper.UID]
 	}
@@ -619,7 +616,7 @@ func (w *simWorld) checkHistoryBeforeDelete(cur *awv1beta2.AppWrapper, rec *deci
 	if _, keep := decision.History(rule); !keep {
 		return
 	}
-	cr := w.crecs[types.NamespacedName{Namespace: cur.Namespace, Name: RecordName(cur.Name, string(cur.UID))}]
+	cr := w.crecs.objs[types.NamespacedName{Namespace: cur.Namespace, Name: RecordName(cur.Name, string(cur.UID))}]
 	if cr != nil && cr.AppWrapper.UID == cur.UID && cr.Outcome == rec.Outcome && cr.FinishedAt.UnixMicro() == rec.FinishedAt.UnixMicro() {
 		return
 	}
@@ -791,8 +788,8 @@ func settledOutcome(r simRule, cs []simCand, phase awv1beta2.AppWrapperPhase) wr
 // UpdateStatus (or dry-run) one carries its record.
 func (w *simWorld) checkSettled() {
 	// What the controller remembers is bounded by the AppWrappers there are.
-	if n := w.wr.r.memory.Len(); n > len(w.aws) {
-		w.fail("the controller remembers %d AppWrappers, %d exist", n, len(w.aws))
+	if n := w.wr.r.memory.Len(); n > len(w.aws.objs) {
+		w.fail("the controller remembers %d AppWrappers, %d exist", n, len(w.aws.objs))
 	}
 	// So are the watches it holds for them: of AppWrappers that exist, on
 	// kinds of their annotated components.
@@ -803,7 +800,7 @@ func (w *simWorld) checkSettled() {
 			continue // a rule's
 		}
 		gk := w.wr.triggers.claims[owner]
-		aw := w.aws[key]
+		aw := w.aws.objs[key]
 		if aw == nil || w.models[aw.UID] == nil {
 			w.fail("the controller watches %s for %s (%s), which does not exist", gk, key, owner)
 			break
@@ -818,17 +815,17 @@ func (w *simWorld) checkSettled() {
 			break
 		}
 	}
-	if w.checks.counted > w.checks.written || w.checks.written-w.checks.counted > w.checks.lostRecordWrites {
-		w.fail("%d records written, %d counted (%d write answers lost)", w.checks.written, w.checks.counted, w.checks.lostRecordWrites)
+	if w.counted > w.checks.written || w.checks.written-w.counted > w.checks.lostRecordWrites {
+		w.fail("%d records written, %d counted (%d write answers lost)", w.checks.written, w.counted, w.checks.lostRecordWrites)
 	}
-	keys := make([]string, 0, len(w.aws))
-	for k := range w.aws {
+	keys := make([]string, 0, len(w.aws.objs))
+	for k := range w.aws.objs {
 		keys = append(keys, k.String())
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
 		var aw *awv1beta2.AppWrapper
-		for key, a := range w.aws {
+		for key, a := range w.aws.objs {
 			if key.String() == k {
 				aw = a
 			}
@@ -913,7 +910,7 @@ func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Deci
 		// follow it (wrapup's own, the teardown's) need no decision.
 		w.fail("a %s decision on %s (%s), which this process deleted", stage, client.ObjectKeyFromObject(aw), aw.UID)
 	}
-	cur, ok := w.aws[client.ObjectKeyFromObject(aw)]
+	cur, ok := w.aws.get(client.ObjectKeyFromObject(aw))
 	if !ok || cur.ResourceVersion != aw.ResourceVersion {
 		return
 	}
@@ -927,7 +924,7 @@ func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Deci
 			return
 		}
 	}
-	v := &view.Reader{Client: &simReader{w: w, fresh: true, noFaults: true}, Labelled: true}
+	v := &view.Reader{Client: w.reader(true, true), Labelled: true}
 	v.Kinds = view.ServedKinds(context.Background(), v.Client, nil, nil)
 	ein, err := view.Gather(context.Background(), v, w.explainPolicies, client.ObjectKeyFromObject(aw), nil,
 		decision.Input{Now: in.Now, FailureSeen: in.FailureSeen, HoldStart: in.HoldStart, FailureGracePeriod: in.FailureGracePeriod})

@@ -25,7 +25,6 @@ package gc
 // still fails, with its trace; -sim.seed=N replays one.
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"runtime"
@@ -45,7 +44,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -64,8 +62,7 @@ var (
 )
 
 // simWrapup is wrapup in the simulated world: its AppWrapper reconciler and
-// a work queue like controller-runtime's (one entry per AppWrapper, the
-// earliest due time wins, failures back off).
+// its work queue (the kernel's).
 type simWrapup struct {
 	w *simWorld
 	// deleted are the AppWrappers this process deleted and was told so:
@@ -74,8 +71,7 @@ type simWrapup struct {
 	r        *appWrapperReconciler
 	triggers *simTriggers
 	clock    *clocktesting.FakeClock
-	queue    map[types.NamespacedName]time.Time
-	failures map[types.NamespacedName]int
+	queue    *simQueue
 	restarts int
 }
 
@@ -90,19 +86,18 @@ func (w *simWorld) startWrapup() {
 	clock := clocktesting.NewFakeClock(w.now)
 	triggers := &simTriggers{w: w, syncAt: w.now.Add(time.Duration(w.rng.Int63n(int64(3 * time.Second)))),
 		waiters: map[types.NamespacedName]bool{}, claims: map[triggers.Owner]schema.GroupKind{}}
-	wr := &simWrapup{w: w, deleted: map[types.UID]bool{}, triggers: triggers, clock: clock, queue: map[types.NamespacedName]time.Time{},
-		failures: map[types.NamespacedName]int{}, restarts: restarts}
+	wr := &simWrapup{w: w, deleted: map[types.UID]bool{}, triggers: triggers, clock: clock, queue: newSimQueue(), restarts: restarts}
 	wr.r = &appWrapperReconciler{
-		Cache:     &simReader{w: w},
+		Cache:     w.reader(false, false),
 		Writer:    &simWriter{w: w},
-		APIReader: &simReader{w: w, fresh: true},
-		Recorder:  &simRecorder{w: w},
+		APIReader: w.reader(true, false),
+		Recorder:  simRecorder{&w.simKernel},
 		// What a rule compiles to does not depend on the process: one
 		// cache for the world saves compiling again after each restart.
 		Policies: w.explainPolicies,
 		Triggers: triggers,
 		Assign:   newAssignments(),
-		Counters: &simCounters{w: w},
+		Counters: simCounters{&w.simKernel},
 		Clock:    clock,
 	}
 	wr.r.defaults()
@@ -110,12 +105,12 @@ func (w *simWorld) startWrapup() {
 	w.wr = wr
 	// A new process lists everything afresh: its caches start from the
 	// API server, and every AppWrapper is reconciled.
-	w.resync(w.awCache, func() map[string]any { return anyMap(w.aws) })
+	w.resync(w.awCache, func() map[string]any { return anyMap(w.aws.objs) })
 	w.resync(w.trigCache, func() map[string]any { return anyMap(w.trigs) })
 	w.resync(w.ruleCache, func() map[string]any { return anyMap(w.rules) })
 	w.resync(w.nsCache, func() map[string]any { return anyMap(w.nss) })
-	for key := range w.aws {
-		wr.enqueue(key, w.now)
+	for key := range w.aws.objs {
+		wr.queue.add(key, w.now)
 	}
 }
 
@@ -136,28 +131,9 @@ func (w *simWorld) resync(c *simCache, objs func() map[string]any) {
 	}
 }
 
-func (wr *simWrapup) enqueue(key types.NamespacedName, at time.Time) {
-	if cur, ok := wr.queue[key]; !ok || at.Before(cur) {
-		wr.queue[key] = at
-	}
-}
-
-// nextDue is the queue's earliest entry.
-func (wr *simWrapup) nextDue() (types.NamespacedName, time.Time, bool) {
-	var best types.NamespacedName
-	var at time.Time
-	found := false
-	for k, t := range wr.queue {
-		if !found || t.Before(at) || t.Equal(at) && k.String() < best.String() {
-			best, at, found = k, t, true
-		}
-	}
-	return best, at, found
-}
-
 func (wr *simWrapup) reconcile(key types.NamespacedName) {
 	w := wr.w
-	delete(wr.queue, key)
+	wr.queue.take(key)
 	// A hot loop: the same AppWrapper reconciled over and over within one
 	// simulated second.
 	if w.now.Sub(w.checks.loopStart) > time.Second {
@@ -175,22 +151,8 @@ func (wr *simWrapup) reconcile(key types.NamespacedName) {
 			return
 		}
 	}
-	wr.clock.SetTime(w.now)
-	res, err := wr.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
-	switch {
-	case err != nil || res.Requeue:
-		n := wr.failures[key]
-		wr.failures[key] = n + 1
-		backoff := 5 * time.Millisecond << min(n, 13)
-		if err != nil {
-			w.logf("wrapup reconcile %s: error %v (again in %s)", key, err, backoff)
-		}
-		wr.enqueue(key, w.now.Add(backoff))
-	default:
-		delete(wr.failures, key)
-		if res.RequeueAfter > 0 {
-			wr.enqueue(key, w.now.Add(res.RequeueAfter))
-		}
+	if backoff, err := wr.queue.reconcile(&w.simKernel, wr.r, wr.clock, key); err != nil {
+		w.logf("wrapup reconcile %s: error %v (again in %s)", key, err, backoff)
 	}
 }
 
@@ -200,21 +162,13 @@ func (wr *simWrapup) reconcile(key types.NamespacedName) {
 // cache deliveries, the AppWrapper controller, the trigger informer's first
 // list, wrapup's queue.
 func (w *simWorld) runUntil(t time.Time) {
-	for w.violation == "" {
+	w.advance(t, w.nextThing, func() bool {
 		if w.checks.things++; w.checks.things > 2_000_000 {
 			w.fail("the world does not settle: %d things done", w.checks.things)
-			return
+			return false
 		}
-		at, do := w.nextThing()
-		if do == nil || at.After(t) {
-			w.now = t
-			return
-		}
-		if at.After(w.now) {
-			w.now = at
-		}
-		do()
-	}
+		return true
+	})
 }
 
 // nextThing is the earliest thing due, and what doing it means.
@@ -225,6 +179,9 @@ func (w *simWorld) nextThing() (time.Time, func()) {
 		if do == nil || t.Before(at) {
 			at, do = t, f
 		}
+	}
+	if t, f := w.nextEvent(); f != nil {
+		consider(t, f)
 	}
 	for _, c := range []*simCache{w.awCache, w.trigCache, w.ruleCache, w.nsCache} {
 		if len(c.pending) > 0 {
@@ -252,7 +209,7 @@ func (w *simWorld) nextThing() (time.Time, func()) {
 	if tr := w.wr.triggers; len(tr.waiters) > 0 || !tr.synced() {
 		consider(tr.syncAt, func() { w.triggersSynced() })
 	}
-	if key, t, ok := w.wr.nextDue(); ok {
+	if key, t, ok := w.wr.queue.next(); ok {
 		consider(t, func() { w.wr.reconcile(key) })
 	}
 	return at, do
@@ -266,7 +223,7 @@ func (w *simWorld) triggersSynced() {
 	}
 	tr.waiters = map[types.NamespacedName]bool{}
 	for _, k := range keys {
-		w.wr.enqueue(k, w.now)
+		w.wr.queue.add(k, w.now)
 	}
 	if tr.syncAt.After(w.now) {
 		w.now = tr.syncAt
@@ -303,7 +260,7 @@ func (w *simWorld) applyDelivery(c *simCache) {
 		patch := !w.wr.r.own.m[key].deleted
 		if w.wr.r.own.echo(old, obj) {
 			w.checks.echoes++
-			if n := w.wr.failures[key]; w.echoBackoff && patch && n >= 8 {
+			if n := w.wr.queue.failures[key]; w.echoBackoff && patch && n >= 8 {
 				// The event of wrapup's record patch would have brought
 				// the next look at once; it must not be left to a
 				// failure backoff (conflicts on a cache behind it).
@@ -311,7 +268,7 @@ func (w *simWorld) applyDelivery(c *simCache) {
 			}
 			return
 		}
-		w.wr.enqueue(key, w.now)
+		w.wr.queue.add(key, w.now)
 	case w.trigCache:
 		// The owner by label, as the watch maps it.
 		src := d.obj
@@ -320,12 +277,12 @@ func (w *simWorld) applyDelivery(c *simCache) {
 		}
 		if src != nil {
 			if owner := src.GetLabels()[awv1beta2.AppWrapperLabel]; owner != "" {
-				w.wr.enqueue(types.NamespacedName{Namespace: src.GetNamespace(), Name: owner}, w.now)
+				w.wr.queue.add(types.NamespacedName{Namespace: src.GetNamespace(), Name: owner}, w.now)
 			}
 		}
 	case w.ruleCache, w.nsCache:
-		for key := range w.aws {
-			w.wr.enqueue(key, w.now)
+		for key := range w.aws.objs {
+			w.wr.queue.add(key, w.now)
 		}
 	}
 }
@@ -333,8 +290,8 @@ func (w *simWorld) applyDelivery(c *simCache) {
 // --- random events ---
 
 func (w *simWorld) pickAW(filter func(*awv1beta2.AppWrapper, *simAW) bool) (*awv1beta2.AppWrapper, *simAW) {
-	keys := make([]string, 0, len(w.aws))
-	for k := range w.aws {
+	keys := make([]string, 0, len(w.aws.objs))
+	for k := range w.aws.objs {
 		keys = append(keys, k.String())
 	}
 	sort.Strings(keys)
@@ -342,7 +299,7 @@ func (w *simWorld) pickAW(filter func(*awv1beta2.AppWrapper, *simAW) bool) (*awv
 	for _, k := range keys {
 		ns, name, _ := strings.Cut(k, "/")
 		key := types.NamespacedName{Namespace: ns, Name: name}
-		aw := w.aws[key]
+		aw := w.aws.objs[key]
 		if m := w.models[aw.UID]; m != nil && (filter == nil || filter(aw, m)) {
 			cands = append(cands, key)
 		}
@@ -350,7 +307,7 @@ func (w *simWorld) pickAW(filter func(*awv1beta2.AppWrapper, *simAW) bool) (*awv
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	aw := w.aws[cands[w.rng.Intn(len(cands))]]
+	aw := w.aws.objs[cands[w.rng.Intn(len(cands))]]
 	return aw, w.models[aw.UID]
 }
 
@@ -455,10 +412,10 @@ func simDeletes(r simRule, o wrapupv1alpha1.Outcome) bool {
 func (w *simWorld) step() {
 	switch n := w.rng.Intn(100); {
 	case n < 12: // a user creates an AppWrapper
-		if len(w.aws) < 5 {
+		if len(w.aws.objs) < 5 {
 			ns := []string{"ns-a", "ns-b"}[w.rng.Intn(2)]
 			key := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("aw-%d", w.rng.Intn(6))}
-			if _, ok := w.aws[key]; !ok {
+			if _, ok := w.aws.get(key); !ok {
 				w.newAppWrapper(key)
 			}
 		}
@@ -496,7 +453,7 @@ func (w *simWorld) step() {
 			aw = aw.DeepCopy()
 			aw.Spec.Suspend = false
 			w.logf("kueue admits %s", client.ObjectKeyFromObject(aw))
-			w.putAW(aw)
+			w.aws.put(aw)
 		}
 	case n < 51: // Kueue preempts an admitted AppWrapper
 		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool {
@@ -506,7 +463,7 @@ func (w *simWorld) step() {
 			aw = aw.DeepCopy()
 			aw.Spec.Suspend = true
 			w.logf("kueue preempts %s", client.ObjectKeyFromObject(aw))
-			w.putAW(aw)
+			w.aws.put(aw)
 		}
 	case n < 63: // an admin creates or edits a rule
 		names := 3
@@ -563,13 +520,7 @@ func (w *simWorld) step() {
 		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return aw.DeletionTimestamp.IsZero() })
 		if aw != nil {
 			w.logf("user deletes %s", client.ObjectKeyFromObject(aw))
-			if len(aw.Finalizers) == 0 {
-				w.removeAW(client.ObjectKeyFromObject(aw))
-			} else {
-				aw = aw.DeepCopy()
-				aw.DeletionTimestamp = ptr.To(metav1.NewTime(w.now))
-				w.putAW(aw)
-			}
+			_, _ = w.aws.delete(client.ObjectKeyFromObject(aw), nil, nil)
 		}
 	case n < 72: // a user saves an AppWrapper's manifest, or creates it again from it
 		if w.rng.Intn(2) == 0 {
@@ -582,7 +533,7 @@ func (w *simWorld) step() {
 			for _, k := range sortedKeys(anyMap(w.saved)) {
 				ns, name, _ := strings.Cut(k, "/")
 				key := types.NamespacedName{Namespace: ns, Name: name}
-				if _, ok := w.aws[key]; !ok {
+				if _, ok := w.aws.get(key); !ok {
 					w.recreate(w.saved[key])
 					delete(w.saved, key)
 					break
@@ -602,7 +553,7 @@ func (w *simWorld) step() {
 				aw.Annotations[wrapupv1alpha1.IgnoreAnnotation] = "yes"
 			}
 			w.logf("user toggles %s on %s", wrapupv1alpha1.IgnoreAnnotation, client.ObjectKeyFromObject(aw))
-			w.putAW(aw)
+			w.aws.put(aw)
 		}
 	case n < 78: // wrapup restarts
 		w.logf("wrapup restarts")
@@ -733,7 +684,7 @@ func (w *simWorld) harshStep() {
 		rec.Apply(aw)
 		m.forged = decision.ReadRecord(aw)
 		w.logf("a tenant forges the record %s on %s", describeRecord(m.forged), m.key)
-		w.putAW(aw)
+		w.aws.put(aw)
 	}
 }
 

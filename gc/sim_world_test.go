@@ -1,11 +1,12 @@
 package gc
 
 // The world of the decision simulation (sim_test.go): an API server that
-// holds AppWrappers, their trigger objects, rules and Namespaces; a model of
-// the AppWrapper controller v1.2 and of Kueue; caches that lag the API
-// server; and a clock. wrapup's appWrapperReconciler runs against it through
-// the interfaces it has in production: a cache reader, an API reader, a
-// writer, a trigger cache and an event recorder.
+// holds AppWrappers and CompletionRecords (the simulation kernel's stores),
+// their trigger objects, rules and Namespaces; a model of the AppWrapper
+// controller v1.2 and of Kueue; caches that lag the API server; and the
+// kernel's clock. wrapup's appWrapperReconciler runs against it through the
+// interfaces it has in production: a cache reader, an API reader, a writer,
+// a trigger cache and an event recorder.
 
 import (
 	"context"
@@ -17,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -67,6 +67,22 @@ type simRule struct {
 	policy string
 	// noHistory: history.disabled, no CompletionRecords.
 	noHistory bool
+}
+
+// String is r as traces and messages show it: its TTLs by value, not by
+// address, so that a seed's trace reads the same from one run to the next.
+func (r simRule) String() string {
+	return fmt.Sprintf("{name:%s priority:%d kind:%s success:%s broken:%v badSel:%v benchOnly:%v team:%s onSuccess:%s onFailure:%s dryRun:%v policy:%s noHistory:%v}",
+		r.name, r.priority, r.kind, r.success, r.broken, r.badSel, r.benchOnly, r.team, simAction(r.onSuccess), simAction(r.onFailure), r.dryRun, r.policy, r.noHistory)
+}
+
+// simAction is an action as traces show it.
+func simAction(a wrapupv1alpha1.ActionSpec) string {
+	ttl := "<nil>"
+	if a.TTLSecondsAfterFinished != nil {
+		ttl = strconv.Itoa(int(*a.TTLSecondsAfterFinished))
+	}
+	return fmt.Sprintf("{Action:%s TTLSecondsAfterFinished:%s}", a.Action, ttl)
 }
 
 // many says whether the rule's policy lets several candidates decide.
@@ -216,7 +232,7 @@ func (w *simWorld) recreate(s simSaved) {
 	aw.UID = m.uid
 	w.models[m.uid] = &m
 	w.logf("user creates AppWrapper %s (%s) again from its saved manifest, record %s", m.key, m.uid, describeRecord(decision.ReadRecord(aw)))
-	w.putAW(aw)
+	w.aws.put(aw)
 }
 
 // simTruth is what happened to a trigger object, by UID.
@@ -247,13 +263,14 @@ func newSimCache() *simCache { return &simCache{objs: map[string]client.Object{}
 type simWorld struct {
 	simKernel
 
-	aws   map[types.NamespacedName]*awv1beta2.AppWrapper
+	// aws are the AppWrappers on the API server (the kernel's store).
+	aws   *simStore[*awv1beta2.AppWrapper]
 	trigs map[string]*unstructured.Unstructured // kind/namespace/name
 	rules map[string]*wrapupv1alpha1.CompletionRule
 	nss   map[string]*corev1.Namespace
 	// crecs are the CompletionRecords on the API server (the controller's
 	// cache of them does not lag).
-	crecs map[types.NamespacedName]*wrapupv1alpha1.CompletionRecord
+	crecs *simStore[*wrapupv1alpha1.CompletionRecord]
 	// goneAWs are the AppWrappers deleted, as they were last, by UID.
 	goneAWs map[types.UID]*awv1beta2.AppWrapper
 	// deletesSince is, by rule/outcome, since when the rule has deleted
@@ -284,8 +301,6 @@ type simWorld struct {
 
 	wr *simWrapup
 
-	// faults is the probability that an API call fails.
-	faults float64
 	// harsh adds, when time passes, an admin renaming or deleting rules,
 	// breaking or fixing the rule that decides for an AppWrapper with a
 	// record, and heavy API faults (TestSimulationHarsh, -sim.harsh).
@@ -303,15 +318,30 @@ type simWorld struct {
 func newSimWorld(seed int64) *simWorld {
 	w := &simWorld{
 		simKernel: newSimKernel(seed),
-		aws:       map[types.NamespacedName]*awv1beta2.AppWrapper{}, trigs: map[string]*unstructured.Unstructured{},
-		rules: map[string]*wrapupv1alpha1.CompletionRule{}, nss: map[string]*corev1.Namespace{},
-		crecs: map[types.NamespacedName]*wrapupv1alpha1.CompletionRecord{}, goneAWs: map[types.UID]*awv1beta2.AppWrapper{},
+		trigs:     map[string]*unstructured.Unstructured{},
+		rules:     map[string]*wrapupv1alpha1.CompletionRule{}, nss: map[string]*corev1.Namespace{},
+		goneAWs:   map[types.UID]*awv1beta2.AppWrapper{},
 		ruleSpecs: map[string]simRule{}, models: map[types.UID]*simAW{}, truth: map[types.UID]*simTruth{},
 		saved: map[types.NamespacedName]simSaved{}, kubelet: map[string]time.Time{},
 		deletesSince: map[string]time.Time{}, ruleSeen: map[string]time.Time{},
 		awCache: newSimCache(), trigCache: newSimCache(), ruleCache: newSimCache(), nsCache: newSimCache(),
 		maxLag: 2 * time.Second, explainPolicies: &celpolicies.Cache{},
 	}
+	w.loseAnswers = true
+	w.aws = newAWStore(&w.simKernel)
+	// The AppWrapper controller reconciles on every change of an
+	// AppWrapper (wrapup's own patches included); wrapup's cache follows.
+	w.aws.stored = func(aw *awv1beta2.AppWrapper) {
+		w.deliver(w.awCache, client.ObjectKeyFromObject(aw).String(), aw)
+		if m := w.models[aw.UID]; m != nil {
+			w.wake(m, w.latency())
+		}
+	}
+	w.aws.removed = func(aw *awv1beta2.AppWrapper) {
+		w.goneAWs[aw.UID] = aw
+		w.deliver(w.awCache, client.ObjectKeyFromObject(aw).String(), nil)
+	}
+	w.crecs = newSimStore(&w.simKernel, simCompletionRecords, "crec", func() *wrapupv1alpha1.CompletionRecord { return &wrapupv1alpha1.CompletionRecord{} })
 	w.checks.init()
 	// A third of the worlds have their rules written one per kind; the
 	// choice comes from a generator of its own, so that the histories of
@@ -395,27 +425,6 @@ func (w *simWorld) deleteRule(name string) {
 	delete(w.deletesSince, name+"/"+string(wrapupv1alpha1.OutcomeFailed))
 	w.rv++
 	w.deliver(w.ruleCache, name, nil)
-}
-
-// putAW stores aw and wakes the AppWrapper controller (it reconciles on
-// every change of the AppWrapper, wrapup's own patches included).
-func (w *simWorld) putAW(aw *awv1beta2.AppWrapper) {
-	aw.ResourceVersion = w.nextRV()
-	key := client.ObjectKeyFromObject(aw)
-	w.aws[key] = aw
-	w.deliver(w.awCache, key.String(), aw)
-	if m := w.models[aw.UID]; m != nil {
-		w.wake(m, w.latency())
-	}
-}
-
-func (w *simWorld) removeAW(key types.NamespacedName) {
-	if aw, ok := w.aws[key]; ok {
-		w.goneAWs[aw.UID] = aw
-	}
-	delete(w.aws, key)
-	w.rv++
-	w.deliver(w.awCache, key.String(), nil)
 }
 
 func trigKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
@@ -635,7 +644,7 @@ func trigState(u *unstructured.Unstructured) wrapupv1alpha1.Outcome {
 // resource_management.go (deleteComponents), as cited at each step.
 func (w *simWorld) awController(m *simAW) {
 	m.next = time.Time{}
-	aw0, ok := w.aws[m.key]
+	aw0, ok := w.aws.get(m.key)
 	if !ok || aw0.UID != m.uid {
 		delete(w.models, m.uid)
 		return
@@ -644,7 +653,7 @@ func (w *simWorld) awController(m *simAW) {
 	transition := func(p awv1beta2.AppWrapperPhase) {
 		w.logf("appwrapper controller: %s %s -> %s", m.key.Name, aw.Status.Phase, p)
 		aw.Status.Phase = p
-		w.putAW(aw)
+		w.aws.put(aw)
 	}
 	// deleteComponents: every component deleted with Background
 	// propagation, the condition DeletingResources True/DeletionInitiated
@@ -689,7 +698,7 @@ func (w *simWorld) awController(m *simAW) {
 			return
 		}
 		w.logf("appwrapper controller: finalizes %s", m.key.Name)
-		w.removeAW(m.key)
+		w.aws.remove(m.key)
 		delete(w.models, m.uid)
 		return
 	}
@@ -761,7 +770,7 @@ func (w *simWorld) awController(m *simAW) {
 			// Failed pods: the failure grace, from when it saw them.
 			if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy)); c == nil || c.Status != metav1.ConditionTrue {
 				setCond(aw, awv1beta2.Unhealthy, metav1.ConditionTrue, "FoundFailedPods", w.now)
-				w.putAW(aw)
+				w.aws.put(aw)
 			}
 			c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy))
 			deadline := c.LastTransitionTime.Add(simDuration(aw, awv1beta2.FailureGracePeriodDurationAnnotation, decision.AppWrapperFailureGracePeriod))
@@ -778,14 +787,14 @@ func (w *simWorld) awController(m *simAW) {
 		default:
 			if apimeta.IsStatusConditionTrue(aw.Status.Conditions, string(awv1beta2.Unhealthy)) {
 				setCond(aw, awv1beta2.Unhealthy, metav1.ConditionFalse, "FoundNoFailedPods", w.now)
-				w.putAW(aw)
+				w.aws.put(aw)
 			}
 			w.wake(m, decision.AppWrapperRecheckPeriod+w.latency())
 		}
 	case awv1beta2.AppWrapperSuspending:
 		// Undeploys whatever the suspend bit says now.
 		if m.deployed && !deleteComponents() {
-			w.putAW(aw)
+			w.aws.put(aw)
 			return
 		}
 		setCond(aw, awv1beta2.Unhealthy, metav1.ConditionFalse, "Suspended", w.now)
@@ -796,7 +805,7 @@ func (w *simWorld) awController(m *simAW) {
 			return
 		}
 		if m.deployed && !deleteComponents() {
-			w.putAW(aw)
+			w.aws.put(aw)
 			return
 		}
 		c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy))
@@ -827,18 +836,18 @@ func (w *simWorld) awController(m *simAW) {
 			}
 			if end := c.LastTransitionTime.Add(hold); w.now.Before(end) {
 				if !apiequality.Semantic.DeepEqual(aw.Status, aw0.Status) {
-					w.putAW(aw)
+					w.aws.put(aw)
 				}
 				m.next = end
 				return
 			}
 		}
 		if m.deployed && !deleteComponents() {
-			w.putAW(aw)
+			w.aws.put(aw)
 			return
 		}
 		if !apiequality.Semantic.DeepEqual(aw.Status, aw0.Status) {
-			w.putAW(aw)
+			w.aws.put(aw)
 		}
 	case awv1beta2.AppWrapperSucceeded:
 		// Its components stay for successTTL (days).
@@ -1017,7 +1026,7 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	w.models[m.uid] = m
 	w.logf("user creates AppWrapper %s (%s): triggers %s, alone=%v configMap=%v suspend=%v labels=%v annotations=%v",
 		key, m.uid, m.describe(), m.alone, m.configMap, aw.Spec.Suspend, aw.Labels, aw.Annotations)
-	w.putAW(aw)
+	w.aws.put(aw)
 }
 
 func simGeneratedComponent(apiVersion, kind, generateName string, annotations map[string]string) awv1beta2.AppWrapperComponent {
@@ -1030,110 +1039,85 @@ func simComponent(apiVersion, kind, name string, annotations map[string]string) 
 	return awv1beta2.AppWrapperComponent{Annotations: annotations, Template: runtime.RawExtension{Raw: raw}}
 }
 
-// --- what wrapup sees: readers, writer, trigger cache, recorder ---
+// --- what wrapup sees: readers, writer, trigger cache ---
 
-// simReader reads the API server (fresh) or the caches, as client.Reader.
-type simReader struct {
-	w     *simWorld
-	fresh bool
-	// noFaults: a reader that never fails (view.Explain's, in the checks).
-	noFaults bool
-}
-
-var _ client.Reader = (*simReader)(nil)
-
-func (r *simReader) fault(what string) error {
-	if r.fresh && !r.noFaults && r.w.faults > 0 && r.w.rng.Float64() < r.w.faults {
-		r.w.logf("fault: %s fails", what)
-		return apierrors.NewServiceUnavailable("simulated outage")
-	}
-	return nil
-}
-
-func (r *simReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	if err := r.fault("GET " + key.String()); err != nil {
-		return err
-	}
-	var src client.Object
-	gr := schema.GroupResource{}
-	switch o := obj.(type) {
-	case *awv1beta2.AppWrapper:
-		gr = awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource()
-		if r.fresh {
-			if aw, ok := r.w.aws[key]; ok {
-				src = aw
+// reader reads the world as wrapup does, through the kernel's reader: the
+// API server (fresh), whose calls fail at the world's fault rate unless
+// noFaults (view.Explain's, in the checks), or the caches.
+func (w *simWorld) reader(fresh, noFaults bool) *simReader {
+	r := &simReader{name: "simReader", mapper: simRESTMapper()}
+	if fresh && !noFaults {
+		r.fail = func(what string) error {
+			if w.failNow() {
+				w.logf("fault: %s fails", what)
+				return simUnavailable()
 			}
-		} else if c, ok := r.w.awCache.objs[key.String()]; ok {
-			src = c
-		}
-		if src != nil {
-			src.(*awv1beta2.AppWrapper).DeepCopyInto(o)
 			return nil
 		}
-	case *corev1.Namespace:
-		gr = schema.GroupResource{Resource: "namespaces"}
-		if r.fresh {
-			if ns, ok := r.w.nss[key.Name]; ok {
-				src = ns
+	}
+	if fresh {
+		r.aw = func(key types.NamespacedName) *awv1beta2.AppWrapper { return w.aws.objs[key] }
+		r.ns = func(name string) *corev1.Namespace { return w.nss[name] }
+		r.rules = func() []*wrapupv1alpha1.CompletionRule {
+			var out []*wrapupv1alpha1.CompletionRule
+			for _, name := range sortedKeys(w.rules) {
+				out = append(out, w.rules[name])
 			}
-		} else if c, ok := r.w.nsCache.objs[key.Name]; ok {
-			src = c
+			return out
 		}
-		if src != nil {
-			src.(*corev1.Namespace).DeepCopyInto(o)
-			return nil
+	} else {
+		r.aw = func(key types.NamespacedName) *awv1beta2.AppWrapper {
+			aw, _ := w.awCache.objs[key.String()].(*awv1beta2.AppWrapper)
+			return aw
 		}
-	case *unstructured.Unstructured:
-		kind := o.GetKind()
-		gr = schema.GroupResource{Resource: strings.ToLower(kind) + "s"}
-		if kind == simEvalRunGK.Kind {
-			return &apimeta.NoKindMatchError{GroupKind: simEvalRunGK}
+		r.ns = func(name string) *corev1.Namespace {
+			ns, _ := w.nsCache.objs[name].(*corev1.Namespace)
+			return ns
 		}
-		var u *unstructured.Unstructured
-		if r.fresh {
-			u = r.w.trigs[trigKey(kind, key.Namespace, key.Name)]
-		} else if c, ok := r.w.trigCache.objs[trigKey(kind, key.Namespace, key.Name)]; ok {
-			u = c.(*unstructured.Unstructured)
+		r.rules = func() []*wrapupv1alpha1.CompletionRule {
+			var out []*wrapupv1alpha1.CompletionRule
+			for _, name := range sortedKeys(w.ruleCache.objs) {
+				out = append(out, w.ruleCache.objs[name].(*wrapupv1alpha1.CompletionRule))
+			}
+			return out
 		}
-		if u != nil {
+	}
+	// The trigger objects (an EvalRun is not served), and the
+	// CompletionRecords (whose cache does not lag).
+	r.other = func(key client.ObjectKey, obj client.Object) error {
+		switch o := obj.(type) {
+		case *unstructured.Unstructured:
+			kind := o.GetKind()
+			if kind == simEvalRunGK.Kind {
+				return &apimeta.NoKindMatchError{GroupKind: simEvalRunGK}
+			}
+			var u *unstructured.Unstructured
+			if fresh {
+				u = w.trigs[trigKey(kind, key.Namespace, key.Name)]
+			} else if c, ok := w.trigCache.objs[trigKey(kind, key.Namespace, key.Name)]; ok {
+				u = c.(*unstructured.Unstructured)
+			}
+			if u == nil {
+				return apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(kind) + "s"}, key.Name)
+			}
 			u.DeepCopyInto(o)
 			return nil
-		}
-	case *wrapupv1alpha1.CompletionRecord:
-		gr = wrapupv1alpha1.GroupVersion.WithResource("completionrecords").GroupResource()
-		if cr, ok := r.w.crecs[key]; ok {
+		case *wrapupv1alpha1.CompletionRecord:
+			cr, ok := w.crecs.get(key)
+			if !ok {
+				return apierrors.NewNotFound(simCompletionRecords, key.Name)
+			}
 			cr.DeepCopyInto(o)
 			return nil
 		}
-	default:
 		return fmt.Errorf("simReader: no %T", obj)
 	}
-	return apierrors.NewNotFound(gr, key.Name)
+	return r
 }
 
-func (r *simReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if err := r.fault("LIST"); err != nil {
-		return err
-	}
-	switch l := list.(type) {
-	case *wrapupv1alpha1.CompletionRuleList:
-		l.Items = nil
-		if r.fresh {
-			for _, name := range sortedKeys(r.w.rules) {
-				l.Items = append(l.Items, *r.w.rules[name].DeepCopy())
-			}
-		} else {
-			for _, name := range sortedKeys(r.w.ruleCache.objs) {
-				l.Items = append(l.Items, *r.w.ruleCache.objs[name].(*wrapupv1alpha1.CompletionRule).DeepCopy())
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("simReader: no list %T", list)
-}
-
-// RESTMapper lets view.Explain tell served kinds (Job, Pod) from others.
-func (r *simReader) RESTMapper() apimeta.RESTMapper {
+// simRESTMapper lets view.Explain tell served kinds (Job, Pod, RayJob)
+// from others.
+func simRESTMapper() apimeta.RESTMapper {
 	m := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{{Group: "batch", Version: "v1"}, {Version: "v1"}, {Group: "ray.io", Version: "v1"}})
 	m.Add(schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayJob"}, apimeta.RESTScopeNamespace)
 	m.Add(schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, apimeta.RESTScopeNamespace)
@@ -1150,9 +1134,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// simWriter patches and deletes AppWrappers on the API server, as wrapup's
-// client does, with faults; every write it lets through is checked.
-type simWriter struct{ w *simWorld }
+// simWriter is wrapup's client.Writer: it patches and deletes AppWrappers
+// and writes CompletionRecords on the kernel's stores, with the world's
+// faults, and checks every write the API server lets through: the oracle
+// sees it before it lands.
+type simWriter struct {
+	simNoWrites
+	w *simWorld
+}
 
 var _ client.Writer = (*simWriter)(nil)
 
@@ -1177,63 +1166,35 @@ func (s *simWriter) Update(_ context.Context, obj client.Object, _ ...client.Upd
 func (s *simWriter) writeRecord(cr *wrapupv1alpha1.CompletionRecord, update bool) error {
 	w := s.w
 	key := client.ObjectKeyFromObject(cr)
-	gr := wrapupv1alpha1.GroupVersion.WithResource("completionrecords").GroupResource()
-	f := s.fault()
+	f := w.fault()
 	if f == "refused" || w.refuseRecords {
 		w.logf("fault: CompletionRecord write %s refused", key)
-		return apierrors.NewServiceUnavailable("simulated outage")
+		return simUnavailable()
 	}
-	old, exists := w.crecs[key]
-	switch {
-	case !update && exists:
-		return apierrors.NewAlreadyExists(gr, key.Name)
-	case update && !exists:
-		return apierrors.NewNotFound(gr, key.Name)
-	case update && cr.ResourceVersion != old.ResourceVersion:
-		return apierrors.NewConflict(gr, key.Name, fmt.Errorf("resourceVersion"))
-	}
-	w.checkCompletionRecord(cr, old)
-	stored := cr.DeepCopy()
-	w.rv++
-	stored.ResourceVersion = strconv.FormatInt(w.rv, 10)
-	if old != nil {
-		stored.UID, stored.CreationTimestamp = old.UID, old.CreationTimestamp
-	} else {
-		w.uids++
-		stored.UID = types.UID(fmt.Sprintf("crec-%d", w.uids))
-		stored.CreationTimestamp = metav1.NewTime(w.now)
-	}
+	in := cr.DeepCopy()
 	// The API server keeps a MicroTime to the microsecond.
-	stored.FinishedAt = metav1.NewMicroTime(stored.FinishedAt.Truncate(time.Microsecond))
-	w.crecs[key] = stored
+	in.FinishedAt = metav1.NewMicroTime(in.FinishedAt.Truncate(time.Microsecond))
+	var stored *wrapupv1alpha1.CompletionRecord
+	var err error
+	if update {
+		_, stored, err = w.crecs.update(in, func(old, next *wrapupv1alpha1.CompletionRecord) { w.checkCompletionRecord(next, old) })
+	} else {
+		stored, err = w.crecs.create(in, func(next *wrapupv1alpha1.CompletionRecord) { w.checkCompletionRecord(next, nil) })
+	}
+	if err != nil {
+		return err
+	}
 	w.logf("wrapup writes CompletionRecord %s: %s of %s (%s)", key, stored.Outcome, stored.AppWrapper.Name, stored.AppWrapper.UID)
 	if f == "lost" {
 		w.logf("fault: the answer to the CompletionRecord write %s is lost", key)
-		return apierrors.NewTimeoutError("simulated lost answer", 1)
+		return simLostAnswer()
 	}
 	stored.DeepCopyInto(cr)
 	return nil
 }
-func (s *simWriter) DeleteAllOf(context.Context, client.Object, ...client.DeleteAllOfOption) error {
-	return fmt.Errorf("wrapup deletes nothing in bulk")
-}
-func (s *simWriter) Apply(context.Context, runtime.ApplyConfiguration, ...client.ApplyOption) error {
-	return fmt.Errorf("wrapup applies nothing")
-}
 
-// fault says how a write fails: "" (it does not), "refused" (not applied)
-// or "lost" (applied, but the answer is lost).
-func (s *simWriter) fault() string {
-	w := s.w
-	if w.faults == 0 || w.rng.Float64() >= w.faults {
-		return ""
-	}
-	if w.rng.Intn(2) == 0 {
-		return "refused"
-	}
-	return "lost"
-}
-
+// Patch writes wrapup's records on AppWrappers; each must carry a
+// resourceVersion precondition.
 func (s *simWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
 	w := s.w
 	in, ok := obj.(*awv1beta2.AppWrapper)
@@ -1241,48 +1202,31 @@ func (s *simWriter) Patch(_ context.Context, obj client.Object, patch client.Pat
 		return fmt.Errorf("wrapup patches only AppWrappers, not %T", obj)
 	}
 	key := client.ObjectKeyFromObject(in)
-	f := s.fault()
+	f := w.fault()
 	if f == "refused" {
 		w.logf("fault: PATCH %s refused", key)
-		return apierrors.NewServiceUnavailable("simulated outage")
+		return simUnavailable()
 	}
-	cur, ok := w.aws[key]
-	if !ok {
-		return apierrors.NewNotFound(awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource(), key.Name)
-	}
-	data, err := patch.Data(obj)
+	data, err := mergePatchData(obj, patch)
 	if err != nil {
 		return err
 	}
-	var p struct {
-		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(data, &p)
-	if p.Metadata.ResourceVersion == "" {
+	rv := patchPrecondition(data)
+	if rv == "" {
 		w.fail("wrapup patched %s without a resourceVersion precondition: %s", key, data)
-	} else if p.Metadata.ResourceVersion != cur.ResourceVersion {
-		w.logf("wrapup PATCH %s: conflict (resourceVersion %s, now %s)", key, p.Metadata.ResourceVersion, cur.ResourceVersion)
-		return apierrors.NewConflict(awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource(), key.Name, fmt.Errorf("the object has been modified"))
 	}
-	orig, _ := json.Marshal(cur)
-	merged, err := jsonpatch.MergePatch(orig, data)
+	cur, next, err := w.aws.patch(key, data, w.checkRecordWrite)
+	if apierrors.IsConflict(err) {
+		w.logf("wrapup PATCH %s: conflict (resourceVersion %s, now %s)", key, rv, cur.ResourceVersion)
+	}
 	if err != nil {
 		return err
 	}
-	next := &awv1beta2.AppWrapper{}
-	if err := json.Unmarshal(merged, next); err != nil {
-		return err
-	}
-	before := decision.ReadRecord(cur)
-	w.checkRecordWrite(cur, next)
-	w.putAW(next)
-	w.logf("wrapup PATCH %s: record %s -> %s", key, describeRecord(before), describeRecord(decision.ReadRecord(next)))
+	w.logf("wrapup PATCH %s: record %s -> %s", key, describeRecord(decision.ReadRecord(cur)), describeRecord(decision.ReadRecord(next)))
 	if f == "lost" {
 		w.logf("fault: the answer to PATCH %s is lost", key)
 		w.checks.lostRecordWrites++
-		return apierrors.NewTimeoutError("simulated lost answer", 1)
+		return simLostAnswer()
 	}
 	next.DeepCopyInto(in)
 	return nil
@@ -1308,35 +1252,30 @@ func simTriggersOf(r *decision.Record) string {
 	return string(r.Policy) + ":" + strings.Join(parts, ",")
 }
 
+// Delete deletes AppWrappers: each deletion with UID and resourceVersion
+// preconditions and Background propagation, and asked for once.
 func (s *simWriter) Delete(_ context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	w := s.w
 	key := client.ObjectKeyFromObject(obj)
 	do := (&client.DeleteOptions{}).ApplyOptions(opts)
-	f := s.fault()
+	f := w.fault()
 	if f == "refused" {
 		w.logf("fault: DELETE %s refused", key)
-		return apierrors.NewServiceUnavailable("simulated outage")
+		return simUnavailable()
 	}
-	cur, ok := w.aws[key]
-	gr := awv1beta2.GroupVersion.WithResource("appwrappers").GroupResource()
-	if uid, done := w.checks.deletedKeys[key]; done && (!ok || cur.UID == uid) {
-		w.fail("wrapup asked again to delete %s (%s), whose deletion it had made", key, uid)
-	}
-	if !ok {
-		return apierrors.NewNotFound(gr, key.Name)
+	if uid, done := w.checks.deletedKeys[key]; done {
+		if cur, ok := w.aws.get(key); !ok || cur.UID == uid {
+			w.fail("wrapup asked again to delete %s (%s), whose deletion it had made", key, uid)
+		}
 	}
 	pre := do.Preconditions
 	if pre == nil || pre.UID == nil || pre.ResourceVersion == nil {
 		w.fail("wrapup deleted %s without UID and resourceVersion preconditions", key)
 	}
-	if pre != nil && pre.UID != nil && *pre.UID != cur.UID || pre != nil && pre.ResourceVersion != nil && *pre.ResourceVersion != cur.ResourceVersion {
-		w.logf("wrapup DELETE %s: precondition failed", key)
-		return apierrors.NewConflict(gr, key.Name, fmt.Errorf("precondition failed"))
-	}
 	if do.PropagationPolicy == nil || *do.PropagationPolicy != metav1.DeletePropagationBackground {
 		w.fail("wrapup deleted %s without Background propagation", key)
 	}
-	if cur.DeletionTimestamp.IsZero() {
+	cur, err := w.aws.delete(key, pre, func(cur *awv1beta2.AppWrapper) {
 		w.checkDelete(cur)
 		w.checks.deleted[cur.UID]++
 		w.checks.deletedKeys[key] = cur.UID
@@ -1344,17 +1283,16 @@ func (s *simWriter) Delete(_ context.Context, obj client.Object, opts ...client.
 			w.fail("wrapup deleted %s (%s) twice", key, cur.UID)
 		}
 		w.logf("wrapup DELETE %s (%s)", key, cur.UID)
-		if len(cur.Finalizers) == 0 {
-			w.removeAW(key)
-		} else {
-			aw := cur.DeepCopy()
-			aw.DeletionTimestamp = ptr.To(metav1.NewTime(w.now))
-			w.putAW(aw)
-		}
+	})
+	if apierrors.IsConflict(err) {
+		w.logf("wrapup DELETE %s: precondition failed", key)
+	}
+	if err != nil {
+		return err
 	}
 	if f == "lost" {
 		w.logf("fault: the answer to DELETE %s is lost", key)
-		return apierrors.NewTimeoutError("simulated lost answer", 1)
+		return simLostAnswer()
 	}
 	w.wr.deleted[cur.UID] = true
 	return nil
@@ -1422,31 +1360,8 @@ func (t *simTriggers) Resource(gk schema.GroupKind) (schema.GroupVersionResource
 
 func (t *simTriggers) Wait(_ schema.GroupKind, key types.NamespacedName) {
 	if t.synced() {
-		t.w.wr.enqueue(key, t.w.now)
+		t.w.wr.queue.add(key, t.w.now)
 		return
 	}
 	t.waiters[key] = true
-}
-
-// simRecorder keeps the Events wrapup emits.
-type simRecorder struct{ w *simWorld }
-
-func (r *simRecorder) Eventf(regarding runtime.Object, _ runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
-	aw, _ := regarding.(*awv1beta2.AppWrapper)
-	msg := fmt.Sprintf(note, args...)
-	if len(msg) > decision.MaxMessage || len(action) > 128 {
-		r.w.fail("an Event too large for events.k8s.io: action %d bytes, note %d bytes", len(action), len(msg))
-	}
-	if aw != nil {
-		r.w.logf("event %s %s on %s/%s: %s", eventtype, reason, aw.Namespace, aw.Name, decision.Truncate(msg, 160))
-		r.w.checks.events[aw.Namespace+"/"+aw.Name+"/"+reason]++
-	}
-}
-
-// simCounters counts what wrapup adds to the rules' counters.
-type simCounters struct{ w *simWorld }
-
-func (c *simCounters) Add(_ context.Context, rule string, outcome wrapupv1alpha1.Outcome) {
-	c.w.checks.counted++
-	c.w.logf("counter %s %s +1", rule, outcome)
 }
