@@ -18,18 +18,21 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -104,6 +107,9 @@ type appWrapperReconciler struct {
 	memory memory
 	// own are wrapup's writes whose watch events need no decision.
 	own ownWrites
+	// stored, when set, says whether the AppWrapper cache holds key, and
+	// under which UID (triggerWanted).
+	stored func(key types.NamespacedName) (types.UID, bool)
 	// rules lists the rules for the final checks, one read shared by
 	// those that start together.
 	rules     *ruleLister
@@ -115,12 +121,16 @@ type appWrapperReconciler struct {
 // SetupWithManager registers the reconciler and its watches.
 func (r *appWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents <-chan event.GenericEvent) error {
 	r.defaults()
+	if err := r.storeOf(mgr); err != nil {
+		return err
+	}
+	wanted := source.WithPredicates[client.Object, reconcile.Request](predicate.NewPredicateFuncs(r.triggerWanted))
 	b := ctrl.NewControllerManagedBy(mgr)
 	if ws, ok := r.Clusters.(*workerClusters); ok && ws != nil {
 		// Trigger changes on the workers; and a Workload dispatched (or
 		// evicted), which names the worker to read: its AppWrapper's own
 		// status may not change with it.
-		b = b.WatchesRawSource(source.Channel(ws.Events(), &handler.EnqueueRequestForObject{})).
+		b = b.WatchesRawSource(source.Channel(ws.Events(), &handler.EnqueueRequestForObject{}, wanted)).
 			Watches(&kueue.Workload{},
 				handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &awv1beta2.AppWrapper{}, handler.OnlyControllerOwner()),
 				builder.WithPredicates(clusterNameChanged{}))
@@ -135,8 +145,50 @@ func (r *appWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents 
 		Watches(&corev1.Namespace{},
 			handler.EnqueueRequestsFromMapFunc(r.appWrappersInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		WatchesRawSource(source.Channel(triggerEvents, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(triggerEvents, &handler.EnqueueRequestForObject{}, wanted)).
 		Complete(r)
+}
+
+// storeOf sets r.stored to a look into the store of the manager's
+// AppWrapper informer, which copies nothing.
+func (r *appWrapperReconciler) storeOf(mgr ctrl.Manager) error {
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &awv1beta2.AppWrapper{}, ctrlcache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("the AppWrapper informer: %w", err)
+	}
+	sii, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil
+	}
+	store := sii.GetStore()
+	r.stored = func(key types.NamespacedName) (types.UID, bool) {
+		obj, ok, err := store.GetByKey(key.String())
+		if err != nil || !ok {
+			return "", false
+		}
+		m, err := apimeta.Accessor(obj)
+		if err != nil {
+			return "", true
+		}
+		return m.GetUID(), true
+	}
+	return nil
+}
+
+// triggerWanted says whether the event of a trigger of the AppWrapper obj
+// names may need a decision: not when the AppWrapper cache does not hold
+// it (one not there yet is decided on its own create event, on its
+// triggers as their caches have them by then; one gone needs nothing),
+// nor when wrapup deleted it. The events of a trigger after its
+// AppWrapper's deletion (its controller's, the garbage collector's) so
+// bring no reconcile.
+func (r *appWrapperReconciler) triggerWanted(obj client.Object) bool {
+	if r.stored == nil {
+		return true
+	}
+	key := client.ObjectKeyFromObject(obj)
+	uid, ok := r.stored(key)
+	return ok && !r.own.isDeleted(key, uid)
 }
 
 func (r *appWrapperReconciler) defaults() {

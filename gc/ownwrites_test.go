@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
@@ -78,4 +79,31 @@ func TestOwnWritesDropOnlyTheirEchoes(t *testing.T) {
 		o.gone(key)
 		g.Expect(o.m).To(BeEmpty())
 	})
+}
+
+// TestTriggerWanted: a trigger's event brings a reconcile only for an
+// AppWrapper the cache holds and wrapup did not delete.
+func TestTriggerWanted(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "run"}
+	held := map[types.NamespacedName]types.UID{}
+	r := &appWrapperReconciler{stored: func(k types.NamespacedName) (types.UID, bool) { uid, ok := held[k]; return uid, ok }}
+	ev := triggers.AppWrapperEvent(key).Object
+	if r.triggerWanted(ev) {
+		t.Error("an event for an AppWrapper the cache does not hold brings a reconcile")
+	}
+	held[key] = "uid-1"
+	if !r.triggerWanted(ev) {
+		t.Error("an event for an AppWrapper in the cache brings no reconcile")
+	}
+	r.own.deleted(key, "uid-1")
+	if r.triggerWanted(ev) {
+		t.Error("an event for an AppWrapper wrapup deleted brings a reconcile")
+	}
+	held[key] = "uid-2"
+	if !r.triggerWanted(ev) {
+		t.Error("an event for the AppWrapper created again under the name brings no reconcile")
+	}
+	if !(&appWrapperReconciler{}).triggerWanted(ev) {
+		t.Error("with no look into the cache, an event is dropped")
+	}
 }

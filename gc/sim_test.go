@@ -102,6 +102,13 @@ func (w *simWorld) startWrapup() {
 	}
 	wr.r.defaults()
 	wr.r.observe = w.checkExplain
+	wr.r.stored = func(key types.NamespacedName) (types.UID, bool) {
+		o, ok := w.awCache.objs[key.String()]
+		if !ok {
+			return "", false
+		}
+		return o.GetUID(), true
+	}
 	w.wr = wr
 	// A new process lists everything afresh: its caches start from the
 	// API server, and every AppWrapper is reconciled.
@@ -276,7 +283,11 @@ func (w *simWorld) applyDelivery(c *simCache) {
 			src = old
 		}
 		if src != nil {
-			if owner := src.GetLabels()[awv1beta2.AppWrapperLabel]; owner != "" {
+			// The trigger watches' predicate drops the events of an
+			// AppWrapper the cache does not hold, or wrapup deleted
+			// (triggerWanted).
+			if owner := src.GetLabels()[awv1beta2.AppWrapperLabel]; owner != "" &&
+				w.wr.r.triggerWanted(triggers.AppWrapperEvent(types.NamespacedName{Namespace: src.GetNamespace(), Name: owner}).Object) {
 				w.wr.queue.add(types.NamespacedName{Namespace: src.GetNamespace(), Name: owner}, w.now)
 			}
 		}
