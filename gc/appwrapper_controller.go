@@ -851,7 +851,9 @@ func (e *awMemory) update(uid types.UID, d decision.Decision) {
 		e.failure = *d.FailureSeen
 	}
 	e.holdStart = d.HoldStart
-	if d.HistoryWritten != nil {
+	if d.HistoryWritten != nil && d.Write == nil && !d.Clear && d.Verdict != decision.VerdictDelete {
+		// A decision that goes on to a final check learns it there
+		// (ensureHistory), on the caches as they are then.
 		e.history = d.HistoryWritten
 	}
 }

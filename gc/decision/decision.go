@@ -551,6 +551,7 @@ var MisplacedTriggerAnnotation = WarningMisplacedAnnotation.Format
 // Decide decides what to do with in.AppWrapper. ctx bounds the evaluation
 // of the rule's expressions only.
 func Decide(ctx context.Context, in Input) Decision {
+	gathered := in
 	if MultiKueueManaged(in.AppWrapper) && in.Worker != nil {
 		in.AppWrapper = withCopyStatus(in)
 	}
@@ -567,7 +568,10 @@ func Decide(ctx context.Context, in Input) Decision {
 		d.Claims = nil
 	}
 	d.sayOnce(in.Warned)
-	d.history(in)
+	// Whether an outcome this process did not count is borne out is
+	// judged on the AppWrapper as gathered: for one MultiKueue dispatches,
+	// its own (mirrored) status.
+	d.history(gathered)
 	return d
 }
 
