@@ -248,13 +248,7 @@ func completeRules(cluster clientGetter) cobra.CompletionFunc {
 		if err := c.List(cmd.Context(), &list); err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		var names []cobra.Completion
-		for _, r := range list.Items {
-			if strings.HasPrefix(r.Name, toComplete) {
-				names = append(names, r.Name)
-			}
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return withPrefix(list.Items, func(r wrapupv1alpha1.CompletionRule) string { return r.Name }, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
 }
 

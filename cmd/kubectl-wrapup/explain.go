@@ -291,14 +291,20 @@ func completeAppWrappers(cluster clientGetter) cobra.CompletionFunc {
 		if err := c.List(cmd.Context(), &list, client.InNamespace(ns)); err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		var names []cobra.Completion
-		for _, aw := range list.Items {
-			if strings.HasPrefix(aw.Name, toComplete) {
-				names = append(names, aw.Name)
-			}
-		}
-		return names, cobra.ShellCompDirectiveNoFileComp
+		return withPrefix(list.Items, func(aw awv1beta2.AppWrapper) string { return aw.Name }, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// withPrefix are the names of items that start with prefix, as
+// completions.
+func withPrefix[T any](items []T, name func(T) string, prefix string) []cobra.Completion {
+	var names []cobra.Completion
+	for _, it := range items {
+		if n := name(it); strings.HasPrefix(n, prefix) {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // explanationObject is an explanation as -o json|yaml prints it: the
