@@ -1182,7 +1182,11 @@ func deletingSince(rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.O
 // was never edited (generation 1), or else from now, rounded up to the
 // second its status keeps; nothing for an outcome it does not delete
 // after. An action changed to DeleteAll, or dryRun turned off, thus
-// counts the TTL of runs recorded before from when it was seen.
+// counts the TTL of runs recorded before from when it was seen. The
+// status is kept only across one edit at a time: when an edit went unseen
+// (the controller's queue holds a rule once, so two quick edits are seen
+// as one), the spec between may have stopped the deletions, and the
+// status cannot say it did not.
 func DeletingSince(rule *wrapupv1alpha1.CompletionRule, now time.Time) *wrapupv1alpha1.DeletingSince {
 	prev := rule.Status.DeletingSince
 	out := &wrapupv1alpha1.DeletingSince{ObservedGeneration: rule.Generation}
@@ -1203,7 +1207,7 @@ func DeletingSince(rule *wrapupv1alpha1.CompletionRule, now time.Time) *wrapupv1
 		return &metav1.Time{Time: t.UTC()}
 	}
 	var wasS, wasF *metav1.Time
-	if prev != nil {
+	if prev != nil && prev.ObservedGeneration >= rule.Generation-1 {
 		wasS, wasF = prev.Succeeded, prev.Failed
 	}
 	out.Succeeded = since(wrapupv1alpha1.OutcomeSucceeded, wasS)

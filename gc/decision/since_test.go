@@ -33,6 +33,15 @@ func TestDeletingSince(t *testing.T) {
 		{"what the status says is kept while the rule deletes", fresh().OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).Generation(4).
 			DeletingSince(wrapupv1alpha1.DeletingSince{ObservedGeneration: 3, Succeeded: at(now.Add(-time.Minute)), Failed: at(now.Add(-time.Minute))}).Obj(),
 			now, nil, at(now.Add(-time.Minute))},
+		// Two edits the controller saw as one (its queue holds a key once):
+		// the one between may have stopped the deletions (a dry run), and
+		// its status cannot say it did not.
+		{"an edit unseen since the status: from now", fresh().Generation(5).
+			DeletingSince(wrapupv1alpha1.DeletingSince{ObservedGeneration: 3, Succeeded: at(now.Add(-time.Minute)), Failed: at(now.Add(-time.Minute))}).Obj(),
+			later, at(now.Add(2 * time.Second)), at(now.Add(2 * time.Second))},
+		{"the same generation seen again: kept", fresh().Generation(3).
+			DeletingSince(wrapupv1alpha1.DeletingSince{ObservedGeneration: 3, Succeeded: at(now.Add(-time.Minute)), Failed: at(now.Add(-time.Minute))}).Obj(),
+			later, at(now.Add(-time.Minute)), at(now.Add(-time.Minute))},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
