@@ -552,18 +552,24 @@ func (r *appWrapperReconciler) write(ctx context.Context, in *decision.Input, fd
 		in.History.Cached = r.cachedRecord(ctx, patched)
 		return ctrl.Result{}, true, nil
 	}
-	patched, err := r.writeRecord(ctx, aw, fd.Write)
-	if err == nil && fd.Verdict == decision.VerdictDelete {
+	key := client.ObjectKeyFromObject(aw)
+	if fd.Verdict == decision.VerdictDelete {
 		// Every way on from here deletes it or asks to be called again:
-		// the watch event of this write need not.
-		r.own.patched(client.ObjectKeyFromObject(aw), patched.UID, patched.ResourceVersion)
+		// the watch event of this write need not, even when it comes
+		// before the answer.
+		r.own.patching(key, aw.UID, aw.ResourceVersion, fd.Write)
 	}
-	if apierrors.IsConflict(err) {
-		// Decided on a cache behind the API server, perhaps behind a
-		// record patch of wrapup's own whose event would be dropped: let
-		// that event, when the cache catches up, bring the next decision,
-		// not this conflict's backoff.
-		r.own.gone(client.ObjectKeyFromObject(aw))
+	patched, err := r.writeRecord(ctx, aw, fd.Write)
+	switch {
+	case err == nil && fd.Verdict == decision.VerdictDelete:
+		r.own.patched(key, patched.UID, patched.ResourceVersion)
+	case err != nil:
+		// Not written, or not known to be: its event, if any, brings the
+		// next decision. On a conflict, the cache is behind the API
+		// server, perhaps behind a record patch of wrapup's own whose
+		// event would be dropped: let that event, when the cache catches
+		// up, bring the next decision, not this conflict's backoff.
+		r.own.gone(key)
 	}
 	if err != nil {
 		if !rejected(err) {
@@ -688,7 +694,13 @@ func (r *appWrapperReconciler) delete(ctx context.Context, in decision.Input, d 
 	log := logf.FromContext(ctx)
 	aw := in.AppWrapper
 	uid, rv := aw.UID, aw.ResourceVersion
+	key := client.ObjectKeyFromObject(aw)
+	// Its events, even those before the answer, need no decision.
+	r.own.deleting(key, uid)
 	err := r.Writer.Delete(ctx, aw, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil {
+		r.own.gone(key)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return ctrl.Result{}, nil

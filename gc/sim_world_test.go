@@ -381,6 +381,23 @@ func (w *simWorld) deliver(c *simCache, key string, obj client.Object) {
 	c.pending = append(c.pending, simDelivery{at: at, seq: w.seq, key: key, obj: cp})
 }
 
+// watchAhead, now and then, lands in wrapup's AppWrapper cache every
+// change on its way there before the API server's answer to wrapup's write
+// reaches wrapup: the watch and the answer travel apart, and the watch
+// event of a write may come first (client-go's reflector and the client's
+// request are separate connections).
+func (w *simWorld) watchAhead() {
+	if w.rng.Intn(3) != 0 {
+		return
+	}
+	if len(w.awCache.pending) > 0 {
+		w.logf("wrapup's AppWrapper cache catches up before the answer")
+	}
+	for len(w.awCache.pending) > 0 {
+		w.applyDelivery(w.awCache)
+	}
+}
+
 // --- writes to the API server, by the world's actors ---
 
 func (w *simWorld) putNamespace(ns *corev1.Namespace) {
@@ -1223,6 +1240,7 @@ func (s *simWriter) Patch(_ context.Context, obj client.Object, patch client.Pat
 		return err
 	}
 	w.logf("wrapup PATCH %s: record %s -> %s", key, describeRecord(decision.ReadRecord(cur)), describeRecord(decision.ReadRecord(next)))
+	w.watchAhead()
 	if f == "lost" {
 		w.logf("fault: the answer to PATCH %s is lost", key)
 		w.checks.lostRecordWrites++
@@ -1290,6 +1308,7 @@ func (s *simWriter) Delete(_ context.Context, obj client.Object, opts ...client.
 	if err != nil {
 		return err
 	}
+	w.watchAhead()
 	if f == "lost" {
 		w.logf("fault: the answer to DELETE %s is lost", key)
 		return simLostAnswer()
