@@ -703,6 +703,11 @@ func (r *appWrapperReconciler) delete(ctx context.Context, in decision.Input, d 
 	}
 	switch {
 	case apierrors.IsNotFound(err):
+		// No AppWrapper of that name (its UID was a precondition): a new
+		// one's create event decides it. Its deletion's events may have
+		// been dropped while the delete was under way, and its triggers'
+		// are: forget it here.
+		r.forget(key, mem)
 		return ctrl.Result{}, nil
 	case apierrors.IsConflict(err):
 		// It changed since it was read: look again.

@@ -97,15 +97,16 @@ func (o *ownWrites) deleting(key types.NamespacedName, uid types.UID) {
 func (o *ownWrites) deleted(key types.NamespacedName, uid types.UID) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if w, ok := o.m[key]; ok && w.uid == uid && w.vanished {
+	switch w, ok := o.m[key]; {
+	case !ok || w.uid != uid:
+		// An event of another AppWrapper under the name came: this one
+		// is gone.
+	case w.vanished:
 		// Its deletion's event came already: nothing left to wait for.
 		delete(o.m, key)
-		return
+	default:
+		o.m[key] = ownWrite{uid: uid, deleted: true}
 	}
-	if o.m == nil {
-		o.m = map[types.NamespacedName]ownWrite{}
-	}
-	o.m[key] = ownWrite{uid: uid, deleted: true}
 }
 
 func (o *ownWrites) set(key types.NamespacedName, w ownWrite) {

@@ -131,6 +131,7 @@ func TestOwnWritesDropOnlyTheirEchoes(t *testing.T) {
 	t.Run("another AppWrapper under the same name is not wrapup's to drop", func(t *testing.T) {
 		g := NewWithT(t)
 		var o ownWrites
+		o.deleting(key, "a")
 		o.deleted(key, "a")
 		g.Expect(o.isDeleted(key, "b")).To(BeFalse())
 		g.Expect(o.echo(nil, at("b", "12"))).To(BeFalse())
@@ -151,9 +152,20 @@ func TestOwnWritesDropOnlyTheirEchoes(t *testing.T) {
 		g.Expect(o.m).To(BeEmpty())
 	})
 
+	t.Run("a delete answered after another AppWrapper took the name remembers nothing", func(t *testing.T) {
+		g := NewWithT(t)
+		var o ownWrites
+		o.deleting(key, "a")
+		g.Expect(o.echo(at("a", "7"), nil)).To(BeTrue())
+		g.Expect(o.echo(nil, at("b", "9"))).To(BeFalse())
+		o.deleted(key, "a")
+		g.Expect(o.m).To(BeEmpty())
+	})
+
 	t.Run("the cache no longer holding it ends what is remembered", func(t *testing.T) {
 		g := NewWithT(t)
 		var o ownWrites
+		o.deleting(key, "a")
 		o.deleted(key, "a")
 		o.gone(key)
 		g.Expect(o.m).To(BeEmpty())
@@ -174,6 +186,7 @@ func TestTriggerWanted(t *testing.T) {
 	if !r.triggerWanted(ev) {
 		t.Error("an event for an AppWrapper in the cache brings no reconcile")
 	}
+	r.own.deleting(key, "uid-1")
 	r.own.deleted(key, "uid-1")
 	if r.triggerWanted(ev) {
 		t.Error("an event for an AppWrapper wrapup deleted brings a reconcile")
