@@ -183,8 +183,8 @@ func (w *mkWorld) newAppWrapper(name string) {
 	aw := &awv1beta2.AppWrapper{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: uid, CreationTimestamp: metav1.NewTime(w.now.Truncate(time.Second))},
 		Spec: awv1beta2.AppWrapperSpec{ManagedBy: ptr.To(kueue.MultiKueueControllerName), Suspend: true, Components: []awv1beta2.AppWrapperComponent{
-			simComponent("apps/v1", "Deployment", name+"-inference", nil),
-			simComponent("batch/v1", "Job", name+"-bench", nil),
+			simComponent("apps/v1", "Deployment", name+"-inference", false, nil),
+			simComponent("batch/v1", "Job", name+"-bench", false, nil),
 		}},
 	}
 	w.logf("user creates AppWrapper %s (%s)", key, uid)

@@ -10,7 +10,6 @@ package gc
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand"
 	"sort"
@@ -25,7 +24,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -36,6 +34,7 @@ import (
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
 var (
@@ -995,11 +994,11 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 		aw.Labels["role"] = "bench"
 	}
 	if !m.alone {
-		aw.Spec.Components = append(aw.Spec.Components, simComponent("apps/v1", "Deployment", key.Name+"-inference", nil))
+		aw.Spec.Components = append(aw.Spec.Components, simComponent("apps/v1", "Deployment", key.Name+"-inference", false, nil))
 	}
 	annotated := map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
 	if m.configMap {
-		aw.Spec.Components = append(aw.Spec.Components, simComponent("v1", "ConfigMap", key.Name+"-config", annotated))
+		aw.Spec.Components = append(aw.Spec.Components, simComponent("v1", "ConfigMap", key.Name+"-config", false, annotated))
 	}
 	for i := range m.trigs {
 		t := &m.trigs[i]
@@ -1010,10 +1009,10 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 		t.index = len(aw.Spec.Components)
 		apiVersion := map[string]string{"Job": "batch/v1", "Pod": "v1", "RayJob": "ray.io/v1"}[t.kind]
 		if t.generated {
-			aw.Spec.Components = append(aw.Spec.Components, simGeneratedComponent(apiVersion, t.kind, t.base+"-", ann))
+			aw.Spec.Components = append(aw.Spec.Components, simComponent(apiVersion, t.kind, t.base+"-", true, ann))
 		} else {
 			t.name = t.base
-			aw.Spec.Components = append(aw.Spec.Components, simComponent(apiVersion, t.kind, t.name, ann))
+			aw.Spec.Components = append(aw.Spec.Components, simComponent(apiVersion, t.kind, t.name, false, ann))
 		}
 	}
 	switch w.rng.Intn(4) {
@@ -1046,14 +1045,15 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	w.aws.put(aw)
 }
 
-func simGeneratedComponent(apiVersion, kind, generateName string, annotations map[string]string) awv1beta2.AppWrapperComponent {
-	raw, _ := json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"generateName": generateName}})
-	return awv1beta2.AppWrapperComponent{Annotations: annotations, Template: runtime.RawExtension{Raw: raw}}
-}
-
-func simComponent(apiVersion, kind, name string, annotations map[string]string) awv1beta2.AppWrapperComponent {
-	raw, _ := json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}})
-	return awv1beta2.AppWrapperComponent{Annotations: annotations, Template: runtime.RawExtension{Raw: raw}}
+// simComponent is a component of the object apiVersion/kind name (or, for
+// a name ending in "-" and generated, named by that prefix), with its
+// component annotations.
+func simComponent(apiVersion, kind, name string, generated bool, annotations map[string]string) awv1beta2.AppWrapperComponent {
+	obj := util.MakeObject(apiVersion, kind, name)
+	if generated {
+		obj.GenerateName(name)
+	}
+	return util.MakeAppWrapper("", "").Component(obj.Obj(), annotations).Spec.Components[0]
 }
 
 // --- what wrapup sees: readers, writer, trigger cache ---

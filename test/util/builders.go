@@ -446,6 +446,15 @@ func MakeObject(apiVersion, kind, name string) *ObjectWrapper {
 	return &ObjectWrapper{unstructured.Unstructured{Object: obj}}
 }
 
+// GenerateName names the object by a prefix the API server completes
+// (metadata.generateName), instead of a name.
+func (w *ObjectWrapper) GenerateName(prefix string) *ObjectWrapper {
+	md, _ := w.Object["metadata"].(map[string]any)
+	delete(md, "name")
+	md["generateName"] = prefix
+	return w
+}
+
 // Annotation sets an annotation on the object's metadata.
 func (w *ObjectWrapper) Annotation(k, v string) *ObjectWrapper {
 	ann := w.GetAnnotations()
