@@ -547,9 +547,7 @@ func (r *appWrapperReconciler) write(ctx context.Context, in *decision.Input, fd
 		}
 		r.emit(aw, fd.Events, decision.EventAfterWrite)
 		log.Info("Cleared outcome", "was", fd.Recorded.Outcome)
-		in.AppWrapper = patched
-		in.History = mem.historyInput(r.NoHistory)
-		in.History.Cached = r.cachedRecord(ctx, patched)
+		r.answered(ctx, in, patched, mem)
 		return ctrl.Result{}, true, nil
 	}
 	key := client.ObjectKeyFromObject(aw)
@@ -587,9 +585,7 @@ func (r *appWrapperReconciler) write(ctx context.Context, in *decision.Input, fd
 	r.count(ctx, fd.Write)
 	in.AppWrapper = patched
 	ok = r.ensureHistory(ctx, *in, fd, mem)
-	// What the decision on the answer is told of the CompletionRecords.
-	in.History = mem.historyInput(r.NoHistory)
-	in.History.Cached = r.cachedRecord(ctx, patched)
+	r.answered(ctx, in, patched, mem)
 	if !ok && fd.Verdict == decision.VerdictDelete {
 		return ctrl.Result{RequeueAfter: historyRetry}, false, nil
 	}
@@ -600,6 +596,15 @@ func (r *appWrapperReconciler) write(ctx context.Context, in *decision.Input, fd
 		actionsTotal.WithLabelValues(fd.Winner, wrapupv1alpha1.ReasonWouldDelete).Inc()
 	}
 	return ctrl.Result{}, true, nil
+}
+
+// answered makes in the input of a decision on patched, the API server's
+// answer to a write: its AppWrapper, and what the memory and the cache say
+// now of its CompletionRecords.
+func (r *appWrapperReconciler) answered(ctx context.Context, in *decision.Input, patched *awv1beta2.AppWrapper, mem *awMemory) {
+	in.AppWrapper = patched
+	in.History = mem.historyInput(r.NoHistory)
+	in.History.Cached = r.cachedRecord(ctx, patched)
 }
 
 // decideFresh gathers from the API server (the AppWrapper too, unless
