@@ -72,6 +72,7 @@ var (
 	flagWorkers     = flag.String("tp.workers", "4", "wrapup's worker counts measured on a burst")
 	flagSteady      = flag.String("tp.steady", "0.5", "steady-load arrival rates, as fractions of the limit")
 	flagSteadyN     = flag.Int("tp.steady-n", 50, "completions per steady-load phase")
+	flagSteadyOf    = flag.Float64("tp.steady-of", 0, "completions/s that -tp.steady's fractions are of, in place of the limit measured in the run (0): to compare two runs under the same load")
 	flagSteadyMax   = flag.Duration("tp.steady-max", 10*time.Minute, "longest arrival window of a steady-load phase")
 	flagSteadyW     = flag.Int("tp.steady-workers", gc.DefaultWorkers, "wrapup's workers under steady load")
 	flagDrain       = flag.Duration("tp.drain", time.Minute, "how long a phase waits for its deletions after its last completion")
@@ -572,8 +573,13 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		rng := rand.New(rand.NewPCG(*flagSeed, 0))
 		stop := startWrapup(ctx, saCfg, watched, *flagSteadyW, nil)
 		defer stop()
+		of := res.Limit.PerSecond
+		if *flagSteadyOf > 0 {
+			of = *flagSteadyOf
+		}
+		res.SteadyOf = *flagSteadyOf
 		for _, f := range floats(*flagSteady) {
-			perSecond := f * res.Limit.PerSecond
+			perSecond := f * of
 			for _, v := range []struct {
 				ttl, raised bool
 			}{{}, {ttl: true}, {ttl: true, raised: true}} {
@@ -1052,9 +1058,12 @@ type Results struct {
 	Version       map[string]string
 	N, Sweep      int
 	SteadyWorkers int
-	Seed          uint64
-	Sweep_        []Rate
-	Limit         Rate
+	// SteadyOf is what the steady load's fractions are of, when not the
+	// limit (0).
+	SteadyOf float64
+	Seed     uint64
+	Sweep_   []Rate
+	Limit    Rate
 	// LimitNoEvents is the plain client without wrapup's Events,
 	// LimitReads with the final check's reads.
 	LimitNoEvents, LimitReads Rate
@@ -1129,7 +1138,11 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 			p("\n")
 		}
 	}
-	p("\n## Steady load\n\nCompletions arrive as a seeded Poisson process (seed %d) at a fraction of the limit; wrapup runs with %d workers. Latency is from the trigger's status write to its deletion as the watch sees it (for wrapup also to its delete request).\n\n", r.Seed, r.SteadyWorkers)
+	of := "the limit"
+	if r.SteadyOf > 0 {
+		of = fmt.Sprintf("%.1f completions/s (-tp.steady-of), not of the limit measured in this run", r.SteadyOf)
+	}
+	p("\n## Steady load\n\nCompletions arrive as a seeded Poisson process (seed %d) at a fraction of %s; wrapup runs with %d workers. Latency is from the trigger's status write to its deletion as the watch sees it (for wrapup also to its delete request).\n\n", r.Seed, of, r.SteadyWorkers)
 	p("| rate | controller | completions | window (s) | p50 | p99 | max | not deleted | → delete request p50 / p99 / max | status write lag p99 |\n|---|---|---:|---:|---:|---:|---:|---:|---|---:|\n")
 	for _, s := range r.Steady {
 		req := ""
