@@ -188,6 +188,26 @@ func (s *seen) steps(key types.NamespacedName) (read, patch, del time.Time, ok b
 	return read, patch, del, ok1 && ok2 && ok3
 }
 
+// firstSteps are the times from start to wrapup's first read of a
+// trigger, first outcome patch and first delete request among runs.
+func (s *seen) firstSteps(runs []*run, start time.Time) (read, patch, del time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := func(m map[types.NamespacedName]time.Time) time.Duration {
+		var t time.Time
+		for _, r := range runs {
+			if at, ok := m[r.key]; ok && (t.IsZero() || at.Before(t)) {
+				t = at
+			}
+		}
+		if t.IsZero() {
+			return 0
+		}
+		return t.Sub(start)
+	}
+	return first(s.reads), first(s.patches), first(s.requests)
+}
+
 // wrap records the send time of wrapup's first delete of each AppWrapper.
 func (s *seen) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
@@ -270,6 +290,13 @@ type Rate struct {
 	CPUSelf, CPUAPIServer, CPUEtcd time.Duration
 	// Requests are wrapup's requests over the burst, by kind.
 	Requests map[bench.RequestKey]int64
+	// FirstRead, FirstPatch and FirstRequest are, for wrapup, the time
+	// from its start to its first final check's read of a trigger, its
+	// first outcome patch and its first delete request; QueueMean and
+	// ReconcileMean its AppWrapper controller's mean wait in the queue and
+	// mean reconcile over the burst.
+	FirstRead, FirstPatch, FirstRequest time.Duration
+	QueueMean, ReconcileMean            time.Duration
 }
 
 // Steady is one steady-load phase.
@@ -545,10 +572,21 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			}
 			cpu, start := sampleCPU(), time.Now()
 			requests := bench.NewRequestCounter("")
+			qc, qs := histogram("workqueue_queue_duration_seconds", "name", "wrapup-appwrapper")
+			rc, rs := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
 			stop := startWrapup(ctx, saCfg, watched, w, requests.Wrap)
 			r := awaitDeleted("wrapup", w, runs, start, cpu)
 			stop()
 			r.Requests = requests.Snapshot().Requests
+			r.FirstRead, r.FirstPatch, r.FirstRequest = watched.firstSteps(runs, start)
+			qc2, qs2 := histogram("workqueue_queue_duration_seconds", "name", "wrapup-appwrapper")
+			rc2, rs2 := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
+			if qc2 > qc {
+				r.QueueMean = time.Duration((qs2 - qs) / (qc2 - qc) * float64(time.Second))
+			}
+			if rc2 > rc {
+				r.ReconcileMean = time.Duration((rs2 - rs) / (rc2 - rc) * float64(time.Second))
+			}
 			res.Wrapup = append(res.Wrapup, r)
 			if *flagCPUProfile != "" {
 				pprof.StopCPUProfile()
@@ -1111,6 +1149,10 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 		row(t.What, t)
 	}
 	if len(r.Wrapup) > 0 {
+		p("\n### wrapup's start and its queue in the burst\n\nFrom wrapup's start (ms) to its first final check's read of a trigger (its caches listed, the first reconcile, the rules' read), its first outcome patch, its first delete request and the first deletion the benchmark's watch saw; and its AppWrapper controller's mean wait in the queue and mean reconcile over the burst (every AppWrapper is queued at the start, when its cache lists it):\n\n| workers | → first read | → first patch | → first delete request | → first deletion | queue wait (mean) | reconcile (mean) |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, w := range r.Wrapup {
+			p("| %d | %s | %s | %s | %s | %s | %s |\n", w.Concurrency, ms(w.FirstRead), ms(w.FirstPatch), ms(w.FirstRequest), ms(w.FirstAfter), ms(w.QueueMean), ms(w.ReconcileMean))
+		}
 		p("\n### wrapup's requests per completion in the burst\n\nThe plain client sends 1 patch, 1 create of a CompletionRecord, 1 delete and 2 creates of Events per completion. wrapup's requests over the burst (its start included: the lists and watches of its caches) ÷ %d:\n\n| verb | resource |", r.N)
 		keys := map[bench.RequestKey]bool{}
 		for _, w := range r.Wrapup {
