@@ -333,7 +333,8 @@ func (r *appWrapperReconciler) liveView() *view.Reader {
 		},
 		Labelled: true,
 		ListRules: func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
-			return r.ruleLister().List(ctx)
+			r.rulesOnce.Do(func() { r.rules = newRuleLister(r.APIReader) })
+			return r.rules.List(ctx)
 		},
 		Workers: func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, view.TriggerView) {
 			w, c := r.readWorker(ctx, true, aw)
@@ -343,16 +344,6 @@ func (r *appWrapperReconciler) liveView() *view.Reader {
 			return w, r.workerLiveView(c)
 		},
 	}
-}
-
-// ruleLister is the final checks' shared read of the rules.
-func (r *appWrapperReconciler) ruleLister() *ruleLister {
-	r.rulesOnce.Do(func() {
-		if r.rules == nil {
-			r.rules = newRuleLister(r.APIReader)
-		}
-	})
-	return r.rules
 }
 
 // workerLiveView reads triggers from a worker's API server, at the
@@ -620,11 +611,7 @@ func (r *appWrapperReconciler) answered(ctx context.Context, in *decision.Input,
 // known is it as good as read) and decides.
 func (r *appWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, known *awv1beta2.AppWrapper, mem *awMemory) (decision.Input, decision.Decision, error) {
 	finalChecksTotal.WithLabelValues().Inc()
-	v := r.liveView()
-	// The rules' read is the one that waits (a consistent LIST): sent as
-	// the check starts, it is on its way while the AppWrapper is read.
-	v.ListRules = r.ruleLister().Start(ctx)
-	in, err := view.Gather(ctx, v, r.Policies, key, known, r.input(mem))
+	in, err := view.Gather(ctx, r.liveView(), r.Policies, key, known, r.input(mem))
 	if err != nil || in.AppWrapper == nil {
 		return in, decision.Decision{}, err
 	}

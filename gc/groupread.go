@@ -27,15 +27,12 @@ import (
 // change committed before it started (a read sent after a caller starts
 // is answered at a revision no older than any write committed before
 // then), which is all the final check asks of it. More reads in flight
-// (each check sending its own at once while fewer than four were) made
-// the steady load's tail longer in test/bench/throughput, not shorter: a
-// read that waits holds a request of the API server's, on 2 cores
-// shared with it.
+// (a check sending its own at once while fewer than four were) made the
+// steady load's tail longer in test/bench/throughput, not shorter
+// (docs/actions.md): a read that waits holds a request of the API
+// server's, on the cores it shares.
 type groupRead[T any] struct {
 	read func(context.Context) (T, error)
-	// spawn runs a read's loop; nil: on a goroutine of its own. The
-	// simulations run it at once, for their histories to be the seed's.
-	spawn func(func())
 
 	mu   sync.Mutex
 	sent *groupCall[T]
@@ -58,21 +55,13 @@ type groupCall[T any] struct {
 // sends, or the next one after the read in flight. A caller whose ctx
 // ends stops waiting; the read goes on for the others.
 func (g *groupRead[T]) Do(ctx context.Context) (T, error) {
-	return g.Start(ctx)(ctx)
-}
-
-// Start is Do in two halves: it sends (or joins) the read at once, and
-// returns what waits for its answer.
-func (g *groupRead[T]) Start(ctx context.Context) func(context.Context) (T, error) {
 	c := g.join(ctx)
-	return func(ctx context.Context) (T, error) {
-		select {
-		case <-c.done:
-			return c.val, c.err
-		case <-ctx.Done():
-			var zero T
-			return zero, ctx.Err()
-		}
+	select {
+	case <-c.done:
+		return c.val, c.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
 	}
 }
 
@@ -80,22 +69,16 @@ func (g *groupRead[T]) Start(ctx context.Context) func(context.Context) (T, erro
 // when none is in flight, or else the next one.
 func (g *groupRead[T]) join(ctx context.Context) *groupCall[T] {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.sent != nil {
-		defer g.mu.Unlock()
 		if g.next == nil {
 			g.next = &groupCall[T]{ctx: context.WithoutCancel(ctx), done: make(chan struct{})}
 		}
 		return g.next
 	}
-	c := &groupCall[T]{ctx: context.WithoutCancel(ctx), done: make(chan struct{})}
-	g.sent = c
-	g.mu.Unlock()
-	if g.spawn != nil {
-		g.spawn(func() { g.run(c) })
-	} else {
-		go g.run(c)
-	}
-	return c
+	g.sent = &groupCall[T]{ctx: context.WithoutCancel(ctx), done: make(chan struct{})}
+	go g.run(g.sent)
+	return g.sent
 }
 
 // run sends c's read, then the next one's, until none waits.
@@ -129,24 +112,10 @@ func newRuleLister(r client.Reader) *ruleLister {
 	return l
 }
 
-// Start sends (or joins) the read for a caller that will want the rules
-// soon, and returns what waits for its answer: called at the start of a
-// final check, the read is on its way while the check reads the rest.
-func (l *ruleLister) Start(ctx context.Context) func(context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
-	wait := l.g.Start(ctx)
-	return func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
-		return copyRules(wait(ctx))
-	}
-}
-
 // List returns the rules as a read sent after it was called saw them,
 // each caller its own copy.
 func (l *ruleLister) List(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
-	return copyRules(l.g.Do(ctx))
-}
-
-// copyRules gives a caller its own copy of a shared read's rules.
-func copyRules(rules []wrapupv1alpha1.CompletionRule, err error) ([]wrapupv1alpha1.CompletionRule, error) {
+	rules, err := l.g.Do(ctx)
 	if err != nil {
 		return nil, err
 	}

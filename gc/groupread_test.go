@@ -112,21 +112,3 @@ func TestGroupReadErrorsAndCancel(t *testing.T) {
 	_, err := gr.Do(context.Background())
 	g.Expect(err).To(MatchError(boom))
 }
-
-// Start sends the read at once; its answer is waited for later, and a
-// caller that stops waiting leaves it to the others.
-func TestGroupReadStartSendsAtOnce(t *testing.T) {
-	g := NewWithT(t)
-	b := &blockingRead{release: make(chan struct{})}
-	gr := &groupRead[int64]{read: b.read}
-	wait := gr.Start(context.Background())
-	g.Eventually(b.started.Load).Should(Equal(int64(1)))
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := wait(ctx)
-	g.Expect(err).To(MatchError(context.Canceled))
-	close(b.release)
-	v, err := wait(context.Background())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(v).To(Equal(int64(1)))
-}

@@ -137,16 +137,6 @@ func (r *simReader) List(_ context.Context, list client.ObjectList, _ ...client.
 	return fmt.Errorf("%s does not list %T", r.name, list)
 }
 
-// simRuleLister is the final checks' read of the rules in a simulation:
-// each is sent, and answered, as the check starts, before it reads the
-// AppWrapper (the controller sends it then, and the AppWrapper's read
-// goes on while it waits), so that a history is its seed's alone.
-func simRuleLister(r client.Reader) *ruleLister {
-	l := newRuleLister(r)
-	l.g.spawn = func(run func()) { run() }
-	return l
-}
-
 // RESTMapper lets view.Explain tell served kinds from others.
 func (r *simReader) RESTMapper() apimeta.RESTMapper { return r.mapper }
 

@@ -383,7 +383,6 @@ func (w *mkWorld) startWrapup() {
 		Counters: simCounters{&w.simKernel}, Clock: w.clock, NoHistory: true, Clusters: &mkSource{w: w},
 	}
 	w.r.defaults()
-	w.r.rules = simRuleLister(w.r.APIReader)
 	w.r.observe = func(stage string, in decision.Input, d decision.Decision) {
 		// Every decision asks for no more than its verdict allows.
 		if err := decision.CheckVerdict(d); err != nil {

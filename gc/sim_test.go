@@ -101,7 +101,6 @@ func (w *simWorld) startWrapup() {
 		Clock:    clock,
 	}
 	wr.r.defaults()
-	wr.r.rules = simRuleLister(wr.r.APIReader)
 	wr.r.observe = w.checkExplain
 	wr.r.stored = func(key types.NamespacedName) (types.UID, bool) {
 		o, ok := w.awCache.objs[key.String()]

@@ -201,8 +201,7 @@ type Reader struct {
 	// an AppWrapper that MultiKueue dispatches cannot be read.
 	Workers func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView)
 	// ListRules, when set, lists the rules in place of Client: it must
-	// answer with a read sent after the gathering started (the final
-	// check may send it before it reads the AppWrapper).
+	// answer with a read sent after it was called.
 	ListRules func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error)
 }
 
