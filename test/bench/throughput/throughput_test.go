@@ -313,9 +313,9 @@ type Rate struct {
 	// mean reconcile over the burst.
 	FirstRead, FirstPatch, FirstRequest time.Duration
 	QueueMean, ReconcileMean            time.Duration
-	// Synced and FirstReconcile are, for wrapup, the time from its start
-	// to its AppWrapper cache's first list and to its first reconcile.
-	Synced, FirstReconcile time.Duration
+	// FirstReconcile is, for wrapup, the time from its start to its
+	// AppWrapper controller's first reconcile.
+	FirstReconcile time.Duration
 }
 
 // Steady is one steady-load phase.
@@ -592,7 +592,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			stop, started := startWrapup(ctx, saCfg, watched, w, requests.Wrap)
 			r := awaitDeleted("wrapup", w, runs, start, cpu)
 			stop()
-			r.Synced, r.FirstReconcile = started.get()
+			r.FirstReconcile = started.get()
 			r.Requests = requests.Snapshot().Requests
 			r.FirstRead, r.FirstPatch, r.FirstRequest = watched.firstSteps(runs, start)
 			qc2, qs2 := histogram("workqueue_queue_duration_seconds", "name", "wrapup-appwrapper")
@@ -997,37 +997,29 @@ func startWrapup(ctx context.Context, saCfg *rest.Config, s *seen, workers int, 
 	}
 	mgr := framework.NewBareManager(cfg, func(o *ctrl.Options) { o.Cache = gc.CacheOptions() })
 	Expect(gc.Setup(mgr, gc.Options{Workers: workers})).To(Succeed())
-	started = observeStart(ctx, mgr)
+	started = observeStart(ctx)
 	return framework.RunManager(ctx, mgr), started
 }
 
-// startTimes are the times from wrapup's start to its AppWrapper cache's
-// first list and to its AppWrapper controller's first reconcile; zero
-// until seen.
+// startTimes is the time from wrapup's start to its AppWrapper
+// controller's first reconcile (its AppWrapper cache listed); zero until
+// seen.
 type startTimes struct {
-	mu                     sync.Mutex
-	synced, firstReconcile time.Duration
+	mu             sync.Mutex
+	firstReconcile time.Duration
 }
 
-func (t *startTimes) get() (synced, firstReconcile time.Duration) {
+func (t *startTimes) get() time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.synced, t.firstReconcile
+	return t.firstReconcile
 }
 
-// observeStart watches, from now, for mgr's AppWrapper cache to list and
-// for its AppWrapper controller's first reconcile.
-func observeStart(ctx context.Context, mgr ctrl.Manager) *startTimes {
+// observeStart watches, from now, for mgr's AppWrapper controller's first
+// reconcile.
+func observeStart(ctx context.Context) *startTimes {
 	t := &startTimes{}
 	start := time.Now()
-	go func() {
-		// GetInformer returns once the informer has listed.
-		if _, err := mgr.GetCache().GetInformer(ctx, &awv1beta2.AppWrapper{}); err == nil {
-			t.mu.Lock()
-			t.synced = time.Since(start)
-			t.mu.Unlock()
-		}
-	}()
 	go func() {
 		defer GinkgoRecover()
 		before, _ := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
@@ -1217,9 +1209,9 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 		row(t.What, t)
 	}
 	if len(r.Wrapup) > 0 {
-		p("\n### wrapup's start and its queue in the burst\n\nFrom wrapup's start (ms) to its AppWrapper cache's first list, its AppWrapper controller's first reconcile, its first final check's read of a trigger (the trigger's cache listed, the rules' read), its first outcome patch, its first delete request and the first deletion the benchmark's watch saw; and its AppWrapper controller's mean wait in the queue and mean reconcile over the burst (every AppWrapper is queued at the start, when its cache lists it):\n\n| workers | → AppWrappers listed | → first reconcile | → first read | → first patch | → first delete request | → first deletion | queue wait (mean) | reconcile (mean) |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("\n### wrapup's start and its queue in the burst\n\nFrom wrapup's start (ms) to its AppWrapper controller's first reconcile (its AppWrapper cache listed), its first final check's read of a trigger (the trigger's cache listed, the rules' read), its first outcome patch, its first delete request and the first deletion the benchmark's watch saw; and its AppWrapper controller's mean wait in the queue and mean reconcile over the burst (every AppWrapper is queued at the start, when its cache lists it):\n\n| workers | → first reconcile | → first read | → first patch | → first delete request | → first deletion | queue wait (mean) | reconcile (mean) |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, w := range r.Wrapup {
-			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", w.Concurrency, ms(w.Synced), ms(w.FirstReconcile), ms(w.FirstRead), ms(w.FirstPatch), ms(w.FirstRequest), ms(w.FirstAfter), ms(w.QueueMean), ms(w.ReconcileMean))
+			p("| %d | %s | %s | %s | %s | %s | %s | %s |\n", w.Concurrency, ms(w.FirstReconcile), ms(w.FirstRead), ms(w.FirstPatch), ms(w.FirstRequest), ms(w.FirstAfter), ms(w.QueueMean), ms(w.ReconcileMean))
 		}
 		p("\n### wrapup's requests per completion in the burst\n\nThe plain client sends 1 patch, 1 create of a CompletionRecord, 1 delete and 2 creates of Events per completion. wrapup's requests over the burst (its start included: the lists and watches of its caches) ÷ %d:\n\n| verb | resource |", r.N)
 		keys := map[bench.RequestKey]bool{}
