@@ -82,16 +82,18 @@ var (
 	flagSeed        = flag.Uint64("tp.seed", 1, "seed of the steady load's arrivals")
 	flagOut         = flag.String("tp.out", "", "folder to write throughput-N.md into")
 	flagCPUProfile  = flag.String("tp.cpuprofile", "", "write a CPU profile of each wrapup burst to FILE-<workers>")
-	flagHeapProfile = flag.String("tp.heapprofile", "", "write heap profiles of the heap phase to FILE-before and FILE-tracking")
+	flagHeapProfile = flag.String("tp.heapprofile", "", "write heap profiles of the heap phase to FILE-before and FILE-tracking, and goroutine profiles to FILE-goroutines-before and FILE-goroutines-tracking")
 	flagHeapN       = flag.Int("tp.heap-n", 100, "AppWrappers (a Deployment and a trigger Job each) whose live heap in wrapup is measured; 0: not measured")
 )
 
 const (
 	// label marks what the benchmark creates: wrapup's rule matches
 	// "wrapup" only.
-	label   = "wrapup-bench/throughput"
-	perNS   = 100
-	writers = 32
+	label = "wrapup-bench/throughput"
+	// heapLabel marks the heap phase's AppWrappers and Jobs.
+	heapLabel = "wrapup-bench/heap"
+	perNS     = 100
+	writers   = 32
 )
 
 func TestThroughput(t *testing.T) {
@@ -314,8 +316,9 @@ type Rate struct {
 	FirstRead, FirstPatch, FirstRequest time.Duration
 	QueueMean, ReconcileMean            time.Duration
 	// FirstReconcile is, for wrapup, the time from its start to its
-	// AppWrapper controller's first reconcile.
-	FirstReconcile time.Duration
+	// AppWrapper controller's first reconcile; TriggerStarted and
+	// TriggerSynced to its trigger informer's start and first list.
+	FirstReconcile, TriggerStarted, TriggerSynced time.Duration
 }
 
 // Steady is one steady-load phase.
@@ -592,7 +595,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			stop, started := startWrapup(ctx, saCfg, watched, w, requests.Wrap)
 			r := awaitDeleted("wrapup", w, runs, start, cpu)
 			stop()
-			r.FirstReconcile = started.get()
+			r.FirstReconcile, r.TriggerStarted, r.TriggerSynced = started.get()
 			r.Requests = requests.Snapshot().Requests
 			r.FirstRead, r.FirstPatch, r.FirstRequest = watched.firstSteps(runs, start)
 			qc2, qs2 := histogram("workqueue_queue_duration_seconds", "name", "wrapup-appwrapper")
@@ -688,9 +691,15 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 			runtime.MemProfileRate = 64
 		}
-		By(fmt.Sprintf("creating %d AppWrappers with a Deployment and a trigger Job, Running", n))
+		// The heap's AppWrappers and Jobs carry heapLabel, not label: the
+		// benchmark's own watch does not hold them, and only this rule
+		// selects them.
+		rule := util.MakeRule("throughput-heap").TriggerKind("batch", "Job", "").
+			AppWrapperLabels(map[string]string{heapLabel: "yes"}).
+			OnSuccess(wrapupv1alpha1.ActionDeleteAll, 0).Obj()
+		Expect(c.Create(ctx, rule)).To(Succeed())
 		phase++
-		keys := make([]types.NamespacedName, n)
+		keys := make([]types.NamespacedName, n+perNS)
 		for i := range keys {
 			keys[i] = types.NamespacedName{Namespace: fmt.Sprintf("tp-%d-heap-%d", phase, i/perNS), Name: fmt.Sprintf("heap-%d", i)}
 			if i%perNS == 0 {
@@ -700,31 +709,62 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		var sample *awv1beta2.AppWrapper
 		var sampleJob *batchv1.Job
 		var mu sync.Mutex
-		Expect(bench.Parallel(writers, keys, func(key types.NamespacedName) error {
-			aw, job, err := createBenchmarkRun(ctx, c, key)
-			if err == nil && key.Name == "heap-0" {
-				mu.Lock()
-				sample, sampleJob = aw, job
-				mu.Unlock()
-			}
-			return err
-		})).To(Succeed())
+		createRuns := func(keys []types.NamespacedName) {
+			Expect(bench.Parallel(writers, keys, func(key types.NamespacedName) error {
+				aw, job, err := createBenchmarkRun(ctx, c, key)
+				if err == nil && key.Name == "heap-0" {
+					mu.Lock()
+					sample, sampleJob = aw, job
+					mu.Unlock()
+				}
+				return err
+			})).To(Succeed())
+		}
+		// tracked waits until wrapup has reconciled at least want
+		// AppWrappers since it started and is idle.
+		tracked := func(reconciled float64, want int, what string) {
+			Eventually(func() float64 {
+				count, _ := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
+				return count - reconciled
+			}).WithTimeout(10*time.Minute).WithPolling(time.Second).Should(BeNumerically(">=", want), what)
+			awaitWrapupIdle(what)
+		}
 
-		By("measuring wrapup's live heap once it tracks them all")
+		// What an AppWrapper costs wrapup is the growth of its live heap
+		// from tracking the first perNS to tracking all n+perNS: what
+		// wrapup keeps whatever it tracks (its informers, the rules,
+		// Namespaces and CompletionRecords earlier phases left) is in
+		// both readings, and the first perNS show that its caches are
+		// synced and its trigger informer runs.
+		By(fmt.Sprintf("starting wrapup with %d AppWrappers with a Deployment and a trigger Job, Running", perNS))
+		createRuns(keys[:perNS])
 		before := bench.ReadHeap().Live
-		writeHeapProfile(*flagHeapProfile, "before")
 		reconciled, _ := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
 		stop, _ := startWrapup(ctx, saCfg, watched, gc.DefaultWorkers, nil)
-		Eventually(func() float64 {
-			count, _ := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
-			return count - reconciled
-		}).WithTimeout(10*time.Minute).WithPolling(time.Second).Should(BeNumerically(">=", n), "every AppWrapper reconciled")
-		awaitWrapupIdle("wrapup idle with every AppWrapper tracked")
+		tracked(reconciled, perNS, "wrapup idle with the first AppWrappers tracked")
+		idle := bench.ReadHeap().Live
+		writeHeapProfile(*flagHeapProfile, "before")
+
+		By(fmt.Sprintf("creating %d more, and measuring wrapup's live heap once it tracks them all", n))
+		createRuns(keys[perNS:])
+		tracked(reconciled, n+perNS, "wrapup idle with every AppWrapper tracked")
 		after := bench.ReadHeap().Live
 		writeHeapProfile(*flagHeapProfile, "tracking")
 		stop()
 
-		res := HeapResult{N: n, Before: before, After: after, Floor: floorBytes(sample, sampleJob)}
+		// After a restart wrapup lists them all at once, as its caches
+		// start: measured too, from wrapup stopped to wrapup idle again.
+		By("restarting wrapup: it lists them all")
+		stopped := bench.ReadHeap().Live
+		reconciled, _ = histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
+		stop, _ = startWrapup(ctx, saCfg, watched, gc.DefaultWorkers, nil)
+		tracked(reconciled, n+perNS, "wrapup restarted, idle with every AppWrapper tracked")
+		restarted := bench.ReadHeap().Live
+		writeHeapProfile(*flagHeapProfile, "restarted")
+		stop()
+		Expect(c.Delete(ctx, rule)).To(Succeed())
+
+		res := HeapResult{N: n, First: perNS, Before: before, Idle: idle, After: after, Stopped: stopped, Restarted: restarted, Floor: floorBytes(sample, sampleJob)}
 		out := *flagOut
 		if out == "" {
 			out = GinkgoT().TempDir()
@@ -746,6 +786,10 @@ func writeHeapProfile(path, suffix string) {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(pprof.Lookup("heap").WriteTo(f, 0)).To(Succeed())
 	Expect(f.Close()).To(Succeed())
+	g, err := os.Create(path + "-goroutines-" + suffix)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(pprof.Lookup("goroutine").WriteTo(g, 1)).To(Succeed())
+	Expect(g.Close()).To(Succeed())
 }
 
 // createBenchmarkRun creates an AppWrapper as test/bench does (a
@@ -756,7 +800,7 @@ func writeHeapProfile(path, suffix string) {
 // not watch them.
 func createBenchmarkRun(ctx context.Context, c client.Client, key types.NamespacedName) (*awv1beta2.AppWrapper, *batchv1.Job, error) {
 	job := util.MakeJob(key.Name + "-trigger").Obj()
-	aw := util.MakeAppWrapper(key.Name, key.Namespace).Label(label, "wrapup").
+	aw := util.MakeAppWrapper(key.Name, key.Namespace).Label(heapLabel, "yes").
 		Annotation(awv1beta2.AdmissionGracePeriodDurationAnnotation, "2h").
 		Annotation(awv1beta2.WarmupGracePeriodDurationAnnotation, "2h").
 		Component(util.MakeDeployment(key.Name+"-server", 1), nil).Component(job, nil).Obj()
@@ -779,7 +823,7 @@ func createBenchmarkRun(ctx context.Context, c client.Client, key types.Namespac
 		return nil, nil, err
 	}
 	job.Namespace = key.Namespace
-	job.Labels = map[string]string{awv1beta2.AppWrapperLabel: aw.Name, label: "wrapup"}
+	job.Labels = map[string]string{awv1beta2.AppWrapperLabel: aw.Name, heapLabel: "yes"}
 	job.Annotations = map[string]string{"workload.codeflare.dev.appwrapper/componentIndex": "1"}
 	job.OwnerReferences = []metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: aw.Name, UID: aw.UID,
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
@@ -823,28 +867,40 @@ func floorBytes(aw *awv1beta2.AppWrapper, job *batchv1.Job) int {
 	return n + len(status)
 }
 
-// HeapResult is wrapup's live heap with n AppWrappers tracked.
+// HeapResult is wrapup's live heap: Before it starts (First AppWrappers
+// created), Idle once it tracks those, After once it tracks N more; then
+// Stopped, and Restarted once it has listed and tracks all First+N.
 type HeapResult struct {
-	N             int
-	Before, After uint64
-	Floor         int
+	N, First                                int
+	Before, Idle, After, Stopped, Restarted uint64
+	Floor                                   int
 }
 
 func (h HeapResult) markdown() string {
-	per := (float64(h.After) - float64(h.Before)) / float64(h.N)
+	per := (float64(h.After) - float64(h.Idle)) / float64(h.N)
+	own := float64(h.Idle) - float64(h.Before) - per*float64(h.First)
+	total := h.N + h.First
+	listed := (float64(h.Restarted) - float64(h.Stopped) - own) / float64(total)
+	mib := func(v uint64) float64 { return float64(v) / (1 << 20) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "# wrapup's live heap per tracked AppWrapper, N=%d\n\n", h.N)
 	fmt.Fprintf(&b, "Run %s; reproduce with `make bench-throughput` (`-tp.heap-n=%d`). Machine: %d cores, %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), h.N, runtime.NumCPU(), runtime.Version())
-	fmt.Fprintf(&b, "%d AppWrappers as test/bench makes them (a Deployment and a trigger Job; a label, two annotations, the AppWrapper controller's finalizer, status and conditions), each with its Job Running, all selected by one rule. wrapup starts in the benchmark's process, which runs nothing else then (no AppWrapper controller: the benchmark writes what it would); its share is the growth of the live heap (HeapAlloc after two collections) from just before it starts to once it has reconciled every AppWrapper and is idle: the AppWrapper and its trigger in wrapup's caches, the informers' stores, and what its controllers keep per AppWrapper.\n\n", h.N)
+	fmt.Fprintf(&b, "AppWrappers as test/bench makes them (a Deployment and a trigger Job; a label, two annotations, the AppWrapper controller's finalizer, status and conditions), each with its Job Running, all selected by one rule. wrapup runs in the benchmark's process, which does nothing else then (no AppWrapper controller: the benchmark writes what it would; the benchmark's own watch does not select these). Heaps are HeapAlloc after two collections.\n\n")
+	fmt.Fprintf(&b, "- **As they come**: wrapup starts with %d of them and, once it tracks them and is idle, %d more are created; an AppWrapper's share is the growth of the live heap between wrapup idle with the first %d and wrapup idle with all of them, over the %d: the AppWrapper and its trigger in wrapup's caches, the informers' stores, and what its controllers keep per AppWrapper. What wrapup keeps whatever it tracks (its informers, the rules, and the Namespaces and CompletionRecords the benchmark's earlier phases left) is in both readings; wrapup's own is the growth from before it started to idle with the first %d, less their share.\n", h.First, h.N, h.First, h.N, h.First)
+	fmt.Fprintf(&b, "- **After a restart**: wrapup is stopped and started again, and lists all %d at once; an AppWrapper's share is the growth from wrapup stopped to wrapup idle again, less wrapup's own, over the %d.\n\n", total, total)
 	fmt.Fprintf(&b, "| measure | value |\n|---|---:|\n")
-	fmt.Fprintf(&b, "| live heap before wrapup / tracking every AppWrapper (MiB) | %.1f / %.1f |\n", float64(h.Before)/(1<<20), float64(h.After)/(1<<20))
-	fmt.Fprintf(&b, "| per tracked AppWrapper, with its trigger (KiB) | %.2f |\n", per/1024)
+	fmt.Fprintf(&b, "| live heap before wrapup / wrapup idle with %d / with %d (MiB) | %.1f / %.1f / %.1f |\n", h.First, total, mib(h.Before), mib(h.Idle), mib(h.After))
+	fmt.Fprintf(&b, "| wrapup's own, whatever it tracks (MiB) | %.1f |\n", own/(1<<20))
+	fmt.Fprintf(&b, "| per tracked AppWrapper, with its trigger, as they come (KiB) | %.2f |\n", per/1024)
+	fmt.Fprintf(&b, "| live heap with wrapup stopped / restarted and idle with %d (MiB) | %.1f / %.1f |\n", total, mib(h.Stopped), mib(h.Restarted))
+	fmt.Fprintf(&b, "| per tracked AppWrapper, with its trigger, after a restart (KiB) | %.2f |\n", listed/1024)
 	fmt.Fprintf(&b, "| floor: the bytes wrapup must keep per AppWrapper and trigger, content only (B) | ≈ %d |\n\n", h.Floor)
+	worst := max(per, listed)
 	verdict := "**not met**"
-	if per <= 2048 {
+	if worst <= 2048 {
 		verdict = "met"
 	}
-	fmt.Fprintf(&b, "| goal | measured | |\n|---|---|---|\n| ≤ 2 KiB per tracked AppWrapper at 10,000 | %.2f KiB at %d | %s |\n", per/1024, h.N, verdict)
+	fmt.Fprintf(&b, "| goal | measured (the larger of the two) | |\n|---|---|---|\n| ≤ 2 KiB per tracked AppWrapper at 10,000 | %.2f KiB at %d | %s |\n", worst/1024, h.N, verdict)
 	return b.String()
 }
 
@@ -1001,22 +1057,25 @@ func startWrapup(ctx context.Context, saCfg *rest.Config, s *seen, workers int, 
 	return framework.RunManager(ctx, mgr), started
 }
 
-// startTimes is the time from wrapup's start to its AppWrapper
-// controller's first reconcile (its AppWrapper cache listed); zero until
-// seen.
+// startTimes are the times from wrapup's start to its AppWrapper
+// controller's first reconcile (its AppWrapper cache listed) and to its
+// trigger informer's start and first list (the rule reconciled, the
+// triggers listed); zero until seen.
 type startTimes struct {
-	mu             sync.Mutex
-	firstReconcile time.Duration
+	mu                                            sync.Mutex
+	firstReconcile, triggerStarted, triggerSynced time.Duration
 }
 
-func (t *startTimes) get() time.Duration {
+func (t *startTimes) get() (firstReconcile, triggerStarted, triggerSynced time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.firstReconcile
+	return t.firstReconcile, t.triggerStarted, t.triggerSynced
 }
 
 // observeStart watches, from now, for mgr's AppWrapper controller's first
-// reconcile.
+// reconcile and its batch/Job informer's start and first list
+// (wrapup_trigger_informer_synced: no series until the informer starts, 0
+// until it has listed, then 1; a stopped wrapup's series are deleted).
 func observeStart(ctx context.Context) *startTimes {
 	t := &startTimes{}
 	start := time.Now()
@@ -1027,16 +1086,40 @@ func observeStart(ctx context.Context) *startTimes {
 		// which the burst counts as wrapup's.
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
+		set := func(d *time.Duration, ok bool) {
+			if ok && *d == 0 {
+				*d = time.Since(start)
+			}
+		}
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
 			}
-			if n, _ := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper"); n > before {
-				t.mu.Lock()
-				t.firstReconcile = time.Since(start)
-				t.mu.Unlock()
+			fams, err := crmetrics.Registry.Gather()
+			Expect(err).NotTo(HaveOccurred())
+			var reconciled float64
+			synced, informer := false, false
+			for _, f := range fams {
+				for _, m := range f.GetMetric() {
+					for _, l := range m.GetLabel() {
+						switch {
+						case f.GetName() == "controller_runtime_reconcile_time_seconds" && l.GetName() == "controller" && l.GetValue() == "wrapup-appwrapper":
+							reconciled += float64(m.GetHistogram().GetSampleCount())
+						case f.GetName() == "wrapup_trigger_informer_synced" && l.GetName() == "kind" && l.GetValue() == "Job.batch":
+							informer, synced = true, m.GetGauge().GetValue() == 1
+						}
+					}
+				}
+			}
+			t.mu.Lock()
+			set(&t.firstReconcile, reconciled > before)
+			set(&t.triggerStarted, informer)
+			set(&t.triggerSynced, synced)
+			done := t.firstReconcile > 0 && t.triggerSynced > 0
+			t.mu.Unlock()
+			if done {
 				return
 			}
 		}
@@ -1209,9 +1292,9 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 		row(t.What, t)
 	}
 	if len(r.Wrapup) > 0 {
-		p("\n### wrapup's start and its queue in the burst\n\nFrom wrapup's start (ms) to its AppWrapper controller's first reconcile (its AppWrapper cache listed), its first final check's read of a trigger (the trigger's cache listed, the rules' read), its first outcome patch, its first delete request and the first deletion the benchmark's watch saw; and its AppWrapper controller's mean wait in the queue and mean reconcile over the burst (every AppWrapper is queued at the start, when its cache lists it):\n\n| workers | → first reconcile | → first read | → first patch | → first delete request | → first deletion | queue wait (mean) | reconcile (mean) |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("\n### wrapup's start and its queue in the burst\n\nFrom wrapup's start (ms) to its AppWrapper controller's first reconcile (its AppWrapper cache listed), its trigger informer's start (the rule reconciled) and first list (the triggers listed), its first final check's read of a trigger (the rules' read), its first outcome patch, its first delete request and the first deletion the benchmark's watch saw; and its AppWrapper controller's mean wait in the queue and mean reconcile over the burst (every AppWrapper is queued at the start, when its cache lists it):\n\n| workers | → first reconcile | → trigger informer started | → triggers listed | → first read | → first patch | → first delete request | → first deletion | queue wait (mean) | reconcile (mean) |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, w := range r.Wrapup {
-			p("| %d | %s | %s | %s | %s | %s | %s | %s |\n", w.Concurrency, ms(w.FirstReconcile), ms(w.FirstRead), ms(w.FirstPatch), ms(w.FirstRequest), ms(w.FirstAfter), ms(w.QueueMean), ms(w.ReconcileMean))
+			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w.Concurrency, ms(w.FirstReconcile), ms(w.TriggerStarted), ms(w.TriggerSynced), ms(w.FirstRead), ms(w.FirstPatch), ms(w.FirstRequest), ms(w.FirstAfter), ms(w.QueueMean), ms(w.ReconcileMean))
 		}
 		p("\n### wrapup's requests per completion in the burst\n\nThe plain client sends 1 patch, 1 create of a CompletionRecord, 1 delete and 2 creates of Events per completion. wrapup's requests over the burst (its start included: the lists and watches of its caches) ÷ %d:\n\n| verb | resource |", r.N)
 		keys := map[bench.RequestKey]bool{}
