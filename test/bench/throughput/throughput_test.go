@@ -83,6 +83,7 @@ var (
 	flagOut         = flag.String("tp.out", "", "folder to write throughput-N.md into")
 	flagCPUProfile  = flag.String("tp.cpuprofile", "", "write a CPU profile of each wrapup burst to FILE-<workers>")
 	flagHeapProfile = flag.String("tp.heapprofile", "", "write heap profiles of the heap phase to FILE-before and FILE-tracking, and goroutine profiles to FILE-goroutines-before and FILE-goroutines-tracking")
+	flagLog         = flag.String("tp.log", "", "keep the controllers' log (wrapup's, with timestamps) in FILE; by default it is written to a temporary file, removed at the end")
 	flagHeapN       = flag.Int("tp.heap-n", 100, "AppWrappers (a Deployment and a trigger Job each) whose live heap in wrapup is measured; 0: not measured")
 )
 
@@ -413,9 +414,17 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 
 	BeforeAll(func() {
 		ctx, cancel = context.WithCancel(context.Background())
-		logFile, err := os.CreateTemp("", "wrapup-throughput-*.log")
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { _ = logFile.Close(); _ = os.Remove(logFile.Name()) })
+		var logFile *os.File
+		var err error
+		if *flagLog != "" {
+			logFile, err = os.Create(*flagLog)
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { _ = logFile.Close() })
+		} else {
+			logFile, err = os.CreateTemp("", "wrapup-throughput-*.log")
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { _ = logFile.Close(); _ = os.Remove(logFile.Name()) })
+		}
 		ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
 
 		fwk = &framework.Framework{ExtraKubeControllers: []string{"ttl-after-finished"}, WithoutAppWrapperController: true}
