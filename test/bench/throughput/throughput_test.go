@@ -38,6 +38,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap/zapcore"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -372,23 +373,36 @@ func awaitIdleFor(what string, window time.Duration) {
 func triggersListed() bool {
 	fams, err := crmetrics.Registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
-	for _, f := range fams {
-		if f.GetName() != "wrapup_trigger_informer_synced" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == "Job.batch" {
-					return m.GetGauge().GetValue() == 1
-				}
-			}
+	return triggersListedIn(fams)
+}
+
+func triggersListedIn(fams []*dto.MetricFamily) bool {
+	for _, m := range series(fams, "wrapup_trigger_informer_synced", "kind", "Job.batch") {
+		if m.GetGauge().GetValue() == 1 {
+			return true
 		}
 	}
 	return false
 }
 
-// histogram is the count and sum of the histogram name's series labelled
-// label=value in controller-runtime's registry.
+// series are the series of the family name labelled label=value.
+func series(fams []*dto.MetricFamily, name, label, value string) []*dto.Metric {
+	var out []*dto.Metric
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // counter is the value of the unlabelled counter name, on the registry
 // wrapup serves its metrics on.
 func counter(name string) float64 {
@@ -406,21 +420,18 @@ func counter(name string) float64 {
 	return 0
 }
 
+// histogram is the count and sum of the histogram name's series labelled
+// label=value in controller-runtime's registry.
 func histogram(name, label, value string) (count, sum float64) {
 	fams, err := crmetrics.Registry.Gather()
 	Expect(err).NotTo(HaveOccurred())
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					count += float64(m.GetHistogram().GetSampleCount())
-					sum += m.GetHistogram().GetSampleSum()
-				}
-			}
-		}
+	return histogramIn(fams, name, label, value)
+}
+
+func histogramIn(fams []*dto.MetricFamily, name, label, value string) (count, sum float64) {
+	for _, m := range series(fams, name, label, value) {
+		count += float64(m.GetHistogram().GetSampleCount())
+		sum += m.GetHistogram().GetSampleSum()
 	}
 	return count, sum
 }
@@ -1156,20 +1167,9 @@ func observeStart(ctx context.Context) *startTimes {
 			}
 			fams, err := crmetrics.Registry.Gather()
 			Expect(err).NotTo(HaveOccurred())
-			var reconciled float64
-			synced, informer := false, false
-			for _, f := range fams {
-				for _, m := range f.GetMetric() {
-					for _, l := range m.GetLabel() {
-						switch {
-						case f.GetName() == "controller_runtime_reconcile_time_seconds" && l.GetName() == "controller" && l.GetValue() == "wrapup-appwrapper":
-							reconciled += float64(m.GetHistogram().GetSampleCount())
-						case f.GetName() == "wrapup_trigger_informer_synced" && l.GetName() == "kind" && l.GetValue() == "Job.batch":
-							informer, synced = true, m.GetGauge().GetValue() == 1
-						}
-					}
-				}
-			}
+			reconciled, _ := histogramIn(fams, "controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
+			informer := len(series(fams, "wrapup_trigger_informer_synced", "kind", "Job.batch")) > 0
+			synced := triggersListedIn(fams)
 			t.mu.Lock()
 			set(&t.firstReconcile, reconciled > before)
 			set(&t.triggerStarted, informer)
