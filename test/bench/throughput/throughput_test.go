@@ -84,7 +84,7 @@ var (
 	flagSeed        = flag.Uint64("tp.seed", 1, "seed of the steady load's arrivals")
 	flagOut         = flag.String("tp.out", "", "folder to write throughput-N.md into")
 	flagCPUProfile  = flag.String("tp.cpuprofile", "", "write a CPU profile of each wrapup burst to FILE-<workers>")
-	flagHeapProfile = flag.String("tp.heapprofile", "", "write heap profiles of the heap phase to FILE-before and FILE-tracking, and goroutine profiles to FILE-goroutines-before and FILE-goroutines-tracking")
+	flagHeapProfile = flag.String("tp.heapprofile", "", "write heap profiles of the heap phase to FILE-before (wrapup idle with the first AppWrappers), FILE-tracking (with all) and FILE-restarted (with all, after a restart), and goroutine profiles to FILE-goroutines-<the same>")
 	flagLog         = flag.String("tp.log", "", "keep the controllers' log (wrapup's, with timestamps to the nanosecond) in FILE; by default it is written to a temporary file, removed at the end. The log is sampled as in production: of a message repeated within a second, the first 100, then every 100th")
 	flagHeapN       = flag.Int("tp.heap-n", 100, "AppWrappers (a Deployment and a trigger Job each) whose live heap in wrapup is measured; 0: not measured")
 )
@@ -765,6 +765,13 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 				return err
 			})).To(Succeed())
 		}
+		// start starts wrapup and returns its reconciles so far, for
+		// tracked.
+		start := func() (stop func(), reconciled float64) {
+			reconciled, _ = histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
+			stop, _ = startWrapup(ctx, saCfg, watched, gc.DefaultWorkers, nil)
+			return stop, reconciled
+		}
 		// tracked waits until wrapup has reconciled at least want times
 		// since it started, its trigger informer has listed, and no
 		// reconcile has come for longer than an AppWrapper waiting for its
@@ -801,14 +808,12 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		// once is not counted as its own, which a restart pays again.
 		By(fmt.Sprintf("starting and stopping wrapup once with %d AppWrappers with a Deployment and a trigger Job, Running", perNS))
 		createRuns(keys[:perNS])
-		reconciled, _ := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
-		stop, _ := startWrapup(ctx, saCfg, watched, gc.DefaultWorkers, nil)
+		stop, reconciled := start()
 		tracked(reconciled, perNS, "wrapup idle with the first AppWrappers tracked")
 		stop()
 		before := settled()
 		By("starting wrapup again")
-		reconciled, _ = histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
-		stop, _ = startWrapup(ctx, saCfg, watched, gc.DefaultWorkers, nil)
+		stop, reconciled = start()
 		tracked(reconciled, perNS, "wrapup idle with the first AppWrappers tracked")
 		idle := bench.ReadHeap().Live
 		writeHeapProfile(*flagHeapProfile, "before")
@@ -824,8 +829,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		// start: measured too, from wrapup stopped to wrapup idle again.
 		By("restarting wrapup: it lists them all")
 		stopped := settled()
-		reconciled, _ = histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
-		stop, _ = startWrapup(ctx, saCfg, watched, gc.DefaultWorkers, nil)
+		stop, reconciled = start()
 		tracked(reconciled, n+perNS, "wrapup restarted, idle with every AppWrapper tracked")
 		restarted := bench.ReadHeap().Live
 		writeHeapProfile(*flagHeapProfile, "restarted")
@@ -935,9 +939,10 @@ func floorBytes(aw *awv1beta2.AppWrapper, job *batchv1.Job) int {
 	return n + len(status)
 }
 
-// HeapResult is wrapup's live heap: Before it starts (First AppWrappers
-// created), Idle once it tracks those, After once it tracks N more; then
-// Stopped, and Restarted once it has listed and tracks all First+N.
+// HeapResult is wrapup's live heap: Before it starts again (started once
+// with the First AppWrappers and stopped), Idle once it tracks those,
+// After once it tracks N more; then Stopped, and Restarted once it has
+// listed and tracks all First+N.
 type HeapResult struct {
 	N, First                                int
 	Before, Idle, After, Stopped, Restarted uint64
