@@ -228,7 +228,7 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	orig := rule.DeepCopy()
 
 	cond := metav1.Condition{Type: wrapupv1alpha1.ConditionReady, ObservedGeneration: rule.Generation}
-	var terminal error
+	var terminal, typeCheckErr error
 	rule.Status.TypeChecking = nil
 	policy, compileErr := r.Policies.Get(rule)
 	selectorErr := selectorsError(rule)
@@ -268,7 +268,7 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 						"and so can finish the AppWrapper it is the trigger of; give its CRD subresources.status (see docs/security.md)", gk)}
 			}
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, fmt.Sprintf("expressions compiled; watching %s triggers", gk)
-			rule.Status.TypeChecking = r.typeCheck(ctx, rule, gk)
+			rule.Status.TypeChecking, typeCheckErr = r.typeCheck(ctx, rule, gk)
 			if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
 				cond.Message += fmt.Sprintf("; %d expression(s) have warnings against the %s schema: types or cost (see status.typeChecking)", len(tc.ExpressionWarnings), gk)
 			}
@@ -350,6 +350,15 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		// last answer is older than triggers.NotWatchableRecheck).
 		return ctrl.Result{RequeueAfter: triggers.NotWatchableRecheck + time.Second}, nil
 	}
+	if typeCheckErr != nil {
+		var lag *schemaLagError
+		if errors.As(typeCheckErr, &lag) {
+			return ctrl.Result{RequeueAfter: schemaLagRecheck}, nil
+		}
+		// The rule works (its status says so); only its type check waits,
+		// retried with the controller's backoff.
+		return ctrl.Result{}, typeCheckErr
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -398,29 +407,65 @@ func (r *ruleReconciler) annotatedKindsCondition(rule *wrapupv1alpha1.Completion
 // same rule generation, version and schema. Without a published schema,
 // nothing is checked (nil: the expressions are dynamically typed, as always
 // at run time).
-func (r *ruleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) *wrapupv1alpha1.TypeChecking {
+//
+// A schema that could not be read (the API server busy, a connection lost)
+// is an error, and so is one missing just after a CRD of gk's group
+// changed (the API server publishes a CRD's schema a little after the CRD
+// is established; a *schemaLagError): the result is nil meanwhile, and the
+// rule is reconciled again. The cached discovery keeps a failed fetch of
+// the OpenAPI document, and the paths as they were, until it is
+// invalidated: both errors invalidate it, so the next try reads afresh.
+func (r *ruleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) (*wrapupv1alpha1.TypeChecking, error) {
 	if r.Mapper == nil || r.Schemas == nil {
-		return nil
+		return nil, nil
 	}
 	mapping, err := r.Mapper.RESTMapping(gk)
+	if apimeta.IsNoMatchError(err) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("type-checking rule %s: mapping %s: %w", rule.Name, gk, err)
 	}
 	epoch := r.schemaEpoch.Load()
 	if v, ok := r.typeChecks.Load(rule.Name); ok {
 		if c := v.(typeChecked); c.uid == rule.UID && c.generation == rule.Generation && c.gvk == mapping.GroupVersionKind && c.epoch == epoch {
-			return c.result.DeepCopy()
+			return c.result.DeepCopy(), nil
 		}
 	}
 	s, err := r.Schemas.ResolveSchema(mapping.GroupVersionKind)
 	if err != nil {
-		logf.FromContext(ctx).V(2).Info("No schema to type-check against", "kind", mapping.GroupVersionKind.String(), "err", err.Error())
-		return nil
+		absent := errors.Is(err, resolver.ErrSchemaNotFound) || apierrors.IsNotFound(err)
+		if absent {
+			t, ok := r.crdSeen.Load(gk.Group)
+			if !ok || time.Since(t.(time.Time)) >= crdSettle {
+				logf.FromContext(ctx).V(2).Info("No schema to type-check against", "kind", mapping.GroupVersionKind.String(), "err", err.Error())
+				return nil, nil
+			}
+		}
+		if r.Invalidate != nil {
+			r.Invalidate()
+		}
+		if absent {
+			return nil, &schemaLagError{gvk: mapping.GroupVersionKind}
+		}
+		return nil, fmt.Errorf("type-checking rule %s: reading the %s schema: %w", rule.Name, mapping.GroupVersionKind, err)
 	}
 	result := celpolicies.TypeChecking(rule, mapping.GroupVersionKind, s)
 	r.typeChecks.Store(rule.Name, typeChecked{uid: rule.UID, generation: rule.Generation, gvk: mapping.GroupVersionKind, epoch: epoch, result: result.DeepCopy()})
-	return result
+	return result, nil
 }
+
+// schemaLagError: a CRD of the kind's group changed a moment ago, and the
+// API server does not publish the kind's schema yet.
+type schemaLagError struct{ gvk schema.GroupVersionKind }
+
+func (e *schemaLagError) Error() string {
+	return fmt.Sprintf("the API server does not publish the %s schema yet", e.gvk)
+}
+
+// schemaLagRecheck is how soon a rule whose kind's schema lags its CRD
+// (a *schemaLagError) is type-checked again.
+const schemaLagRecheck = time.Second
 
 func (r *ruleReconciler) forget(name string) {
 	r.typeChecks.Delete(name)

@@ -2,11 +2,19 @@ package gc
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	memcache "k8s.io/client-go/discovery/cached/memory"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/openapi"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
@@ -36,12 +44,12 @@ func TestTypeCheckIsReused(t *testing.T) {
 	gk := gvk.GroupKind()
 	ctx := context.Background()
 
-	first := r.typeCheck(ctx, rule, gk)
-	if first == nil || schemas.calls != 1 {
-		t.Fatalf("first check: %v, %d schema resolutions", first, schemas.calls)
+	first, err := r.typeCheck(ctx, rule, gk)
+	if err != nil || first == nil || schemas.calls != 1 {
+		t.Fatalf("first check: %v, %v, %d schema resolutions", first, err, schemas.calls)
 	}
 	first.Schema = "changed by the caller"
-	if again := r.typeCheck(ctx, rule, gk); schemas.calls != 1 || again.Schema != gvk.String() {
+	if again, _ := r.typeCheck(ctx, rule, gk); schemas.calls != 1 || again.Schema != gvk.String() {
 		t.Fatalf("the same rule again: %d schema resolutions (want 1), schema %q", schemas.calls, again.Schema)
 	}
 	rule.Generation = 2
@@ -56,4 +64,94 @@ func TestTypeCheckIsReused(t *testing.T) {
 	if r.typeCheck(ctx, rule, gk); schemas.calls != 4 {
 		t.Fatalf("a rule created again: %d schema resolutions, want 4", schemas.calls)
 	}
+}
+
+// flakyOpenAPI serves batch/v1's OpenAPI document, failing its first
+// fetch of the paths as a busy API server does.
+type flakyOpenAPI struct {
+	fakediscovery.FakeDiscovery
+	paths int
+}
+
+func (f *flakyOpenAPI) OpenAPIV3() openapi.Client { return f }
+
+func (f *flakyOpenAPI) Paths() (map[string]openapi.GroupVersion, error) {
+	f.paths++
+	if f.paths == 1 {
+		return nil, apierrors.NewServiceUnavailable("the server is currently unable to handle the request")
+	}
+	return map[string]openapi.GroupVersion{"apis/batch/v1": batchV1Doc{}}, nil
+}
+
+type batchV1Doc struct{}
+
+func (batchV1Doc) ServerRelativeURL() string { return "/openapi/v3/apis/batch/v1?hash=1" }
+
+func (batchV1Doc) Schema(string) ([]byte, error) {
+	return []byte(`{"components":{"schemas":{"io.k8s.api.batch.v1.Job":{"type":"object",
+		"x-kubernetes-group-version-kind":[{"group":"batch","version":"v1","kind":"Job"}],
+		"properties":{"status":{"type":"object","properties":{"succeeded":{"type":"integer"}}}}}}}}`), nil
+}
+
+// TestTypeCheckRetriesASchemaNotRead: the cached discovery keeps a failed
+// fetch of the OpenAPI paths, so a rule reconciled while the API server
+// was busy stayed with no status.typeChecking (and its warnings unsaid)
+// until a CRD changed. The failure is now an error (the rule is reconciled
+// again) and drops the cache, so the next try reads afresh.
+func TestTypeCheckRetriesASchemaNotRead(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
+	mapper := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{gvk.GroupVersion()})
+	mapper.Add(gvk, apimeta.RESTScopeNamespace)
+	server := &flakyOpenAPI{}
+	cached := memcache.NewMemCacheClient(server)
+	r := &ruleReconciler{Mapper: mapper, Schemas: &resolver.ClientDiscoveryResolver{Discovery: cached}, Invalidate: cached.Invalidate}
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs", UID: "uid-1", Generation: 1},
+		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}, Success: "object.status.succeded > 0"}}
+	ctx := context.Background()
+
+	if tc, err := r.typeCheck(ctx, rule, gvk.GroupKind()); tc != nil || err == nil {
+		t.Fatalf("with the paths not read: %v, %v; want no result and an error, to be tried again", tc, err)
+	}
+	tc, err := r.typeCheck(ctx, rule, gvk.GroupKind())
+	if err != nil || tc == nil || len(tc.ExpressionWarnings) != 1 {
+		t.Fatalf("tried again: %v, %v; want the type check, with one warning (succeded)", tc, err)
+	}
+	if server.paths != 2 {
+		t.Fatalf("the paths were fetched %d times, want 2", server.paths)
+	}
+}
+
+// TestTypeCheckWaitsForANewCRDsSchema: a kind with no published schema is
+// not type-checked, and not asked again; just after a CRD of its group
+// changed, the API server may not publish its schema yet, and the rule
+// is type-checked again soon.
+func TestTypeCheckWaitsForANewCRDsSchema(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Run"}
+	mapper := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{gvk.GroupVersion()})
+	mapper.Add(gvk, apimeta.RESTScopeNamespace)
+	invalidated := 0
+	r := &ruleReconciler{Mapper: mapper, Schemas: missingSchemas{}, Invalidate: func() { invalidated++ }}
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "runs", UID: "uid-1", Generation: 1},
+		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: gvk.Group, Kind: gvk.Kind}}}
+	ctx := context.Background()
+
+	if tc, err := r.typeCheck(ctx, rule, gvk.GroupKind()); tc != nil || err != nil || invalidated != 0 {
+		t.Fatalf("no schema published: %v, %v, %d invalidations; want nothing checked, nothing retried", tc, err, invalidated)
+	}
+	r.crdSeen.Store(gvk.Group, time.Now())
+	_, err := r.typeCheck(ctx, rule, gvk.GroupKind())
+	var lag *schemaLagError
+	if !errors.As(err, &lag) || invalidated != 1 {
+		t.Fatalf("just after its CRD changed: %v, %d invalidations; want a schemaLagError and one", err, invalidated)
+	}
+	r.crdSeen.Store(gvk.Group, time.Now().Add(-crdSettle))
+	if tc, err := r.typeCheck(ctx, rule, gvk.GroupKind()); tc != nil || err != nil {
+		t.Fatalf("long after its CRD changed: %v, %v; want nothing checked, nothing retried", tc, err)
+	}
+}
+
+type missingSchemas struct{}
+
+func (missingSchemas) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
+	return nil, fmt.Errorf("cannot resolve group version %q: %w", gvk.GroupVersion(), resolver.ErrSchemaNotFound)
 }

@@ -78,7 +78,7 @@ var _ = Describe("kubectl wrapup", func() {
 			got := &wrapupv1alpha1.CompletionRule{}
 			Eventually(func(g Gomega) {
 				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(r), got)).To(Succeed())
-				g.Expect(got.Status.TypeChecking).NotTo(BeNil(), "rule %s is not type-checked yet", r.Name)
+				g.Expect(got.Status.TypeChecking).NotTo(BeNil(), "rule %s is not type-checked yet: %+v", r.Name, got.Status.Conditions)
 				g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 			}, util.Timeout, util.Interval).Should(Succeed())
 			for _, w := range got.Status.TypeChecking.ExpressionWarnings {
