@@ -146,6 +146,8 @@ func (r *appWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents 
 			handler.EnqueueRequestsFromMapFunc(r.appWrappersInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WatchesRawSource(source.Channel(triggerEvents, &handler.EnqueueRequestForObject{}, wanted)).
+		// Decide once the rules' trigger kinds have listed, not twice.
+		WatchesRawSource(&triggersListed{Rules: r.Cache, Policies: r.Policies, Kind: r.Triggers.Kind, Log: mgr.GetLogger().WithName("appwrapper-start")}).
 		Complete(r)
 }
 
