@@ -318,6 +318,9 @@ type Rate struct {
 	// mean reconcile over the burst.
 	FirstRead, FirstPatch, FirstRequest time.Duration
 	QueueMean, ReconcileMean            time.Duration
+	// Reconciles counts the AppWrapper controller's reconciles over the
+	// burst.
+	Reconciles float64
 	// FirstReconcile is, for wrapup, the time from its start to its
 	// AppWrapper controller's first reconcile; TriggerStarted and
 	// TriggerSynced to its trigger informer's start and first list.
@@ -651,6 +654,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			if rc2 > rc {
 				r.ReconcileMean = time.Duration((rs2 - rs) / (rc2 - rc) * float64(time.Second))
 			}
+			r.Reconciles = rc2 - rc
 			res.Wrapup = append(res.Wrapup, r)
 			if *flagCPUProfile != "" {
 				pprof.StopCPUProfile()
@@ -1354,9 +1358,9 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 		row(t.What, t)
 	}
 	if len(r.Wrapup) > 0 {
-		p("\n### wrapup's start and its queue in the burst\n\nFrom wrapup's start (ms) to its AppWrapper controller's first reconcile (its AppWrapper cache listed), its trigger informer's start (the rule reconciled) and first list (the triggers listed), its first final check's read of a trigger (the rules' read), its first outcome patch, its first delete request and the first deletion the benchmark's watch saw; and its AppWrapper controller's mean wait in the queue and mean reconcile over the burst (every AppWrapper is queued at the start, when its cache lists it):\n\n| workers | → first reconcile | → trigger informer started | → triggers listed | → first read | → first patch | → first delete request | → first deletion | queue wait (mean) | reconcile (mean) |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("\n### wrapup's start and its queue in the burst\n\nFrom wrapup's start (ms) to its AppWrapper controller's first reconcile (its AppWrapper cache listed, and the trigger kinds its rules name), its trigger informer's start (the rule reconciled) and first list (the triggers listed), its first final check's read of a trigger (the rules' read), its first outcome patch, its first delete request and the first deletion the benchmark's watch saw; and its AppWrapper controller's mean wait in the queue, mean reconcile and reconciles per completion over the burst (every AppWrapper is queued at the start, when its cache lists it):\n\n| workers | → first reconcile | → trigger informer started | → triggers listed | → first read | → first patch | → first delete request | → first deletion | queue wait (mean) | reconcile (mean) | reconciles per completion |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, w := range r.Wrapup {
-			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", w.Concurrency, ms(w.FirstReconcile), ms(w.TriggerStarted), ms(w.TriggerSynced), ms(w.FirstRead), ms(w.FirstPatch), ms(w.FirstRequest), ms(w.FirstAfter), ms(w.QueueMean), ms(w.ReconcileMean))
+			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f |\n", w.Concurrency, ms(w.FirstReconcile), ms(w.TriggerStarted), ms(w.TriggerSynced), ms(w.FirstRead), ms(w.FirstPatch), ms(w.FirstRequest), ms(w.FirstAfter), ms(w.QueueMean), ms(w.ReconcileMean), w.Reconciles/float64(r.N))
 		}
 		p("\n### wrapup's requests per completion in the burst\n\nThe plain client sends 1 patch, 1 create of a CompletionRecord, 1 delete and 2 creates of Events per completion. wrapup's requests over the burst (its start included: the lists and watches of its caches) ÷ %d:\n\n| verb | resource |", r.N)
 		keys := map[bench.RequestKey]bool{}
