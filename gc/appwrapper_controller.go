@@ -135,7 +135,7 @@ func (r *appWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents 
 				handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &awv1beta2.AppWrapper{}, handler.OnlyControllerOwner()),
 				builder.WithPredicates(clusterNameChanged{}))
 	}
-	return b.
+	b = b.
 		Named("wrapup-appwrapper").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&awv1beta2.AppWrapper{}, builder.WithPredicates(ownEcho(&r.own))).
@@ -145,10 +145,12 @@ func (r *appWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents 
 		Watches(&corev1.Namespace{},
 			handler.EnqueueRequestsFromMapFunc(r.appWrappersInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		WatchesRawSource(source.Channel(triggerEvents, &handler.EnqueueRequestForObject{}, wanted)).
+		WatchesRawSource(source.Channel(triggerEvents, &handler.EnqueueRequestForObject{}, wanted))
+	if kinds, ok := r.Triggers.(kindLister); ok {
 		// Decide once the rules' trigger kinds have listed, not twice.
-		WatchesRawSource(&triggersListed{Rules: r.Cache, Policies: r.Policies, Kind: r.Triggers.Kind, Log: mgr.GetLogger().WithName("appwrapper-start")}).
-		Complete(r)
+		b = b.WatchesRawSource(&triggersListed{Rules: r.Cache, Policies: r.Policies, Kinds: kinds, Log: mgr.GetLogger().WithName("appwrapper-start")})
+	}
+	return b.Complete(r)
 }
 
 // storeOf sets r.stored to a look into the store of the manager's

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -269,6 +272,11 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			}
 			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, fmt.Sprintf("expressions compiled; watching %s triggers", gk)
 			rule.Status.TypeChecking, typeCheckErr = r.typeCheck(ctx, rule, gk)
+			if typeCheckErr != nil && orig.Status.ObservedGeneration == rule.Generation {
+				// Not read this time: the last check of this generation
+				// stands until the schema is read again.
+				rule.Status.TypeChecking = orig.Status.TypeChecking.DeepCopy()
+			}
 			if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
 				cond.Message += fmt.Sprintf("; %d expression(s) have warnings against the %s schema: types or cost (see status.typeChecking)", len(tc.ExpressionWarnings), gk)
 			}
@@ -408,8 +416,9 @@ func (r *ruleReconciler) annotatedKindsCondition(rule *wrapupv1alpha1.Completion
 // nothing is checked (nil: the expressions are dynamically typed, as always
 // at run time).
 //
-// A schema that could not be read (the API server busy, a connection lost)
-// is an error, and so is one missing just after a CRD of gk's group
+// A schema that could not be read for a moment's trouble (the API server
+// busy, a connection lost: transient) is an error, and so is one missing
+// just after a CRD of gk's group
 // changed (the API server publishes a CRD's schema a little after the CRD
 // is established; a *schemaLagError): the result is nil meanwhile, and the
 // rule is reconciled again. The cached discovery keeps a failed fetch of
@@ -442,6 +451,12 @@ func (r *ruleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.Com
 				return nil, nil
 			}
 		}
+		if !absent && !transient(err) {
+			// Not a moment's trouble (a document that does not parse,
+			// /openapi/v3 refused): as without a schema.
+			logf.FromContext(ctx).Info("Could not read the schema to type-check against; the rule is not type-checked", "kind", mapping.GroupVersionKind.String(), "err", err.Error())
+			return nil, nil
+		}
 		if r.Invalidate != nil {
 			r.Invalidate()
 		}
@@ -453,6 +468,16 @@ func (r *ruleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.Com
 	result := celpolicies.TypeChecking(rule, mapping.GroupVersionKind, s)
 	r.typeChecks.Store(rule.Name, typeChecked{uid: rule.UID, generation: rule.Generation, gvk: mapping.GroupVersionKind, epoch: epoch, result: result.DeepCopy()})
 	return result, nil
+}
+
+// transient says whether err is a moment's trouble of the API server or
+// the connection to it, which a later read may not meet.
+func transient(err error) bool {
+	var netErr net.Error
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsUnexpectedServerError(err) ||
+		errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, context.DeadlineExceeded) || utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err)
 }
 
 // schemaLagError: a CRD of the kind's group changed a moment ago, and the

@@ -152,6 +152,29 @@ func TestTypeCheckWaitsForANewCRDsSchema(t *testing.T) {
 
 type missingSchemas struct{}
 
+// refusedSchemas: /openapi/v3 refused, as a hardened RBAC may.
+type refusedSchemas struct{}
+
+func (refusedSchemas) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
+	return nil, apierrors.NewForbidden(schema.GroupResource{}, "/openapi/v3", errors.New("not allowed"))
+}
+
+// TestTypeCheckGivesUpOnALastingError: an error that a later read would
+// meet again (a refused /openapi/v3) is not retried: the rule is not
+// type-checked, as without a schema.
+func TestTypeCheckGivesUpOnALastingError(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
+	mapper := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{gvk.GroupVersion()})
+	mapper.Add(gvk, apimeta.RESTScopeNamespace)
+	invalidated := 0
+	r := &ruleReconciler{Mapper: mapper, Schemas: refusedSchemas{}, Invalidate: func() { invalidated++ }}
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs", UID: "uid-1", Generation: 1},
+		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}}}
+	if tc, err := r.typeCheck(context.Background(), rule, gvk.GroupKind()); tc != nil || err != nil || invalidated != 0 {
+		t.Fatalf("/openapi/v3 refused: %v, %v, %d invalidations; want nothing checked, nothing retried", tc, err, invalidated)
+	}
+}
+
 func (missingSchemas) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
 	return nil, fmt.Errorf("cannot resolve group version %q: %w", gvk.GroupVersion(), resolver.ErrSchemaNotFound)
 }

@@ -20,7 +20,7 @@ import (
 // nothing: its WaitForSync holds the controller's workers (controller-runtime
 // starts them once every source has synced) until the trigger kinds that
 // the rules name at wrapup's start have listed, or are known not to be
-// served or watchable, or for at most startGateMax.
+// served or watchable, or failed a list, or for at most startGateMax.
 //
 // Without it, at a start with many AppWrappers every one of them is
 // decided once while its trigger kind still lists, to no effect (it waits
@@ -31,7 +31,11 @@ import (
 // AppWrapper once; none is lost. The wait is bounded: a kind that lists
 // for longer (a discovery that keeps failing, a very large list), or a
 // rule the rule controller has yet to reconcile, only brings back the
-// pass to no effect.
+// pass to no effect. A kind whose list failed (a conversion webhook down,
+// the API server refusing) is not waited for: the reflector tries again
+// with its backoff, for as long as it takes; nor, past startGateUnclaimed,
+// one whose informer has not started (the rule controller has not
+// reconciled its rule, or discovery fails).
 //
 // The rule controller starts the kinds' informers (it claims a rule's
 // kind when it reconciles the rule), on its own: it does not wait for
@@ -42,9 +46,9 @@ type triggersListed struct {
 	// Policies compiles them: a rule that does not compile claims no
 	// kind.
 	Policies *celpolicies.Cache
-	// Kind says how far a kind can be read (triggers.Watches.Kind).
-	Kind func(schema.GroupKind) decision.Kind
-	Log  logr.Logger
+	// Kinds says how far a kind can be read (triggers.Watches).
+	Kinds kindLister
+	Log   logr.Logger
 	// Clock defaults to the real clock.
 	Clock clock.Clock
 }
@@ -54,6 +58,18 @@ type triggersListed struct {
 // without the wait. It is well under controller-runtime's CacheSyncTimeout
 // (2 minutes), past which a source that has not synced stops the manager.
 const startGateMax = 30 * time.Second
+
+// startGateUnclaimed bounds the wait for a kind whose informer has not
+// started.
+const startGateUnclaimed = 10 * time.Second
+
+// kindLister is what the wait reads of the trigger watches.
+type kindLister interface {
+	Kind(gk schema.GroupKind) decision.Kind
+	// Listing says whether gk's informer runs and has not listed yet,
+	// and whether a list of it failed meanwhile.
+	Listing(gk schema.GroupKind) (listing, failed bool)
+}
 
 // startGatePoll is how often the wait looks at the kinds.
 const startGatePoll = 50 * time.Millisecond
@@ -84,9 +100,15 @@ func (t *triggersListed) WaitForSync(ctx context.Context) error {
 		return nil
 	}
 	for {
-		pending := t.pending(kinds)
+		pending := t.pending(kinds, clk.Since(start) < startGateUnclaimed)
 		if len(pending) == 0 {
-			log.Info("Trigger kinds listed; deciding", "kinds", len(kinds), "waited", clk.Since(start).Round(time.Millisecond).String())
+			waited := clk.Since(start).Round(time.Millisecond).String()
+			if unlisted := t.unlisted(kinds); len(unlisted) > 0 {
+				// Failed a list, or not started past startGateUnclaimed.
+				log.Info("Trigger kinds listed but some; deciding (AppWrappers whose kind lists wait for it)", "unlisted", unlisted, "kinds", len(kinds), "waited", waited)
+				return nil
+			}
+			log.Info("Trigger kinds listed; deciding", "kinds", len(kinds), "waited", waited)
 			return nil
 		}
 		if clk.Since(start) >= startGateMax {
@@ -126,11 +148,28 @@ func (t *triggersListed) kinds(ctx context.Context) ([]schema.GroupKind, error) 
 	return kinds, nil
 }
 
-// pending are those of kinds that still list (or are not claimed yet).
-func (t *triggersListed) pending(kinds []schema.GroupKind) []string {
+// pending are those of kinds to wait for: listing, with no list failed,
+// or, while unclaimed is true, whose informer has not started.
+func (t *triggersListed) pending(kinds []schema.GroupKind, unclaimed bool) []string {
 	var out []string
 	for _, gk := range kinds {
-		if t.Kind(gk).State == decision.KindPending {
+		if t.Kinds.Kind(gk).State != decision.KindPending {
+			continue
+		}
+		listing, failed := t.Kinds.Listing(gk)
+		if listing && !failed || !listing && unclaimed {
+			out = append(out, gk.String())
+		}
+	}
+	return out
+}
+
+// unlisted are those of kinds that have not listed, whether waited for or
+// not.
+func (t *triggersListed) unlisted(kinds []schema.GroupKind) []string {
+	var out []string
+	for _, gk := range kinds {
+		if t.Kinds.Kind(gk).State == decision.KindPending {
 			out = append(out, gk.String())
 		}
 	}

@@ -16,16 +16,35 @@ import (
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
-// kindStates are the trigger kinds' states as a test sets them.
+// kindStates are the trigger kinds' states as a test sets them: a kind
+// not set has no informer.
 type kindStates struct {
 	mu     sync.Mutex
 	states map[schema.GroupKind]decision.KindState
+	// listing are the kinds whose informer lists; true if a list failed.
+	listing map[schema.GroupKind]bool
 }
 
 func (k *kindStates) set(gk schema.GroupKind, s decision.KindState) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.states[gk] = s
+	delete(k.listing, gk)
+}
+
+// list starts gk's informer; failed says whether a list of it failed.
+func (k *kindStates) list(gk schema.GroupKind, failed bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.states, gk)
+	k.listing[gk] = failed
+}
+
+func (k *kindStates) Listing(gk schema.GroupKind) (bool, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	failed, ok := k.listing[gk]
+	return ok, failed
 }
 
 func (k *kindStates) Kind(gk schema.GroupKind) decision.Kind {
@@ -41,7 +60,9 @@ func (k *kindStates) Kind(gk schema.GroupKind) decision.Kind {
 // workers start once the kinds the rules name have listed, or are known
 // not to be served; the kinds of rules that claim none (one that does not
 // compile, one whose selector does not parse, one with no kind) are not
-// waited for; and the wait ends at startGateMax whatever the kinds.
+// waited for; nor a kind a list of which failed, nor one whose informer
+// has not started past startGateUnclaimed; and the wait ends at
+// startGateMax whatever the kinds.
 func TestStartWaitsForTheRulesTriggerKinds(t *testing.T) {
 	job := schema.GroupKind{Group: "batch", Kind: "Job"}
 	run := schema.GroupKind{Group: "example.com", Kind: "Run"}
@@ -59,9 +80,9 @@ func TestStartWaitsForTheRulesTriggerKinds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kinds := &kindStates{states: map[schema.GroupKind]decision.KindState{}}
+	kinds := &kindStates{states: map[schema.GroupKind]decision.KindState{}, listing: map[schema.GroupKind]bool{}}
 	clk := clocktesting.NewFakeClock(time.Now())
-	gate := &triggersListed{Rules: c, Policies: &celpolicies.Cache{}, Kind: kinds.Kind, Log: testr.New(t), Clock: clk}
+	gate := &triggersListed{Rules: c, Policies: &celpolicies.Cache{}, Kinds: kinds, Log: testr.New(t), Clock: clk}
 
 	done := make(chan error, 1)
 	go func() { done <- gate.WaitForSync(ctx) }()
@@ -77,22 +98,48 @@ func TestStartWaitsForTheRulesTriggerKinds(t *testing.T) {
 		}
 		clk.Step(startGatePoll)
 	}
+	// ended waits for the wait to end, by itself.
+	ended := func(why string) {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the wait went on once %s", why)
+		}
+	}
+	kinds.list(job, false)
+	kinds.list(run, false)
 	step()
 	kinds.set(job, decision.KindWatched)
 	step()
 	step()
 	kinds.set(run, decision.KindNotServed)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the wait went on once every kind the rules name had listed or was not served")
-	}
+	ended("every kind the rules name had listed or was not served")
 
-	kinds.set(job, decision.KindPending)
+	// A list of Run failed: Job is still waited for, Run not.
+	kinds.list(job, false)
+	kinds.list(run, true)
+	go func() { done <- gate.WaitForSync(ctx) }()
+	step()
+	step()
+	kinds.set(job, decision.KindWatched)
+	ended("Job had listed, and a list of Run had failed")
+
+	// Run's informer has not started (its rule not reconciled yet, or
+	// discovery failing): it is waited for until startGateUnclaimed.
+	kinds.set(run, decision.KindPending)
 	start := clk.Now()
+	go func() { done <- gate.WaitForSync(ctx) }()
+	for clk.Since(start) < startGateUnclaimed {
+		step()
+	}
+	ended("startGateUnclaimed had passed with Run's informer not started")
+
+	kinds.list(job, false)
+	start = clk.Now()
 	go func() { done <- gate.WaitForSync(ctx) }()
 	for {
 		select {

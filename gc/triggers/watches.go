@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
@@ -140,6 +141,9 @@ type kindInformer struct {
 	// forbidden is the error of a list that wrapup may not make (RBAC),
 	// while the informer has not listed; nil otherwise.
 	forbidden error
+	// listFailed: a list (or watch) failed before the informer first
+	// listed; the reflector tries again with its backoff.
+	listFailed atomic.Bool
 }
 
 // ErrFieldsNotKept says that the informer of a kind drops a field that the
@@ -574,6 +578,9 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 	ctx, cancel := context.WithCancel(w.ctx)
 	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep}
 	if err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if !inf.informer.HasSynced() {
+			inf.listFailed.Store(true)
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 			// The kind's CRD may have been deleted: stop the informer,
@@ -661,6 +668,18 @@ func (w *Watches) send(ctx context.Context, keys []types.NamespacedName, rules [
 			return
 		}
 	}
+}
+
+// Listing says whether gk's informer runs and has not listed yet, and
+// whether a list of it has failed meanwhile (the reflector tries again).
+func (w *Watches) Listing(gk schema.GroupKind) (listing, failed bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	inf, ok := w.informers[gk]
+	if !ok || inf.informer.HasSynced() {
+		return false, false
+	}
+	return true, inf.listFailed.Load()
 }
 
 // Claimants are the AppWrappers that claim kinds here.

@@ -90,6 +90,35 @@ func TestWatchesAnnounceTheFirstList(t *testing.T) {
 	g.Expect(syncedSeries("Job.batch")).To(gomega.Equal(ptr.To(1.0)), "wrapup_trigger_informer_synced after the first list")
 }
 
+// Listing says whether a kind's informer lists, and whether a list of it
+// failed meanwhile (what the AppWrapper controller's start waits for).
+func TestWatchesListing(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	var fail sync.Mutex // held: the lists fail
+	fail.Lock()
+	release := make(chan struct{})
+	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if fail.TryLock() {
+			fail.Unlock()
+			<-release
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewServiceUnavailable("a conversion webhook is down")
+	})
+	listing, failed := b.W.Listing(jobGK)
+	g.Expect([]bool{listing, failed}).To(gomega.Equal([]bool{false, false}), "no informer")
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	g.Eventually(func() []bool { l, f := b.W.Listing(jobGK); return []bool{l, f} }, 5*time.Second, 10*time.Millisecond).
+		Should(gomega.Equal([]bool{true, true}), "a list failed")
+	g.Expect(b.W.Kind(jobGK).State).To(gomega.Equal(decision.KindPending))
+	fail.Unlock()
+	close(release)
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	listing, failed = b.W.Listing(jobGK)
+	g.Expect([]bool{listing, failed}).To(gomega.Equal([]bool{false, false}), "listed")
+}
+
 // A kind wrapup may not list is not watchable: its owners are told, and
 // the state says why, instead of a silent "not synced" forever.
 func TestWatchesForbiddenKind(t *testing.T) {
