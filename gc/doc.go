@@ -12,6 +12,9 @@
 //     rules (a group commit); ownwrites.go: the watch events of wrapup's
 //     own writes on the way to a delete, and of what it deleted, bring no
 //     decision.
+//   - startgate.go: at the start, that controller's workers wait for the
+//     trigger kinds the rules name to list (bounded), so that each
+//     AppWrapper is decided once on its trigger, not once more before.
 //   - observe.go: where that controller reads: the caches, and the trigger
 //     informers it claims for each AppWrapper (gc/view gathers the rest).
 //   - history.go: the CompletionRecord writes. Which one is due, under
