@@ -80,6 +80,9 @@ type Watches struct {
 	ctx     context.Context
 	started chan struct{}
 	stopped chan struct{}
+	// running counts the informers' goroutines: Start returns once they
+	// have.
+	running sync.WaitGroup
 	// gone tells the rule controller about rules whose kind stopped being
 	// served while watched, or whose watch state changed.
 	gone chan event.GenericEvent
@@ -207,8 +210,6 @@ func (w *Watches) Start(ctx context.Context) error {
 	close(w.started)
 	<-ctx.Done()
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	defer close(w.stopped)
 	for gk, inf := range w.informers {
 		inf.stop()
 		delete(w.informers, gk)
@@ -217,6 +218,11 @@ func (w *Watches) Start(ctx context.Context) error {
 			informersSyncedGauge.DeleteLabelValues(gk.String())
 		}
 	}
+	w.mu.Unlock()
+	// Their handlers give up an event once their informer is stopped
+	// (enqueue), so this does not wait for a reader of Events.
+	w.running.Wait()
+	close(w.stopped)
 	return nil
 }
 
@@ -565,6 +571,10 @@ func (w *Watches) Resource(gk schema.GroupKind) (schema.GroupVersionResource, bo
 }
 
 func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) error {
+	if err := w.ctx.Err(); err != nil {
+		// Stopping: Start waits for the informers it has.
+		return fmt.Errorf("watching %s: %w", gk, err)
+	}
 	keep := w.kinds[gk].fields
 	if inf, ok := w.informers[gk]; ok {
 		// An owner reads a field this informer drops: list again, keeping
@@ -605,15 +615,19 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    w.enqueue,
-		UpdateFunc: func(_, obj any) { w.enqueue(obj) },
-		DeleteFunc: w.enqueue,
+		AddFunc:    func(obj any) { w.enqueue(ctx, obj) },
+		UpdateFunc: func(_, obj any) { w.enqueue(ctx, obj) },
+		DeleteFunc: func(obj any) { w.enqueue(ctx, obj) },
 	}); err != nil {
 		cancel()
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
 	w.informers[gk] = inf
-	go informer.RunWithContext(ctx)
+	w.running.Add(1)
+	go func() {
+		defer w.running.Done()
+		informer.RunWithContext(ctx)
+	}()
 	go w.announceSync(ctx, gk, inf)
 	if w.cluster == "" {
 		informersGauge.WithLabelValues(gk.String()).Set(1)
@@ -860,7 +874,7 @@ func (w *Watches) WaitForSync(ctx context.Context, gk schema.GroupKind) bool {
 	return cache.WaitForCacheSync(ctx.Done(), inf.informer.HasSynced)
 }
 
-func (w *Watches) enqueue(obj any) {
+func (w *Watches) enqueue(ctx context.Context, obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
@@ -868,7 +882,12 @@ func (w *Watches) enqueue(obj any) {
 	if !ok || t.owner == "" {
 		return
 	}
-	w.events <- AppWrapperEvent(types.NamespacedName{Namespace: t.namespace, Name: t.owner})
+	select {
+	case w.events <- AppWrapperEvent(types.NamespacedName{Namespace: t.namespace, Name: t.owner}):
+	case <-ctx.Done():
+		// The informer is stopped: the kind released, or watched again
+		// by a new informer whose list brings every trigger's event.
+	}
 }
 
 // owningAppWrapper is the AppWrapper that controls a component: its

@@ -1,14 +1,20 @@
 package triggers_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/onsi/gomega"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
@@ -71,7 +77,7 @@ func TestWatchesAnnounceTheFirstList(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := newWatchesBed(t)
 	release := make(chan struct{})
-	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
 		<-release
 		return false, nil, nil
 	})
@@ -98,7 +104,7 @@ func TestWatchesListing(t *testing.T) {
 	var fail sync.Mutex // held: the lists fail
 	fail.Lock()
 	release := make(chan struct{})
-	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
 		if fail.TryLock() {
 			fail.Unlock()
 			<-release
@@ -119,12 +125,41 @@ func TestWatchesListing(t *testing.T) {
 	g.Expect([]bool{listing, failed}).To(gomega.Equal([]bool{false, false}), "listed")
 }
 
+// Stopped means stopped: the informer of a kind whose events nobody reads
+// any more (the AppWrapper controller stopped first, the events channel
+// full) gives them up, and Start returns once its goroutines have. An
+// informer left blocked would keep its objects reachable, and a handler
+// goroutine, for as long as the process runs.
+func TestWatchesStopWithEventsUnread(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	ctx := context.Background()
+	for i := range 1100 { // more than the events channel holds
+		job := &unstructured.Unstructured{}
+		job.SetAPIVersion("batch/v1")
+		job.SetKind("Job")
+		job.SetNamespace("ns")
+		job.SetName(fmt.Sprintf("run-%d-bench", i))
+		job.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: fmt.Sprintf("run-%d", i)})
+		_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, job, metav1.CreateOptions{})
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+	}
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	g.Eventually(func() int { return len(b.W.Events()) }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(cap(b.W.Events())), "the events channel full")
+
+	b.Stop()
+	stack := make([]byte, 1<<22)
+	stack = stack[:runtime.Stack(stack, true)]
+	g.Expect(string(stack)).NotTo(gomega.ContainSubstring("(*Watches).enqueue"), "a handler still blocked once the watches stopped")
+}
+
 // A kind wrapup may not list is not watchable: its owners are told, and
 // the state says why, instead of a silent "not synced" forever.
 func TestWatchesForbiddenKind(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := newWatchesBed(t)
-	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "", errors.New("RBAC"))
 	})
 	owner := types.NamespacedName{Namespace: "ns", Name: "run"}
@@ -143,7 +178,7 @@ func TestWatchesDiscoveryOutsideTheLock(t *testing.T) {
 	b := newWatchesBed(t)
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	b.Disc.PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+	b.Disc.PrependReactor("get", "resource", func(clienttesting.Action) (bool, apiruntime.Object, error) {
 		once.Do(func() { close(started) })
 		<-release
 		return false, nil, nil

@@ -33,6 +33,8 @@ type Bed struct {
 	Disc *fakediscovery.FakeDiscovery
 	// Calls counts the discovery requests.
 	Calls atomic.Int32
+	// Stop stops the watches, and returns once they have.
+	Stop func()
 
 	mu        sync.Mutex
 	discovery error // what discovery answers; nil for the resources
@@ -61,7 +63,8 @@ func NewBed(t *testing.T, opts triggers.Options) *Bed {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = b.W.Start(ctx) }()
 	// Stopped before the next test's bed starts: they share the metrics.
-	t.Cleanup(func() { cancel(); <-b.W.Stopped() })
+	b.Stop = func() { cancel(); <-b.W.Stopped() }
+	t.Cleanup(b.Stop)
 	return b
 }
 
