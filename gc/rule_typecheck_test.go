@@ -35,12 +35,8 @@ func (c *countingResolver) ResolveSchema(schema.GroupVersionKind) (*spec.Schema,
 // or the schemas (a CRD changed) did.
 func TestTypeCheckIsReused(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
-	mapper := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{gvk.GroupVersion()})
-	mapper.Add(gvk, apimeta.RESTScopeNamespace)
 	schemas := &countingResolver{}
-	r := &ruleReconciler{Mapper: mapper, Schemas: schemas}
-	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs", UID: "uid-1", Generation: 1},
-		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}}}
+	r, rule, _ := typeCheckBed(gvk, schemas)
 	gk := gvk.GroupKind()
 	ctx := context.Background()
 
@@ -100,13 +96,11 @@ func (batchV1Doc) Schema(string) ([]byte, error) {
 // again) and drops the cache, so the next try reads afresh.
 func TestTypeCheckRetriesASchemaNotRead(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
-	mapper := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{gvk.GroupVersion()})
-	mapper.Add(gvk, apimeta.RESTScopeNamespace)
 	server := &flakyOpenAPI{}
 	cached := memcache.NewMemCacheClient(server)
-	r := &ruleReconciler{Mapper: mapper, Schemas: &resolver.ClientDiscoveryResolver{Discovery: cached}, Invalidate: cached.Invalidate}
-	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs", UID: "uid-1", Generation: 1},
-		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}, Success: "object.status.succeded > 0"}}
+	r, rule, _ := typeCheckBed(gvk, &resolver.ClientDiscoveryResolver{Discovery: cached})
+	r.Invalidate = cached.Invalidate
+	rule.Spec.Success = "object.status.succeded > 0"
 	ctx := context.Background()
 
 	if tc, err := r.typeCheck(ctx, rule, gvk.GroupKind()); tc != nil || err == nil {
@@ -127,22 +121,17 @@ func TestTypeCheckRetriesASchemaNotRead(t *testing.T) {
 // is type-checked again soon.
 func TestTypeCheckWaitsForANewCRDsSchema(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Run"}
-	mapper := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{gvk.GroupVersion()})
-	mapper.Add(gvk, apimeta.RESTScopeNamespace)
-	invalidated := 0
-	r := &ruleReconciler{Mapper: mapper, Schemas: missingSchemas{}, Invalidate: func() { invalidated++ }}
-	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "runs", UID: "uid-1", Generation: 1},
-		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: gvk.Group, Kind: gvk.Kind}}}
+	r, rule, invalidated := typeCheckBed(gvk, missingSchemas{})
 	ctx := context.Background()
 
-	if tc, err := r.typeCheck(ctx, rule, gvk.GroupKind()); tc != nil || err != nil || invalidated != 0 {
-		t.Fatalf("no schema published: %v, %v, %d invalidations; want nothing checked, nothing retried", tc, err, invalidated)
+	if tc, err := r.typeCheck(ctx, rule, gvk.GroupKind()); tc != nil || err != nil || *invalidated != 0 {
+		t.Fatalf("no schema published: %v, %v, %d invalidations; want nothing checked, nothing retried", tc, err, *invalidated)
 	}
 	r.crdSeen.Store(gvk.Group, time.Now())
 	_, err := r.typeCheck(ctx, rule, gvk.GroupKind())
 	var lag *schemaLagError
-	if !errors.As(err, &lag) || invalidated != 1 {
-		t.Fatalf("just after its CRD changed: %v, %d invalidations; want a schemaLagError and one", err, invalidated)
+	if !errors.As(err, &lag) || *invalidated != 1 {
+		t.Fatalf("just after its CRD changed: %v, %d invalidations; want a schemaLagError and one", err, *invalidated)
 	}
 	r.crdSeen.Store(gvk.Group, time.Now().Add(-crdSettle))
 	if tc, err := r.typeCheck(ctx, rule, gvk.GroupKind()); tc != nil || err != nil {
@@ -152,6 +141,21 @@ func TestTypeCheckWaitsForANewCRDsSchema(t *testing.T) {
 
 type missingSchemas struct{}
 
+// TestTypeCheckGivesUpOnALastingError: an error that a later read would
+// meet again (a refused /openapi/v3) is not retried: the rule is not
+// type-checked, as without a schema.
+func TestTypeCheckGivesUpOnALastingError(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
+	r, rule, invalidated := typeCheckBed(gvk, refusedSchemas{})
+	if tc, err := r.typeCheck(context.Background(), rule, gvk.GroupKind()); tc != nil || err != nil || *invalidated != 0 {
+		t.Fatalf("/openapi/v3 refused: %v, %v, %d invalidations; want nothing checked, nothing retried", tc, err, *invalidated)
+	}
+}
+
+func (missingSchemas) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
+	return nil, fmt.Errorf("cannot resolve group version %q: %w", gvk.GroupVersion(), resolver.ErrSchemaNotFound)
+}
+
 // refusedSchemas: /openapi/v3 refused, as a hardened RBAC may.
 type refusedSchemas struct{}
 
@@ -159,22 +163,14 @@ func (refusedSchemas) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, 
 	return nil, apierrors.NewForbidden(schema.GroupResource{}, "/openapi/v3", errors.New("not allowed"))
 }
 
-// TestTypeCheckGivesUpOnALastingError: an error that a later read would
-// meet again (a refused /openapi/v3) is not retried: the rule is not
-// type-checked, as without a schema.
-func TestTypeCheckGivesUpOnALastingError(t *testing.T) {
-	gvk := schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
+// typeCheckBed is a rule controller that maps gvk and reads schemas, with
+// a rule of gvk's kind, and the count of its cache invalidations.
+func typeCheckBed(gvk schema.GroupVersionKind, schemas resolver.SchemaResolver) (*ruleReconciler, *wrapupv1alpha1.CompletionRule, *int) {
 	mapper := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{gvk.GroupVersion()})
 	mapper.Add(gvk, apimeta.RESTScopeNamespace)
-	invalidated := 0
-	r := &ruleReconciler{Mapper: mapper, Schemas: refusedSchemas{}, Invalidate: func() { invalidated++ }}
-	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs", UID: "uid-1", Generation: 1},
-		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}}}
-	if tc, err := r.typeCheck(context.Background(), rule, gvk.GroupKind()); tc != nil || err != nil || invalidated != 0 {
-		t.Fatalf("/openapi/v3 refused: %v, %v, %d invalidations; want nothing checked, nothing retried", tc, err, invalidated)
-	}
-}
-
-func (missingSchemas) ResolveSchema(gvk schema.GroupVersionKind) (*spec.Schema, error) {
-	return nil, fmt.Errorf("cannot resolve group version %q: %w", gvk.GroupVersion(), resolver.ErrSchemaNotFound)
+	invalidated := new(int)
+	r := &ruleReconciler{Mapper: mapper, Schemas: schemas, Invalidate: func() { *invalidated++ }}
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "rule", UID: "uid-1", Generation: 1},
+		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: gvk.Group, Kind: gvk.Kind}}}
+	return r, rule, invalidated
 }
