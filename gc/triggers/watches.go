@@ -515,8 +515,13 @@ func (w *Watches) Wait(gk schema.GroupKind, key types.NamespacedName) {
 		w.mu.Unlock()
 		return
 	}
+	done := w.ctx.Done()
 	w.mu.Unlock()
-	w.events <- AppWrapperEvent(key)
+	select {
+	case w.events <- AppWrapperEvent(key):
+	case <-done:
+		// Stopping: nobody may read the events any more.
+	}
 }
 
 // AppWrapperEvent is the event that reconciles the AppWrapper key.
