@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -86,15 +87,28 @@ func TestStartWaitsForTheRulesTriggerKinds(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- gate.WaitForSync(ctx) }()
-	step := func() {
+	g := gomega.NewWithT(t)
+	// next waits until the wait either waits on the clock (false) or has
+	// ended (true).
+	next := func() bool {
 		t.Helper()
-		for !clk.HasWaiters() {
+		over := false
+		g.Eventually(func() bool {
 			select {
 			case err := <-done:
-				t.Fatalf("the wait ended (%v) with Job %v and Run %v", err, kinds.Kind(job).State, kinds.Kind(run).State)
+				g.Expect(err).NotTo(gomega.HaveOccurred())
+				over = true
+				return true
 			default:
-				time.Sleep(time.Millisecond)
+				return clk.HasWaiters()
 			}
+		}, 10*time.Second, time.Millisecond).Should(gomega.BeTrue())
+		return over
+	}
+	step := func() {
+		t.Helper()
+		if next() {
+			t.Fatalf("the wait ended with Job %v and Run %v", kinds.Kind(job).State, kinds.Kind(run).State)
 		}
 		clk.Step(startGatePoll)
 	}
@@ -141,25 +155,13 @@ func TestStartWaitsForTheRulesTriggerKinds(t *testing.T) {
 	kinds.list(job, false)
 	start = clk.Now()
 	go func() { done <- gate.WaitForSync(ctx) }()
-	for {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			if waited := clk.Since(start); waited < startGateMax {
-				t.Fatalf("with Job still listing, the wait ended after %v, before startGateMax", waited)
-			}
-			return
-		default:
-		}
+	for !next() {
 		if clk.Since(start) > startGateMax+time.Second {
 			t.Fatalf("with Job still listing, the wait went on past startGateMax")
 		}
-		if clk.HasWaiters() {
-			clk.Step(startGatePoll)
-		} else {
-			time.Sleep(time.Millisecond)
-		}
+		clk.Step(startGatePoll)
+	}
+	if waited := clk.Since(start); waited < startGateMax {
+		t.Fatalf("with Job still listing, the wait ended after %v, before startGateMax", waited)
 	}
 }
