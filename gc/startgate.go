@@ -29,9 +29,8 @@ import (
 // pass takes the cores the kind's list needs. The AppWrappers' own events,
 // and their triggers' from the kind's list, are queued meanwhile, each
 // AppWrapper once; none is lost. The wait is bounded: a kind that lists
-// for longer (a discovery that keeps failing, a very large list), or a
-// rule the rule controller has yet to reconcile, only brings back the
-// pass to no effect. A kind whose list failed (a conversion webhook down,
+// for longer (a very large list) only brings back the pass to no effect.
+// A kind whose list failed (a conversion webhook down,
 // the API server refusing) is not waited for: the reflector tries again
 // with its backoff, for as long as it takes; nor, past startGateUnclaimed,
 // one whose informer has not started (the rule controller has not
