@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -418,10 +419,9 @@ func (r *ruleReconciler) annotatedKindsCondition(rule *wrapupv1alpha1.Completion
 //
 // A schema that could not be read for a moment's trouble (the API server
 // busy, a connection lost: transient) is an error, and so is one missing
-// just after a CRD of gk's group
-// changed (the API server publishes a CRD's schema a little after the CRD
-// is established; a *schemaLagError): the result is nil meanwhile, and the
-// rule is reconciled again. The cached discovery keeps a failed fetch of
+// just after a CRD of gk's group changed (the API server publishes a CRD's
+// schema a little after the CRD is established; a *schemaLagError): the
+// result is nil meanwhile, and the rule is reconciled again. The cached discovery keeps a failed fetch of
 // the OpenAPI document, and the paths as they were, until it is
 // invalidated: both errors invalidate it, so the next try reads afresh.
 func (r *ruleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) (*wrapupv1alpha1.TypeChecking, error) {
@@ -470,14 +470,19 @@ func (r *ruleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.Com
 	return result, nil
 }
 
-// transient says whether err is a moment's trouble of the API server or
-// the connection to it, which a later read may not meet.
+// transient says whether err is a moment's trouble, which a later read
+// may not meet: no answer (a network error, a timeout), or a 408, 429 or
+// 5xx one. Any other answer (a 4xx, a document that does not parse) is
+// met again. The other side of rejected (counters.go), for reads.
 func transient(err error) bool {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= http.StatusInternalServerError
+	}
 	var netErr net.Error
-	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsUnexpectedServerError(err) ||
-		errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
-		errors.Is(err, context.DeadlineExceeded) || utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err)
+	return errors.As(err, &netErr) || utilnet.IsProbableEOF(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded)
 }
 
 // schemaLagError: a CRD of the kind's group changed a moment ago, and the

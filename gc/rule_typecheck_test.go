@@ -2,8 +2,11 @@ package gc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -173,4 +176,28 @@ func typeCheckBed(gvk schema.GroupVersionKind, schemas resolver.SchemaResolver) 
 	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "rule", UID: "uid-1", Generation: 1},
 		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: gvk.Group, Kind: gvk.Kind}}}
 	return r, rule, invalidated
+}
+
+// TestTransient: the schema reads tried again are those a later read may
+// not meet.
+func TestTransient(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{apierrors.NewServiceUnavailable("busy"), true},
+		{apierrors.NewTooManyRequests("slow down", 1), true},
+		{apierrors.NewTimeoutError("timeout", 1), true},
+		{apierrors.NewInternalError(errors.New("boom")), true},
+		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
+		{fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), true},
+		{context.DeadlineExceeded, true},
+		{apierrors.NewForbidden(schema.GroupResource{}, "/openapi/v3", errors.New("RBAC")), false},
+		{apierrors.NewNotFound(schema.GroupResource{}, "/openapi/v3"), false},
+		{&json.SyntaxError{}, false},
+	} {
+		if got := transient(c.err); got != c.want {
+			t.Errorf("transient(%T %v) = %v, want %v", c.err, c.err, got, c.want)
+		}
+	}
 }

@@ -99,10 +99,10 @@ func (t *triggersListed) WaitForSync(ctx context.Context) error {
 		return nil
 	}
 	for {
-		pending := t.pending(kinds, clk.Since(start) < startGateUnclaimed)
+		pending, unlisted := t.look(kinds, clk.Since(start) < startGateUnclaimed)
 		if len(pending) == 0 {
 			waited := clk.Since(start).Round(time.Millisecond).String()
-			if unlisted := t.unlisted(kinds); len(unlisted) > 0 {
+			if len(unlisted) > 0 {
 				// Failed a list, or not started past startGateUnclaimed.
 				log.Info("Trigger kinds listed but some; deciding (AppWrappers whose kind lists wait for it)", "unlisted", unlisted, "kinds", len(kinds), "waited", waited)
 				return nil
@@ -147,30 +147,18 @@ func (t *triggersListed) kinds(ctx context.Context) ([]schema.GroupKind, error) 
 	return kinds, nil
 }
 
-// pending are those of kinds to wait for: listing, with no list failed,
-// or, while unclaimed is true, whose informer has not started.
-func (t *triggersListed) pending(kinds []schema.GroupKind, unclaimed bool) []string {
-	var out []string
+// look says which of kinds have not listed (unlisted), and which of
+// those to wait for (pending): listing, with no list failed, or, while
+// unclaimed is true, whose informer has not started.
+func (t *triggersListed) look(kinds []schema.GroupKind, unclaimed bool) (pending, unlisted []string) {
 	for _, gk := range kinds {
 		if t.Kinds.Kind(gk).State != decision.KindPending {
 			continue
 		}
-		listing, failed := t.Kinds.Listing(gk)
-		if listing && !failed || !listing && unclaimed {
-			out = append(out, gk.String())
+		unlisted = append(unlisted, gk.String())
+		if listing, failed := t.Kinds.Listing(gk); listing && !failed || !listing && unclaimed {
+			pending = append(pending, gk.String())
 		}
 	}
-	return out
-}
-
-// unlisted are those of kinds that have not listed, whether waited for or
-// not.
-func (t *triggersListed) unlisted(kinds []schema.GroupKind) []string {
-	var out []string
-	for _, gk := range kinds {
-		if t.Kinds.Kind(gk).State == decision.KindPending {
-			out = append(out, gk.String())
-		}
-	}
-	return out
+	return pending, unlisted
 }
