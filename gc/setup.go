@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/discovery"
 	memcache "k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -49,6 +50,22 @@ type Options struct {
 // server's CPU is the limit; 16 keeps that rate on API servers with longer
 // round trips than a local one.
 const DefaultWorkers = 16
+
+// RESTConfig is cfg as wrapup talks to the API server of its own cluster:
+// without asking for gzip. The API server compresses each watch that
+// starts with a list (client-go's informers do), a gzip stream per flush
+// of events (k8s.io/apiserver pkg/endpoints/handlers/watch.go,
+// WatchServer.HandleHTTP and watchResponseWriter.BeginStream, feature
+// WatchListCompression), and every answer of more than 128 KiB
+// (responsewriters/writers.go); beside the API server, in its cluster,
+// wrapup would pay CPU at both ends for bandwidth it does not need. The
+// connections to MultiKueue worker clusters, from their kubeconfig
+// Secrets, keep client-go's default.
+func RESTConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.DisableCompression = true
+	return cfg
+}
 
 // Setup adds wrapup's controllers to mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {

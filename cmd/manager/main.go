@@ -66,6 +66,7 @@ func main() {
 		qps                float64
 		burst              int
 		enableHTTP2        bool
+		compression        bool
 		multiKueue         bool
 		wh                 webhookOptions
 	)
@@ -82,6 +83,8 @@ func main() {
 	flag.IntVar(&workers, "workers", gc.DefaultWorkers, "How many AppWrappers are reconciled at once.")
 	flag.Float64Var(&qps, "kube-api-qps", -1, "Requests per second to the API server; negative: no client-side limit, the API server's priority and fairness decides (controller-runtime's default).")
 	flag.IntVar(&burst, "kube-api-burst", 0, "Burst above --kube-api-qps, when that is positive.")
+	flag.BoolVar(&compression, "kube-api-compression", false,
+		"Ask the API server for gzip-compressed answers and watch streams (client-go's default); off by default: wrapup runs beside the API server, in its cluster, where compression costs CPU at both ends for bandwidth it does not need.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false,
 		"Serve the metrics and the webhook over HTTP/2 too; off by default, as in Kubernetes' own components, for HTTP/2's stream-reset and rapid-reset weaknesses (CVE-2023-44487, CVE-2023-39325).")
 	flag.BoolVar(&multiKueue, "multikueue", false,
@@ -124,6 +127,9 @@ func main() {
 	utilruntime.Must(kueue.AddToScheme(scheme))
 
 	cfg := ctrl.GetConfigOrDie()
+	if !compression {
+		cfg = gc.RESTConfig(cfg)
+	}
 	cfg.QPS, cfg.Burst = float32(qps), burst
 	ctx := ctrl.SetupSignalHandler()
 	if err := waitForAppWrappers(ctx, cfg, probeAddr, log); err != nil {

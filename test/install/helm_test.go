@@ -126,7 +126,7 @@ func byKey(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructu
 var managerDefaults = []string{
 	"--enable-webhook=true", "--webhook-port=9443", "--webhook-secret-name=wrapup-webhook-server-cert",
 	"--webhook-service-name=wrapup-webhook-service", "--webhook-configuration-name=wrapup-validating-webhook-configuration",
-	"--metrics-secure=true", "--workers=" + strconv.Itoa(gc.DefaultWorkers), "--multikueue=false", "--kube-api-qps=-1", "--kube-api-burst=0", "--zap-log-level=info",
+	"--metrics-secure=true", "--workers=" + strconv.Itoa(gc.DefaultWorkers), "--multikueue=false", "--kube-api-qps=-1", "--kube-api-burst=0", "--kube-api-compression=false", "--zap-log-level=info",
 }
 
 // TestHelmChart checks charts/wrapup with helm itself: it lints; its

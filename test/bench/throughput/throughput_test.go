@@ -1123,7 +1123,7 @@ func record(aw *awv1beta2.AppWrapper, rec *decision.Record) *wrapupv1alpha1.Comp
 // controller's ServiceAccount) with workers workers, on a connection of
 // its own whose deletes are recorded.
 func startWrapup(ctx context.Context, saCfg *rest.Config, s *seen, workers int, count func(http.RoundTripper) http.RoundTripper) (stop func(), started *startTimes) {
-	cfg := bench.OwnConnection(saCfg, fmt.Sprintf("wrapup-%d", workers))
+	cfg := gc.RESTConfig(bench.OwnConnection(saCfg, fmt.Sprintf("wrapup-%d", workers)))
 	cfg.WrapTransport = s.wrap
 	if count != nil {
 		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return count(s.wrap(rt)) }
