@@ -10,32 +10,21 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
-// groupRead shares one read among the callers that can use it, as a
-// database's group commit shares one log flush: every caller is given the
-// answer to a read sent after it called. At most one read is in flight;
-// the callers that arrive while it is join the next one, which is sent
-// when the first returns, for all of them at once.
-//
-// The final check lists the rules with a consistent read (no
-// resourceVersion), which the API server answers only once its watch cache
-// has caught up with etcd's revision at the time of the request: it asks
-// etcd for progress at most every 100 ms while reads wait
-// (k8s.io/apiserver pkg/storage/cacher/progress,
-// ConditionalProgressRequester.Run). Sent once per final check, those
-// waits add up and hold the workers; shared, one serves all the final
-// checks that start while another is in flight. Each still sees every
-// change committed before it started (a read sent after a caller starts
-// is answered at a revision no older than any write committed before
-// then), which is all the final check asks of it. More reads in flight
-// (a check sending its own at once while fewer than four were) made the
-// steady load's tail longer in test/bench/throughput, not shorter
-// (docs/actions.md): a read that waits holds a request of the API
-// server's, on the cores it shares.
+// groupRead shares reads among the callers that can use them, as a
+// database's group commit shares log flushes, with up to max reads in
+// flight: a caller sends a read of its own at once while fewer than max
+// are, and otherwise waits for the next one, sent as soon as one returns
+// and shared by every caller that arrives meanwhile. Every caller is
+// given the answer to a read sent after it called.
 type groupRead[T any] struct {
 	read func(context.Context) (T, error)
+	// max is how many reads may be in flight at once (0: one).
+	max int
 
-	mu   sync.Mutex
-	sent *groupCall[T]
+	mu       sync.Mutex
+	inFlight int
+	// next is the read not sent yet, which the callers that arrive while
+	// max reads are in flight wait for.
 	next *groupCall[T]
 }
 
@@ -52,8 +41,8 @@ type groupCall[T any] struct {
 }
 
 // Do returns the answer of a read sent after Do was called: the one it
-// sends, or the next one after the read in flight. A caller whose ctx
-// ends stops waiting; the read goes on for the others.
+// sends, or the next one. A caller whose ctx ends stops waiting; the read
+// goes on for the others.
 func (g *groupRead[T]) Do(ctx context.Context) (T, error) {
 	c := g.join(ctx)
 	select {
@@ -66,22 +55,24 @@ func (g *groupRead[T]) Do(ctx context.Context) (T, error) {
 }
 
 // join returns the read the caller waits for: a new one, sent at once
-// when none is in flight, or else the next one.
+// when fewer than max are in flight, or else the next one.
 func (g *groupRead[T]) join(ctx context.Context) *groupCall[T] {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.sent != nil {
-		if g.next == nil {
-			g.next = &groupCall[T]{ctx: context.WithoutCancel(ctx), done: make(chan struct{})}
-		}
+	if g.next != nil {
 		return g.next
 	}
-	g.sent = &groupCall[T]{ctx: context.WithoutCancel(ctx), done: make(chan struct{})}
-	go g.run(g.sent)
-	return g.sent
+	c := &groupCall[T]{ctx: context.WithoutCancel(ctx), done: make(chan struct{})}
+	if g.inFlight < max(g.max, 1) {
+		g.inFlight++
+		go g.run(c)
+	} else {
+		g.next = c
+	}
+	return c
 }
 
-// run sends c's read, then the next one's, until none waits.
+// run sends c's read, then, while callers wait for one, the next.
 func (g *groupRead[T]) run(c *groupCall[T]) {
 	for c != nil {
 		ctx, cancel := context.WithTimeout(c.ctx, groupReadTimeout)
@@ -89,19 +80,45 @@ func (g *groupRead[T]) run(c *groupCall[T]) {
 		cancel()
 		g.mu.Lock()
 		close(c.done)
-		c, g.sent, g.next = g.next, g.next, nil
+		c, g.next = g.next, nil
+		if c == nil {
+			g.inFlight--
+		}
 		g.mu.Unlock()
 	}
 }
 
-// ruleLister lists the rules from the API server, one consistent LIST
-// shared by every final check that starts while another is in flight.
+// maxRuleReads is how many LISTs of the rules the final checks keep in
+// flight at once: each holds one of the API server's request seats while
+// it waits (API Priority and Fairness), and all that wait at once are
+// answered by the same progress notification, so more would add seats,
+// not speed. DefaultWorkers final checks each send their own.
+const maxRuleReads = DefaultWorkers
+
+// ruleLister lists the rules from the API server for the final checks.
+//
+// The final check lists the rules with a consistent read (no
+// resourceVersion), which the API server answers only once its watch cache
+// has caught up with etcd's revision at the time of the request: while
+// reads wait, it asks etcd for progress at once if it last asked 100 ms
+// ago or more, and otherwise when those 100 ms are up
+// (k8s.io/apiserver pkg/storage/cacher/progress,
+// ConditionalProgressRequester.Run). Every read waiting then is answered by
+// that notification, whenever it was sent. So a check sends its own LIST
+// at once, and is answered at the next notification; waiting for a LIST in
+// flight, sent before it started and so of no use to it, would make it
+// wait for the one after. Each check still sees every change committed
+// before it started (a read sent after a caller starts is answered at a
+// revision no older than any write committed before then), which is all
+// the final check asks of it. Beyond maxRuleReads in flight, the checks
+// share the next LIST (groupRead).
 type ruleLister struct {
 	g groupRead[[]wrapupv1alpha1.CompletionRule]
 }
 
 func newRuleLister(r client.Reader) *ruleLister {
 	l := &ruleLister{}
+	l.g.max = maxRuleReads
 	l.g.read = func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
 		var list wrapupv1alpha1.CompletionRuleList
 		if err := r.List(ctx, &list); err != nil {
