@@ -8,8 +8,9 @@
 //     what the API server says (the final check) and applies that
 //     decision's steps in order: the record patch, the CompletionRecord,
 //     the delete with UID and resourceVersion preconditions.
-//   - groupread.go: the final checks share one consistent LIST of the
-//     rules (a group commit); ownwrites.go: the watch events of wrapup's
+//   - groupread.go: the final checks' consistent LISTs of the rules, each
+//     sent at once up to 16 in flight, shared beyond (a group commit);
+//     ownwrites.go: the watch events of wrapup's
 //     own writes on the way to a delete, and of what it deleted, bring no
 //     decision.
 //   - startgate.go: at the start, that controller's workers wait for the
@@ -43,7 +44,8 @@
 // AppWrapper; appWrapperReconciler.Reconcile gathers (view.Gather through
 // cacheView) and decides (decision.Decide); remember keeps the failure
 // clock and the Warnings said; decideFresh gathers again through liveView
-// (the API server, the rules through the shared LIST); apply patches the
+// (the API server, the rules through a LIST of its own, or shared beyond
+// 16 in flight); apply patches the
 // record (write, writeRecord) and writes the CompletionRecord the
 // decision's History step names (ensureHistory), decides again on the
 // AppWrapper the patch returned, and deletes it (delete). The events of the patch and of the delete

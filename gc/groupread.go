@@ -99,19 +99,22 @@ const maxRuleReads = DefaultWorkers
 //
 // The final check lists the rules with a consistent read (no
 // resourceVersion), which the API server answers only once its watch cache
-// has caught up with etcd's revision at the time of the request: while
-// reads wait, it asks etcd for progress at once if it last asked 100 ms
-// ago or more, and otherwise when those 100 ms are up
-// (k8s.io/apiserver pkg/storage/cacher/progress,
-// ConditionalProgressRequester.Run). Every read waiting then is answered by
-// that notification, whenever it was sent. So a check sends its own LIST
-// at once, and is answered at the next notification; waiting for a LIST in
-// flight, sent before it started and so of no use to it, would make it
-// wait for the one after. Each check still sees every change committed
-// before it started (a read sent after a caller starts is answered at a
-// revision no older than any write committed before then), which is all
-// the final check asks of it. Beyond maxRuleReads in flight, the checks
-// share the next LIST (groupRead).
+// has caught up with etcd's revision, read with a quorum GET as the read's
+// first step (k8s.io/apiserver pkg/storage/cacher,
+// watchCache.waitAndListConsistent). While reads wait, it asks etcd for
+// progress at once if it last asked 100 ms ago or more, otherwise when
+// those 100 ms are up, and every 100 ms while reads still wait
+// (pkg/storage/cacher/progress, ConditionalProgressRequester.Run). The
+// notification carries etcd's revision when etcd handled the request, so
+// it answers every read that had read etcd's revision by then, whenever it
+// was sent. So a check sends its own LIST at once, and is answered at the
+// next notification or the one after; waiting for a LIST in flight, sent
+// before it started and so of no use to it, would make it wait for one
+// more. Each check still sees every change committed before it started (a
+// read sent after a caller starts is answered at a revision no older than
+// any write committed before then), which is all the final check asks of
+// it. Beyond maxRuleReads in flight, the checks share the next LIST
+// (groupRead).
 type ruleLister struct {
 	g groupRead[[]wrapupv1alpha1.CompletionRule]
 }

@@ -52,15 +52,17 @@ type Options struct {
 const DefaultWorkers = 16
 
 // RESTConfig is cfg as wrapup talks to the API server of its own cluster:
-// without asking for gzip. The API server compresses each watch that
-// starts with a list (client-go's informers do), a gzip stream per flush
-// of events (k8s.io/apiserver pkg/endpoints/handlers/watch.go,
-// WatchServer.HandleHTTP and watchResponseWriter.BeginStream, feature
-// WatchListCompression), and every answer of more than 128 KiB
-// (responsewriters/writers.go); beside the API server, in its cluster,
-// wrapup would pay CPU at both ends for bandwidth it does not need. The
-// connections to MultiKueue worker clusters, from their kubeconfig
-// Secrets, keep client-go's default.
+// without asking for gzip. The API server compresses every answer of more
+// than 128 KiB (k8s.io/apiserver pkg/endpoints/handlers/responsewriters,
+// deferredResponseWriter) and, from Kubernetes 1.37, the watch each
+// informer starts with (a watch-list, sendInitialEvents), a gzip stream
+// per flush of events until that watch times out after 5 to 10 minutes
+// (handlers/watch.go, WatchServer.HandleHTTP and
+// watchResponseWriter.BeginStream, feature WatchListCompression): at a
+// start, every AppWrapper and trigger comes gzipped, event by event.
+// Beside the API server, in its cluster, wrapup would pay CPU at both ends
+// for bandwidth it does not need. The connections to MultiKueue worker
+// clusters, from their kubeconfig Secrets, keep client-go's default.
 func RESTConfig(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.DisableCompression = true

@@ -84,7 +84,7 @@ func main() {
 	flag.Float64Var(&qps, "kube-api-qps", -1, "Requests per second to the API server; negative: no client-side limit, the API server's priority and fairness decides (controller-runtime's default).")
 	flag.IntVar(&burst, "kube-api-burst", 0, "Burst above --kube-api-qps, when that is positive.")
 	flag.BoolVar(&compression, "kube-api-compression", false,
-		"Ask the API server for gzip-compressed answers and watch streams (client-go's default); off by default: wrapup runs beside the API server, in its cluster, where compression costs CPU at both ends for bandwidth it does not need.")
+		"Leave gzip to the kubeconfig, as client-go does (the API server then compresses large answers and each informer's first watch); off by default: wrapup runs beside the API server, in its cluster, where compression costs CPU at both ends for bandwidth it does not need.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false,
 		"Serve the metrics and the webhook over HTTP/2 too; off by default, as in Kubernetes' own components, for HTTP/2's stream-reset and rapid-reset weaknesses (CVE-2023-44487, CVE-2023-39325).")
 	flag.BoolVar(&multiKueue, "multikueue", false,

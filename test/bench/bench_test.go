@@ -424,7 +424,7 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 		// controller-runtime's GetConfig (the binary's) sets none.
 		framework.InstallControllerRBAC(ctx, c)
 		requests = NewRequestCounter(reconcileFunc)
-		wrapupCfg = OwnConnection(framework.ServiceAccountConfig(cfg, framework.ControllerNamespace, framework.ControllerServiceAccount), "wrapup")
+		wrapupCfg = gc.RESTConfig(OwnConnection(framework.ServiceAccountConfig(cfg, framework.ControllerNamespace, framework.ControllerServiceAccount), "wrapup"))
 		wrapupCfg.QPS, wrapupCfg.Burst = -1, 0
 		wrapupCfg.WrapTransport = requests.Wrap
 
