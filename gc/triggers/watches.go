@@ -147,6 +147,9 @@ type kindInformer struct {
 	// listFailed: a list (or watch) failed before the informer first
 	// listed; the reflector tries again with its backoff.
 	listFailed atomic.Bool
+	// replaced is the store of the informer this one replaced (the kind
+	// watched again, to keep more fields), until this one has listed.
+	replaced cache.Store
 }
 
 // ErrFieldsNotKept says that the informer of a kind drops a field that the
@@ -581,9 +584,15 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
 	keep := w.kinds[gk].fields
+	var replaced cache.Store
 	if inf, ok := w.informers[gk]; ok {
 		// An owner reads a field this informer drops: list again, keeping
 		// it. Until the new informer has listed, readers wait (pending).
+		replaced = inf.informer.GetStore()
+		if inf.replaced != nil {
+			// Itself not listed yet: what the one before it held.
+			replaced = inf.replaced
+		}
 		w.stopLocked(gk, inf)
 		logf.FromContext(w.ctx).Info("Watching trigger kind again, to keep more fields", "kind", gk.String(), "fields", keep.String(), "was", inf.keep.String())
 	}
@@ -591,7 +600,7 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 	informer := dynamicinformer.NewFilteredDynamicInformer(w.client, mapping.Resource, metav1.NamespaceAll, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = awv1beta2.AppWrapperLabel }).Informer()
 	ctx, cancel := context.WithCancel(w.ctx)
-	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep}
+	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep, replaced: replaced}
 	if err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !inf.informer.HasSynced() {
 			inf.listFailed.Store(true)
@@ -667,8 +676,32 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 	delete(w.waiters, gk)
 	rules, owners := w.ownersLocked(gk)
 	keys = append(keys, owners...)
+	replaced := inf.replaced
+	inf.replaced = nil
 	w.mu.Unlock()
+	keys = append(keys, vanished(replaced, inf.informer.GetStore())...)
 	w.send(ctx, keys, rules)
+}
+
+// vanished are the AppWrappers of the triggers that replaced holds and
+// store, listed since, does not: deleted (or no longer labelled) while the
+// kind was watched again, so that neither informer sent their event. A
+// reflector's relist tells its handlers of them the same way.
+func vanished(replaced, store cache.Store) []types.NamespacedName {
+	if replaced == nil {
+		return nil
+	}
+	var keys []types.NamespacedName
+	for _, o := range replaced.List() {
+		t, ok := o.(*cachedTrigger)
+		if !ok || t.owner == "" {
+			continue
+		}
+		if _, exists, err := store.Get(o); err == nil && !exists {
+			keys = append(keys, types.NamespacedName{Namespace: t.namespace, Name: t.owner})
+		}
+	}
+	return keys
 }
 
 // send sends events for AppWrappers and rules, until ctx ends.

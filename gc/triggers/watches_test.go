@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/wrapup-dev/wrapup/celpolicies"
@@ -94,6 +95,50 @@ func TestWatchesAnnounceTheFirstList(t *testing.T) {
 	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(gomega.HaveField("Object.GetName()", "run")))
 	g.Expect(b.W.Kind(jobGK).State).To(gomega.Equal(decision.KindWatched))
 	g.Expect(syncedSeries("Job.batch")).To(gomega.Equal(ptr.To(1.0)), "wrapup_trigger_informer_synced after the first list")
+}
+
+// A trigger deleted while its kind is watched again, to keep more fields,
+// is told to its AppWrapper: the replaced informer is stopped and the new
+// one's list does not hold it, so that neither sends its event.
+func TestWatchesTellOfATriggerDeletedWhileWatchedAgain(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	ctx := context.Background()
+	for _, name := range []string{"run", "kept"} {
+		job := &unstructured.Unstructured{}
+		job.SetAPIVersion("batch/v1")
+		job.SetKind("Job")
+		job.SetNamespace("ns")
+		job.SetName(name + "-bench")
+		job.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: name})
+		_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, job, metav1.CreateOptions{})
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+	}
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	for range 2 {
+		g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive())
+	}
+
+	release := make(chan struct{}) // the new informer's list waits for it
+	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
+	g.Expect(b.W.Kind(jobGK).State).To(gomega.Equal(decision.KindPending), "watched again")
+	// The replaced informer stops its watch meanwhile.
+	g.Consistently(b.W.Events(), 200*time.Millisecond).ShouldNot(gomega.Receive())
+	// Through the tracker: the fake client's reactors wait behind the list.
+	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "run-bench")).To(gomega.Succeed())
+	close(release)
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	got := map[string]bool{}
+	for len(got) < 2 {
+		var e event.GenericEvent
+		g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e), "events so far: %v", got)
+		got[e.Object.GetName()] = true
+	}
+	g.Expect(got).To(gomega.HaveKey("run"), "the deleted trigger's AppWrapper")
 }
 
 // Listing says whether a kind's informer lists, and whether a list of it
