@@ -589,7 +589,12 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 		// An owner reads a field this informer drops: list again, keeping
 		// it. Until the new informer has listed, readers wait (pending).
 		replaced = inf.informer.GetStore()
-		if inf.replaced != nil {
+		switch {
+		case inf.replaced != nil && inf.informer.HasSynced():
+			// Listed, and not announced yet (announceSync polls): tell of
+			// the triggers gone before its list now, and carry its store.
+			go w.send(w.ctx, vanished(inf.replaced, replaced), nil)
+		case inf.replaced != nil:
 			// Itself not listed yet: what the one before it held.
 			replaced = inf.replaced
 		}
@@ -679,7 +684,11 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 	replaced := inf.replaced
 	inf.replaced = nil
 	w.mu.Unlock()
-	keys = append(keys, vanished(replaced, inf.informer.GetStore())...)
+	// On the watches' context: a stop of this informer meanwhile would
+	// carry its store, which no longer holds these triggers.
+	if replaced != nil {
+		go w.send(w.ctx, vanished(replaced, inf.informer.GetStore()), nil)
+	}
 	w.send(ctx, keys, rules)
 }
 
@@ -697,7 +706,7 @@ func vanished(replaced, store cache.Store) []types.NamespacedName {
 		if !ok || t.owner == "" {
 			continue
 		}
-		if _, exists, err := store.Get(o); err == nil && !exists {
+		if _, exists, err := store.GetByKey(cache.NewObjectName(t.namespace, t.name).String()); err == nil && !exists {
 			keys = append(keys, types.NamespacedName{Namespace: t.namespace, Name: t.owner})
 		}
 	}
@@ -924,7 +933,10 @@ func (w *Watches) enqueue(ctx context.Context, obj any) {
 	case w.events <- AppWrapperEvent(types.NamespacedName{Namespace: t.namespace, Name: t.owner}):
 	case <-ctx.Done():
 		// The informer is stopped: the kind released, or watched again
-		// by a new informer whose list brings every trigger's event.
+		// by a new informer whose list brings the events of the triggers
+		// it holds, and announceSync those of the triggers this one held
+		// and that list does not (vanished). A delete this one had taken
+		// from its store, but not told yet, is lost.
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -114,10 +116,26 @@ func TestWatchesTellOfATriggerDeletedWhileWatchedAgain(t *testing.T) {
 		_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, job, metav1.CreateOptions{})
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 	}
+	// The watches the informers open, to see the replaced one's stopped.
+	var mu sync.Mutex
+	var opened []watch.Interface
+	b.Dyn.PrependWatchReactor("jobs", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := b.Dyn.Tracker().Watch(triggerstest.JobsGVR, a.GetNamespace())
+		if err == nil {
+			mu.Lock()
+			opened = append(opened, w)
+			mu.Unlock()
+		}
+		return true, w, err
+	})
 	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
 	for range 2 {
 		g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive())
 	}
+	g.Eventually(func() int { mu.Lock(); defer mu.Unlock(); return len(opened) }, 5*time.Second, 10*time.Millisecond).Should(gomega.BeNumerically(">", 0))
+	mu.Lock()
+	replaced := slices.Clone(opened)
+	mu.Unlock()
 
 	release := make(chan struct{}) // the new informer's list waits for it
 	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
@@ -126,8 +144,17 @@ func TestWatchesTellOfATriggerDeletedWhileWatchedAgain(t *testing.T) {
 	})
 	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
 	g.Expect(b.W.Kind(jobGK).State).To(gomega.Equal(decision.KindPending), "watched again")
-	// The replaced informer stops its watch meanwhile.
-	g.Consistently(b.W.Events(), 200*time.Millisecond).ShouldNot(gomega.Receive())
+	// The replaced informer stops its watch, so that it tells nothing of
+	// the delete.
+	g.Eventually(func() bool {
+		for _, w := range replaced {
+			if !w.(interface{ IsStopped() bool }).IsStopped() {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond).Should(gomega.BeTrue())
+	g.Expect(b.W.Events()).NotTo(gomega.Receive())
 	// Through the tracker: the fake client's reactors wait behind the list.
 	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "run-bench")).To(gomega.Succeed())
 	close(release)

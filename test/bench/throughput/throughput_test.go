@@ -527,14 +527,15 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		}
 	})
 
-	// settle deletes the Jobs that earlier phases left to
-	// kube-controller-manager, and waits until they are gone: those of
-	// deleted AppWrappers, for its garbage collector, and those of a TTL
-	// baseline it had not deleted yet. At its 20 QPS, it would otherwise
-	// still be deleting thousands of them, on the same cores and through
-	// the same API server, while the next phase is measured (each phase's
-	// own deletions it garbage-collects during that phase, as in any
-	// cluster).
+	// settle deletes every benchmark Job that earlier phases left, and
+	// waits until they are gone: those of deleted AppWrappers, for
+	// kube-controller-manager's garbage collector, and those of a TTL
+	// baseline it had not deleted yet. At its default 20 QPS, it would
+	// otherwise still be deleting thousands of them, on the same cores and
+	// through the same API server, while the next phase is measured; it
+	// still looks up each one it had queued (a GET, which finds it gone).
+	// Each phase's own deletions it garbage-collects during that phase, as
+	// in any cluster.
 	settle := func() {
 		var jobs batchv1.JobList
 		Expect(c.List(ctx, &jobs, client.HasLabels{label})).To(Succeed())
@@ -724,6 +725,9 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 					var args []string
 					name, args = ttlName(v.raised)
 					mode = "ttl"
+					// Before the restart, whose garbage collector would
+					// list the wrapup row's Jobs again.
+					settle()
 					fwk.RestartKubeControllerManager(args...)
 				}
 				By(fmt.Sprintf("%s at %.0f%% of the limit (%.1f/s)", name, 100*f, perSecond))
@@ -760,6 +764,9 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		if *flagHeapN <= 0 {
 			Skip("-tp.heap-n=0")
 		}
+		// Not while the Jobs of the measures before are deleted: wrapup's
+		// trigger informer would change between the readings.
+		settle()
 		n := *flagHeapN
 		if *flagHeapProfile != "" {
 			// Every allocation sampled: the profile accounts for the heap
@@ -1358,7 +1365,7 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 	p("- **Machine**: %d cores (%s), %.1f GiB memory, Linux %s; load average %s at the end. The API server, etcd, kube-controller-manager, wrapup and the benchmark share it.\n",
 		r.Machine.Cores, r.Machine.CPUModel, float64(r.Machine.MemTotal)/(1<<30), r.Machine.Kernel, bench.LoadAvg())
 	p("- **Versions**: %s.\n", versions(r.Version))
-	p("- **Workload**: AppWrappers with one Job component, Running, written by the benchmark as the AppWrapper controller writes them (the controller itself is not running: its writes would load the API server during the measure); one CompletionRule (trigger batch/Job, onSuccess DeleteAll, TTL 0, history on); %d per namespace. Completions are the Job's status write (Complete), as the Job controller's. Before each phase, the benchmark deletes the Jobs that earlier phases left to kube-controller-manager (those of deleted AppWrappers, for its garbage collector at 20 QPS; a TTL baseline's not deleted yet), so that no phase is measured while it still works through an earlier one's.\n", perNS)
+	p("- **Workload**: AppWrappers with one Job component, Running, written by the benchmark as the AppWrapper controller writes them (the controller itself is not running: its writes would load the API server during the measure); one CompletionRule (trigger batch/Job, onSuccess DeleteAll, TTL 0, history on); %d per namespace. Completions are the Job's status write (Complete), as the Job controller's. Before each phase, the benchmark deletes every one of its Jobs that earlier phases left (those of deleted AppWrappers, which kube-controller-manager's garbage collector deletes at its client rate; a TTL baseline's not deleted yet), so that no phase is measured while kube-controller-manager still deletes an earlier one's (it still looks up those it had queued, a GET each). The steady rows of wrapup run with kube-controller-manager as the TTL baselines before them left it: its client limits raised, when they run.\n", perNS)
 	p("- **Rate** of a burst: every run's trigger is complete before its controller starts (wrapup, the TTL controller) or before the plain client's first write; completions/s is (deletions − 1) ÷ (last deletion − first deletion), deletions as the benchmark's watch sees them (the object gone, or with a deletionTimestamp).\n")
 	p("- **The limit** is a plain client (no decision, no caches, no reads) sending exactly wrapup's writes per completion, in its order: the outcome patch (labels and annotations, optimistic lock), its Event, the CompletionRecord, the delete with UID and resourceVersion preconditions, its Event. The Events go to the same API server and etcd as the writes (they share the path), so they are part of the limit; the table also shows the plain client without them. It runs as wrapup's ServiceAccount (the same API Priority and Fairness flow), unthrottled on the client side as wrapup is by default; swept over its concurrency on %d AppWrappers each, then run at the best on the burst.\n\n", r.Sweep)
 
