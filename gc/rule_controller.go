@@ -421,9 +421,10 @@ func (r *ruleReconciler) annotatedKindsCondition(rule *wrapupv1alpha1.Completion
 // busy, a connection lost: transient) is an error, and so is one missing
 // just after a CRD of gk's group changed (the API server publishes a CRD's
 // schema a little after the CRD is established; a *schemaLagError): the
-// result is nil meanwhile, and the rule is reconciled again. The cached discovery keeps a failed fetch of
-// the OpenAPI document, and the paths as they were, until it is
-// invalidated: both errors invalidate it, so the next try reads afresh.
+// result is nil meanwhile, and the rule is reconciled again. The cached
+// discovery keeps a failed fetch of the OpenAPI document, and the paths as
+// they were, until it is invalidated: both errors invalidate it, so the
+// next try reads afresh.
 func (r *ruleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) (*wrapupv1alpha1.TypeChecking, error) {
 	if r.Mapper == nil || r.Schemas == nil {
 		return nil, nil

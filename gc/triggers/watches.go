@@ -697,9 +697,6 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 // kind was watched again, so that neither informer sent their event. A
 // reflector's relist tells its handlers of them the same way.
 func vanished(replaced, store cache.Store) []types.NamespacedName {
-	if replaced == nil {
-		return nil
-	}
 	var keys []types.NamespacedName
 	for _, o := range replaced.List() {
 		t, ok := o.(*cachedTrigger)
