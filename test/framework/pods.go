@@ -53,14 +53,7 @@ func (f *Framework) startPodBed(assets string) {
 	kubeconfig := f.adminKubeconfig("pods")
 	stages := filepath.Join(f.tmpDir, "kwok-stages.yaml")
 	gomega.Expect(os.WriteFile(stages, kwokStages, 0o600)).To(gomega.Succeed())
-	f.scheduler = f.startProcess(filepath.Join(assets, "kube-scheduler"),
-		"--kubeconfig="+kubeconfig,
-		"--authentication-kubeconfig="+kubeconfig,
-		"--authorization-kubeconfig="+kubeconfig,
-		"--leader-elect=false",
-		"--secure-port=0",
-		"--v=1",
-	)
+	f.startScheduler(assets, "")
 	f.kwok = f.startProcess(filepath.Join(assets, "kwok"),
 		"--kubeconfig="+kubeconfig,
 		"--config="+stages,
@@ -70,6 +63,62 @@ func (f *Framework) startPodBed(assets string) {
 		"--node-ip=10.0.0.1",
 		"--server-address=",
 	)
+}
+
+// BinPackGPUs is a kube-scheduler profile that packs pods onto the nodes
+// whose GPUs are the most allocated (NodeResourcesFit's MostAllocated
+// scoring strategy on GPUs alone), as GPU clusters are often configured.
+// The default profile scores only CPU and memory, least allocated first
+// (k8s.io/kubernetes pkg/scheduler/apis/config/v1 defaults.go,
+// SetDefaults_NodeResourcesFitArgs), which spreads a GPU workload's pods
+// over the nodes.
+const BinPackGPUs = `profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        resources:
+        - name: nvidia.com/gpu
+          weight: 1
+`
+
+// startScheduler starts kube-scheduler: with its default profile when
+// profiles is empty, else with those profiles (the YAML of a
+// KubeSchedulerConfiguration's profiles field, such as BinPackGPUs).
+func (f *Framework) startScheduler(assets, profiles string) {
+	ginkgo.GinkgoHelper()
+	kubeconfig := f.adminKubeconfig("scheduler")
+	args := []string{
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--secure-port=0",
+		"--v=1",
+	}
+	if profiles == "" {
+		args = append(args, "--kubeconfig="+kubeconfig, "--leader-elect=false")
+	} else {
+		// With --config, kube-scheduler ignores its deprecated flags
+		// (--kubeconfig among them, cmd/kube-scheduler/app/options
+		// Options.ApplyTo): the file says where the API server is.
+		config := filepath.Join(f.tmpDir, "kube-scheduler.yaml")
+		body := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n" +
+			"clientConnection:\n  kubeconfig: " + kubeconfig + "\nleaderElection:\n  leaderElect: false\n" + profiles
+		gomega.Expect(os.WriteFile(config, []byte(body), 0o600)).To(gomega.Succeed())
+		args = append(args, "--config="+config)
+	}
+	f.scheduler = f.startProcess(filepath.Join(assets, "kube-scheduler"), args...)
+}
+
+// RestartScheduler stops kube-scheduler and starts it again with profiles
+// (see startScheduler; empty for its default profile). Pods it had not
+// bound yet are bound by the new one.
+func (f *Framework) RestartScheduler(profiles string) {
+	ginkgo.GinkgoHelper()
+	gomega.Expect(f.scheduler).NotTo(gomega.BeNil(), "kube-scheduler is not running")
+	f.scheduler.stop()
+	f.startScheduler(os.Getenv("KUBEBUILDER_ASSETS"), profiles)
 }
 
 // adminKubeconfig writes a kubeconfig of a system:masters user named for

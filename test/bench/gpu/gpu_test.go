@@ -102,7 +102,12 @@ var _ = Describe("GPU utilization", Ordered, func() {
 			runs[i] = (*flagMin + time.Duration(rng.Int64N(int64(span)+1))).Round(100 * time.Millisecond)
 		}
 		var results []*result
-		for _, v := range []variant{withWrapup, withMaxExecTime, withPlainJobs} {
+		for _, v := range []variant{withWrapup, withMaxExecTime, withPlainJobs, withWrapupBinPack} {
+			if v == withWrapupBinPack {
+				// The last variant, so that the scheduler is restarted once.
+				By("restarting kube-scheduler with a profile that packs GPUs")
+				fwk.RestartScheduler(framework.BinPackGPUs)
+			}
 			results = append(results, runVariant(ctx, c, rec, v, runs, len(nodes)))
 		}
 		report := render(results, runs, len(nodes))
@@ -126,6 +131,10 @@ const (
 	// withPlainJobs is Kueue's own handoff, the floor: a plain Job per
 	// benchmark, one pod of the node's GPUs, finished by Kueue itself.
 	withPlainJobs variant = "plain Jobs, Kueue alone (no AppWrapper)"
+	// withWrapupBinPack is withWrapup with kube-scheduler packing GPUs
+	// (framework.BinPackGPUs), run last: the share of the gap that is the
+	// scheduler's placement of a benchmark's three pods.
+	withWrapupBinPack variant = "wrapup, scheduler packing GPUs"
 )
 
 // result is one variant's timeline, by benchmark.
@@ -136,6 +145,8 @@ type result struct {
 	finished int
 	// per benchmark (index in runs)
 	admitted, firstRunning, running, complete, released, quotaFreed, podsGone []time.Time
+	// unschedulable: a pod of the benchmark was found to fit no node.
+	unschedulable []bool
 	cpu                                                                       time.Duration
 	heap                                                                      int64
 	wrapupReconcile                                                           time.Duration
@@ -145,13 +156,13 @@ type result struct {
 // GPUs and waits until each has run and given its GPUs back.
 func runVariant(ctx context.Context, c client.Client, rec *recorder, v variant, runs []time.Duration, nodes int) *result {
 	GinkgoHelper()
-	name := map[variant]string{withWrapup: "wrapup", withMaxExecTime: "maxexec", withPlainJobs: "plainjobs"}[v]
+	name := map[variant]string{withWrapup: "wrapup", withMaxExecTime: "maxexec", withPlainJobs: "plainjobs", withWrapupBinPack: "binpack"}[v]
 	ns := framework.CreateNamespace(ctx, c, name, map[string]string{"wrapup.bench/variant": name})
 	cq := util.MakeGPUClusterQueue(name, "h100", fmt.Sprint(32*nodes), int64(nodes*nodeGPUs))
 	Expect(c.Create(ctx, cq)).To(Succeed())
 	Expect(c.Create(ctx, util.MakeLocalQueue("benchmarks", ns.Name, cq.Name))).To(Succeed())
-	if v == withWrapup {
-		rule := util.MakeRule("gpu-bench").NamespaceLabels(map[string]string{"wrapup.bench/variant": "wrapup"}).
+	if v == withWrapup || v == withWrapupBinPack {
+		rule := util.MakeRule("gpu-bench-"+name).NamespaceLabels(map[string]string{"wrapup.bench/variant": name}).
 			TriggerKind("batch", "Job", "").Obj()
 		Expect(c.Create(ctx, rule)).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -162,7 +173,7 @@ func runVariant(ctx context.Context, c client.Client, rec *recorder, v variant, 
 	n := len(runs)
 	r := &result{variant: v, admitted: make([]time.Time, n), firstRunning: make([]time.Time, n), running: make([]time.Time, n),
 		complete: make([]time.Time, n), released: make([]time.Time, n), quotaFreed: make([]time.Time, n),
-		podsGone: make([]time.Time, n)}
+		podsGone: make([]time.Time, n), unschedulable: make([]bool, n)}
 	names := make([]string, n)
 	// The forced collection is before the CPU count starts and after it ends.
 	heap0 := bench.ReadHeap().Live
@@ -205,6 +216,7 @@ func runVariant(ctx context.Context, c client.Client, rec *recorder, v variant, 
 		t := rec.timeline(ns.Name, names[i])
 		r.admitted[i], r.firstRunning[i], r.running[i], r.complete[i] = t.admitted, t.firstRunning, t.lastRunning, t.complete
 		r.released[i], r.quotaFreed[i], r.podsGone[i] = t.released, t.quotaFreed, t.podsGone
+		r.unschedulable[i] = t.unschedulable
 		// The end is when the last pods went, not when the poll saw it.
 		if r.podsGone[i].After(r.end) {
 			r.end = r.podsGone[i]
@@ -271,6 +283,9 @@ type timeline struct {
 	plain                                              bool
 	admitted, complete, released, quotaFreed, podsGone time.Time
 	firstRunning, lastRunning                          time.Time
+	// unschedulable: kube-scheduler found a pod of it to fit no node (its
+	// PodScheduled condition False, reason Unschedulable).
+	unschedulable bool
 	pods                                               map[string]bool // seen Running
 	live                                               map[string]bool
 }
@@ -401,6 +416,11 @@ func (r *recorder) observe(obj any, deleted bool) {
 			return
 		}
 		t.live[o.Name] = true
+		for _, cond := range o.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+				t.unschedulable = true
+			}
+		}
 		if o.Status.Phase == corev1.PodRunning && !t.pods[o.Name] {
 			t.pods[o.Name] = true
 			if t.firstRunning.IsZero() {
@@ -464,6 +484,8 @@ type handoff struct {
 	// overlap: the next benchmark's first pod ran before the previous one's
 	// pods were all gone (its Job pod freed GPUs its Deployments did not).
 	overlap bool
+	// waited: a pod of the next benchmark was found to fit no node.
+	waited bool
 }
 
 // cut reports whether benchmark i's GPUs were taken back before its Job
@@ -504,6 +526,7 @@ func handoffs(r *result, nodes int) []handoff {
 			firstRunning: r.firstRunning[next].Sub(done),
 			running:      r.running[next].Sub(done),
 			overlap:      r.firstRunning[next].Before(r.podsGone[prev]),
+			waited:       r.unschedulable[next],
 		})
 	}
 	return out
@@ -546,23 +569,30 @@ func render(results []*result, runs []time.Duration, nodes int) string {
 	p("- **Bed**: kube-apiserver, etcd, kube-scheduler, kwok (fake nodes, `test/framework/kwok/stages.yaml`; a pod stops at once when deleted) and kube-controller-manager (Job, ReplicaSet, Deployment, node lifecycle, garbage collector) as processes; Kueue v0.17.0, the AppWrapper controller v1.2.2 and wrapup in the benchmark's process. Nothing writes a pod's or a Job's status.\n")
 	p("- **Workload**: %d AppWrappers queued at once in one ClusterQueue of %d GPUs; each has two vLLM Deployments of 2 GPUs and a guidellm Job of 4 GPUs (a whole node), whose pod runs for a time drawn uniformly in [%s, %s] (seed %d; %s of runs in all).\n",
 		len(runs), nodes*nodeGPUs, *flagMin, *flagMax, *flagSeed, sum.Round(time.Second))
-	p("- **Variants**, one after the other on the same bed (wrapup first): **%s**, a CompletionRule on the guidellm Job (DeleteAll, TTL 0); **%s**, no rule, each AppWrapper labelled `kueue.x-k8s.io/max-exec-time-seconds` with 1.5 times its run time rounded up to a second: a guess right within 50 %%, which Kueue counts from the Workload's admission (a whole-second timestamp), so that it also covers the start (the AppWrapper resumed, its pods created, scheduled and started); past it, Kueue deactivates the Workload and the AppWrapper controller removes the components; **%s**, the floor: each benchmark one plain batch/v1 Job of one pod of the node's %d GPUs and the same run time, queued for Kueue with no AppWrapper and no rule, whose Workload Kueue's Job integration finishes when the Job completes (its pod stays, terminated, and holds no GPU from then on).\n", withWrapup, withMaxExecTime, withPlainJobs, nodeGPUs)
+	p("- **Variants**, one after the other on the same bed, in this order: **%s**, a CompletionRule on the guidellm Job (DeleteAll, TTL 0); **%s**, no rule, each AppWrapper labelled `kueue.x-k8s.io/max-exec-time-seconds` with 1.5 times its run time rounded up to a second: a guess right within 50 %%, which Kueue counts from the Workload's admission (a whole-second timestamp), so that it also covers the start (the AppWrapper resumed, its pods created, scheduled and started); past it, Kueue deactivates the Workload and the AppWrapper controller removes the components; **%s**, the floor: each benchmark one plain batch/v1 Job of one pod of the node's %d GPUs and the same run time, queued for Kueue with no AppWrapper and no rule, whose Workload Kueue's Job integration finishes when the Job completes (its pod stays, terminated, and holds no GPU from then on); **%s**, last, as the first but with kube-scheduler restarted with a profile that packs GPUs (NodeResourcesFit scoring MostAllocated on `nvidia.com/gpu`; `framework.BinPackGPUs`). The other variants run with kube-scheduler's default profile, which scores CPU and memory alone, least allocated first: it spreads a benchmark's three pods (1 CPU each) over the nodes, so that the GPUs a benchmark frees may be split in a way the next benchmark's 4-GPU pod does not fit.\n", withWrapup, withMaxExecTime, withPlainJobs, nodeGPUs, withWrapupBinPack)
 	p("- Times are when the benchmark's watches saw each change (ms), not the objects' second-granular timestamps. A handoff pairs the k-th benchmark to free its quota with the (nodes+k)-th that Kueue admitted: the one that took that quota.\n\n")
 
 	p("## GPU-idle gap per handoff (ms)\n\nFrom a benchmark's guidellm Job Complete to the benchmark admitted into its quota having all its pods Running.\n\n")
-	p("| variant | handoffs | p50 | p90 | p99 | max | next's first pod ran before the previous pods were gone | runs cut short before their Job completed |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| variant | handoffs | p50 | p90 | p99 | max | next's first pod ran before the previous pods were gone | next's pods found no node at first | p50 / p99 of the others | runs cut short before their Job completed |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	sums := map[variant]bench.Summary{}
 	for _, r := range results {
 		hs := handoffs(r, nodes)
 		s := field(hs, func(h handoff) time.Duration { return h.running })
 		sums[r.variant] = s
-		overlaps := 0
+		overlaps, waited := 0, 0
+		var fit []handoff
 		for _, h := range hs {
 			if h.overlap {
 				overlaps++
 			}
+			if h.waited {
+				waited++
+			} else {
+				fit = append(fit, h)
+			}
 		}
-		p("| %s | %d | %s | %s | %s | %s | %d | %d |\n", r.variant, s.Count, ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max), overlaps, cutShort(r))
+		f := field(fit, func(h handoff) time.Duration { return h.running })
+		p("| %s | %d | %s | %s | %s | %s | %d | %d | %s / %s | %d |\n", r.variant, s.Count, ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max), overlaps, waited, ms(f.P50), ms(f.P99), cutShort(r))
 	}
 	if a, z := sums[withWrapup], sums[withMaxExecTime]; a.Count > 0 && z.Count > 0 && z.P50 > 0 {
 		p("\nwrapup ÷ max-exec-time: p50 %.3f, p99 %.3f.\n", float64(a.P50)/float64(z.P50), float64(a.P99)/float64(z.P99))
@@ -570,6 +600,10 @@ func render(results []*result, runs []time.Duration, nodes int) string {
 	if a, z := sums[withWrapup], sums[withPlainJobs]; a.Count > 0 && z.Count > 0 && z.P50 > 0 {
 		p("wrapup ÷ plain Jobs (Kueue's own handoff): p50 %.3f, p99 %.3f.\n", float64(a.P50)/float64(z.P50), float64(a.P99)/float64(z.P99))
 	}
+	if a, z := sums[withWrapupBinPack], sums[withPlainJobs]; a.Count > 0 && z.Count > 0 && z.P50 > 0 {
+		p("wrapup with the scheduler packing GPUs ÷ plain Jobs: p50 %.3f, p99 %.3f.\n", float64(a.P50)/float64(z.P50), float64(a.P99)/float64(z.P99))
+	}
+	p("\n*Found no node at first*: a pod of the next benchmark was marked Unschedulable by kube-scheduler (no node had its GPUs free), and waited for GPUs to be freed and for the scheduler to try it again. *The others*: the handoffs whose pods all fitted a node at the first try.\n")
 	p("\n## Where the gap goes (ms after the Job's completion, p50 / p99)\n\n")
 	p("| variant | AppWrapper released | its quota freed | its pods gone | next admitted | next's first pod Running | next's pods all Running |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range results {
