@@ -146,10 +146,10 @@ type result struct {
 	// per benchmark (index in runs)
 	admitted, firstRunning, running, complete, released, quotaFreed, podsGone []time.Time
 	// unschedulable: a pod of the benchmark was found to fit no node.
-	unschedulable []bool
-	cpu                                                                       time.Duration
-	heap                                                                      int64
-	wrapupReconcile                                                           time.Duration
+	unschedulable   []bool
+	cpu             time.Duration
+	heap            int64
+	wrapupReconcile time.Duration
 }
 
 // runVariant queues every benchmark at once in a ClusterQueue of the nodes'
@@ -286,8 +286,8 @@ type timeline struct {
 	// unschedulable: kube-scheduler found a pod of it to fit no node (its
 	// PodScheduled condition False, reason Unschedulable).
 	unschedulable bool
-	pods                                               map[string]bool // seen Running
-	live                                               map[string]bool
+	pods          map[string]bool // seen Running
+	live          map[string]bool
 }
 
 func newRecorder(ctx context.Context, cfg *rest.Config) *recorder {
