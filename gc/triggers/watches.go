@@ -167,6 +167,9 @@ type Options struct {
 	// Clock defaults to the real clock; it says when a kind found not
 	// watchable is asked about again.
 	Clock clock.PassiveClock
+	// EventBuffer is how many AppWrapper events wait for the controller
+	// before the informers' handlers wait too; 0 means 1024.
+	EventBuffer int
 }
 
 // NewWatches returns a Watches whose events go to Events (the source of
@@ -177,6 +180,9 @@ func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	if opts.EventBuffer <= 0 {
+		opts.EventBuffer = 1024
+	}
 	return &Watches{
 		cluster:   opts.Cluster,
 		access:    opts.Access,
@@ -184,7 +190,7 @@ func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery
 		client:    client,
 		mapper:    mapper,
 		discovery: disc,
-		events:    make(chan event.GenericEvent, 1024),
+		events:    make(chan event.GenericEvent, opts.EventBuffer),
 		owners:    map[Owner]claim{},
 		kinds:     map[schema.GroupKind]*kindClaims{},
 		informers: map[schema.GroupKind]*kindInformer{},

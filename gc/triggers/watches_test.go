@@ -168,6 +168,74 @@ func TestWatchesTellOfATriggerDeletedWhileWatchedAgain(t *testing.T) {
 	g.Expect(got).To(gomega.HaveKey("run"), "the deleted trigger's AppWrapper")
 }
 
+// A delete that the replaced informer took from its watch but had not told
+// when it was stopped (its handler waiting for room in the events
+// channel) is told once the new informer has listed: the replaced
+// informer drops what it has not told.
+func TestWatchesTellOfADeleteTheReplacedInformerHadNotTold(t *testing.T) {
+	g := gomega.NewWithT(t)
+	// Room for one event: the delete's waits behind the create's.
+	b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
+	ctx := context.Background()
+	job := &unstructured.Unstructured{}
+	job.SetAPIVersion("batch/v1")
+	job.SetKind("Job")
+	job.SetNamespace("ns")
+	job.SetName("run-bench")
+	job.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: "run"})
+	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, job, metav1.CreateOptions{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	var mu sync.Mutex
+	var opened []watch.Interface
+	b.Dyn.PrependWatchReactor("jobs", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := b.Dyn.Tracker().Watch(triggerstest.JobsGVR, a.GetNamespace())
+		if err == nil {
+			mu.Lock()
+			opened = append(opened, w)
+			mu.Unlock()
+		}
+		return true, w, err
+	})
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	g.Eventually(func() int { mu.Lock(); defer mu.Unlock(); return len(opened) }, 5*time.Second, 10*time.Millisecond).Should(gomega.BeNumerically(">", 0))
+	mu.Lock()
+	replaced := slices.Clone(opened)
+	mu.Unlock()
+
+	// The create's event fills the channel; the delete is taken from the
+	// watch, and its event waits.
+	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "run-bench")).To(gomega.Succeed())
+	g.Eventually(func() bool {
+		obj, _, _ := b.W.Get(jobGK, "ns", "run-bench", celpolicies.FieldsOf("status"))
+		return obj != nil
+	}, 5*time.Second, 10*time.Millisecond).Should(gomega.BeFalse(), "the informer took the delete")
+
+	release := make(chan struct{}) // the new informer's list waits for it
+	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
+	g.Eventually(func() bool {
+		for _, w := range replaced {
+			if !w.(interface{ IsStopped() bool }).IsStopped() {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond).Should(gomega.BeTrue())
+	close(release)
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	// The create's event, then one more: the delete's, which the replaced
+	// informer dropped.
+	var e event.GenericEvent
+	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e))
+	g.Expect(e.Object.GetName()).To(gomega.Equal("run"))
+	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e), "the delete was not told")
+	g.Expect(e.Object.GetName()).To(gomega.Equal("run"))
+}
+
 // Listing says whether a kind's informer lists, and whether a list of it
 // failed meanwhile (what the AppWrapper controller's start waits for).
 func TestWatchesListing(t *testing.T) {
