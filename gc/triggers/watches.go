@@ -19,11 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -150,6 +151,59 @@ type kindInformer struct {
 	// replaced is the store of the informer this one replaced (the kind
 	// watched again, to keep more fields), until this one has listed.
 	replaced cache.Store
+	// untold are the deletes this informer's watch brought that its
+	// handler has not told yet; replacedUntold those of the informers
+	// this one replaced, until it has listed.
+	untold         *untold
+	replacedUntold []*untold
+}
+
+// untold are the deletes of triggers that an informer's watch brought and
+// its handler has not told yet, by trigger, with the AppWrapper each
+// belongs to. A stopped informer drops the notifications it has not handed
+// to its handler (client-go tools/cache, processorListener.pop returns when
+// its channel closes, pending notifications and all), and the informer that
+// replaces it lists without the deleted triggers: it tells these instead.
+type untold struct {
+	mu      sync.Mutex
+	deletes map[types.NamespacedName]types.NamespacedName
+}
+
+func newUntold() *untold { return &untold{deletes: map[types.NamespacedName]types.NamespacedName{}} }
+
+// watched notes a delete the watch brings, before the informer takes it.
+func (u *untold) watched(e watch.Event) (watch.Event, bool) {
+	if e.Type != watch.Deleted {
+		return e, true
+	}
+	if o, ok := e.Object.(*unstructured.Unstructured); ok {
+		if owner := owningAppWrapper(o); owner != "" {
+			u.mu.Lock()
+			u.deletes[types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}] = types.NamespacedName{Namespace: o.GetNamespace(), Name: owner}
+			u.mu.Unlock()
+		}
+	}
+	return e, true
+}
+
+// told forgets the delete of t, told to the controller.
+func (u *untold) told(t *cachedTrigger) {
+	u.mu.Lock()
+	delete(u.deletes, types.NamespacedName{Namespace: t.namespace, Name: t.name})
+	u.mu.Unlock()
+}
+
+// untoldOwners are the AppWrappers of the deletes in us not told.
+func untoldOwners(us []*untold) []types.NamespacedName {
+	var keys []types.NamespacedName
+	for _, u := range us {
+		u.mu.Lock()
+		for _, owner := range u.deletes {
+			keys = append(keys, owner)
+		}
+		u.mu.Unlock()
+	}
+	return keys
 }
 
 // ErrFieldsNotKept says that the informer of a kind drops a field that the
@@ -591,27 +645,28 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 	}
 	keep := w.kinds[gk].fields
 	var replaced cache.Store
+	var replacedUntold []*untold
 	if inf, ok := w.informers[gk]; ok {
 		// An owner reads a field this informer drops: list again, keeping
 		// it. Until the new informer has listed, readers wait (pending).
-		replaced = inf.informer.GetStore()
+		replaced, replacedUntold = inf.informer.GetStore(), []*untold{inf.untold}
 		switch {
 		case inf.replaced != nil && inf.informer.HasSynced():
 			// Listed, and not announced yet (announceSync polls): tell of
 			// the triggers gone before its list now, and carry its store.
-			go w.send(w.ctx, vanished(inf.replaced, replaced), nil)
+			go w.send(w.ctx, append(vanished(inf.replaced, replaced), untoldOwners(inf.replacedUntold)...), nil)
 		case inf.replaced != nil:
 			// Itself not listed yet: what the one before it held.
 			replaced = inf.replaced
+			replacedUntold = append(replacedUntold, inf.replacedUntold...)
 		}
 		w.stopLocked(gk, inf)
 		logf.FromContext(w.ctx).Info("Watching trigger kind again, to keep more fields", "kind", gk.String(), "fields", keep.String(), "was", inf.keep.String())
 	}
-	// No index: triggers are read by key only.
-	informer := dynamicinformer.NewFilteredDynamicInformer(w.client, mapping.Resource, metav1.NamespaceAll, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = awv1beta2.AppWrapperLabel }).Informer()
+	unt := newUntold()
+	informer := w.newInformer(mapping.Resource, unt)
 	ctx, cancel := context.WithCancel(w.ctx)
-	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep, replaced: replaced}
+	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep, replaced: replaced, untold: unt, replacedUntold: replacedUntold}
 	if err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !inf.informer.HasSynced() {
 			inf.listFailed.Store(true)
@@ -642,7 +697,11 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.enqueue(ctx, obj) },
 		UpdateFunc: func(_, obj any) { w.enqueue(ctx, obj) },
-		DeleteFunc: func(obj any) { w.enqueue(ctx, obj) },
+		DeleteFunc: func(obj any) {
+			if t := w.enqueue(ctx, obj); t != nil {
+				unt.told(t)
+			}
+		},
 	}); err != nil {
 		cancel()
 		return fmt.Errorf("watching %s: %w", gk, err)
@@ -660,6 +719,40 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 	}
 	logf.FromContext(w.ctx).Info("Watching trigger kind", "kind", gk.String(), "resource", mapping.Resource.String(), "fields", keep.String())
 	return nil
+}
+
+// newInformer is the informer of a trigger kind's resource gvr: client-go's
+// dynamic informer (k8s.io/client-go dynamic/dynamicinformer,
+// NewFilteredDynamicInformer), of the objects with the AppWrapper label,
+// whose watches note in unt the deletes they bring. No index: triggers are
+// read by key only.
+func (w *Watches) newInformer(gvr schema.GroupVersionResource, unt *untold) cache.SharedIndexInformer {
+	labelled := func(o metav1.ListOptions) metav1.ListOptions {
+		o.LabelSelector = awv1beta2.AppWrapperLabel
+		return o
+	}
+	resource := w.client.Resource(gvr).Namespace(metav1.NamespaceAll)
+	watchFunc := func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		wi, err := resource.Watch(ctx, labelled(o))
+		if err != nil {
+			return nil, err
+		}
+		return watch.Filter(wi, unt.watched), nil
+	}
+	lw := &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			return resource.List(context.Background(), labelled(o))
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			return watchFunc(context.Background(), o)
+		},
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return resource.List(ctx, labelled(o))
+		},
+		WatchFuncWithContext: watchFunc,
+	}
+	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, w.client), &unstructured.Unstructured{},
+		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}, ObjectDescription: gvr.String()})
 }
 
 // announceSync waits for the first list of inf, then sends an event for
@@ -687,13 +780,13 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 	delete(w.waiters, gk)
 	rules, owners := w.ownersLocked(gk)
 	keys = append(keys, owners...)
-	replaced := inf.replaced
-	inf.replaced = nil
+	replaced, replacedUntold := inf.replaced, inf.replacedUntold
+	inf.replaced, inf.replacedUntold = nil, nil
 	w.mu.Unlock()
 	// On the watches' context: a stop of this informer meanwhile would
 	// carry its store, which no longer holds these triggers.
 	if replaced != nil {
-		go w.send(w.ctx, vanished(replaced, inf.informer.GetStore()), nil)
+		go w.send(w.ctx, append(vanished(replaced, inf.informer.GetStore()), untoldOwners(replacedUntold)...), nil)
 	}
 	w.send(ctx, keys, rules)
 }
@@ -924,22 +1017,26 @@ func (w *Watches) WaitForSync(ctx context.Context, gk schema.GroupKind) bool {
 	return cache.WaitForCacheSync(ctx.Done(), inf.informer.HasSynced)
 }
 
-func (w *Watches) enqueue(ctx context.Context, obj any) {
+// enqueue sends the event of a trigger's AppWrapper, and returns the
+// trigger when it did.
+func (w *Watches) enqueue(ctx context.Context, obj any) *cachedTrigger {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	t, ok := obj.(*cachedTrigger)
 	if !ok || t.owner == "" {
-		return
+		return nil
 	}
 	select {
 	case w.events <- AppWrapperEvent(types.NamespacedName{Namespace: t.namespace, Name: t.owner}):
+		return t
 	case <-ctx.Done():
 		// The informer is stopped: the kind released, or watched again
 		// by a new informer whose list brings the events of the triggers
 		// it holds, and announceSync those of the triggers this one held
-		// and that list does not (vanished). A delete this one had taken
-		// from its store, but not told yet, is lost.
+		// and that list does not (vanished), and of the deletes its watch
+		// brought and it did not tell (untold).
+		return nil
 	}
 }
 
