@@ -148,62 +148,147 @@ type kindInformer struct {
 	// listFailed: a list (or watch) failed before the informer first
 	// listed; the reflector tries again with its backoff.
 	listFailed atomic.Bool
-	// replaced is the store of the informer this one replaced (the kind
-	// watched again, to keep more fields), until this one has listed.
-	replaced cache.Store
 	// untold are the deletes this informer's watch brought that its
-	// handler has not told yet; replacedUntold those of the informers
-	// this one replaced, until it has listed.
-	untold         *untold
-	replacedUntold []*untold
+	// handler has not told yet.
+	untold *untold
+	// replaced are the informers this one replaced (the kind watched
+	// again, to keep more fields), until this one has listed.
+	replaced *predecessors
+}
+
+// predecessors are the informers a new one replaced: their stores and the
+// deletes their handlers had not told.
+type predecessors struct {
+	stores []cache.Store
+	untold []*untold
+}
+
+// gone are the AppWrappers of the triggers that the replaced informers held
+// and store, listed since, does not (vanished), and of the deletes their
+// watches brought and their handlers did not tell: neither informer told
+// them. A reflector's relist tells its handlers of the former the same way.
+func (p *predecessors) gone(store cache.Store) []types.NamespacedName {
+	seen := map[types.NamespacedName]bool{}
+	var keys []types.NamespacedName
+	add := func(k types.NamespacedName) {
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	for _, replaced := range p.stores {
+		for _, k := range vanished(replaced, store) {
+			add(k)
+		}
+	}
+	for _, u := range p.untold {
+		for _, k := range u.owners() {
+			add(k)
+		}
+	}
+	return keys
 }
 
 // untold are the deletes of triggers that an informer's watch brought and
-// its handler has not told yet, by trigger, with the AppWrapper each
-// belongs to. A stopped informer drops the notifications it has not handed
-// to its handler (client-go tools/cache, processorListener.pop returns when
-// its channel closes, pending notifications and all), and the informer that
-// replaces it lists without the deleted triggers: it tells these instead.
+// its handler has not told yet: by trigger, the AppWrappers of its deletes,
+// oldest first (a trigger deleted, made again under its name and deleted
+// again, perhaps for another AppWrapper). A stopped informer drops the
+// notifications it has not handed to its handler (client-go tools/cache,
+// processorListener.pop returns when its channel closes, pending
+// notifications and all), and the informer that replaces it lists without
+// the deleted triggers: it tells these instead.
 type untold struct {
 	mu      sync.Mutex
-	deletes map[types.NamespacedName]types.NamespacedName
+	deletes map[types.NamespacedName][]string
 }
 
-func newUntold() *untold { return &untold{deletes: map[types.NamespacedName]types.NamespacedName{}} }
+func newUntold() *untold { return &untold{deletes: map[types.NamespacedName][]string{}} }
 
 // watched notes a delete the watch brings, before the informer takes it.
-func (u *untold) watched(e watch.Event) (watch.Event, bool) {
+func (u *untold) watched(e watch.Event) {
 	if e.Type != watch.Deleted {
-		return e, true
+		return
 	}
-	if o, ok := e.Object.(*unstructured.Unstructured); ok {
-		if owner := owningAppWrapper(o); owner != "" {
-			u.mu.Lock()
-			u.deletes[types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}] = types.NamespacedName{Namespace: o.GetNamespace(), Name: owner}
-			u.mu.Unlock()
-		}
+	o, ok := e.Object.(*unstructured.Unstructured)
+	if !ok {
+		return
 	}
-	return e, true
-}
-
-// told forgets the delete of t, told to the controller.
-func (u *untold) told(t *cachedTrigger) {
-	u.mu.Lock()
-	delete(u.deletes, types.NamespacedName{Namespace: t.namespace, Name: t.name})
-	u.mu.Unlock()
-}
-
-// untoldOwners are the AppWrappers of the deletes in us not told.
-func untoldOwners(us []*untold) []types.NamespacedName {
-	var keys []types.NamespacedName
-	for _, u := range us {
+	if owner := owningAppWrapper(o); owner != "" {
+		k := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 		u.mu.Lock()
-		for _, owner := range u.deletes {
-			keys = append(keys, owner)
-		}
+		u.deletes[k] = append(u.deletes[k], owner)
 		u.mu.Unlock()
 	}
+}
+
+// told forgets the oldest delete of t, told to the controller: one
+// informer tells a trigger's deletes in the order its watch brought them.
+func (u *untold) told(t *cachedTrigger) {
+	k := types.NamespacedName{Namespace: t.namespace, Name: t.name}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch owners := u.deletes[k]; {
+	case len(owners) > 1:
+		u.deletes[k] = owners[1:]
+	case len(owners) == 1:
+		delete(u.deletes, k)
+	}
+}
+
+// owners are the AppWrappers of the deletes not told.
+func (u *untold) owners() []types.NamespacedName {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var keys []types.NamespacedName
+	for k, owners := range u.deletes {
+		for _, owner := range owners {
+			keys = append(keys, types.NamespacedName{Namespace: k.Namespace, Name: owner})
+		}
+	}
 	return keys
+}
+
+// notingWatch passes on the events of a watch, and notes each delete in
+// an untold before. Unlike watch.Filter's, its loop ends when it is
+// stopped with an event not taken (the informer stopped).
+type notingWatch struct {
+	in     watch.Interface
+	result chan watch.Event
+	done   chan struct{}
+	once   sync.Once
+}
+
+func newNotingWatch(in watch.Interface, u *untold) *notingWatch {
+	n := &notingWatch{in: in, result: make(chan watch.Event), done: make(chan struct{})}
+	go n.loop(u)
+	return n
+}
+
+func (n *notingWatch) loop(u *untold) {
+	defer close(n.result)
+	for {
+		select {
+		case e, ok := <-n.in.ResultChan():
+			if !ok {
+				return
+			}
+			u.watched(e)
+			select {
+			case n.result <- e:
+			case <-n.done:
+				return
+			}
+		case <-n.done:
+			return
+		}
+	}
+}
+
+func (n *notingWatch) ResultChan() <-chan watch.Event { return n.result }
+
+func (n *notingWatch) Stop() {
+	n.once.Do(func() { close(n.done) })
+	n.in.Stop()
 }
 
 // ErrFieldsNotKept says that the informer of a kind drops a field that the
@@ -644,21 +729,21 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
 	keep := w.kinds[gk].fields
-	var replaced cache.Store
-	var replacedUntold []*untold
+	var replaced *predecessors
 	if inf, ok := w.informers[gk]; ok {
 		// An owner reads a field this informer drops: list again, keeping
 		// it. Until the new informer has listed, readers wait (pending).
-		replaced, replacedUntold = inf.informer.GetStore(), []*untold{inf.untold}
+		replaced = &predecessors{stores: []cache.Store{inf.informer.GetStore()}, untold: []*untold{inf.untold}}
 		switch {
 		case inf.replaced != nil && inf.informer.HasSynced():
 			// Listed, and not announced yet (announceSync polls): tell of
-			// the triggers gone before its list now, and carry its store.
-			go w.send(w.ctx, append(vanished(inf.replaced, replaced), untoldOwners(inf.replacedUntold)...), nil)
+			// the triggers gone before its list now.
+			go w.send(w.ctx, inf.replaced.gone(inf.informer.GetStore()), nil)
 		case inf.replaced != nil:
-			// Itself not listed yet: what the one before it held.
-			replaced = inf.replaced
-			replacedUntold = append(replacedUntold, inf.replacedUntold...)
+			// Itself not listed yet: what it holds so far, and what the
+			// ones before it held.
+			replaced.stores = append(replaced.stores, inf.replaced.stores...)
+			replaced.untold = append(replaced.untold, inf.replaced.untold...)
 		}
 		w.stopLocked(gk, inf)
 		logf.FromContext(w.ctx).Info("Watching trigger kind again, to keep more fields", "kind", gk.String(), "fields", keep.String(), "was", inf.keep.String())
@@ -666,7 +751,7 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 	unt := newUntold()
 	informer := w.newInformer(mapping.Resource, unt)
 	ctx, cancel := context.WithCancel(w.ctx)
-	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep, replaced: replaced, untold: unt, replacedUntold: replacedUntold}
+	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep, replaced: replaced, untold: unt}
 	if err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !inf.informer.HasSynced() {
 			inf.listFailed.Store(true)
@@ -737,7 +822,7 @@ func (w *Watches) newInformer(gvr schema.GroupVersionResource, unt *untold) cach
 		if err != nil {
 			return nil, err
 		}
-		return watch.Filter(wi, unt.watched), nil
+		return newNotingWatch(wi, unt), nil
 	}
 	lw := &cache.ListWatch{
 		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
@@ -780,21 +865,20 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 	delete(w.waiters, gk)
 	rules, owners := w.ownersLocked(gk)
 	keys = append(keys, owners...)
-	replaced, replacedUntold := inf.replaced, inf.replacedUntold
-	inf.replaced, inf.replacedUntold = nil, nil
+	replaced := inf.replaced
+	inf.replaced = nil
 	w.mu.Unlock()
 	// On the watches' context: a stop of this informer meanwhile would
 	// carry its store, which no longer holds these triggers.
 	if replaced != nil {
-		go w.send(w.ctx, append(vanished(replaced, inf.informer.GetStore()), untoldOwners(replacedUntold)...), nil)
+		go w.send(w.ctx, replaced.gone(inf.informer.GetStore()), nil)
 	}
 	w.send(ctx, keys, rules)
 }
 
 // vanished are the AppWrappers of the triggers that replaced holds and
 // store, listed since, does not: deleted (or no longer labelled) while the
-// kind was watched again, so that neither informer sent their event. A
-// reflector's relist tells its handlers of them the same way.
+// kind was watched again.
 func vanished(replaced, store cache.Store) []types.NamespacedName {
 	var keys []types.NamespacedName
 	for _, o := range replaced.List() {

@@ -236,6 +236,89 @@ func TestWatchesTellOfADeleteTheReplacedInformerHadNotTold(t *testing.T) {
 	g.Expect(e.Object.GetName()).To(gomega.Equal("run"))
 }
 
+// A trigger deleted, made again under its name for another AppWrapper and
+// deleted again while the handler waits: when the informer is replaced
+// after it told the first delete, the second is still told.
+func TestWatchesTellOfASecondDeleteOfATriggerName(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
+	ctx := context.Background()
+	job := func(owner string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("batch/v1")
+		u.SetKind("Job")
+		u.SetNamespace("ns")
+		u.SetName("bench")
+		u.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: owner})
+		return u
+	}
+	owner := func() string {
+		obj, _, _ := b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("status"))
+		if obj == nil {
+			return ""
+		}
+		return obj.GetLabels()[awv1beta2.AppWrapperLabel]
+	}
+	jobs := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns")
+	_, err := jobs.Create(ctx, job("first"), metav1.CreateOptions{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	var mu sync.Mutex
+	var opened []watch.Interface
+	b.Dyn.PrependWatchReactor("jobs", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := b.Dyn.Tracker().Watch(triggerstest.JobsGVR, a.GetNamespace())
+		if err == nil {
+			mu.Lock()
+			opened = append(opened, w)
+			mu.Unlock()
+		}
+		return true, w, err
+	})
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	g.Eventually(owner, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal("first"))
+	g.Eventually(func() int { mu.Lock(); defer mu.Unlock(); return len(opened) }, 5*time.Second, 10*time.Millisecond).Should(gomega.BeNumerically(">", 0))
+	mu.Lock()
+	replaced := slices.Clone(opened)
+	mu.Unlock()
+
+	// The create's event fills the channel: the first delete's waits, and
+	// the informer takes the rest.
+	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
+	g.Eventually(owner, 5*time.Second, 10*time.Millisecond).Should(gomega.BeEmpty())
+	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, job("second"), "ns")).To(gomega.Succeed())
+	g.Eventually(owner, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal("second"))
+	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
+	g.Eventually(owner, 5*time.Second, 10*time.Millisecond).Should(gomega.BeEmpty())
+	// The create's event taken: the first delete's takes its place, and
+	// the second create's waits.
+	var e event.GenericEvent
+	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e))
+	g.Expect(e.Object.GetName()).To(gomega.Equal("first"))
+	g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+
+	release := make(chan struct{}) // the new informer's list waits for it
+	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
+	g.Eventually(func() bool {
+		for _, w := range replaced {
+			if !w.(interface{ IsStopped() bool }).IsStopped() {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond).Should(gomega.BeTrue())
+	close(release)
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	var got []string
+	for !slices.Contains(got, "second") {
+		g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e), "events so far: %v", got)
+		got = append(got, e.Object.GetName())
+	}
+}
+
 // Listing says whether a kind's informer lists, and whether a list of it
 // failed meanwhile (what the AppWrapper controller's start waits for).
 func TestWatchesListing(t *testing.T) {
