@@ -38,23 +38,47 @@ func TestNotingWatchStoppedWithAnEventNotTaken(t *testing.T) {
 	g.Expect(u.owners()).To(gomega.ConsistOf(types.NamespacedName{Namespace: "ns", Name: "run"}))
 }
 
-// Deletes are told oldest first, one at a time, per trigger.
-func TestUntoldTellsTheOldestDeleteOfATrigger(t *testing.T) {
+// A told delete is forgotten by its object's UID; without UIDs, the
+// oldest of the trigger's name, unless it is a relist's (a tombstone),
+// which came from no watch.
+func TestUntoldForgetsTheToldDelete(t *testing.T) {
 	g := gomega.NewWithT(t)
-	u := newUntold()
-	for _, owner := range []string{"first", "second"} {
+	deleted := func(u *untold, uid types.UID, owner string) {
 		job := &unstructured.Unstructured{}
 		job.SetNamespace("ns")
 		job.SetName("bench")
+		job.SetUID(uid)
 		job.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: owner})
-		u.watched(watch.Event{Type: watch.Deleted, Object: job})
 		u.watched(watch.Event{Type: watch.Modified, Object: job})
+		u.watched(watch.Event{Type: watch.Deleted, Object: job})
 	}
-	t1 := &cachedTrigger{namespace: "ns", name: "bench", owner: "first"}
-	u.told(t1)
-	g.Expect(u.owners()).To(gomega.ConsistOf(types.NamespacedName{Namespace: "ns", Name: "second"}))
-	u.told(t1)
+	trigger := func(uid types.UID, owner string) *cachedTrigger {
+		tr := &cachedTrigger{namespace: "ns", name: "bench", owner: owner}
+		tr.setUIDs(uid, "")
+		return tr
+	}
+	second := types.NamespacedName{Namespace: "ns", Name: "second"}
+
+	u := newUntold()
+	deleted(u, "7c3f2a1e-0d4b-4b8e-9f3a-2e6d5c4b3a21", "first")
+	deleted(u, "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d", "second")
+	// A tombstone of an older object of the name: not a watched delete.
+	u.told(trigger("11111111-2222-4333-8444-555555555555", "zero"), true)
+	g.Expect(u.owners()).To(gomega.HaveLen(2))
+	u.told(trigger("7c3f2a1e-0d4b-4b8e-9f3a-2e6d5c4b3a21", "first"), true)
+	g.Expect(u.owners()).To(gomega.ConsistOf(second))
+	u.told(trigger("9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d", "second"), false)
 	g.Expect(u.owners()).To(gomega.BeEmpty())
-	u.told(t1) // a relist's delete, not from the watch
+
+	u = newUntold()
+	deleted(u, "", "first")
+	deleted(u, "", "second")
+	u.told(trigger("", "first"), true)
+	g.Expect(u.owners()).To(gomega.HaveLen(2), "a tombstone without a UID")
+	u.told(trigger("", "first"), false)
+	g.Expect(u.owners()).To(gomega.ConsistOf(second))
+	u.told(trigger("", "second"), false)
+	g.Expect(u.owners()).To(gomega.BeEmpty())
+	u.told(trigger("", "second"), false)
 	g.Expect(u.owners()).To(gomega.BeEmpty())
 }

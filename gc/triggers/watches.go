@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -190,19 +191,24 @@ func (p *predecessors) gone(store cache.Store) []types.NamespacedName {
 }
 
 // untold are the deletes of triggers that an informer's watch brought and
-// its handler has not told yet: by trigger, the AppWrappers of its deletes,
-// oldest first (a trigger deleted, made again under its name and deleted
-// again, perhaps for another AppWrapper). A stopped informer drops the
-// notifications it has not handed to its handler (client-go tools/cache,
-// processorListener.pop returns when its channel closes, pending
-// notifications and all), and the informer that replaces it lists without
-// the deleted triggers: it tells these instead.
+// its handler has not told yet: by trigger name, each delete's object UID
+// and AppWrapper, oldest first (a trigger deleted, made again under its
+// name and deleted again, perhaps for another AppWrapper). A stopped
+// informer drops the notifications it has not handed to its handler
+// (client-go tools/cache, processorListener.pop returns when its channel
+// closes, pending notifications and all), and the informer that replaces
+// it lists without the deleted triggers: it tells these instead.
 type untold struct {
 	mu      sync.Mutex
-	deletes map[types.NamespacedName][]string
+	deletes map[types.NamespacedName][]untoldDelete
 }
 
-func newUntold() *untold { return &untold{deletes: map[types.NamespacedName][]string{}} }
+type untoldDelete struct {
+	uid   types.UID
+	owner string
+}
+
+func newUntold() *untold { return &untold{deletes: map[types.NamespacedName][]untoldDelete{}} }
 
 // watched notes a delete the watch brings, before the informer takes it.
 func (u *untold) watched(e watch.Event) {
@@ -216,22 +222,32 @@ func (u *untold) watched(e watch.Event) {
 	if owner := owningAppWrapper(o); owner != "" {
 		k := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 		u.mu.Lock()
-		u.deletes[k] = append(u.deletes[k], owner)
+		u.deletes[k] = append(u.deletes[k], untoldDelete{uid: o.GetUID(), owner: owner})
 		u.mu.Unlock()
 	}
 }
 
-// told forgets the oldest delete of t, told to the controller: one
-// informer tells a trigger's deletes in the order its watch brought them.
-func (u *untold) told(t *cachedTrigger) {
+// told forgets the delete of t, told to the controller: the one of t's UID.
+// Without a UID (the API server gives every object one), the oldest: one
+// informer tells a trigger's watched deletes in the order they came,
+// unless tombstone, a delete its relist found, which came from no watch.
+func (u *untold) told(t *cachedTrigger, tombstone bool) {
 	k := types.NamespacedName{Namespace: t.namespace, Name: t.name}
+	uid := t.getUID()
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	switch owners := u.deletes[k]; {
-	case len(owners) > 1:
-		u.deletes[k] = owners[1:]
-	case len(owners) == 1:
+	deletes := u.deletes[k]
+	i := slices.IndexFunc(deletes, func(d untoldDelete) bool { return d.uid == uid })
+	if uid == "" && tombstone {
+		i = -1
+	}
+	if i < 0 {
+		return
+	}
+	if deletes = slices.Delete(deletes, i, i+1); len(deletes) == 0 {
 		delete(u.deletes, k)
+	} else {
+		u.deletes[k] = deletes
 	}
 }
 
@@ -240,9 +256,9 @@ func (u *untold) owners() []types.NamespacedName {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	var keys []types.NamespacedName
-	for k, owners := range u.deletes {
-		for _, owner := range owners {
-			keys = append(keys, types.NamespacedName{Namespace: k.Namespace, Name: owner})
+	for k, deletes := range u.deletes {
+		for _, d := range deletes {
+			keys = append(keys, types.NamespacedName{Namespace: k.Namespace, Name: d.owner})
 		}
 	}
 	return keys
@@ -608,6 +624,13 @@ func (w *Watches) releaseLocked(owner Owner) {
 
 func (w *Watches) stopLocked(gk schema.GroupKind, inf *kindInformer) {
 	inf.stop()
+	if p := inf.replaced; p != nil {
+		// Not announced: tell of what the informers it replaced held,
+		// and it does not, now.
+		inf.replaced = nil
+		store := inf.informer.GetStore()
+		go func() { w.send(w.ctx, p.gone(store), nil) }()
+	}
 	delete(w.informers, gk)
 	if w.cluster == "" {
 		informersGauge.DeleteLabelValues(gk.String())
@@ -734,16 +757,14 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 		// An owner reads a field this informer drops: list again, keeping
 		// it. Until the new informer has listed, readers wait (pending).
 		replaced = &predecessors{stores: []cache.Store{inf.informer.GetStore()}, untold: []*untold{inf.untold}}
-		switch {
-		case inf.replaced != nil && inf.informer.HasSynced():
-			// Listed, and not announced yet (announceSync polls): tell of
-			// the triggers gone before its list now.
-			go w.send(w.ctx, inf.replaced.gone(inf.informer.GetStore()), nil)
-		case inf.replaced != nil:
+		if inf.replaced != nil && !inf.informer.HasSynced() {
 			// Itself not listed yet: what it holds so far, and what the
-			// ones before it held.
+			// ones before it held. (Listed, and not announced yet,
+			// announceSync polls: stopLocked tells of the triggers gone
+			// before its list.)
 			replaced.stores = append(replaced.stores, inf.replaced.stores...)
 			replaced.untold = append(replaced.untold, inf.replaced.untold...)
+			inf.replaced = nil
 		}
 		w.stopLocked(gk, inf)
 		logf.FromContext(w.ctx).Info("Watching trigger kind again, to keep more fields", "kind", gk.String(), "fields", keep.String(), "was", inf.keep.String())
@@ -784,7 +805,8 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 		UpdateFunc: func(_, obj any) { w.enqueue(ctx, obj) },
 		DeleteFunc: func(obj any) {
 			if t := w.enqueue(ctx, obj); t != nil {
-				unt.told(t)
+				_, tombstone := obj.(cache.DeletedFinalStateUnknown)
+				unt.told(t, tombstone)
 			}
 		},
 	}); err != nil {
@@ -871,7 +893,8 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 	// On the watches' context: a stop of this informer meanwhile would
 	// carry its store, which no longer holds these triggers.
 	if replaced != nil {
-		go w.send(w.ctx, replaced.gone(inf.informer.GetStore()), nil)
+		store := inf.informer.GetStore()
+		go func() { w.send(w.ctx, replaced.gone(store), nil) }()
 	}
 	w.send(ctx, keys, rules)
 }

@@ -319,6 +319,86 @@ func TestWatchesTellOfASecondDeleteOfATriggerName(t *testing.T) {
 	}
 }
 
+// A relist's delete (a tombstone) of a trigger told while a later watched
+// delete of its name waits behind it: the informer replaced then, the
+// later delete is still told. With and without UIDs (the fake API server
+// gives none).
+func TestWatchesTellOfADeleteBehindARelistsTombstone(t *testing.T) {
+	for _, uids := range []bool{true, false} {
+		t.Run(fmt.Sprintf("uids=%v", uids), func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
+			ctx := context.Background()
+			job := func(owner, rv string) *unstructured.Unstructured {
+				u := &unstructured.Unstructured{}
+				u.SetAPIVersion("batch/v1")
+				u.SetKind("Job")
+				u.SetNamespace("ns")
+				u.SetName("bench")
+				u.SetResourceVersion(rv)
+				u.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: owner})
+				if uids {
+					u.SetUID(types.UID(map[string]string{"b": "0b0b0b0b-0000-4000-8000-000000000001", "c": "0c0c0c0c-0000-4000-8000-000000000002"}[owner]))
+				}
+				return u
+			}
+			owner := func() string {
+				obj, _, _ := b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("status"))
+				if obj == nil {
+					return ""
+				}
+				return obj.GetLabels()[awv1beta2.AppWrapperLabel]
+			}
+			_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, job("b", ""), metav1.CreateOptions{})
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			var mu sync.Mutex
+			var opened []*watch.RaceFreeFakeWatcher
+			b.Dyn.PrependWatchReactor("jobs", func(clienttesting.Action) (bool, watch.Interface, error) {
+				w := watch.NewRaceFreeFake()
+				mu.Lock()
+				opened = append(opened, w)
+				mu.Unlock()
+				return true, w, nil
+			})
+			nOpened := func() int { mu.Lock(); defer mu.Unlock(); return len(opened) }
+			last := func() *watch.RaceFreeFakeWatcher { mu.Lock(); defer mu.Unlock(); return opened[len(opened)-1] }
+			g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+			g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+			g.Eventually(nOpened, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+			// b's create fills the channel.
+			g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+
+			// b deleted while the watch is broken; it expires: the relist
+			// finds b gone (a tombstone, whose event waits).
+			g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
+			last().Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old"})
+			g.Eventually(owner, 10*time.Second, 10*time.Millisecond).Should(gomega.BeEmpty())
+			g.Eventually(nOpened, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(2))
+			// The name made again for c, and deleted: its events wait
+			// behind the tombstone's.
+			last().Add(job("c", "10"))
+			g.Eventually(owner, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal("c"))
+			last().Delete(job("c", "11"))
+			g.Eventually(owner, 5*time.Second, 10*time.Millisecond).Should(gomega.BeEmpty())
+
+			var e event.GenericEvent
+			g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e))
+			g.Expect(e.Object.GetName()).To(gomega.Equal("b"))
+			// The tombstone's event takes its place; c's create waits.
+			g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+
+			g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
+			g.Eventually(nOpened, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(3))
+			g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+			var got []string
+			for !slices.Contains(got, "c") {
+				g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e), "events after the create's: %v", got)
+				got = append(got, e.Object.GetName())
+			}
+		})
+	}
+}
+
 // Listing says whether a kind's informer lists, and whether a list of it
 // failed meanwhile (what the AppWrapper controller's start waits for).
 func TestWatchesListing(t *testing.T) {
