@@ -70,6 +70,13 @@ func TestUntoldForgetsTheToldDelete(t *testing.T) {
 	u.told(trigger("9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d", "second"), false)
 	g.Expect(u.owners()).To(gomega.BeEmpty())
 
+	// A delete a watch started again brought twice: told once.
+	u = newUntold()
+	deleted(u, "7c3f2a1e-0d4b-4b8e-9f3a-2e6d5c4b3a21", "first")
+	deleted(u, "7c3f2a1e-0d4b-4b8e-9f3a-2e6d5c4b3a21", "first")
+	u.told(trigger("7c3f2a1e-0d4b-4b8e-9f3a-2e6d5c4b3a21", "first"), false)
+	g.Expect(u.owners()).To(gomega.BeEmpty())
+
 	u = newUntold()
 	deleted(u, "", "first")
 	deleted(u, "", "second")

@@ -150,24 +150,28 @@ type kindInformer struct {
 	// listed; the reflector tries again with its backoff.
 	listFailed atomic.Bool
 	// untold are the deletes this informer's watch brought that its
-	// handler has not told yet.
+	// handler has not told yet; told what its handler told of.
 	untold *untold
+	told   *told
 	// replaced are the informers this one replaced (the kind watched
 	// again, to keep more fields), until this one has listed.
 	replaced *predecessors
 }
 
-// predecessors are the informers a new one replaced: their stores and the
-// deletes their handlers had not told.
+// predecessors are the informers a new one replaced: their stores, the
+// deletes their handlers had not told, and what they told of.
 type predecessors struct {
 	stores []cache.Store
 	untold []*untold
+	told   []*told
 }
 
 // gone are the AppWrappers of the triggers that the replaced informers held
-// and store, listed since, does not (vanished), and of the deletes their
-// watches brought and their handlers did not tell: neither informer told
-// them. A reflector's relist tells its handlers of the former the same way.
+// or told of, and that store, listed since, lacks or holds as another
+// object or another AppWrapper's (vanished, told.gone), and of the deletes
+// their watches brought and their handlers did not tell (untold): neither
+// informer told of them. A reflector's relist tells its handlers of the
+// former the same way.
 func (p *predecessors) gone(store cache.Store) []types.NamespacedName {
 	seen := map[types.NamespacedName]bool{}
 	var keys []types.NamespacedName
@@ -187,7 +191,69 @@ func (p *predecessors) gone(store cache.Store) []types.NamespacedName {
 			add(k)
 		}
 	}
+	for _, t := range p.told {
+		for _, k := range t.gone(store) {
+			add(k)
+		}
+	}
 	return keys
+}
+
+// told are the triggers an informer's handler told the controller of as
+// present, as it last told them, by name, and not told of as deleted
+// since. It holds the objects the store holds (or held), nothing more.
+type told struct {
+	mu   sync.Mutex
+	live map[types.NamespacedName]*cachedTrigger
+}
+
+func newTold() *told { return &told{live: map[types.NamespacedName]*cachedTrigger{}} }
+
+// present notes that the controller was told of t.
+func (tl *told) present(t *cachedTrigger) {
+	tl.mu.Lock()
+	tl.live[types.NamespacedName{Namespace: t.namespace, Name: t.name}] = t
+	tl.mu.Unlock()
+}
+
+// deleted notes that the controller was told of t's delete: forgotten,
+// unless the name was told of since as another object (UID).
+func (tl *told) deleted(t *cachedTrigger) {
+	k := types.NamespacedName{Namespace: t.namespace, Name: t.name}
+	tl.mu.Lock()
+	if was, ok := tl.live[k]; ok && sameUID(was.getUID(), t.getUID()) {
+		delete(tl.live, k)
+	}
+	tl.mu.Unlock()
+}
+
+// gone are the AppWrappers of the triggers the controller was told of that
+// store lacks, or holds as another object (UID) or another AppWrapper's.
+func (tl *told) gone(store cache.Store) []types.NamespacedName {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	var keys []types.NamespacedName
+	for k, was := range tl.live {
+		if !holds(store, k.Namespace, k.Name, was.getUID(), was.owner) {
+			keys = append(keys, types.NamespacedName{Namespace: k.Namespace, Name: was.owner})
+		}
+	}
+	return keys
+}
+
+// sameUID says whether two UIDs may be of the same object: equal, or one
+// not known.
+func sameUID(a, b types.UID) bool { return a == "" || b == "" || a == b }
+
+// holds says whether store holds the trigger namespace/name as the object
+// uid (when both UIDs are known) of the AppWrapper owner.
+func holds(store cache.Store, namespace, name string, uid types.UID, owner string) bool {
+	item, exists, err := store.GetByKey(cache.NewObjectName(namespace, name).String())
+	if err != nil || !exists {
+		return false
+	}
+	t, ok := item.(*cachedTrigger)
+	return ok && t.owner == owner && sameUID(t.getUID(), uid)
 }
 
 // untold are the deletes of triggers that an informer's watch brought and
@@ -227,24 +293,27 @@ func (u *untold) watched(e watch.Event) {
 	}
 }
 
-// told forgets the delete of t, told to the controller: the one of t's UID.
-// Without a UID (the API server gives every object one), the oldest: one
-// informer tells a trigger's watched deletes in the order they came,
-// unless tombstone, a delete its relist found, which came from no watch.
+// told forgets the delete of t, told to the controller: those of t's UID
+// (a watch started again from the same resourceVersion brings a delete
+// again). Without a UID (the API server gives every object one), the
+// oldest: one informer tells a trigger's watched deletes in the order they
+// came, unless tombstone, a delete its relist found, which came from no
+// watch.
 func (u *untold) told(t *cachedTrigger, tombstone bool) {
 	k := types.NamespacedName{Namespace: t.namespace, Name: t.name}
 	uid := t.getUID()
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	deletes := u.deletes[k]
-	i := slices.IndexFunc(deletes, func(d untoldDelete) bool { return d.uid == uid })
-	if uid == "" && tombstone {
-		i = -1
+	switch {
+	case uid != "":
+		deletes = slices.DeleteFunc(deletes, func(d untoldDelete) bool { return d.uid == uid })
+	case !tombstone:
+		if i := slices.IndexFunc(deletes, func(d untoldDelete) bool { return d.uid == "" }); i >= 0 {
+			deletes = slices.Delete(deletes, i, i+1)
+		}
 	}
-	if i < 0 {
-		return
-	}
-	if deletes = slices.Delete(deletes, i, i+1); len(deletes) == 0 {
+	if len(deletes) == 0 {
 		delete(u.deletes, k)
 	} else {
 		u.deletes[k] = deletes
@@ -756,7 +825,7 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 	if inf, ok := w.informers[gk]; ok {
 		// An owner reads a field this informer drops: list again, keeping
 		// it. Until the new informer has listed, readers wait (pending).
-		replaced = &predecessors{stores: []cache.Store{inf.informer.GetStore()}, untold: []*untold{inf.untold}}
+		replaced = &predecessors{stores: []cache.Store{inf.informer.GetStore()}, untold: []*untold{inf.untold}, told: []*told{inf.told}}
 		if inf.replaced != nil && !inf.informer.HasSynced() {
 			// Itself not listed yet: what it holds so far, and what the
 			// ones before it held. (Listed, and not announced yet,
@@ -764,15 +833,16 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 			// before its list.)
 			replaced.stores = append(replaced.stores, inf.replaced.stores...)
 			replaced.untold = append(replaced.untold, inf.replaced.untold...)
+			replaced.told = append(replaced.told, inf.replaced.told...)
 			inf.replaced = nil
 		}
 		w.stopLocked(gk, inf)
 		logf.FromContext(w.ctx).Info("Watching trigger kind again, to keep more fields", "kind", gk.String(), "fields", keep.String(), "was", inf.keep.String())
 	}
-	unt := newUntold()
+	unt, tl := newUntold(), newTold()
 	informer := w.newInformer(mapping.Resource, unt)
 	ctx, cancel := context.WithCancel(w.ctx)
-	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep, replaced: replaced, untold: unt}
+	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep, replaced: replaced, untold: unt, told: tl}
 	if err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !inf.informer.HasSynced() {
 			inf.listFailed.Store(true)
@@ -801,12 +871,32 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.enqueue(ctx, obj) },
-		UpdateFunc: func(_, obj any) { w.enqueue(ctx, obj) },
+		AddFunc: func(obj any) {
+			if t := w.enqueue(ctx, obj); t != nil {
+				tl.present(t)
+			}
+		},
+		UpdateFunc: func(oldObj, obj any) {
+			if was, ok := oldObj.(*cachedTrigger); ok && was.owner != "" {
+				if t, ok := obj.(*cachedTrigger); !ok || t.owner != was.owner {
+					// Another AppWrapper's now (a relist found it deleted
+					// and made again), or no AppWrapper's: tell the one it
+					// was of too.
+					if w.enqueue(ctx, was) == nil {
+						return
+					}
+					tl.deleted(was)
+				}
+			}
+			if t := w.enqueue(ctx, obj); t != nil {
+				tl.present(t)
+			}
+		},
 		DeleteFunc: func(obj any) {
 			if t := w.enqueue(ctx, obj); t != nil {
 				_, tombstone := obj.(cache.DeletedFinalStateUnknown)
 				unt.told(t, tombstone)
+				tl.deleted(t)
 			}
 		},
 	}); err != nil {
@@ -900,8 +990,9 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 }
 
 // vanished are the AppWrappers of the triggers that replaced holds and
-// store, listed since, does not: deleted (or no longer labelled) while the
-// kind was watched again.
+// store, listed since, does not (or holds as another object, or another
+// AppWrapper's): deleted (or no longer labelled) while the kind was
+// watched again.
 func vanished(replaced, store cache.Store) []types.NamespacedName {
 	var keys []types.NamespacedName
 	for _, o := range replaced.List() {
@@ -909,7 +1000,7 @@ func vanished(replaced, store cache.Store) []types.NamespacedName {
 		if !ok || t.owner == "" {
 			continue
 		}
-		if _, exists, err := store.GetByKey(cache.NewObjectName(t.namespace, t.name).String()); err == nil && !exists {
+		if !holds(store, t.namespace, t.name, t.getUID(), t.owner) {
 			keys = append(keys, types.NamespacedName{Namespace: t.namespace, Name: t.owner})
 		}
 	}
@@ -1140,9 +1231,9 @@ func (w *Watches) enqueue(ctx context.Context, obj any) *cachedTrigger {
 	case <-ctx.Done():
 		// The informer is stopped: the kind released, or watched again
 		// by a new informer whose list brings the events of the triggers
-		// it holds, and announceSync those of the triggers this one held
-		// and that list does not (vanished), and of the deletes its watch
-		// brought and it did not tell (untold).
+		// it holds, and announceSync those of the triggers this one told
+		// of or held and that list lacks, and of the deletes its watch
+		// brought and it did not tell (predecessors.gone).
 		return nil
 	}
 }

@@ -399,6 +399,150 @@ func TestWatchesTellOfADeleteBehindARelistsTombstone(t *testing.T) {
 	}
 }
 
+func benchJob(owner, rv string, uid types.UID) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("batch/v1")
+	u.SetKind("Job")
+	u.SetNamespace("ns")
+	u.SetName("bench")
+	u.SetResourceVersion(rv)
+	u.SetUID(uid)
+	u.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: owner})
+	return u
+}
+
+// fakeWatches makes the bed's watches of Jobs fake ones the test drives.
+func fakeWatches(b *triggerstest.Bed) (opened func() int, last func() *watch.RaceFreeFakeWatcher) {
+	var mu sync.Mutex
+	var ws []*watch.RaceFreeFakeWatcher
+	b.Dyn.PrependWatchReactor("jobs", func(clienttesting.Action) (bool, watch.Interface, error) {
+		w := watch.NewRaceFreeFake()
+		mu.Lock()
+		ws = append(ws, w)
+		mu.Unlock()
+		return true, w, nil
+	})
+	return func() int { mu.Lock(); defer mu.Unlock(); return len(ws) },
+		func() *watch.RaceFreeFakeWatcher { mu.Lock(); defer mu.Unlock(); return ws[len(ws)-1] }
+}
+
+// receiveUntil receives events until one for name, and fails after 5 s
+// without one.
+func receiveUntil(g *gomega.WithT, w *triggers.Watches, name string) {
+	var got []string
+	var e event.GenericEvent
+	for !slices.Contains(got, name) {
+		g.Eventually(w.Events(), 5*time.Second).Should(gomega.Receive(&e), "no event for %s; events: %v", name, got)
+		got = append(got, e.Object.GetName())
+	}
+}
+
+// A relist's delete (a tombstone) that the replaced informer had not told
+// when the kind was watched again: its store no longer held the trigger,
+// and no watch brought the delete; the controller had been told of the
+// trigger, and is told of its delete.
+func TestWatchesTellOfARelistsDeleteTheReplacedInformerHadNotTold(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
+	ctx := context.Background()
+	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, benchJob("b", "", "0b0b0b0b-0000-4000-8000-000000000001"), metav1.CreateOptions{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	opened, last := fakeWatches(b)
+	present := func() bool {
+		obj, _, _ := b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("status"))
+		return obj != nil
+	}
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	g.Eventually(opened, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+	// The create's event fills the channel.
+	g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+
+	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
+	last().Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old"})
+	// The relist's delete is applied; its event waits.
+	g.Eventually(present, 10*time.Second, 10*time.Millisecond).Should(gomega.BeFalse())
+	g.Eventually(opened, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(2))
+
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	var e event.GenericEvent
+	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e)) // the create's
+	g.Expect(e.Object.GetName()).To(gomega.Equal("b"))
+	receiveUntil(g, b.W, "b")
+}
+
+// A trigger deleted and made again under its name for another AppWrapper
+// while the kind is watched again: the first AppWrapper is told.
+func TestWatchesTellOfATriggerMadeAgainForAnotherAppWrapperWhileWatchedAgain(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := triggerstest.NewBed(t, triggers.Options{})
+	ctx := context.Background()
+	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, benchJob("a", "", "0a0a0a0a-0000-4000-8000-000000000001"), metav1.CreateOptions{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	fakeWatches(b) // watches that bring nothing
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	var e event.GenericEvent
+	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e))
+	g.Expect(e.Object.GetName()).To(gomega.Equal("a"))
+
+	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
+	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("c", "", "0c0c0c0c-0000-4000-8000-000000000002"), "ns")).To(gomega.Succeed())
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	receiveUntil(g, b.W, "a")
+}
+
+// A relist that finds a trigger's name made again for another AppWrapper
+// (an update to the informer) tells the AppWrapper it was of.
+func TestWatchesTellOfARelistsTriggerOfAnotherAppWrapper(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := triggerstest.NewBed(t, triggers.Options{})
+	ctx := context.Background()
+	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, benchJob("a", "", "0a0a0a0a-0000-4000-8000-000000000001"), metav1.CreateOptions{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	opened, last := fakeWatches(b)
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	g.Eventually(opened, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+	var e event.GenericEvent
+	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e))
+	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
+	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("c", "", "0c0c0c0c-0000-4000-8000-000000000002"), "ns")).To(gomega.Succeed())
+	last().Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old"})
+	receiveUntil(g, b.W, "a")
+}
+
+// Watched again twice before the first new informer listed: a trigger
+// deleted meanwhile is told once the last one has listed, from what the
+// first informer told of.
+func TestWatchesTellOfATriggerDeletedWhileWatchedAgainTwice(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	ctx := context.Background()
+	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, benchJob("run", "", "0a0a0a0a-0000-4000-8000-000000000001"), metav1.CreateOptions{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	fakeWatches(b) // watches that bring nothing: the delete is seen by no watch
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	var e event.GenericEvent
+	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e))
+	g.Expect(e.Object.GetName()).To(gomega.Equal("run"))
+
+	release := make(chan struct{}) // the new informers' lists wait for it
+	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-meta"), jobGK, celpolicies.FieldsOf("status", "spec", "metadata"))).To(gomega.Succeed())
+	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
+	close(release)
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	receiveUntil(g, b.W, "run")
+}
+
 // Listing says whether a kind's informer lists, and whether a list of it
 // failed meanwhile (what the AppWrapper controller's start waits for).
 func TestWatchesListing(t *testing.T) {
