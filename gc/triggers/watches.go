@@ -20,12 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -149,231 +148,115 @@ type kindInformer struct {
 	// listFailed: a list (or watch) failed before the informer first
 	// listed; the reflector tries again with its backoff.
 	listFailed atomic.Bool
-	// untold are the deletes this informer's watch brought that its
-	// handler has not told yet; told what its handler told of.
-	untold *untold
-	told   *told
+	// held are the triggers its store took and its handler has not told
+	// gone.
+	held *held
 	// replaced are the informers this one replaced (the kind watched
 	// again, to keep more fields), until this one has listed.
 	replaced *predecessors
 }
 
-// predecessors are the informers a new one replaced: their stores, the
-// deletes their handlers had not told, and what they told of.
+// predecessors are the informers a new one replaced: the triggers their
+// stores took and their handlers did not tell gone.
 type predecessors struct {
-	stores []cache.Store
-	untold []*untold
-	told   []*told
+	held []*held
 }
 
-// gone are the AppWrappers of the triggers that the replaced informers held
-// or told of, and that store, listed since, lacks or holds as another
-// object or another AppWrapper's (vanished, told.gone), and of the deletes
-// their watches brought and their handlers did not tell (untold): neither
-// informer told of them. A reflector's relist tells its handlers of the
-// former the same way.
+// gone are the AppWrappers of the triggers that the replaced informers'
+// stores took and their handlers did not tell gone, and that store, listed
+// since, lacks or holds as another object (UID) or another AppWrapper's:
+// deleted, or made again, while the kind was watched again, or before and
+// not told, since a stopped informer drops the notifications it has not
+// handed to its handler (client-go tools/cache, processorListener.pop
+// returns when its channel closes, pending notifications and all). A
+// reflector's relist tells its handlers of such triggers the same way.
 func (p *predecessors) gone(store cache.Store) []types.NamespacedName {
 	seen := map[types.NamespacedName]bool{}
 	var keys []types.NamespacedName
-	add := func(k types.NamespacedName) {
-		if !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
-		}
-	}
-	for _, replaced := range p.stores {
-		for _, k := range vanished(replaced, store) {
-			add(k)
-		}
-	}
-	for _, u := range p.untold {
-		for _, k := range u.owners() {
-			add(k)
-		}
-	}
-	for _, t := range p.told {
-		for _, k := range t.gone(store) {
-			add(k)
+	for _, h := range p.held {
+		for _, k := range h.gone(store) {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
 		}
 	}
 	return keys
 }
 
-// told are the triggers an informer's handler told the controller of as
-// present, as it last told them, by name, and not told of as deleted
-// since. It holds the objects the store holds (or held), nothing more.
-type told struct {
-	mu   sync.Mutex
-	live map[types.NamespacedName]*cachedTrigger
+// held are the triggers an informer's store took (from its transform,
+// which every object goes through before the store takes it), by name,
+// each version (object UID and AppWrapper) until its handler has told the
+// controller that it is gone: its delete, or an update to another object
+// or another AppWrapper. A version leaves after its AppWrapper was sent an
+// event, so that an informer stopped with notifications not handed on
+// leaves in held what the controller may not have heard of, whether the
+// store still holds it or not. Usually one version per name; it holds the
+// objects the store holds (or held), nothing more.
+type held struct {
+	mu       sync.Mutex
+	versions map[types.NamespacedName][]*cachedTrigger
 }
 
-func newTold() *told { return &told{live: map[types.NamespacedName]*cachedTrigger{}} }
+func newHeld() *held { return &held{versions: map[types.NamespacedName][]*cachedTrigger{}} }
 
-// present notes that the controller was told of t.
-func (tl *told) present(t *cachedTrigger) {
-	tl.mu.Lock()
-	tl.live[types.NamespacedName{Namespace: t.namespace, Name: t.name}] = t
-	tl.mu.Unlock()
-}
-
-// deleted notes that the controller was told of t's delete: forgotten,
-// unless the name was told of since as another object (UID).
-func (tl *told) deleted(t *cachedTrigger) {
-	k := types.NamespacedName{Namespace: t.namespace, Name: t.name}
-	tl.mu.Lock()
-	if was, ok := tl.live[k]; ok && sameUID(was.getUID(), t.getUID()) {
-		delete(tl.live, k)
-	}
-	tl.mu.Unlock()
-}
-
-// gone are the AppWrappers of the triggers the controller was told of that
-// store lacks, or holds as another object (UID) or another AppWrapper's.
-func (tl *told) gone(store cache.Store) []types.NamespacedName {
-	tl.mu.Lock()
-	defer tl.mu.Unlock()
-	var keys []types.NamespacedName
-	for k, was := range tl.live {
-		if !holds(store, k.Namespace, k.Name, was.getUID(), was.owner) {
-			keys = append(keys, types.NamespacedName{Namespace: k.Namespace, Name: was.owner})
-		}
-	}
-	return keys
-}
-
-// sameUID says whether two UIDs may be of the same object: equal, or one
-// not known.
-func sameUID(a, b types.UID) bool { return a == "" || b == "" || a == b }
-
-// holds says whether store holds the trigger namespace/name as the object
-// uid (when both UIDs are known) of the AppWrapper owner.
-func holds(store cache.Store, namespace, name string, uid types.UID, owner string) bool {
-	item, exists, err := store.GetByKey(cache.NewObjectName(namespace, name).String())
-	if err != nil || !exists {
+// sameVersion says whether a and b are the same version of a trigger: the
+// same AppWrapper's, and the same object, when both UIDs are known (the
+// API server gives every object one).
+func sameVersion(a, b *cachedTrigger) bool {
+	if a.owner != b.owner {
 		return false
 	}
-	t, ok := item.(*cachedTrigger)
-	return ok && t.owner == owner && sameUID(t.getUID(), uid)
+	ua, ub := a.getUID(), b.getUID()
+	return ua == "" || ub == "" || ua == ub
 }
 
-// untold are the deletes of triggers that an informer's watch brought and
-// its handler has not told yet: by trigger name, each delete's object UID
-// and AppWrapper, oldest first (a trigger deleted, made again under its
-// name and deleted again, perhaps for another AppWrapper). A stopped
-// informer drops the notifications it has not handed to its handler
-// (client-go tools/cache, processorListener.pop returns when its channel
-// closes, pending notifications and all), and the informer that replaces
-// it lists without the deleted triggers: it tells these instead.
-type untold struct {
-	mu      sync.Mutex
-	deletes map[types.NamespacedName][]untoldDelete
-}
-
-type untoldDelete struct {
-	uid   types.UID
-	owner string
-}
-
-func newUntold() *untold { return &untold{deletes: map[types.NamespacedName][]untoldDelete{}} }
-
-// watched notes a delete the watch brings, before the informer takes it.
-func (u *untold) watched(e watch.Event) {
-	if e.Type != watch.Deleted {
+// took notes that the store is to take t.
+func (h *held) took(t *cachedTrigger) {
+	if t.owner == "" {
 		return
 	}
-	o, ok := e.Object.(*unstructured.Unstructured)
-	if !ok {
-		return
-	}
-	if owner := owningAppWrapper(o); owner != "" {
-		k := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
-		u.mu.Lock()
-		u.deletes[k] = append(u.deletes[k], untoldDelete{uid: o.GetUID(), owner: owner})
-		u.mu.Unlock()
-	}
-}
-
-// told forgets the delete of t, told to the controller: those of t's UID
-// (a watch started again from the same resourceVersion brings a delete
-// again). Without a UID (the API server gives every object one), the
-// oldest: one informer tells a trigger's watched deletes in the order they
-// came, unless tombstone, a delete its relist found, which came from no
-// watch.
-func (u *untold) told(t *cachedTrigger, tombstone bool) {
 	k := types.NamespacedName{Namespace: t.namespace, Name: t.name}
-	uid := t.getUID()
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	deletes := u.deletes[k]
-	switch {
-	case uid != "":
-		deletes = slices.DeleteFunc(deletes, func(d untoldDelete) bool { return d.uid == uid })
-	case !tombstone:
-		if i := slices.IndexFunc(deletes, func(d untoldDelete) bool { return d.uid == "" }); i >= 0 {
-			deletes = slices.Delete(deletes, i, i+1)
-		}
-	}
-	if len(deletes) == 0 {
-		delete(u.deletes, k)
-	} else {
-		u.deletes[k] = deletes
-	}
-}
-
-// owners are the AppWrappers of the deletes not told.
-func (u *untold) owners() []types.NamespacedName {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	var keys []types.NamespacedName
-	for k, deletes := range u.deletes {
-		for _, d := range deletes {
-			keys = append(keys, types.NamespacedName{Namespace: k.Namespace, Name: d.owner})
-		}
-	}
-	return keys
-}
-
-// notingWatch passes on the events of a watch, and notes each delete in
-// an untold before. Unlike watch.Filter's, its loop ends when it is
-// stopped with an event not taken (the informer stopped).
-type notingWatch struct {
-	in     watch.Interface
-	result chan watch.Event
-	done   chan struct{}
-	once   sync.Once
-}
-
-func newNotingWatch(in watch.Interface, u *untold) *notingWatch {
-	n := &notingWatch{in: in, result: make(chan watch.Event), done: make(chan struct{})}
-	go n.loop(u)
-	return n
-}
-
-func (n *notingWatch) loop(u *untold) {
-	defer close(n.result)
-	for {
-		select {
-		case e, ok := <-n.in.ResultChan():
-			if !ok {
-				return
-			}
-			u.watched(e)
-			select {
-			case n.result <- e:
-			case <-n.done:
-				return
-			}
-		case <-n.done:
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	vs := h.versions[k]
+	for i, v := range vs {
+		if sameVersion(v, t) {
+			vs[i] = t
 			return
 		}
 	}
+	h.versions[k] = append(vs, t)
 }
 
-func (n *notingWatch) ResultChan() <-chan watch.Event { return n.result }
+// told notes that the controller was told that t is gone.
+func (h *held) told(t *cachedTrigger) {
+	k := types.NamespacedName{Namespace: t.namespace, Name: t.name}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	vs := slices.DeleteFunc(h.versions[k], func(v *cachedTrigger) bool { return sameVersion(v, t) })
+	if len(vs) == 0 {
+		delete(h.versions, k)
+	} else {
+		h.versions[k] = vs
+	}
+}
 
-func (n *notingWatch) Stop() {
-	n.once.Do(func() { close(n.done) })
-	n.in.Stop()
+// gone are the AppWrappers of the versions in h that store lacks.
+func (h *held) gone(store cache.Store) []types.NamespacedName {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var keys []types.NamespacedName
+	for k, vs := range h.versions {
+		item, exists, err := store.GetByKey(cache.NewObjectName(k.Namespace, k.Name).String())
+		now, _ := item.(*cachedTrigger)
+		for _, v := range vs {
+			if err != nil || !exists || now == nil || !sameVersion(v, now) {
+				keys = append(keys, types.NamespacedName{Namespace: k.Namespace, Name: v.owner})
+			}
+		}
+	}
+	return keys
 }
 
 // ErrFieldsNotKept says that the informer of a kind drops a field that the
@@ -825,24 +708,24 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 	if inf, ok := w.informers[gk]; ok {
 		// An owner reads a field this informer drops: list again, keeping
 		// it. Until the new informer has listed, readers wait (pending).
-		replaced = &predecessors{stores: []cache.Store{inf.informer.GetStore()}, untold: []*untold{inf.untold}, told: []*told{inf.told}}
+		replaced = &predecessors{held: []*held{inf.held}}
 		if inf.replaced != nil && !inf.informer.HasSynced() {
-			// Itself not listed yet: what it holds so far, and what the
-			// ones before it held. (Listed, and not announced yet,
+			// Itself not listed yet: what it took so far, and what the
+			// ones before it took. (Listed, and not announced yet,
 			// announceSync polls: stopLocked tells of the triggers gone
 			// before its list.)
-			replaced.stores = append(replaced.stores, inf.replaced.stores...)
-			replaced.untold = append(replaced.untold, inf.replaced.untold...)
-			replaced.told = append(replaced.told, inf.replaced.told...)
+			replaced.held = append(replaced.held, inf.replaced.held...)
 			inf.replaced = nil
 		}
 		w.stopLocked(gk, inf)
 		logf.FromContext(w.ctx).Info("Watching trigger kind again, to keep more fields", "kind", gk.String(), "fields", keep.String(), "was", inf.keep.String())
 	}
-	unt, tl := newUntold(), newTold()
-	informer := w.newInformer(mapping.Resource, unt)
+	// No index: triggers are read by key only.
+	informer := dynamicinformer.NewFilteredDynamicInformer(w.client, mapping.Resource, metav1.NamespaceAll, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = awv1beta2.AppWrapperLabel }).Informer()
 	ctx, cancel := context.WithCancel(w.ctx)
-	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep, replaced: replaced, untold: unt, told: tl}
+	h := newHeld()
+	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep, replaced: replaced, held: h}
 	if err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !inf.informer.HasSynced() {
 			inf.listFailed.Store(true)
@@ -866,37 +749,45 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 		cancel()
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
-	if err := informer.SetTransform(keepFields(keep)); err != nil {
+	transform := keepFields(keep)
+	if err := informer.SetTransform(func(obj any) (any, error) {
+		out, err := transform(obj)
+		if t, ok := out.(*cachedTrigger); ok && err == nil {
+			h.took(t)
+		}
+		return out, err
+	}); err != nil {
 		cancel()
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if t := w.enqueue(ctx, obj); t != nil {
-				tl.present(t)
-			}
-		},
+		AddFunc: func(obj any) { w.enqueue(ctx, obj) },
 		UpdateFunc: func(oldObj, obj any) {
-			if was, ok := oldObj.(*cachedTrigger); ok && was.owner != "" {
-				if t, ok := obj.(*cachedTrigger); !ok || t.owner != was.owner {
-					// Another AppWrapper's now (a relist found it deleted
-					// and made again), or no AppWrapper's: tell the one it
-					// was of too.
-					if w.enqueue(ctx, was) == nil {
-						return
-					}
-					tl.deleted(was)
-				}
+			was, _ := oldObj.(*cachedTrigger)
+			t, _ := obj.(*cachedTrigger)
+			if was == nil || was.owner == "" || t != nil && sameVersion(was, t) {
+				w.enqueue(ctx, obj)
+				return
 			}
-			if t := w.enqueue(ctx, obj); t != nil {
-				tl.present(t)
+			if t == nil || t.owner != was.owner {
+				// Another AppWrapper's now (a relist found it deleted
+				// and made again for another), or none's: the one it was
+				// of is told too, and then that version is gone.
+				if w.enqueue(ctx, was) != nil {
+					w.enqueue(ctx, obj)
+					h.told(was)
+				}
+				return
+			}
+			// The same AppWrapper's, another object: one event tells of
+			// both.
+			if w.enqueue(ctx, obj) != nil {
+				h.told(was)
 			}
 		},
 		DeleteFunc: func(obj any) {
 			if t := w.enqueue(ctx, obj); t != nil {
-				_, tombstone := obj.(cache.DeletedFinalStateUnknown)
-				unt.told(t, tombstone)
-				tl.deleted(t)
+				h.told(t)
 			}
 		},
 	}); err != nil {
@@ -916,40 +807,6 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 	}
 	logf.FromContext(w.ctx).Info("Watching trigger kind", "kind", gk.String(), "resource", mapping.Resource.String(), "fields", keep.String())
 	return nil
-}
-
-// newInformer is the informer of a trigger kind's resource gvr: client-go's
-// dynamic informer (k8s.io/client-go dynamic/dynamicinformer,
-// NewFilteredDynamicInformer), of the objects with the AppWrapper label,
-// whose watches note in unt the deletes they bring. No index: triggers are
-// read by key only.
-func (w *Watches) newInformer(gvr schema.GroupVersionResource, unt *untold) cache.SharedIndexInformer {
-	labelled := func(o metav1.ListOptions) metav1.ListOptions {
-		o.LabelSelector = awv1beta2.AppWrapperLabel
-		return o
-	}
-	resource := w.client.Resource(gvr).Namespace(metav1.NamespaceAll)
-	watchFunc := func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-		wi, err := resource.Watch(ctx, labelled(o))
-		if err != nil {
-			return nil, err
-		}
-		return newNotingWatch(wi, unt), nil
-	}
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			return resource.List(context.Background(), labelled(o))
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			return watchFunc(context.Background(), o)
-		},
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return resource.List(ctx, labelled(o))
-		},
-		WatchFuncWithContext: watchFunc,
-	}
-	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, w.client), &unstructured.Unstructured{},
-		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{}, ObjectDescription: gvr.String()})
 }
 
 // announceSync waits for the first list of inf, then sends an event for
@@ -987,24 +844,6 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 		go func() { w.send(w.ctx, replaced.gone(store), nil) }()
 	}
 	w.send(ctx, keys, rules)
-}
-
-// vanished are the AppWrappers of the triggers that replaced holds and
-// store, listed since, does not (or holds as another object, or another
-// AppWrapper's): deleted (or no longer labelled) while the kind was
-// watched again.
-func vanished(replaced, store cache.Store) []types.NamespacedName {
-	var keys []types.NamespacedName
-	for _, o := range replaced.List() {
-		t, ok := o.(*cachedTrigger)
-		if !ok || t.owner == "" {
-			continue
-		}
-		if !holds(store, t.namespace, t.name, t.getUID(), t.owner) {
-			keys = append(keys, types.NamespacedName{Namespace: t.namespace, Name: t.owner})
-		}
-	}
-	return keys
 }
 
 // send sends events for AppWrappers and rules, until ctx ends.
@@ -1231,9 +1070,8 @@ func (w *Watches) enqueue(ctx context.Context, obj any) *cachedTrigger {
 	case <-ctx.Done():
 		// The informer is stopped: the kind released, or watched again
 		// by a new informer whose list brings the events of the triggers
-		// it holds, and announceSync those of the triggers this one told
-		// of or held and that list lacks, and of the deletes its watch
-		// brought and it did not tell (predecessors.gone).
+		// it holds, and announceSync those of the triggers this one took
+		// and did not tell gone, that list lacks (predecessors.gone).
 		return nil
 	}
 }

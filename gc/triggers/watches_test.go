@@ -514,6 +514,47 @@ func TestWatchesTellOfARelistsTriggerOfAnotherAppWrapper(t *testing.T) {
 	receiveUntil(g, b.W, "a")
 }
 
+// A trigger the store took, and readers saw, whose create and then a
+// relist's update to another AppWrapper's object of its name were both
+// not told when the kind was watched again: the first AppWrapper is told.
+func TestWatchesTellOfATriggerTakenAndReplacedUntold(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
+	ctx := context.Background()
+	filler := benchJob("z", "", "0f0f0f0f-0000-4000-8000-000000000001")
+	filler.SetName("filler")
+	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, filler, metav1.CreateOptions{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	opened, last := fakeWatches(b)
+	uid := func() types.UID {
+		obj, _, _ := b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("status"))
+		if obj == nil {
+			return ""
+		}
+		return obj.GetUID()
+	}
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	g.Eventually(opened, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+	// The filler's create fills the channel.
+	g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+	// bench made for a: the store takes it; its create's event waits.
+	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("a", "", "0a0a0a0a-0000-4000-8000-000000000001"), "ns")).To(gomega.Succeed())
+	last().Add(benchJob("a", "5", "0a0a0a0a-0000-4000-8000-000000000001"))
+	g.Eventually(uid, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(types.UID("0a0a0a0a-0000-4000-8000-000000000001")))
+	// Deleted and made again for c while the watch is broken: the
+	// relist's update waits too.
+	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
+	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("c", "", "0c0c0c0c-0000-4000-8000-000000000002"), "ns")).To(gomega.Succeed())
+	last().Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old"})
+	g.Eventually(uid, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(types.UID("0c0c0c0c-0000-4000-8000-000000000002")))
+	g.Eventually(opened, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(2))
+
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	receiveUntil(g, b.W, "a")
+}
+
 // Watched again twice before the first new informer listed: a trigger
 // deleted meanwhile is told once the last one has listed, from what the
 // first informer told of.
