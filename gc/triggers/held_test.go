@@ -24,19 +24,25 @@ func TestHeldGone(t *testing.T) {
 		uid2 = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
 	)
 	h := newHeld()
-	h.took(trigger("kept", uid1, "a"))
-	h.took(trigger("kept", uid1, "a")) // an update of the same object
-	h.took(trigger("deleted", uid1, "b"))
-	h.took(trigger("remade", uid1, "c"))
-	h.took(trigger("remade", uid2, "c2")) // made again for another, not told yet
-	h.took(trigger("other", uid2, "d"))
-	h.took(trigger("told", uid1, "e"))
-	h.told(trigger("told", uid1, "e"))
-	h.took(trigger("again", uid1, "f"))
-	h.took(trigger("again", uid2, "f"))
-	h.told(trigger("again", uid1, "f")) // the older object's delete
-	h.took(trigger("nobody", uid1, ""))
-	g.Expect(h.versions).To(gomega.HaveLen(5), "one entry per name taken and not told gone")
+	took := func(tr *cachedTrigger) *cachedTrigger { h.took(tr); return tr }
+	took(trigger("kept", uid1, "a"))
+	took(trigger("kept", uid1, "a")) // an update of the same object
+	took(trigger("deleted", uid1, "b"))
+	took(trigger("remade", uid1, "c"))
+	took(trigger("remade", uid2, "c2")) // made again for another, not told yet
+	took(trigger("other", uid2, "d"))
+	h.told(took(trigger("told", uid1, "e")))
+	older := took(trigger("again", uid1, "f"))
+	took(trigger("again", uid2, "f"))
+	h.told(older) // the older object's delete
+	// Its AppWrapper changed and changed back, then told of the change:
+	// the version back stays.
+	flip := took(trigger("flip", uid1, "g"))
+	took(trigger("flip", uid1, "g2"))
+	took(trigger("flip", uid1, "g"))
+	h.told(flip)
+	took(trigger("nobody", uid1, ""))
+	g.Expect(h.versions).To(gomega.HaveLen(6), "one entry per name taken and not told gone")
 	store := cache.NewStore(func(obj any) (string, error) {
 		t := obj.(*cachedTrigger)
 		return cache.NewObjectName(t.namespace, t.name).String(), nil
@@ -45,6 +51,6 @@ func TestHeldGone(t *testing.T) {
 		g.Expect(store.Add(tr)).To(gomega.Succeed())
 	}
 	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
-	g.Expect(h.gone(store)).To(gomega.ConsistOf(key("b"), key("c"), key("d")))
-	g.Expect((&predecessors{held: []*held{h, h}}).gone(store)).To(gomega.ConsistOf(key("b"), key("c"), key("d")), "each AppWrapper once")
+	g.Expect(h.gone(store)).To(gomega.ConsistOf(key("b"), key("c"), key("d"), key("g"), key("g2")))
+	g.Expect((&predecessors{held: []*held{h, h}}).gone(store)).To(gomega.ConsistOf(key("b"), key("c"), key("d"), key("g"), key("g2")), "each AppWrapper once")
 }

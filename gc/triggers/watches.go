@@ -229,12 +229,15 @@ func (h *held) took(t *cachedTrigger) {
 	h.versions[k] = append(vs, t)
 }
 
-// told notes that the controller was told that t is gone.
+// told notes that the controller was told that t is gone: t itself, the
+// object the transform made (the store, the notifications and held share
+// it). A version of the same object and AppWrapper the transform took
+// since, the trigger back as it was, stays.
 func (h *held) told(t *cachedTrigger) {
 	k := types.NamespacedName{Namespace: t.namespace, Name: t.name}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	vs := slices.DeleteFunc(h.versions[k], func(v *cachedTrigger) bool { return sameVersion(v, t) })
+	vs := slices.DeleteFunc(h.versions[k], func(v *cachedTrigger) bool { return v == t })
 	if len(vs) == 0 {
 		delete(h.versions, k)
 	} else {

@@ -555,6 +555,52 @@ func TestWatchesTellOfATriggerTakenAndReplacedUntold(t *testing.T) {
 	receiveUntil(g, b.W, "a")
 }
 
+// A trigger's AppWrapper changed and changed back, then the trigger
+// deleted, while the handler waits: telling of the first change does not
+// forget the version back, and the kind watched again, the AppWrapper of
+// the deleted trigger is told.
+func TestWatchesTellOfATriggerBackToItsAppWrapperThenDeleted(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
+	ctx := context.Background()
+	const uid = "0a0a0a0a-0000-4000-8000-000000000001"
+	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, benchJob("a", "", uid), metav1.CreateOptions{})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	opened, last := fakeWatches(b)
+	owner := func() string {
+		obj, _, _ := b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("status"))
+		if obj == nil {
+			return ""
+		}
+		return obj.GetLabels()[awv1beta2.AppWrapperLabel]
+	}
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	g.Eventually(opened, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+	// The create's event fills the channel.
+	g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+	last().Modify(benchJob("b", "5", uid))
+	last().Modify(benchJob("a", "6", uid))
+	g.Eventually(owner, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal("a"))
+	// The create's event taken: the first change's event for a takes its
+	// place, and its event for b waits.
+	var e event.GenericEvent
+	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e))
+	g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+	last().Delete(benchJob("a", "7", uid))
+	g.Eventually(owner, 5*time.Second, 10*time.Millisecond).Should(gomega.BeEmpty())
+	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
+	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e))
+	g.Expect(e.Object.GetName()).To(gomega.Equal("a"))
+	// The first change's event for b takes its place (then it is told of),
+	// and the change back's waits.
+	g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	receiveUntil(g, b.W, "a")
+}
+
 // Watched again twice before the first new informer listed: a trigger
 // deleted meanwhile is told once the last one has listed, from what the
 // first informer told of.
