@@ -117,48 +117,22 @@ func TestWatchesTellOfATriggerDeletedWhileWatchedAgain(t *testing.T) {
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 	}
 	// The watches the informers open, to see the replaced one's stopped.
-	var mu sync.Mutex
-	var opened []watch.Interface
-	b.Dyn.PrependWatchReactor("jobs", func(a clienttesting.Action) (bool, watch.Interface, error) {
-		w, err := b.Dyn.Tracker().Watch(triggerstest.JobsGVR, a.GetNamespace())
-		if err == nil {
-			mu.Lock()
-			opened = append(opened, w)
-			mu.Unlock()
-		}
-		return true, w, err
-	})
+	opened := trackerWatches(b)
 	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
 	for range 2 {
 		g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive())
 	}
-	g.Eventually(func() int { mu.Lock(); defer mu.Unlock(); return len(opened) }, 5*time.Second, 10*time.Millisecond).Should(gomega.BeNumerically(">", 0))
-	mu.Lock()
-	replaced := slices.Clone(opened)
-	mu.Unlock()
+	g.Eventually(func() int { return len(opened()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.BeNumerically(">", 0))
+	replaced := opened()
 
-	release := make(chan struct{}) // the new informer's list waits for it
-	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
-		<-release
-		return false, nil, nil
-	})
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
-	g.Expect(b.W.Kind(jobGK).State).To(gomega.Equal(decision.KindPending), "watched again")
 	// The replaced informer stops its watch, so that it tells nothing of
 	// the delete.
-	g.Eventually(func() bool {
-		for _, w := range replaced {
-			if !w.(interface{ IsStopped() bool }).IsStopped() {
-				return false
-			}
-		}
-		return true
-	}, 10*time.Second, 10*time.Millisecond).Should(gomega.BeTrue())
-	g.Expect(b.W.Events()).NotTo(gomega.Receive())
-	// Through the tracker: the fake client's reactors wait behind the list.
-	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "run-bench")).To(gomega.Succeed())
-	close(release)
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	watchAgain(g, b, replaced, func() {
+		g.Expect(b.W.Kind(jobGK).State).To(gomega.Equal(decision.KindPending), "watched again")
+		g.Expect(b.W.Events()).NotTo(gomega.Receive())
+		// Through the tracker: the fake client's reactors wait behind the list.
+		g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "run-bench")).To(gomega.Succeed())
+	})
 	got := map[string]bool{}
 	for len(got) < 2 {
 		var e event.GenericEvent
@@ -185,23 +159,11 @@ func TestWatchesTellOfADeleteTheReplacedInformerHadNotTold(t *testing.T) {
 	job.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: "run"})
 	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, job, metav1.CreateOptions{})
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	var mu sync.Mutex
-	var opened []watch.Interface
-	b.Dyn.PrependWatchReactor("jobs", func(a clienttesting.Action) (bool, watch.Interface, error) {
-		w, err := b.Dyn.Tracker().Watch(triggerstest.JobsGVR, a.GetNamespace())
-		if err == nil {
-			mu.Lock()
-			opened = append(opened, w)
-			mu.Unlock()
-		}
-		return true, w, err
-	})
+	opened := trackerWatches(b)
 	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
 	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
-	g.Eventually(func() int { mu.Lock(); defer mu.Unlock(); return len(opened) }, 5*time.Second, 10*time.Millisecond).Should(gomega.BeNumerically(">", 0))
-	mu.Lock()
-	replaced := slices.Clone(opened)
-	mu.Unlock()
+	g.Eventually(func() int { return len(opened()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.BeNumerically(">", 0))
+	replaced := opened()
 
 	// The create's event fills the channel; the delete is taken from the
 	// watch, and its event waits.
@@ -211,22 +173,7 @@ func TestWatchesTellOfADeleteTheReplacedInformerHadNotTold(t *testing.T) {
 		return obj != nil
 	}, 5*time.Second, 10*time.Millisecond).Should(gomega.BeFalse(), "the informer took the delete")
 
-	release := make(chan struct{}) // the new informer's list waits for it
-	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
-		<-release
-		return false, nil, nil
-	})
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
-	g.Eventually(func() bool {
-		for _, w := range replaced {
-			if !w.(interface{ IsStopped() bool }).IsStopped() {
-				return false
-			}
-		}
-		return true
-	}, 10*time.Second, 10*time.Millisecond).Should(gomega.BeTrue())
-	close(release)
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	watchAgain(g, b, replaced, nil)
 	// The create's event, then one more: the delete's, which the replaced
 	// informer dropped.
 	var e event.GenericEvent
@@ -243,43 +190,17 @@ func TestWatchesTellOfASecondDeleteOfATriggerName(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
 	ctx := context.Background()
-	job := func(owner string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("batch/v1")
-		u.SetKind("Job")
-		u.SetNamespace("ns")
-		u.SetName("bench")
-		u.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: owner})
-		return u
-	}
-	owner := func() string {
-		obj, _, _ := b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("status"))
-		if obj == nil {
-			return ""
-		}
-		return obj.GetLabels()[awv1beta2.AppWrapperLabel]
-	}
+	job := func(owner string) *unstructured.Unstructured { return benchJob(owner, "", "") }
+	owner := benchOwner(b)
 	jobs := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns")
 	_, err := jobs.Create(ctx, job("first"), metav1.CreateOptions{})
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	var mu sync.Mutex
-	var opened []watch.Interface
-	b.Dyn.PrependWatchReactor("jobs", func(a clienttesting.Action) (bool, watch.Interface, error) {
-		w, err := b.Dyn.Tracker().Watch(triggerstest.JobsGVR, a.GetNamespace())
-		if err == nil {
-			mu.Lock()
-			opened = append(opened, w)
-			mu.Unlock()
-		}
-		return true, w, err
-	})
+	opened := trackerWatches(b)
 	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
 	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
 	g.Eventually(owner, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal("first"))
-	g.Eventually(func() int { mu.Lock(); defer mu.Unlock(); return len(opened) }, 5*time.Second, 10*time.Millisecond).Should(gomega.BeNumerically(">", 0))
-	mu.Lock()
-	replaced := slices.Clone(opened)
-	mu.Unlock()
+	g.Eventually(func() int { return len(opened()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.BeNumerically(">", 0))
+	replaced := opened()
 
 	// The create's event fills the channel: the first delete's waits, and
 	// the informer takes the rest.
@@ -296,22 +217,7 @@ func TestWatchesTellOfASecondDeleteOfATriggerName(t *testing.T) {
 	g.Expect(e.Object.GetName()).To(gomega.Equal("first"))
 	g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
 
-	release := make(chan struct{}) // the new informer's list waits for it
-	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
-		<-release
-		return false, nil, nil
-	})
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
-	g.Eventually(func() bool {
-		for _, w := range replaced {
-			if !w.(interface{ IsStopped() bool }).IsStopped() {
-				return false
-			}
-		}
-		return true
-	}, 10*time.Second, 10*time.Millisecond).Should(gomega.BeTrue())
-	close(release)
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	watchAgain(g, b, replaced, nil)
 	var got []string
 	for !slices.Contains(got, "second") {
 		g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e), "events so far: %v", got)
@@ -330,50 +236,23 @@ func TestWatchesTellOfADeleteBehindARelistsTombstone(t *testing.T) {
 			b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
 			ctx := context.Background()
 			job := func(owner, rv string) *unstructured.Unstructured {
-				u := &unstructured.Unstructured{}
-				u.SetAPIVersion("batch/v1")
-				u.SetKind("Job")
-				u.SetNamespace("ns")
-				u.SetName("bench")
-				u.SetResourceVersion(rv)
-				u.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: owner})
+				var uid types.UID
 				if uids {
-					u.SetUID(types.UID(map[string]string{"b": "0b0b0b0b-0000-4000-8000-000000000001", "c": "0c0c0c0c-0000-4000-8000-000000000002"}[owner]))
+					uid = types.UID(map[string]string{"b": "0b0b0b0b-0000-4000-8000-000000000001", "c": "0c0c0c0c-0000-4000-8000-000000000002"}[owner])
 				}
-				return u
+				return benchJob(owner, rv, uid)
 			}
-			owner := func() string {
-				obj, _, _ := b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("status"))
-				if obj == nil {
-					return ""
-				}
-				return obj.GetLabels()[awv1beta2.AppWrapperLabel]
-			}
+			owner := benchOwner(b)
 			_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, job("b", ""), metav1.CreateOptions{})
 			g.Expect(err).NotTo(gomega.HaveOccurred())
-			var mu sync.Mutex
-			var opened []*watch.RaceFreeFakeWatcher
-			b.Dyn.PrependWatchReactor("jobs", func(clienttesting.Action) (bool, watch.Interface, error) {
-				w := watch.NewRaceFreeFake()
-				mu.Lock()
-				opened = append(opened, w)
-				mu.Unlock()
-				return true, w, nil
-			})
-			nOpened := func() int { mu.Lock(); defer mu.Unlock(); return len(opened) }
-			last := func() *watch.RaceFreeFakeWatcher { mu.Lock(); defer mu.Unlock(); return opened[len(opened)-1] }
-			g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
-			g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
-			g.Eventually(nOpened, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+			nOpened, last := fakeWatches(b)
+			watchJobs(g, b, nOpened)
 			// b's create fills the channel.
 			g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
 
 			// b deleted while the watch is broken; it expires: the relist
 			// finds b gone (a tombstone, whose event waits).
-			g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
-			last().Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old"})
-			g.Eventually(owner, 10*time.Second, 10*time.Millisecond).Should(gomega.BeEmpty())
-			g.Eventually(nOpened, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(2))
+			deleteWhileExpired(g, b, nOpened, last, func() bool { return owner() == "" })
 			// The name made again for c, and deleted: its events wait
 			// behind the tombstone's.
 			last().Add(job("c", "10"))
@@ -397,6 +276,92 @@ func TestWatchesTellOfADeleteBehindARelistsTombstone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// trackerWatches records the watches of Jobs the bed's informers open:
+// the tracker's, so that a test sees when a replaced informer stopped its.
+func trackerWatches(b *triggerstest.Bed) (opened func() []watch.Interface) {
+	var mu sync.Mutex
+	var ws []watch.Interface
+	b.Dyn.PrependWatchReactor("jobs", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := b.Dyn.Tracker().Watch(triggerstest.JobsGVR, a.GetNamespace())
+		if err == nil {
+			mu.Lock()
+			ws = append(ws, w)
+			mu.Unlock()
+		}
+		return true, w, err
+	})
+	return func() []watch.Interface { mu.Lock(); defer mu.Unlock(); return slices.Clone(ws) }
+}
+
+// watchAgain watches Jobs again, keeping spec too, with the new informer's
+// list held until the watches in replaced are stopped and between (if
+// any) has run; it returns once the new informer has listed.
+func watchAgain(g *gomega.WithT, b *triggerstest.Bed, replaced []watch.Interface, between func()) {
+	release := make(chan struct{})
+	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
+	g.Eventually(func() bool {
+		for _, w := range replaced {
+			if !w.(interface{ IsStopped() bool }).IsStopped() {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond).Should(gomega.BeTrue())
+	if between != nil {
+		between()
+	}
+	close(release)
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+}
+
+// watchJobs watches Jobs (a rule reading their status) and waits until
+// the informer has listed and opened its first watch.
+func watchJobs(g *gomega.WithT, b *triggerstest.Bed, opened func() int) {
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	g.Eventually(opened, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+}
+
+// watchAgainNow watches Jobs again, keeping spec too, and waits until the
+// new informer has listed.
+func watchAgainNow(g *gomega.WithT, b *triggerstest.Bed) {
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+}
+
+// deleteWhileExpired deletes the Job bench while the informer's watch is
+// broken, and ends that watch as expired: the informer lists again, finds
+// bench gone (gone says when its store no longer holds it) and watches
+// again.
+func deleteWhileExpired(g *gomega.WithT, b *triggerstest.Bed, opened func() int, last func() *watch.RaceFreeFakeWatcher, gone func() bool) {
+	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
+	expire(last())
+	g.Eventually(gone, 10*time.Second, 10*time.Millisecond).Should(gomega.BeTrue())
+	g.Eventually(opened, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(2))
+}
+
+// benchOwner says whose the Job bench is in the watches' store ("" when
+// the store does not hold it).
+func benchOwner(b *triggerstest.Bed) func() string {
+	return func() string {
+		obj, _, _ := b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("status"))
+		if obj == nil {
+			return ""
+		}
+		return obj.GetLabels()[awv1beta2.AppWrapperLabel]
+	}
+}
+
+// expire ends w as the API server ends a watch whose resourceVersion is
+// too old: the informer lists again.
+func expire(w *watch.RaceFreeFakeWatcher) {
+	w.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old"})
 }
 
 func benchJob(owner, rv string, uid types.UID) *unstructured.Unstructured {
@@ -444,28 +409,19 @@ func receiveUntil(g *gomega.WithT, w *triggers.Watches, name string) {
 func TestWatchesTellOfARelistsDeleteTheReplacedInformerHadNotTold(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
-	ctx := context.Background()
-	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, benchJob("b", "", "0b0b0b0b-0000-4000-8000-000000000001"), metav1.CreateOptions{})
-	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("b", "", "0b0b0b0b-0000-4000-8000-000000000001"), "ns")).To(gomega.Succeed())
 	opened, last := fakeWatches(b)
 	present := func() bool {
 		obj, _, _ := b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("status"))
 		return obj != nil
 	}
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
-	g.Eventually(opened, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+	watchJobs(g, b, opened)
 	// The create's event fills the channel.
 	g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
 
-	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
-	last().Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old"})
-	// The relist's delete is applied; its event waits.
-	g.Eventually(present, 10*time.Second, 10*time.Millisecond).Should(gomega.BeFalse())
-	g.Eventually(opened, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(2))
+	deleteWhileExpired(g, b, opened, last, func() bool { return !present() })
 
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	watchAgainNow(g, b)
 	var e event.GenericEvent
 	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e)) // the create's
 	g.Expect(e.Object.GetName()).To(gomega.Equal("b"))
@@ -477,9 +433,7 @@ func TestWatchesTellOfARelistsDeleteTheReplacedInformerHadNotTold(t *testing.T) 
 func TestWatchesTellOfATriggerMadeAgainForAnotherAppWrapperWhileWatchedAgain(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := triggerstest.NewBed(t, triggers.Options{})
-	ctx := context.Background()
-	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, benchJob("a", "", "0a0a0a0a-0000-4000-8000-000000000001"), metav1.CreateOptions{})
-	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("a", "", "0a0a0a0a-0000-4000-8000-000000000001"), "ns")).To(gomega.Succeed())
 	fakeWatches(b) // watches that bring nothing
 	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
 	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
@@ -489,8 +443,7 @@ func TestWatchesTellOfATriggerMadeAgainForAnotherAppWrapperWhileWatchedAgain(t *
 
 	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
 	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("c", "", "0c0c0c0c-0000-4000-8000-000000000002"), "ns")).To(gomega.Succeed())
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	watchAgainNow(g, b)
 	receiveUntil(g, b.W, "a")
 }
 
@@ -499,18 +452,14 @@ func TestWatchesTellOfATriggerMadeAgainForAnotherAppWrapperWhileWatchedAgain(t *
 func TestWatchesTellOfARelistsTriggerOfAnotherAppWrapper(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := triggerstest.NewBed(t, triggers.Options{})
-	ctx := context.Background()
-	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, benchJob("a", "", "0a0a0a0a-0000-4000-8000-000000000001"), metav1.CreateOptions{})
-	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("a", "", "0a0a0a0a-0000-4000-8000-000000000001"), "ns")).To(gomega.Succeed())
 	opened, last := fakeWatches(b)
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
-	g.Eventually(opened, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+	watchJobs(g, b, opened)
 	var e event.GenericEvent
 	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e))
 	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
 	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("c", "", "0c0c0c0c-0000-4000-8000-000000000002"), "ns")).To(gomega.Succeed())
-	last().Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old"})
+	expire(last())
 	receiveUntil(g, b.W, "a")
 }
 
@@ -533,9 +482,7 @@ func TestWatchesTellOfATriggerTakenAndReplacedUntold(t *testing.T) {
 		}
 		return obj.GetUID()
 	}
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
-	g.Eventually(opened, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+	watchJobs(g, b, opened)
 	// The filler's create fills the channel.
 	g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
 	// bench made for a: the store takes it; its create's event waits.
@@ -546,12 +493,11 @@ func TestWatchesTellOfATriggerTakenAndReplacedUntold(t *testing.T) {
 	// relist's update waits too.
 	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
 	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("c", "", "0c0c0c0c-0000-4000-8000-000000000002"), "ns")).To(gomega.Succeed())
-	last().Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired, Message: "too old"})
+	expire(last())
 	g.Eventually(uid, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(types.UID("0c0c0c0c-0000-4000-8000-000000000002")))
 	g.Eventually(opened, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(2))
 
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	watchAgainNow(g, b)
 	receiveUntil(g, b.W, "a")
 }
 
@@ -562,21 +508,11 @@ func TestWatchesTellOfATriggerTakenAndReplacedUntold(t *testing.T) {
 func TestWatchesTellOfATriggerBackToItsAppWrapperThenDeleted(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
-	ctx := context.Background()
 	const uid = "0a0a0a0a-0000-4000-8000-000000000001"
-	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, benchJob("a", "", uid), metav1.CreateOptions{})
-	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("a", "", uid), "ns")).To(gomega.Succeed())
 	opened, last := fakeWatches(b)
-	owner := func() string {
-		obj, _, _ := b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("status"))
-		if obj == nil {
-			return ""
-		}
-		return obj.GetLabels()[awv1beta2.AppWrapperLabel]
-	}
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
-	g.Eventually(opened, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
+	owner := benchOwner(b)
+	watchJobs(g, b, opened)
 	// The create's event fills the channel.
 	g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
 	last().Modify(benchJob("b", "5", uid))
@@ -596,8 +532,7 @@ func TestWatchesTellOfATriggerBackToItsAppWrapperThenDeleted(t *testing.T) {
 	// and the change back's waits.
 	g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
 
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	watchAgainNow(g, b)
 	receiveUntil(g, b.W, "a")
 }
 
@@ -607,9 +542,7 @@ func TestWatchesTellOfATriggerBackToItsAppWrapperThenDeleted(t *testing.T) {
 func TestWatchesTellOfATriggerDeletedWhileWatchedAgainTwice(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := newWatchesBed(t)
-	ctx := context.Background()
-	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, benchJob("run", "", "0a0a0a0a-0000-4000-8000-000000000001"), metav1.CreateOptions{})
-	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("run", "", "0a0a0a0a-0000-4000-8000-000000000001"), "ns")).To(gomega.Succeed())
 	fakeWatches(b) // watches that bring nothing: the delete is seen by no watch
 	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
 	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
