@@ -42,6 +42,12 @@ func TestHeldGone(t *testing.T) {
 	took(trigger("flip", uid1, "g"))
 	h.told(flip)
 	took(trigger("nobody", uid1, ""))
+	// UIDs not in canonical form (kept as strings) and none.
+	took(trigger("odd", "ODD-1", "h"))
+	took(trigger("odd", "ODD-1", "h"))
+	took(trigger("odd", "", "h"))
+	g.Expect(h.versions[types.NamespacedName{Namespace: "ns", Name: "odd"}]).To(gomega.HaveLen(1))
+	h.told(h.versions[types.NamespacedName{Namespace: "ns", Name: "odd"}][0])
 	g.Expect(h.versions).To(gomega.HaveLen(6), "one entry per name taken and not told gone")
 	store := cache.NewStore(func(obj any) (string, error) {
 		t := obj.(*cachedTrigger)

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -206,6 +207,11 @@ func newHeld() *held { return &held{versions: map[types.NamespacedName][]*cached
 func sameVersion(a, b *cachedTrigger) bool {
 	if a.owner != b.owner {
 		return false
+	}
+	if a.flags&otherUID == 0 && b.flags&otherUID == 0 {
+		// Canonical UIDs, as 16 bytes (uuid.Nil: none), compared without
+		// making their strings: this runs on every trigger event.
+		return a.uid == uuid.Nil || b.uid == uuid.Nil || a.uid == b.uid
 	}
 	ua, ub := a.getUID(), b.getUID()
 	return ua == "" || ub == "" || ua == ub
