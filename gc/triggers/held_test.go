@@ -58,5 +58,5 @@ func TestHeldGone(t *testing.T) {
 	}
 	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: name} }
 	g.Expect(h.gone(store)).To(gomega.ConsistOf(key("b"), key("c"), key("d"), key("g"), key("g2")))
-	g.Expect((&predecessors{held: []*held{h, h}}).gone(store)).To(gomega.ConsistOf(key("b"), key("c"), key("d"), key("g"), key("g2")), "each AppWrapper once")
+	g.Expect(gone([]*held{h, h}, store)).To(gomega.ConsistOf(key("b"), key("c"), key("d"), key("g"), key("g2")), "each AppWrapper once")
 }

@@ -152,15 +152,10 @@ type kindInformer struct {
 	// held are the triggers its store took and its handler has not told
 	// gone.
 	held *held
-	// replaced are the informers this one replaced (the kind watched
-	// again, to keep more fields), until this one has listed.
-	replaced *predecessors
-}
-
-// predecessors are the informers a new one replaced: the triggers their
-// stores took and their handlers did not tell gone.
-type predecessors struct {
-	held []*held
+	// replaced are the records (held) of the informers this one replaced
+	// (the kind watched again, to keep more fields), until this one has
+	// listed.
+	replaced []*held
 }
 
 // gone are the AppWrappers of the triggers that the replaced informers'
@@ -171,10 +166,10 @@ type predecessors struct {
 // handed to its handler (client-go tools/cache, processorListener.pop
 // returns when its channel closes, pending notifications and all). A
 // reflector's relist tells its handlers of such triggers the same way.
-func (p *predecessors) gone(store cache.Store) []types.NamespacedName {
+func gone(replaced []*held, store cache.Store) []types.NamespacedName {
 	seen := map[types.NamespacedName]bool{}
 	var keys []types.NamespacedName
-	for _, h := range p.held {
+	for _, h := range replaced {
 		for _, k := range h.gone(store) {
 			if !seen[k] {
 				seen[k] = true
@@ -585,12 +580,12 @@ func (w *Watches) releaseLocked(owner Owner) {
 
 func (w *Watches) stopLocked(gk schema.GroupKind, inf *kindInformer) {
 	inf.stop()
-	if p := inf.replaced; p != nil {
+	if replaced := inf.replaced; replaced != nil {
 		// Not announced: tell of what the informers it replaced held,
 		// and it does not, now.
 		inf.replaced = nil
 		store := inf.informer.GetStore()
-		go func() { w.send(w.ctx, p.gone(store), nil) }()
+		go func() { w.send(w.ctx, gone(replaced, store), nil) }()
 	}
 	delete(w.informers, gk)
 	if w.cluster == "" {
@@ -713,17 +708,17 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
 	keep := w.kinds[gk].fields
-	var replaced *predecessors
+	var replaced []*held
 	if inf, ok := w.informers[gk]; ok {
 		// An owner reads a field this informer drops: list again, keeping
 		// it. Until the new informer has listed, readers wait (pending).
-		replaced = &predecessors{held: []*held{inf.held}}
+		replaced = []*held{inf.held}
 		if inf.replaced != nil && !inf.informer.HasSynced() {
 			// Itself not listed yet: what it took so far, and what the
 			// ones before it took. (Listed, and not announced yet,
 			// announceSync polls: stopLocked tells of the triggers gone
 			// before its list.)
-			replaced.held = append(replaced.held, inf.replaced.held...)
+			replaced = append(replaced, inf.replaced...)
 			inf.replaced = nil
 		}
 		w.stopLocked(gk, inf)
@@ -850,7 +845,7 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 	// carry its store, which no longer holds these triggers.
 	if replaced != nil {
 		store := inf.informer.GetStore()
-		go func() { w.send(w.ctx, replaced.gone(store), nil) }()
+		go func() { w.send(w.ctx, gone(replaced, store), nil) }()
 	}
 	w.send(ctx, keys, rules)
 }
@@ -1080,7 +1075,7 @@ func (w *Watches) enqueue(ctx context.Context, obj any) *cachedTrigger {
 		// The informer is stopped: the kind released, or watched again
 		// by a new informer whose list brings the events of the triggers
 		// it holds, and announceSync those of the triggers this one took
-		// and did not tell gone, that list lacks (predecessors.gone).
+		// and did not tell gone, that list lacks (gone).
 		return nil
 	}
 }
