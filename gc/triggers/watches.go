@@ -192,9 +192,14 @@ func gone(replaced []*held, store cache.Store) []types.NamespacedName {
 type held struct {
 	mu       sync.Mutex
 	versions map[types.NamespacedName][]*cachedTrigger
+	// stopped is closed when its informer has stopped: its transform
+	// takes nothing more.
+	stopped chan struct{}
 }
 
-func newHeld() *held { return &held{versions: map[types.NamespacedName][]*cachedTrigger{}} }
+func newHeld() *held {
+	return &held{versions: map[types.NamespacedName][]*cachedTrigger{}, stopped: make(chan struct{})}
+}
 
 // sameVersion says whether a and b are the same version of a trigger: the
 // same AppWrapper's, and the same object, when both UIDs are known (the
@@ -585,7 +590,7 @@ func (w *Watches) stopLocked(gk schema.GroupKind, inf *kindInformer) {
 		// and it does not, now.
 		inf.replaced = nil
 		store := inf.informer.GetStore()
-		go func() { w.send(w.ctx, gone(replaced, store), nil) }()
+		go w.tellGone(replaced, store)
 	}
 	delete(w.informers, gk)
 	if w.cluster == "" {
@@ -803,6 +808,7 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 	go func() {
 		defer w.running.Done()
 		informer.RunWithContext(ctx)
+		close(h.stopped)
 	}()
 	go w.announceSync(ctx, gk, inf)
 	if w.cluster == "" {
@@ -845,9 +851,23 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 	// carry its store, which no longer holds these triggers.
 	if replaced != nil {
 		store := inf.informer.GetStore()
-		go func() { w.send(w.ctx, gone(replaced, store), nil) }()
+		go w.tellGone(replaced, store)
 	}
 	w.send(ctx, keys, rules)
+}
+
+// tellGone sends the events of gone(replaced, store) once the replaced
+// informers have stopped: one stopped a moment ago may still take a list
+// or a watch event it had read, which gone must see.
+func (w *Watches) tellGone(replaced []*held, store cache.Store) {
+	for _, h := range replaced {
+		select {
+		case <-h.stopped:
+		case <-w.ctx.Done():
+			return
+		}
+	}
+	w.send(w.ctx, gone(replaced, store), nil)
 }
 
 // send sends events for AppWrappers and rules, until ctx ends.
