@@ -84,6 +84,7 @@ var (
 	flagSeed        = flag.Uint64("tp.seed", 1, "seed of the steady load's arrivals")
 	flagOut         = flag.String("tp.out", "", "folder to write throughput-N.md into")
 	flagCPUProfile  = flag.String("tp.cpuprofile", "", "write a CPU profile of each wrapup burst to FILE-<workers>")
+	flagAPIProfile  = flag.String("tp.apiserver-profile", "", "write CPU profiles of kube-apiserver over 5 s of the limit's burst and of each wrapup burst, from 1 s after its start, to FILE-limit and FILE-wrapup-<workers>")
 	flagHeapProfile = flag.String("tp.heapprofile", "", "write heap profiles of the heap phase to FILE-before (wrapup idle with the first AppWrappers), FILE-tracking (with all) and FILE-restarted (with all, after a restart), and goroutine profiles to FILE-goroutines-<the same>")
 	flagLog         = flag.String("tp.log", "", "keep the controllers' log (wrapup's, with timestamps to the nanosecond) in FILE; by default it is written to a temporary file, removed at the end. The log is sampled as in production: of a message repeated within a second, the first 100, then every 100th")
 	flagHeapN       = flag.Int("tp.heap-n", 100, "AppWrappers (a Deployment and a trigger Job each) whose live heap in wrapup is measured; 0: not measured")
@@ -447,6 +448,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		c        client.Client
 		limitCfg *rest.Config
 		saCfg    *rest.Config
+		adminCfg *rest.Config
 		watched  *seen
 		phase    int
 	)
@@ -468,6 +470,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 
 		fwk = &framework.Framework{ExtraKubeControllers: []string{"ttl-after-finished"}, WithoutAppWrapperController: true}
 		cfg := fwk.Init()
+		adminCfg = cfg
 		benchCfg := bench.OwnConnection(cfg, "wrapup-bench")
 		benchCfg.QPS, benchCfg.Burst = -1, 0
 		c, err = client.New(benchCfg, client.Options{Scheme: framework.Scheme})
@@ -607,6 +610,15 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		r.CPUEtcd = per(after.Children["etcd"] - cpu.Children["etcd"])
 		return r
 	}
+	// profileAPIServer starts kube-apiserver's CPU profile of a burst
+	// with -tp.apiserver-profile, and returns the wait for it.
+	profileAPIServer := func(suffix string) func() {
+		if *flagAPIProfile == "" {
+			return func() {}
+		}
+		wait := bench.ProfileAPIServer(ctx, adminCfg, *flagAPIProfile+"-"+suffix, time.Second, 5*time.Second)
+		return func() { Expect(wait()).To(Succeed()) }
+	}
 	sampleCPU := func() bench.CPUSample {
 		s, err := bench.SampleCPU()
 		Expect(err).NotTo(HaveOccurred())
@@ -636,8 +648,10 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		runs := create("limit", *flagN)
 		complete(runs)
 		cpu, start := sampleCPU(), time.Now()
+		profiled := profileAPIServer("limit")
 		Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{events: true})).To(Succeed())
 		res.Limit = awaitDeleted("plain client (the limit)", best.Concurrency, runs, start, cpu)
+		profiled()
 
 		if *flagVariants {
 			By(fmt.Sprintf("the plain client without the Events, at concurrency %d on a burst of %d", best.Concurrency, *flagN))
@@ -668,9 +682,11 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			requests := bench.NewRequestCounter("")
 			qc, qs := histogram("workqueue_queue_duration_seconds", "name", "wrapup-appwrapper")
 			rc, rs := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
+			profiled := profileAPIServer(fmt.Sprintf("wrapup-%d", w))
 			stop, started := startWrapup(ctx, saCfg, watched, w, requests.Wrap)
 			r := awaitDeleted("wrapup", w, runs, start, cpu)
 			stop()
+			profiled()
 			r.FirstReconcile, r.TriggerStarted, r.TriggerSynced = started.get()
 			r.Requests = requests.Snapshot().Requests
 			r.FirstRead, r.FirstPatch, r.FirstRequest = watched.firstSteps(runs, start)

@@ -1,0 +1,42 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+)
+
+// ProfileAPIServer starts a CPU profile of the API server cfg points at,
+// from after delay for the given length, written to path, and returns a
+// function that waits for it and returns its error. kube-apiserver serves
+// /debug/pprof with --profiling, its default (k8s.io/apiserver
+// pkg/server/routes, Profiling.Install), to a user allowed the
+// non-resource URL, as cfg's administrator is.
+func ProfileAPIServer(ctx context.Context, cfg *rest.Config, path string, delay, length time.Duration) (wait func() error) {
+	done := make(chan error, 1)
+	go func() { done <- profileAPIServer(ctx, cfg, path, delay, length) }()
+	return func() error { return <-done }
+}
+
+func profileAPIServer(ctx context.Context, cfg *rest.Config, path string, delay, length time.Duration) error {
+	select {
+	case <-time.After(delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	b, err := dc.RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", strconv.Itoa(int(length/time.Second))).DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("the API server's profile: %w", err)
+	}
+	return os.WriteFile(path, b, 0o644)
+}
