@@ -81,10 +81,11 @@ var (
 	flagTTL         = flag.Bool("tp.ttl", true, "measure the TTL-after-finished controller too (bursts and steady load)")
 	flagVariants    = flag.Bool("tp.variants", true, "measure the plain client without the Events and with the final check's reads too")
 	flagTTLQPS      = flag.Int("tp.ttl-qps", 1000, "kube-controller-manager's --kube-api-qps and --kube-api-burst for the raised TTL baseline")
+	flagApart       = flag.Bool("tp.apart", false, "give the control plane (kube-apiserver, etcd, kube-controller-manager) CPU 0 and the benchmark's process (wrapup, the plain client, the load) the other CPUs, as when wrapup runs on a node of its own; the results go to throughput-N-apart.md")
 	flagSeed        = flag.Uint64("tp.seed", 1, "seed of the steady load's arrivals")
 	flagOut         = flag.String("tp.out", "", "folder to write throughput-N.md into")
 	flagCPUProfile  = flag.String("tp.cpuprofile", "", "write a CPU profile of each wrapup burst to FILE-<workers>")
-	flagAPIProfile  = flag.String("tp.apiserver-profile", "", "write CPU profiles of kube-apiserver over 5 s of the limit's burst and of each wrapup burst, from 1 s after its start, to FILE-limit and FILE-wrapup-<workers>")
+	flagAPIProfile  = flag.String("tp.apiserver-profile", "", "write CPU profiles of kube-apiserver over 5 s of the limit's burst and of each wrapup burst, from 1 s after its start, to FILE-limit, FILE-limit-without-events and FILE-limit-with-reads (with -tp.variants) and FILE-wrapup-<workers>")
 	flagHeapProfile = flag.String("tp.heapprofile", "", "write heap profiles of the heap phase to FILE-before (wrapup idle with the first AppWrappers), FILE-tracking (with all) and FILE-restarted (with all, after a restart), and goroutine profiles to FILE-goroutines-<the same>")
 	flagLog         = flag.String("tp.log", "", "keep the controllers' log (wrapup's, with timestamps to the nanosecond) in FILE; by default it is written to a temporary file, removed at the end. The log is sampled as in production: of a message repeated within a second, the first 100, then every 100th")
 	flagHeapN       = flag.Int("tp.heap-n", 100, "AppWrappers (a Deployment and a trigger Job each) whose live heap in wrapup is measured; 0: not measured")
@@ -471,6 +472,9 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		fwk = &framework.Framework{ExtraKubeControllers: []string{"ttl-after-finished"}, WithoutAppWrapperController: true}
 		cfg := fwk.Init()
 		adminCfg = cfg
+		if *flagApart {
+			Expect(bench.PinApart()).To(Succeed())
+		}
 		benchCfg := bench.OwnConnection(cfg, "wrapup-bench")
 		benchCfg.QPS, benchCfg.Burst = -1, 0
 		c, err = client.New(benchCfg, client.Options{Scheme: framework.Scheme})
@@ -625,8 +629,17 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		return s
 	}
 
+	// restartKCM restarts kube-controller-manager, on CPU 0 again with
+	// -tp.apart.
+	restartKCM := func(args ...string) {
+		fwk.RestartKubeControllerManager(args...)
+		if *flagApart {
+			Expect(bench.PinApart()).To(Succeed())
+		}
+	}
+
 	It("measures the limit, wrapup's rate and the TTL controller's on a burst, then the latency under steady load", func() {
-		res := &Results{Machine: bench.ReadMachine(), Version: bench.Versions(saCfg), N: *flagN, Sweep: *flagSweep, SteadyWorkers: *flagSteadyW, Seed: *flagSeed}
+		res := &Results{Machine: bench.ReadMachine(), Version: bench.Versions(saCfg), N: *flagN, Sweep: *flagSweep, SteadyWorkers: *flagSteadyW, Seed: *flagSeed, Apart: *flagApart}
 		limitClient, err := client.New(limitCfg, client.Options{Scheme: framework.Scheme})
 		Expect(err).NotTo(HaveOccurred())
 
@@ -658,15 +671,19 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			runs = create("limit", *flagN)
 			complete(runs)
 			cpu, start = sampleCPU(), time.Now()
+			profiled = profileAPIServer("limit-without-events")
 			Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{})).To(Succeed())
 			res.LimitNoEvents = awaitDeleted("plain client without Events", best.Concurrency, runs, start, cpu)
+			profiled()
 
 			By(fmt.Sprintf("the plain client with the final check's reads, at concurrency %d on a burst of %d", best.Concurrency, *flagN))
 			runs = create("limit", *flagN)
 			complete(runs)
 			cpu, start = sampleCPU(), time.Now()
+			profiled = profileAPIServer("limit-with-reads")
 			Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{events: true, reads: true})).To(Succeed())
 			res.LimitReads = awaitDeleted("plain client with reads", best.Concurrency, runs, start, cpu)
+			profiled()
 		}
 
 		for _, w := range ints(*flagWorkers) {
@@ -715,7 +732,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			runs := create("ttl", *flagN)
 			complete(runs)
 			cpu, start := sampleCPU(), time.Now()
-			fwk.RestartKubeControllerManager(args...)
+			restartKCM(args...)
 			res.TTL = append(res.TTL, awaitDeleted(what, 0, runs, start, cpu))
 		}
 
@@ -744,21 +761,25 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 					// Before the restart, whose garbage collector would
 					// list the wrapup row's Jobs again.
 					settle()
-					fwk.RestartKubeControllerManager(args...)
+					restartKCM(args...)
 				}
 				By(fmt.Sprintf("%s at %.0f%% of the limit (%.1f/s)", name, 100*f, perSecond))
 				runs := create(mode, *flagSteadyN)
 				res.Steady = append(res.Steady, steady(ctx, c, watched, rng, name, f, perSecond, runs))
 			}
 		}
-		fwk.RestartKubeControllerManager()
+		restartKCM()
 
 		By("writing the results")
 		out := *flagOut
 		if out == "" {
 			out = GinkgoT().TempDir()
 		}
-		path := filepath.Join(out, fmt.Sprintf("throughput-%d.md", *flagN))
+		name := fmt.Sprintf("throughput-%d.md", *flagN)
+		if *flagApart {
+			name = fmt.Sprintf("throughput-%d-apart.md", *flagN)
+		}
+		path := filepath.Join(out, name)
 		f, err := os.Create(path)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.WriteMarkdown(f)).To(Succeed())
@@ -1359,8 +1380,11 @@ type Results struct {
 	// limit (0).
 	SteadyOf float64
 	Seed     uint64
-	Sweep_   []Rate
-	Limit    Rate
+	// Apart says the control plane and the benchmark ran on CPUs of
+	// their own (-tp.apart).
+	Apart  bool
+	Sweep_ []Rate
+	Limit  Rate
 	// LimitNoEvents is the plain client without wrapup's Events,
 	// LimitReads with the final check's reads.
 	LimitNoEvents, LimitReads Rate
@@ -1378,8 +1402,12 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("# wrapup's throughput against the API server's, N=%d\n\n", r.N)
 	p("Run %s; reproduce with `make bench-throughput` (flags `%s`).\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), tpFlags())
-	p("- **Machine**: %d cores (%s), %.1f GiB memory, Linux %s; load average %s at the end. The API server, etcd, kube-controller-manager, wrapup and the benchmark share it.\n",
-		r.Machine.Cores, r.Machine.CPUModel, float64(r.Machine.MemTotal)/(1<<30), r.Machine.Kernel, bench.LoadAvg())
+	share := "The API server, etcd, kube-controller-manager, wrapup and the benchmark share it."
+	if r.Apart {
+		share = "CPUs apart (`-tp.apart`): kube-apiserver, etcd and kube-controller-manager run on CPU 0, the benchmark's process (wrapup, the plain client, the load and the benchmark's watch) on the others, as when wrapup runs on a node of its own; the API server's capacity is one core."
+	}
+	p("- **Machine**: %d cores (%s), %.1f GiB memory, Linux %s; load average %s at the end. %s\n",
+		r.Machine.Cores, r.Machine.CPUModel, float64(r.Machine.MemTotal)/(1<<30), r.Machine.Kernel, bench.LoadAvg(), share)
 	p("- **Versions**: %s.\n", versions(r.Version))
 	p("- **Workload**: AppWrappers with one Job component, Running, written by the benchmark as the AppWrapper controller writes them (the controller itself is not running: its writes would load the API server during the measure); one CompletionRule (trigger batch/Job, onSuccess DeleteAll, TTL 0, history on); %d per namespace. Completions are the Job's status write (Complete), as the Job controller's. Before each phase, the benchmark deletes every one of its Jobs that earlier phases left (those of deleted AppWrappers, which kube-controller-manager's garbage collector deletes at its client rate; a TTL baseline's not deleted yet), so that no phase is measured while kube-controller-manager still deletes an earlier one's (it still looks up those it had queued, a GET each). The steady rows of wrapup run with kube-controller-manager as the TTL baselines before them left it: its client limits raised, when they run.\n", perNS)
 	p("- **Rate** of a burst: every run's trigger is complete before its controller starts (wrapup, the TTL controller) or before the plain client's first write; completions/s is (deletions − 1) ÷ (last deletion − first deletion), deletions as the benchmark's watch sees them (the object gone, or with a deletionTimestamp).\n")
