@@ -334,6 +334,17 @@ type Rate struct {
 	// AppWrapper controller's first reconcile; TriggerStarted and
 	// TriggerSynced to its trigger informer's start and first list.
 	FirstReconcile, TriggerStarted, TriggerSynced time.Duration
+	// API is kube-apiserver's CPU per completion in a profile of the
+	// burst (-tp.apiserver-profile); nil without one.
+	API *APIShare
+}
+
+// APIShare is kube-apiserver's CPU per completion in 5 s of a burst: in
+// all, and in each of bench.APIParts.
+type APIShare struct {
+	Completions int
+	Total       time.Duration
+	Parts       []time.Duration
 }
 
 // Steady is one steady-load phase.
@@ -624,14 +635,38 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 	// profileAPIServer starts kube-apiserver's CPU profile of a burst
 	// with -tp.apiserver-profile, from 0.5 s after its first deletion (its
 	// controller's start is not in it), and returns the wait for it.
-	profileAPIServer := func(suffix string) func() {
+	profileAPIServer := func(suffix string) *bench.APIProfile {
 		if *flagAPIProfile == "" {
-			return func() {}
+			return nil
 		}
 		before := watched.count()
 		first := func() bool { return watched.count() > before }
-		wait := bench.ProfileAPIServer(ctx, adminCfg, *flagAPIProfile+"-"+suffix, first, 500*time.Millisecond, 5*time.Second)
-		return func() { Expect(wait()).To(Succeed()) }
+		return bench.ProfileAPIServer(ctx, adminCfg, *flagAPIProfile+"-"+suffix, first, 500*time.Millisecond, 5*time.Second)
+	}
+	// apiShare waits for the profile p of the burst of runs and returns
+	// kube-apiserver's CPU per completion in it: its parts, divided by the
+	// runs the benchmark's watch saw deleted while it was taken.
+	apiShare := func(p *bench.APIProfile, runs []*run) *APIShare {
+		if p == nil {
+			return nil
+		}
+		Expect(p.Wait()).To(Succeed())
+		n := 0
+		for _, r := range runs {
+			if t, ok := watched.deletedAt(r.key); ok && !t.Before(p.Start) && t.Before(p.End) {
+				n++
+			}
+		}
+		if n == 0 {
+			return nil
+		}
+		total, parts, err := bench.ProfileParts(p.Path, bench.APIParts)
+		Expect(err).NotTo(HaveOccurred())
+		a := &APIShare{Completions: n, Total: total / time.Duration(n)}
+		for _, d := range parts {
+			a.Parts = append(a.Parts, d/time.Duration(n))
+		}
+		return a
 	}
 	sampleCPU := func() bench.CPUSample {
 		s, err := bench.SampleCPU()
@@ -674,7 +709,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		profiled := profileAPIServer("limit")
 		Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{events: true})).To(Succeed())
 		res.Limit = awaitDeleted("plain client (the limit)", best.Concurrency, runs, start, cpu)
-		profiled()
+		res.Limit.API = apiShare(profiled, runs)
 
 		if *flagVariants {
 			By(fmt.Sprintf("the plain client without the Events, at concurrency %d on a burst of %d", best.Concurrency, *flagN))
@@ -684,7 +719,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			profiled = profileAPIServer("limit-without-events")
 			Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{})).To(Succeed())
 			res.LimitNoEvents = awaitDeleted("plain client without Events", best.Concurrency, runs, start, cpu)
-			profiled()
+			res.LimitNoEvents.API = apiShare(profiled, runs)
 
 			By(fmt.Sprintf("the plain client with the final check's reads, at concurrency %d on a burst of %d", best.Concurrency, *flagN))
 			runs = create("limit", *flagN)
@@ -693,7 +728,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			profiled = profileAPIServer("limit-with-reads")
 			Expect(plainClient(ctx, limitClient, best.Concurrency, runs, plain{events: true, reads: true})).To(Succeed())
 			res.LimitReads = awaitDeleted("plain client with reads", best.Concurrency, runs, start, cpu)
-			profiled()
+			res.LimitReads.API = apiShare(profiled, runs)
 		}
 
 		for _, w := range ints(*flagWorkers) {
@@ -713,7 +748,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			stop, started := startWrapup(ctx, saCfg, watched, w, requests.Wrap)
 			r := awaitDeleted("wrapup", w, runs, start, cpu)
 			stop()
-			profiled()
+			r.API = apiShare(profiled, runs)
 			r.FirstReconcile, r.TriggerStarted, r.TriggerSynced = started.get()
 			r.Requests = requests.Snapshot().Requests
 			r.FirstRead, r.FirstPatch, r.FirstRequest = watched.firstSteps(runs, start)
@@ -1406,7 +1441,62 @@ func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
 }
 
+// ms2 is d in milliseconds to two decimals.
+func ms2(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64)
+}
+
 // WriteMarkdown writes the report.
+// writeAPIShares writes the table of kube-apiserver's CPU per completion
+// by part, for the bursts profiled.
+func (r *Results) writeAPIShares(p func(string, ...any)) {
+	type col struct {
+		name string
+		a    *APIShare
+	}
+	var cols []col
+	add := func(name string, a *APIShare) {
+		if a != nil {
+			cols = append(cols, col{name, a})
+		}
+	}
+	add("the limit", r.Limit.API)
+	add("without the Events", r.LimitNoEvents.API)
+	add("with the final check's reads", r.LimitReads.API)
+	for _, w := range r.Wrapup {
+		add(fmt.Sprintf("wrapup, %d workers", w.Concurrency), w.API)
+	}
+	if len(cols) == 0 {
+		return
+	}
+	p("\n### kube-apiserver's CPU per completion, by part of its work\n\nFrom a CPU profile of kube-apiserver (`-tp.apiserver-profile`) over 5 s of each burst, from 0.5 s after its first deletion (so not wrapup's start), divided by the completions the benchmark's watch saw in those 5 s. A part is the samples whose stack holds its function (k8s.io/apiserver); the handlers' parts include the garbage collector's assists that their allocations pay for, background GC is the collector's own workers. The parts overlap a little (a GET inside a patch) and do not add up to the total.\n\n")
+	p("| ms per completion |")
+	for _, c := range cols {
+		p(" %s |", c.name)
+	}
+	p("\n|---|")
+	for range cols {
+		p("---:|")
+	}
+	p("\n| **total** |")
+	for _, c := range cols {
+		p(" **%s** |", ms2(c.a.Total))
+	}
+	p("\n")
+	for i, part := range bench.APIParts {
+		p("| %s |", part.Name)
+		for _, c := range cols {
+			p(" %s |", ms2(c.a.Parts[i]))
+		}
+		p("\n")
+	}
+	p("| completions in the profile |")
+	for _, c := range cols {
+		p(" %d |", c.a.Completions)
+	}
+	p("\n")
+}
+
 func (r *Results) WriteMarkdown(f *os.File) error {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
@@ -1445,6 +1535,7 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 	for _, t := range r.TTL {
 		row(t.What, t)
 	}
+	r.writeAPIShares(p)
 	if len(r.Wrapup) > 0 {
 		p("\n### wrapup's start and its queue in the burst\n\nFrom wrapup's start (ms) to its AppWrapper controller's first reconcile (its AppWrapper cache listed, and the trigger kinds its rules name), its trigger informer's start (the rule reconciled) and first list (the triggers listed), its first final check's read of a trigger (the rules' read), its first outcome patch, its first delete request and the first deletion the benchmark's watch saw; and its AppWrapper controller's mean wait in the queue, mean reconcile and reconciles per completion over the burst (every AppWrapper is queued at the start, when its cache lists it):\n\n| workers | → first reconcile | → trigger informer started | → triggers listed | → first read | → first patch | → first delete request | → first deletion | queue wait (mean) | reconcile (mean) | reconciles per completion |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, w := range r.Wrapup {
