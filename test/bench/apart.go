@@ -4,77 +4,122 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 )
 
-// PinApart gives the control plane (this process's child processes) CPU
-// 0 and this process (wrapup, the plain client, the load) the other CPUs,
-// as when wrapup runs on a node of its own: the API server's capacity is
-// then one core that wrapup does not take from. It sets every thread's
-// CPU set (sched_setaffinity(2) is per thread); threads made later inherit
-// their creator's. A child started afterwards (kube-controller-manager
-// restarted) starts with this process's set: call PinApart again.
+// PinApart gives the control plane (this process's child processes) the
+// first CPU this process may use and this process (wrapup, the plain
+// client, the load) the others, as when wrapup runs on a node of its own:
+// kube-apiserver, etcd and kube-controller-manager then share one core
+// that wrapup does not take from. It sets every thread's CPU set
+// (sched_setaffinity(2) is per thread), in passes until one finds nothing
+// to change: a thread made during a pass copies its creator's set, which
+// may not be pinned yet. A child started afterwards (kube-controller-manager
+// restarted) starts with this process's set: call PinApart again. Go
+// programs follow their CPU set with GOMAXPROCS (1 each for the control
+// plane's, on a machine of 2).
 func PinApart() error {
-	n := runtime.NumCPU()
-	if n < 2 {
-		return fmt.Errorf("CPUs apart needs 2 CPUs or more, this machine has %d", n)
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		return err
 	}
 	var plane, own unix.CPUSet
-	plane.Set(0)
-	for c := 1; c < n; c++ {
-		own.Set(c)
+	first := -1
+	for c := 0; c < len(allowed)*64; c++ {
+		if !allowed.IsSet(c) {
+			continue
+		}
+		if first < 0 {
+			first = c
+			plane.Set(c)
+		} else {
+			own.Set(c)
+		}
+	}
+	if own.Count() == 0 {
+		return fmt.Errorf("CPUs apart needs 2 CPUs or more, this process may use %d", allowed.Count())
 	}
 	self := os.Getpid()
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	children := 0
+	children, err := childProcesses(self)
+	if err != nil {
+		return err
+	}
+	if len(children) == 0 {
+		return fmt.Errorf("CPUs apart: no control plane process is a child of this one")
+	}
+	for pass := 0; ; pass++ {
+		changed := 0
+		for _, pid := range children {
+			n, err := pinThreads(pid, &plane)
+			if err != nil {
+				return err
+			}
+			changed += n
+		}
+		n, err := pinThreads(self, &own)
+		if err != nil {
+			return err
+		}
+		changed += n
+		if changed == 0 {
+			return nil
+		}
+		if pass == 20 {
+			return fmt.Errorf("CPUs apart: threads still made with other CPU sets after %d passes", pass)
+		}
+	}
+}
+
+// childProcesses lists the processes whose parent is pid.
+func childProcesses(pid int) ([]int, error) {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return nil, err
+	}
+	var children []int
 	for _, path := range stats {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			continue // the process exited meanwhile
 		}
 		_, ppid, _, ok := parseProcStat(data)
-		if !ok || ppid != self {
+		if !ok || ppid != pid {
 			continue
 		}
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-		if err != nil {
-			continue
-		}
-		if err := pinThreads(pid, &plane); err != nil {
-			return err
-		}
-		children++
-	}
-	if children == 0 {
-		return fmt.Errorf("CPUs apart: no control plane process is a child of this one")
-	}
-	// Twice: a thread made while the first pass ran may have copied the
-	// set of a thread not pinned yet.
-	for range 2 {
-		if err := pinThreads(self, &own); err != nil {
-			return err
+		child, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		if err == nil {
+			children = append(children, child)
 		}
 	}
-	return nil
+	return children, nil
 }
 
-// pinThreads sets the CPU set of every thread of process pid.
-func pinThreads(pid int, set *unix.CPUSet) error {
+// pinThreads sets the CPU set of every thread of process pid that does
+// not have it yet, and returns how many it set.
+func pinThreads(pid int, set *unix.CPUSet) (int, error) {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return err
+		return 0, err
 	}
+	changed := 0
 	for _, t := range tasks {
 		tid, err := strconv.Atoi(t.Name())
 		if err != nil {
 			continue
 		}
-		if err := unix.SchedSetaffinity(tid, set); err != nil && err != unix.ESRCH {
-			return fmt.Errorf("pinning thread %d of process %d: %w", tid, pid, err)
+		var now unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &now); err == nil && now == *set {
+			continue
 		}
+		if err := unix.SchedSetaffinity(tid, set); err != nil {
+			if err == unix.ESRCH {
+				continue // the thread exited meanwhile
+			}
+			return changed, fmt.Errorf("pinning thread %d of process %d: %w", tid, pid, err)
+		}
+		changed++
 	}
-	return nil
+	return changed, nil
 }

@@ -58,10 +58,12 @@ func (p *APIProfile) take(ctx context.Context, cfg *rest.Config, ready func() bo
 	if err != nil {
 		return err
 	}
+	// The server profiles for length from the request's arrival: End is
+	// Start plus length, not the answer's arrival.
 	p.Start = time.Now()
+	p.End = p.Start.Add(length)
 	b, err := dc.RESTClient().Get().AbsPath("/debug/pprof/profile").
 		Param("seconds", strconv.Itoa(int(length/time.Second))).DoRaw(ctx)
-	p.End = time.Now()
 	if err != nil {
 		return fmt.Errorf("the API server's profile: %w", err)
 	}

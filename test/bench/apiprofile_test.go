@@ -15,19 +15,30 @@ import (
 func TestProfileParts(t *testing.T) {
 	fn := func(id uint64, name string) *profile.Function { return &profile.Function{ID: id, Name: name} }
 	update, patch, gc, other := fn(1, "update"), fn(2, "patch"), fn(3, "gc"), fn(4, "other")
-	loc := func(id uint64, f *profile.Function) *profile.Location {
-		return &profile.Location{ID: id, Line: []profile.Line{{Function: f}}}
+	loc := func(id uint64, f ...*profile.Function) *profile.Location {
+		l := &profile.Location{ID: id}
+		for _, f := range f {
+			l.Line = append(l.Line, profile.Line{Function: f})
+		}
+		return l
 	}
 	lu, lp, lg, lo := loc(1, update), loc(2, patch), loc(3, gc), loc(4, other)
+	// patch inlined into other: one location, two lines, the part's
+	// function the second.
+	inlined := loc(5, other, patch)
 	p := &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
 		Function:   []*profile.Function{update, patch, gc, other},
-		Location:   []*profile.Location{lu, lp, lg, lo},
+		Location:   []*profile.Location{lu, lp, lg, lo, inlined},
 		Sample: []*profile.Sample{
+			// Two functions of one part: counted once.
 			{Location: []*profile.Location{lu, lp}, Value: []int64{1, int64(10 * time.Millisecond)}},
 			{Location: []*profile.Location{lo, lu}, Value: []int64{1, int64(20 * time.Millisecond)}},
 			{Location: []*profile.Location{lg}, Value: []int64{1, int64(40 * time.Millisecond)}},
 			{Location: []*profile.Location{lo}, Value: []int64{1, int64(80 * time.Millisecond)}},
+			// Functions of two parts: counted in both.
+			{Location: []*profile.Location{lg, lp}, Value: []int64{1, int64(100 * time.Millisecond)}},
+			{Location: []*profile.Location{lo, inlined}, Value: []int64{1, int64(200 * time.Millisecond)}},
 		},
 	}
 	path := filepath.Join(t.TempDir(), "cpu")
@@ -46,10 +57,10 @@ func TestProfileParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if total != 150*time.Millisecond {
-		t.Errorf("total %v, want 150ms", total)
+	if total != 450*time.Millisecond {
+		t.Errorf("total %v, want 450ms", total)
 	}
-	want := []time.Duration{30 * time.Millisecond, 40 * time.Millisecond, 0}
+	want := []time.Duration{330 * time.Millisecond, 140 * time.Millisecond, 0}
 	for i := range want {
 		if by[i] != want[i] {
 			t.Errorf("part %s: %v, want %v", parts[i].Name, by[i], want[i])

@@ -20,8 +20,11 @@ import (
 func BenchmarkEventRequest(b *testing.B) {
 	now := metav1.NewMicroTime(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
 	ev := &eventsv1.Event{
-		TypeMeta:            metav1.TypeMeta{APIVersion: "events.k8s.io/v1", Kind: "Event"},
-		ObjectMeta:          metav1.ObjectMeta{Name: "bench-0.187d2c5f3a2b1c00", Namespace: "tp-1-wrapup-0", ResourceVersion: "123456", UID: "9d2f0b1e-0000-4000-8000-000000000001", CreationTimestamp: metav1.NewTime(now.Time)},
+		TypeMeta: metav1.TypeMeta{APIVersion: "events.k8s.io/v1", Kind: "Event"},
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-0.187d2c5f3a2b1c00", Namespace: "tp-1-wrapup-0", ResourceVersion: "123456", UID: "9d2f0b1e-0000-4000-8000-000000000001", CreationTimestamp: metav1.NewTime(now.Time),
+			// As the API server answers a create: with its field manager's entry.
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "wrapup", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "events.k8s.io/v1", Time: &metav1.Time{Time: now.Time}, FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:action":{},"f:eventTime":{},"f:note":{},"f:reason":{},"f:regarding":{},"f:reportingController":{},"f:reportingInstance":{},"f:type":{}}`)}}}},
 		EventTime:           now,
 		ReportingController: "wrapup",
 		ReportingInstance:   "wrapup-controller-manager-6f7c9d-x2k4q",
