@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,26 +22,11 @@ import (
 // programs follow their CPU set with GOMAXPROCS (1 each for the control
 // plane's, on a machine of 2).
 func PinApart() error {
-	var allowed unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
-		return err
+	apart.once.Do(func() { apart.plane, apart.own, apart.err = apartSets() })
+	if apart.err != nil {
+		return apart.err
 	}
-	var plane, own unix.CPUSet
-	first := -1
-	for c := 0; c < len(allowed)*64; c++ {
-		if !allowed.IsSet(c) {
-			continue
-		}
-		if first < 0 {
-			first = c
-			plane.Set(c)
-		} else {
-			own.Set(c)
-		}
-	}
-	if own.Count() == 0 {
-		return fmt.Errorf("CPUs apart needs 2 CPUs or more, this process may use %d", allowed.Count())
-	}
+	plane, own := apart.plane, apart.own
 	self := os.Getpid()
 	children, err := childProcesses(self)
 	if err != nil {
@@ -70,6 +56,39 @@ func PinApart() error {
 			return fmt.Errorf("CPUs apart: threads still made with other CPU sets after %d passes", pass)
 		}
 	}
+}
+
+// apart are the CPU sets PinApart gives, from the CPUs this process could
+// use before its first call (after it, this process has fewer).
+var apart struct {
+	once       sync.Once
+	plane, own unix.CPUSet
+	err        error
+}
+
+// apartSets splits the CPUs this process may use: the first for the
+// control plane, the others for this process.
+func apartSets() (plane, own unix.CPUSet, err error) {
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		return plane, own, err
+	}
+	first := -1
+	for c := 0; c < len(allowed)*64; c++ {
+		if !allowed.IsSet(c) {
+			continue
+		}
+		if first < 0 {
+			first = c
+			plane.Set(c)
+		} else {
+			own.Set(c)
+		}
+	}
+	if own.Count() == 0 {
+		return plane, own, fmt.Errorf("CPUs apart needs 2 CPUs or more, this process may use %d", allowed.Count())
+	}
+	return plane, own, nil
 }
 
 // childProcesses lists the processes whose parent is pid.
