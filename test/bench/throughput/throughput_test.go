@@ -85,7 +85,7 @@ var (
 	flagSeed        = flag.Uint64("tp.seed", 1, "seed of the steady load's arrivals")
 	flagOut         = flag.String("tp.out", "", "folder to write throughput-N.md into")
 	flagCPUProfile  = flag.String("tp.cpuprofile", "", "write a CPU profile of each wrapup burst to FILE-<workers>")
-	flagAPIProfile  = flag.String("tp.apiserver-profile", "", "write CPU profiles of kube-apiserver over 5 s of the limit's burst and of each wrapup burst, from 0.5 s after its first deletion, to FILE-limit, FILE-limit-without-events and FILE-limit-with-reads (with -tp.variants) and FILE-wrapup-<workers>")
+	flagAPIProfile  = flag.String("tp.apiserver-profile", "", "write CPU profiles of kube-apiserver over 5 s of the limit's burst and of each wrapup burst, from 0.5 s after its first AppWrapper deletion, to FILE-limit, FILE-limit-without-events and FILE-limit-with-reads (with -tp.variants) and FILE-wrapup-<workers>")
 	flagHeapProfile = flag.String("tp.heapprofile", "", "write heap profiles of the heap phase to FILE-before (wrapup idle with the first AppWrappers), FILE-tracking (with all) and FILE-restarted (with all, after a restart), and goroutine profiles to FILE-goroutines-<the same>")
 	flagLog         = flag.String("tp.log", "", "keep the controllers' log (wrapup's, with timestamps to the nanosecond) in FILE; by default it is written to a temporary file, removed at the end. The log is sampled as in production: of a message repeated within a second, the first 100, then every 100th")
 	flagHeapN       = flag.Int("tp.heap-n", 100, "AppWrappers (a Deployment and a trigger Job each) whose live heap in wrapup is measured; 0: not measured")
@@ -643,8 +643,8 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		return r
 	}
 	// profileAPIServer starts kube-apiserver's CPU profile of a burst
-	// with -tp.apiserver-profile, from 0.5 s after its first deletion (its
-	// controller's start is not in it), and returns the wait for it.
+	// with -tp.apiserver-profile, from 0.5 s after its first AppWrapper
+	// deletion (its controller's start is not in it); nil without the flag.
 	profileAPIServer := func(suffix string) *bench.APIProfile {
 		if *flagAPIProfile == "" {
 			return nil
