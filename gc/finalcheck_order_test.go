@@ -2,18 +2,26 @@ package gc
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
 // A final check that reads the AppWrapper lists the rules only once the
@@ -53,11 +61,136 @@ func TestFinalCheckListsTheRulesAfterItReadsTheAppWrapper(t *testing.T) {
 		Policies: &celpolicies.Cache{}, Triggers: mkNoTriggers{}, Assign: newAssignments()}
 	r.defaults()
 	var mem awMemory
-	in, _, err := r.decideFresh(ctx, types.NamespacedName{Namespace: "ns", Name: "run"}, nil, &mem)
+	in, _, err := r.decideFresh(ctx, types.NamespacedName{Namespace: "ns", Name: "run"}, nil, &mem, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if in.AppWrapper == nil || in.AppWrapper.UID != "aw-uid" || !listed.Load() {
 		t.Fatalf("the final check read %v, listed the rules: %v", in.AppWrapper, listed.Load())
+	}
+}
+
+// readAheadBed is a final check's world: an AppWrapper whose Job
+// component "bench" has completed, and a rule that deletes on success.
+// get and list, when set, see the final check's reads of a Job and of
+// the rules before they are answered.
+func readAheadBed(t *testing.T, get func(name string), list func()) (*appWrapperReconciler, *awv1beta2.AppWrapper, schema.GroupKind) {
+	t.Helper()
+	ctx := context.Background()
+	fc := historyBed(t)
+	aw := &awv1beta2.AppWrapper{
+		ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: "aw-uid"},
+		Spec:       awv1beta2.AppWrapperSpec{Components: []awv1beta2.AppWrapperComponent{jobComponent(t, "batch/v1", "Job", "bench")}},
+		Status:     awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperRunning},
+	}
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}
+	rule.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}
+	rule.Spec.OnSuccess = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll}
+	for _, o := range []client.Object{aw, rule} {
+		if err := fc.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader := interceptor.NewClient(fc, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok || u.GetKind() != "Job" {
+				return c.Get(ctx, key, obj, opts...)
+			}
+			if get != nil {
+				get(key.Name)
+			}
+			if key != (client.ObjectKey{Namespace: "ns", Name: "bench"}) {
+				return apierrors.NewNotFound(schema.GroupResource{Group: "batch", Resource: "jobs"}, key.Name)
+			}
+			u.SetName(key.Name)
+			u.SetNamespace(key.Namespace)
+			u.SetUID("job-uid")
+			u.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: "run"})
+			u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "workload.codeflare.dev/v1beta2", Kind: "AppWrapper", Name: "run", UID: "aw-uid", Controller: ptr.To(true)}})
+			u.Object["status"] = map[string]any{"conditions": []any{
+				map[string]any{"type": "SuccessCriteriaMet", "status": "True"}, map[string]any{"type": "Complete", "status": "True"}}}
+			return nil
+		},
+		List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := l.(*wrapupv1alpha1.CompletionRuleList); ok && list != nil {
+				list()
+			}
+			return c.List(ctx, l, opts...)
+		},
+	})
+	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: reader, Recorder: events.NewFakeRecorder(8), Counters: nopCounter{},
+		Policies: &celpolicies.Cache{}, Triggers: mkNoTriggers{}, Assign: newAssignments()}
+	r.defaults()
+	if err := fc.Get(ctx, client.ObjectKeyFromObject(aw), aw); err != nil {
+		t.Fatal(err)
+	}
+	return r, aw, schema.GroupKind{Group: "batch", Kind: "Job"}
+}
+
+// The final check sends its read of the trigger a decision on the caches
+// read without waiting for the rules' LIST: here the LIST is answered
+// only once the trigger's GET has been sent, which a final check that
+// reads the trigger after the rules never does (it fails at the
+// deadline). The decision uses that read, and sends no other.
+func TestFinalCheckReadsTheTriggerWhileItListsTheRules(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sent, stop := make(chan struct{}), make(chan struct{})
+	// The LIST is sent from a goroutine of the rules' reader, which
+	// outlives a check whose deadline passed: it is let go at the end.
+	defer close(stop)
+	var gets atomic.Int32
+	r, aw, gk := readAheadBed(t, func(string) {
+		if gets.Add(1) == 1 {
+			close(sent)
+		}
+	}, func() {
+		select {
+		case <-sent:
+		case <-stop:
+		}
+	})
+	var mem awMemory
+	ahead := []decision.Ref{{Kind: gk, Version: "v1", Name: "bench", Template: "bench"}}
+	in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), aw, &mem, ahead)
+	if err != nil {
+		t.Fatalf("the rules' LIST, answered once the trigger's read is sent, was not: %v", err)
+	}
+	if len(in.Triggers) != 1 || in.Triggers[0].State != decision.TriggerPresent || d.Write == nil || d.Verdict != decision.VerdictDelete {
+		t.Fatalf("the final check read %+v and decided %s (%s)", in.Triggers, d.Verdict, d.Reason)
+	}
+	if n := gets.Load(); n != 1 {
+		t.Fatalf("the final check read the trigger %d times, want once", n)
+	}
+}
+
+// A read ahead of a trigger the plan on the rules as listed does not read
+// (the decision on the caches named another: an AppWrapper or a rule
+// changed since) is not used: the plan's trigger is read, and the check
+// returns only once the read ahead has.
+func TestFinalCheckDropsAReadAheadThePlanDoesNotRead(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var read []string
+	r, aw, gk := readAheadBed(t, func(name string) {
+		mu.Lock()
+		defer mu.Unlock()
+		read = append(read, name)
+	}, nil)
+	var mem awMemory
+	ahead := []decision.Ref{{Kind: gk, Version: "v1", Name: "other", Template: "other"}}
+	in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), aw, &mem, ahead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Triggers) != 1 || in.Triggers[0].Ref.Name != "bench" || in.Triggers[0].State != decision.TriggerPresent || d.Verdict != decision.VerdictDelete {
+		t.Fatalf("the final check read %+v and decided %s (%s)", in.Triggers, d.Verdict, d.Reason)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(read)
+	if !slices.Equal(read, []string{"bench", "other"}) {
+		t.Fatalf("the final check read the Jobs %v by the time it returned, want bench and other", read)
 	}
 }

@@ -381,6 +381,7 @@ func (w *mkWorld) startWrapup() {
 		Cache: w.reader(), Writer: &mkWriter{w: w}, APIReader: w.reader(),
 		Recorder: simRecorder{&w.simKernel}, Policies: &celpolicies.Cache{}, Triggers: mkNoTriggers{}, Assign: newAssignments(),
 		Counters: simCounters{&w.simKernel}, Clock: w.clock, NoHistory: true, Clusters: &mkSource{w: w},
+		readAhead: func(read func()) { read() },
 	}
 	w.r.defaults()
 	w.r.observe = func(stage string, in decision.Input, d decision.Decision) {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
@@ -78,6 +79,11 @@ func Gather(ctx context.Context, v View, policies *celpolicies.Cache, key types.
 		}
 	}
 	in.AppWrapper = aw
+	if a, ok := v.(aheadReader); ok {
+		// The triggers a fresh plan most likely reads are read while the
+		// rules are listed; every read is sent after Gather started.
+		defer a.readAhead(ctx, aw)()
+	}
 	rules, err := v.Rules(ctx)
 	if err != nil {
 		return in, err
@@ -203,6 +209,73 @@ type Reader struct {
 	// ListRules, when set, lists the rules in place of Client: it must
 	// answer with a read sent after it was called.
 	ListRules func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error)
+	// Ahead, when set, names triggers to read while the rules are listed
+	// (those a decision on the caches read, which the plan on the rules
+	// read most likely reads again), so that their reads do not wait for
+	// the rules' read. Gather sends them once it has the AppWrapper, as it
+	// sends every read; Trigger takes the answer to a read ahead of its
+	// kind, version and name, and one the plan does not read is dropped.
+	// Gather returns only once every read ahead has.
+	Ahead []decision.Ref
+	// Go runs a read ahead; nil runs it in a goroutine of its own.
+	Go func(func())
+
+	// ahead are the reads ahead of the Gather under way, until Trigger
+	// takes them.
+	ahead map[aheadKey]*aheadRead
+}
+
+// aheadReader is a View that reads triggers ahead (Reader.Ahead): Gather
+// starts the reads, and calls stop before it returns.
+type aheadReader interface {
+	readAhead(ctx context.Context, aw *awv1beta2.AppWrapper) (stop func())
+}
+
+// aheadKey is what a read ahead reads: the object of a version and kind,
+// of a name, in the AppWrapper's namespace.
+type aheadKey struct {
+	gvk  schema.GroupVersionKind
+	name string
+}
+
+// aheadRead is the answer to a read ahead, once done is closed.
+type aheadRead struct {
+	done chan struct{}
+	u    *unstructured.Unstructured
+	err  error
+}
+
+func (v *Reader) readAhead(ctx context.Context, aw *awv1beta2.AppWrapper) (stop func()) {
+	if len(v.Ahead) == 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	v.ahead = map[aheadKey]*aheadRead{}
+	for _, ref := range v.Ahead {
+		k := aheadKey{v.triggerGVK(ref), ref.Name}
+		if ref.Name == "" || v.ahead[k] != nil {
+			continue
+		}
+		a := &aheadRead{done: make(chan struct{})}
+		v.ahead[k] = a
+		wg.Add(1)
+		read := func() {
+			defer wg.Done()
+			defer close(a.done)
+			a.u, a.err = v.getTrigger(ctx, aw.Namespace, k.gvk, k.name)
+		}
+		if v.Go != nil {
+			v.Go(read)
+		} else {
+			go read()
+		}
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+		v.ahead = nil
+	}
 }
 
 func (v *Reader) Worker(ctx context.Context, _ types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView) {
@@ -277,17 +350,37 @@ func (v *Reader) RuleKind(rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKi
 	return v.Kind(gk)
 }
 
-func (v *Reader) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, _ celpolicies.Fields) (decision.Trigger, error) {
-	t := decision.Trigger{Ref: ref}
+// triggerGVK is the version and kind ref's trigger is read at.
+func (v *Reader) triggerGVK(ref decision.Ref) schema.GroupVersionKind {
 	gvk := ref.GroupVersionKind()
 	if v.Version != nil {
 		if version, ok := v.Version(ref.Kind); ok {
 			gvk.Version = version
 		}
 	}
+	return gvk
+}
+
+// getTrigger reads a trigger object from Client.
+func (v *Reader) getTrigger(ctx context.Context, namespace string, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	if err := v.Client.Get(ctx, types.NamespacedName{Namespace: aw.Namespace, Name: ref.Name}, u); err != nil {
+	return u, v.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, u)
+}
+
+func (v *Reader) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, _ celpolicies.Fields) (decision.Trigger, error) {
+	t := decision.Trigger{Ref: ref}
+	gvk := v.triggerGVK(ref)
+	var u *unstructured.Unstructured
+	var err error
+	if a := v.ahead[aheadKey{gvk, ref.Name}]; a != nil {
+		delete(v.ahead, aheadKey{gvk, ref.Name})
+		<-a.done
+		u, err = a.u, a.err
+	} else {
+		u, err = v.getTrigger(ctx, aw.Namespace, gvk, ref.Name)
+	}
+	if err != nil {
 		switch {
 		case apierrors.IsNotFound(err):
 			t.State = decision.TriggerAbsent
