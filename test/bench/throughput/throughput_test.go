@@ -1175,7 +1175,7 @@ type plain struct {
 	// the outcome patch and after the delete.
 	events bool
 	// reads: the reads of wrapup's final check, before the writes: the
-	// rules and the live trigger.
+	// rules and the live trigger, sent together.
 	reads bool
 }
 
@@ -1188,13 +1188,18 @@ func plainClient(ctx context.Context, c client.Client, conc int, runs []*run, wi
 	return bench.Parallel(conc, runs, func(r *run) error {
 		aw := r.aw
 		if with.reads {
-			if err := c.List(ctx, &wrapupv1alpha1.CompletionRuleList{}); err != nil {
-				return fmt.Errorf("listing rules: %w", err)
-			}
+			// As wrapup's final check: the trigger's GET sent with the
+			// rules' LIST.
+			listed := make(chan error, 1)
+			go func() { listed <- c.List(ctx, &wrapupv1alpha1.CompletionRuleList{}) }()
 			job := r.job()
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("Job"))
-			if err := c.Get(ctx, job, u); err != nil {
+			err := c.Get(ctx, job, u)
+			if lerr := <-listed; lerr != nil {
+				return fmt.Errorf("listing rules: %w", lerr)
+			}
+			if err != nil {
 				return fmt.Errorf("reading %s: %w", job, err)
 			}
 		}
@@ -1581,7 +1586,7 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 	}
 	r.writeAPIShares(p)
 	if len(r.Wrapup) > 0 {
-		p("\n### wrapup's start and its queue in the burst\n\nFrom wrapup's start (ms) to its AppWrapper controller's first reconcile (its AppWrapper cache listed, and the trigger kinds its rules name), its trigger informer's start (the rule reconciled) and first list (the triggers listed), its first final check's read of a trigger (the rules' read), its first outcome patch, its first delete request and the first deletion the benchmark's watch saw; and its AppWrapper controller's mean wait in the queue, mean reconcile and reconciles per completion over the burst (every AppWrapper is queued at the start, when its cache lists it):\n\n| workers | → first reconcile | → trigger informer started | → triggers listed | → first read | → first patch | → first delete request | → first deletion | queue wait (mean) | reconcile (mean) | reconciles per completion |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("\n### wrapup's start and its queue in the burst\n\nFrom wrapup's start (ms) to its AppWrapper controller's first reconcile (its AppWrapper cache listed, and the trigger kinds its rules name), its trigger informer's start (the rule reconciled) and first list (the triggers listed), its first final check's read of a trigger (sent with the rules' LIST), its first outcome patch, its first delete request and the first deletion the benchmark's watch saw; and its AppWrapper controller's mean wait in the queue, mean reconcile and reconciles per completion over the burst (every AppWrapper is queued at the start, when its cache lists it):\n\n| workers | → first reconcile | → trigger informer started | → triggers listed | → first read | → first patch | → first delete request | → first deletion | queue wait (mean) | reconcile (mean) | reconciles per completion |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, w := range r.Wrapup {
 			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f |\n", w.Concurrency, ms(w.FirstReconcile), ms(w.TriggerStarted), ms(w.TriggerSynced), ms(w.FirstRead), ms(w.FirstPatch), ms(w.FirstRequest), ms(w.FirstAfter), ms(w.QueueMean), ms(w.ReconcileMean), w.Reconciles/float64(r.N))
 		}
@@ -1626,7 +1631,7 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 		p("| %.0f%% (%.1f/s) | %s | %d | %.1f | %s | %s | %s | %d | %s | %s |\n", 100*s.Fraction, s.PerSecond, s.What, s.N, s.Window.Seconds(),
 			ms(s.Deleted.P50), ms(s.Deleted.P99), ms(s.Deleted.Max), s.Undeleted, req, ms(s.Lag.P99))
 	}
-	p("\nwrapup's steps (p50 / p99, ms): status write → its read of the live trigger (watch event, queue, decision on the caches, the rules' read) → its outcome patch → its delete request; and its AppWrapper controller's mean wait in the queue and mean reconcile, with reconciles and final checks (decisions on what the API server says) per completion:\n\n| rate | → read | → patch | → delete request | queue wait (mean) | reconcile (mean) | reconciles per completion | final checks per completion | the final check's LIST of the rules, round trip | its GET of the trigger, round trip |\n|---|---|---|---|---:|---:|---:|---:|---|---|\n")
+	p("\nwrapup's steps (p50 / p99, ms): status write → its read of the live trigger, sent with the rules' LIST as its final check starts (watch event, queue, decision on the caches) → its outcome patch (both reads answered) → its delete request; and its AppWrapper controller's mean wait in the queue and mean reconcile, with reconciles and final checks (decisions on what the API server says) per completion:\n\n| rate | → read | → patch | → delete request | queue wait (mean) | reconcile (mean) | reconciles per completion | final checks per completion | the final check's LIST of the rules, round trip | its GET of the trigger, round trip |\n|---|---|---|---|---:|---:|---:|---:|---|---|\n")
 	for _, s := range r.Steady {
 		if s.ToRead.Count > 0 {
 			p("| %.0f%% | %s / %s | %s / %s | %s / %s | %s | %s | %.2f | %.2f | %s / %s | %s / %s |\n", 100*s.Fraction, ms(s.ToRead.P50), ms(s.ToRead.P99), ms(s.ToPatch.P50), ms(s.ToPatch.P99), ms(s.ToDelete.P50), ms(s.ToDelete.P99),
