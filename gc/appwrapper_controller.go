@@ -333,11 +333,11 @@ func (r *appWrapperReconciler) liveView() *view.Reader {
 	return r.liveViewAhead(nil)
 }
 
-// liveViewAhead is liveView, reading ahead the triggers of refs while it
-// lists the rules (view.Reader.Ahead).
-func (r *appWrapperReconciler) liveViewAhead(refs []decision.Ref) *view.Reader {
+// liveViewAhead is liveView, reading ahead while it lists the rules
+// (view.Reader.Ahead).
+func (r *appWrapperReconciler) liveViewAhead(ahead *view.Ahead) *view.Reader {
 	return &view.Reader{
-		Ahead:  refs,
+		Ahead:  ahead,
 		Go:     r.readAhead,
 		Client: r.APIReader,
 		Slim:   true,
@@ -421,24 +421,11 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if d.Write == nil && !d.Clear {
 		known = nil
 	}
-	fin, fd, err := r.decideFresh(ctx, key, known, mem, aheadOf(in))
+	fin, fd, err := r.decideFresh(ctx, key, known, mem, view.AheadOf(in))
 	if err != nil || fin.AppWrapper == nil {
 		return ctrl.Result{}, err
 	}
 	return r.apply(ctx, d, fin, fd, known == nil, mem)
-}
-
-// aheadOf is what the final check reads ahead after the decision on the
-// caches in: the triggers in read, when they are this cluster's.
-func aheadOf(in decision.Input) []decision.Ref {
-	if in.Worker != nil {
-		return nil
-	}
-	refs := make([]decision.Ref, 0, len(in.Triggers))
-	for _, t := range in.Triggers {
-		refs = append(refs, t.Ref)
-	}
-	return refs
 }
 
 // input is the start of a decision's input: the clock and the memory.
@@ -545,7 +532,7 @@ func (r *appWrapperReconciler) apply(ctx context.Context, d decision.Decision, f
 			// Decided on the cached AppWrapper for a write that the fresh
 			// decision does not make: read it too, as for any deletion.
 			var err error
-			if fin, fd, err = r.decideFresh(ctx, key, nil, mem, aheadOf(fin)); err != nil || fin.AppWrapper == nil {
+			if fin, fd, err = r.decideFresh(ctx, key, nil, mem, view.AheadOf(fin)); err != nil || fin.AppWrapper == nil {
 				return ctrl.Result{}, err
 			}
 			read = true
@@ -638,7 +625,7 @@ func (r *appWrapperReconciler) answered(ctx context.Context, in *decision.Input,
 // decideFresh gathers from the API server (the AppWrapper too, unless
 // known is it as good as read) and decides. The triggers of ahead are read
 // while the rules are listed.
-func (r *appWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, known *awv1beta2.AppWrapper, mem *awMemory, ahead []decision.Ref) (decision.Input, decision.Decision, error) {
+func (r *appWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, known *awv1beta2.AppWrapper, mem *awMemory, ahead *view.Ahead) (decision.Input, decision.Decision, error) {
 	finalChecksTotal.WithLabelValues().Inc()
 	in, err := view.Gather(ctx, r.liveViewAhead(ahead), r.Policies, key, known, r.input(mem))
 	if err != nil || in.AppWrapper == nil {

@@ -22,6 +22,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // A final check that reads the AppWrapper lists the rules only once the
@@ -30,7 +31,8 @@ import (
 // AppWrapper (dryRun set, then an ignore annotation removed) is seen with
 // that change, and the AppWrapper's later changes fail the preconditions
 // of the writes. Sending the LIST first, for the AppWrapper to be read
-// while it waits, fails this test.
+// while it waits, fails this test, as does reading a trigger ahead before
+// the AppWrapper.
 func TestFinalCheckListsTheRulesAfterItReadsTheAppWrapper(t *testing.T) {
 	ctx := context.Background()
 	fc := historyBed(t)
@@ -41,6 +43,12 @@ func TestFinalCheckListsTheRulesAfterItReadsTheAppWrapper(t *testing.T) {
 	var read, listed atomic.Bool
 	reader := interceptor.NewClient(fc, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*unstructured.Unstructured); ok {
+				if !read.Load() {
+					t.Error("a trigger was read ahead before the AppWrapper was read")
+				}
+				return apierrors.NewNotFound(schema.GroupResource{Group: "batch", Resource: "jobs"}, key.Name)
+			}
 			err := c.Get(ctx, key, obj, opts...)
 			if _, ok := obj.(*awv1beta2.AppWrapper); ok {
 				read.Store(true)
@@ -60,8 +68,14 @@ func TestFinalCheckListsTheRulesAfterItReadsTheAppWrapper(t *testing.T) {
 	r := &appWrapperReconciler{Cache: fc, Writer: fc, APIReader: reader, Recorder: events.NewFakeRecorder(8), Counters: nopCounter{},
 		Policies: &celpolicies.Cache{}, Triggers: mkNoTriggers{}, Assign: newAssignments()}
 	r.defaults()
+	// The reads ahead are sent as they are started, so that one started
+	// too soon is seen to be.
+	r.readAhead = func(read func()) { read() }
 	var mem awMemory
-	in, _, err := r.decideFresh(ctx, types.NamespacedName{Namespace: "ns", Name: "run"}, nil, &mem, nil)
+	// A trigger read ahead is read after the AppWrapper too: it would
+	// otherwise be older than the AppWrapper decided on.
+	ahead := &view.Ahead{Refs: []decision.Ref{{Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench", Template: "bench"}}}
+	in, _, err := r.decideFresh(ctx, types.NamespacedName{Namespace: "ns", Name: "run"}, nil, &mem, ahead)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +88,7 @@ func TestFinalCheckListsTheRulesAfterItReadsTheAppWrapper(t *testing.T) {
 // component "bench" has completed, and a rule that deletes on success.
 // get and list, when set, see the final check's reads of a Job and of
 // the rules before they are answered.
-func readAheadBed(t *testing.T, get func(name string), list func()) (*appWrapperReconciler, *awv1beta2.AppWrapper, schema.GroupKind) {
+func readAheadBed(t *testing.T, get func(ctx context.Context, name string), list func()) (*appWrapperReconciler, *awv1beta2.AppWrapper, *wrapupv1alpha1.CompletionRule) {
 	t.Helper()
 	ctx := context.Background()
 	fc := historyBed(t)
@@ -83,7 +97,7 @@ func readAheadBed(t *testing.T, get func(name string), list func()) (*appWrapper
 		Spec:       awv1beta2.AppWrapperSpec{Components: []awv1beta2.AppWrapperComponent{jobComponent(t, "batch/v1", "Job", "bench")}},
 		Status:     awv1beta2.AppWrapperStatus{Phase: awv1beta2.AppWrapperRunning},
 	}
-	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs", UID: "uid-jobs"}}
 	rule.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}
 	rule.Spec.OnSuccess = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll}
 	for _, o := range []client.Object{aw, rule} {
@@ -98,7 +112,7 @@ func readAheadBed(t *testing.T, get func(name string), list func()) (*appWrapper
 				return c.Get(ctx, key, obj, opts...)
 			}
 			if get != nil {
-				get(key.Name)
+				get(ctx, key.Name)
 			}
 			if key != (client.ObjectKey{Namespace: "ns", Name: "bench"}) {
 				return apierrors.NewNotFound(schema.GroupResource{Group: "batch", Resource: "jobs"}, key.Name)
@@ -125,7 +139,14 @@ func readAheadBed(t *testing.T, get func(name string), list func()) (*appWrapper
 	if err := fc.Get(ctx, client.ObjectKeyFromObject(aw), aw); err != nil {
 		t.Fatal(err)
 	}
-	return r, aw, schema.GroupKind{Group: "batch", Kind: "Job"}
+	return r, aw, rule
+}
+
+// aheadOfJob is a read ahead of the Job name, chosen on rule as the
+// caches had it.
+func aheadOfJob(name string, rule *wrapupv1alpha1.CompletionRule) *view.Ahead {
+	return &view.Ahead{Refs: []decision.Ref{{Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: name, Template: name}},
+		Rules: map[types.UID]string{rule.UID: rule.ResourceVersion}}
 }
 
 // The final check sends its read of the trigger a decision on the caches
@@ -141,7 +162,7 @@ func TestFinalCheckReadsTheTriggerWhileItListsTheRules(t *testing.T) {
 	// outlives a check whose deadline passed: it is let go at the end.
 	defer close(stop)
 	var gets atomic.Int32
-	r, aw, gk := readAheadBed(t, func(string) {
+	r, aw, rule := readAheadBed(t, func(context.Context, string) {
 		if gets.Add(1) == 1 {
 			close(sent)
 		}
@@ -152,8 +173,7 @@ func TestFinalCheckReadsTheTriggerWhileItListsTheRules(t *testing.T) {
 		}
 	})
 	var mem awMemory
-	ahead := []decision.Ref{{Kind: gk, Version: "v1", Name: "bench", Template: "bench"}}
-	in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), aw, &mem, ahead)
+	in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), aw, &mem, aheadOfJob("bench", rule))
 	if err != nil {
 		t.Fatalf("the rules' LIST, answered once the trigger's read is sent, was not: %v", err)
 	}
@@ -168,19 +188,21 @@ func TestFinalCheckReadsTheTriggerWhileItListsTheRules(t *testing.T) {
 // A read ahead of a trigger the plan on the rules as listed does not read
 // (the decision on the caches named another: an AppWrapper or a rule
 // changed since) is not used: the plan's trigger is read, and the check
-// returns only once the read ahead has.
+// returns only once the read ahead has ended (here, once cancelled).
 func TestFinalCheckDropsAReadAheadThePlanDoesNotRead(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	var read []string
-	r, aw, gk := readAheadBed(t, func(name string) {
+	r, aw, rule := readAheadBed(t, func(ctx context.Context, name string) {
+		if name == "other" {
+			<-ctx.Done()
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		read = append(read, name)
 	}, nil)
 	var mem awMemory
-	ahead := []decision.Ref{{Kind: gk, Version: "v1", Name: "other", Template: "other"}}
-	in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), aw, &mem, ahead)
+	in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), aw, &mem, aheadOfJob("other", rule))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +213,37 @@ func TestFinalCheckDropsAReadAheadThePlanDoesNotRead(t *testing.T) {
 	defer mu.Unlock()
 	slices.Sort(read)
 	if !slices.Equal(read, []string{"bench", "other"}) {
-		t.Fatalf("the final check read the Jobs %v by the time it returned, want bench and other", read)
+		t.Fatalf("the final check's reads of Jobs ended by the time it returned: %v, want bench and other", read)
+	}
+}
+
+// When the rules listed are not those the read ahead was chosen on (a rule
+// changed since the caches had it: perhaps after the read ahead was
+// answered), the trigger is read again once the rules are listed, so
+// that a change of it made before the rule's is seen with the rule's.
+func TestFinalCheckReadsTheTriggerAgainAfterARuleChange(t *testing.T) {
+	ctx := context.Background()
+	var listed atomic.Bool
+	var mu sync.Mutex
+	var afterList []bool
+	r, aw, rule := readAheadBed(t, func(context.Context, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		afterList = append(afterList, listed.Load())
+	}, func() { listed.Store(true) })
+	cached := rule.DeepCopy()
+	cached.ResourceVersion = "0"
+	var mem awMemory
+	in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), aw, &mem, aheadOfJob("bench", cached))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Triggers) != 1 || in.Triggers[0].State != decision.TriggerPresent || d.Verdict != decision.VerdictDelete {
+		t.Fatalf("the final check read %+v and decided %s (%s)", in.Triggers, d.Verdict, d.Reason)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(afterList) != 2 || !afterList[1] {
+		t.Fatalf("the trigger's reads, each sent after the rules' LIST or not: %v; want one ahead and one after", afterList)
 	}
 }

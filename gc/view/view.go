@@ -117,6 +117,10 @@ func Gather(ctx context.Context, v View, policies *celpolicies.Cache, key types.
 		in.Namespace = ns
 	}
 
+	if a, ok := v.(aheadReader); ok {
+		a.readBefore(rules, in.Namespace)
+	}
+
 	plan := decision.Plan(in)
 	var tv TriggerView = v
 	if rule := plan.Rule; rule != nil && decision.WorkerToRead(in) {
@@ -209,26 +213,68 @@ type Reader struct {
 	// ListRules, when set, lists the rules in place of Client: it must
 	// answer with a read sent after it was called.
 	ListRules func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error)
-	// Ahead, when set, names triggers to read while the rules are listed
-	// (those a decision on the caches read, which the plan on the rules
-	// read most likely reads again), so that their reads do not wait for
-	// the rules' read. Gather sends them once it has the AppWrapper, as it
-	// sends every read; Trigger takes the answer to a read ahead of its
-	// kind, version and name, and one the plan does not read is dropped.
-	// Gather returns only once every read ahead has.
-	Ahead []decision.Ref
+	// Ahead, when set, is what to read ahead: the triggers to read while
+	// the rules are listed, so that their reads do not wait for the
+	// rules' read.
+	Ahead *Ahead
 	// Go runs a read ahead; nil runs it in a goroutine of its own.
 	Go func(func())
 
 	// ahead are the reads ahead of the Gather under way, until Trigger
-	// takes them.
+	// takes them or the rules or Namespace read show them unusable.
 	ahead map[aheadKey]*aheadRead
 }
 
+// Ahead is what a final check reads ahead (Reader.Ahead): the triggers a
+// decision on the caches read, which the plan on the rules as listed most
+// likely reads again, and the versions of the rules and the Namespace
+// that decision read.
+//
+// Gather sends the reads once it has the AppWrapper, as it sends every
+// read, and returns only once every read ahead has. Trigger takes the
+// answer to a read ahead of the same kind, version and name, only if the
+// rules listed (and the Namespace, when read) are those the caches had,
+// at the same resourceVersions: then each was committed before the
+// check started, and so is every change of the trigger made before it,
+// which the read ahead, sent later, sees. When one changed since, the
+// change may have come after the read ahead was answered, and the
+// trigger is read again, once the rules and the Namespace are: a check
+// that sees a change of a rule or of the Namespace sees every change of
+// the trigger made before it, as when the trigger is read last.
+type Ahead struct {
+	Refs []decision.Ref
+	// Rules are the resourceVersions of the rules read, by UID.
+	Rules map[types.UID]string
+	// Namespace is the resourceVersion of the Namespace read; "" for none.
+	Namespace string
+}
+
+// AheadOf is what a final check after the decision on in reads ahead:
+// the triggers in read, when they are this cluster's (a worker's are read
+// through its own view).
+func AheadOf(in decision.Input) *Ahead {
+	if in.Worker != nil || len(in.Triggers) == 0 {
+		return nil
+	}
+	a := &Ahead{Rules: make(map[types.UID]string, len(in.Rules))}
+	for _, t := range in.Triggers {
+		a.Refs = append(a.Refs, t.Ref)
+	}
+	for _, r := range in.Rules {
+		a.Rules[r.Rule.UID] = r.Rule.ResourceVersion
+	}
+	if in.Namespace != nil {
+		a.Namespace = in.Namespace.ResourceVersion
+	}
+	return a
+}
+
 // aheadReader is a View that reads triggers ahead (Reader.Ahead): Gather
-// starts the reads, and calls stop before it returns.
+// starts the reads, tells it what it read before the triggers
+// (readBefore), and calls stop before it returns.
 type aheadReader interface {
 	readAhead(ctx context.Context, aw *awv1beta2.AppWrapper) (stop func())
+	readBefore(rules []wrapupv1alpha1.CompletionRule, ns *corev1.Namespace)
 }
 
 // aheadKey is what a read ahead reads: the object of a version and kind,
@@ -246,13 +292,13 @@ type aheadRead struct {
 }
 
 func (v *Reader) readAhead(ctx context.Context, aw *awv1beta2.AppWrapper) (stop func()) {
-	if len(v.Ahead) == 0 {
+	if v.Ahead == nil || len(v.Ahead.Refs) == 0 {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	v.ahead = map[aheadKey]*aheadRead{}
-	for _, ref := range v.Ahead {
+	for _, ref := range v.Ahead.Refs {
 		k := aheadKey{v.triggerGVK(ref), ref.Name}
 		if ref.Name == "" || v.ahead[k] != nil {
 			continue
@@ -263,6 +309,13 @@ func (v *Reader) readAhead(ctx context.Context, aw *awv1beta2.AppWrapper) (stop 
 		read := func() {
 			defer wg.Done()
 			defer close(a.done)
+			defer func() {
+				// Outside the reconcile, whose panics the controller
+				// recovers: a panic is this read's error.
+				if p := recover(); p != nil {
+					a.err = fmt.Errorf("reading %s %s: panic: %v", k.gvk.Kind, k.name, p)
+				}
+			}()
 			a.u, a.err = v.getTrigger(ctx, aw.Namespace, k.gvk, k.name)
 		}
 		if v.Go != nil {
@@ -275,6 +328,26 @@ func (v *Reader) readAhead(ctx context.Context, aw *awv1beta2.AppWrapper) (stop 
 		cancel()
 		wg.Wait()
 		v.ahead = nil
+	}
+}
+
+// readBefore drops the reads ahead unless rules and ns, as read, are
+// those the caches had (Ahead): the triggers are then read after them.
+func (v *Reader) readBefore(rules []wrapupv1alpha1.CompletionRule, ns *corev1.Namespace) {
+	if v.ahead == nil {
+		return
+	}
+	same := len(rules) == len(v.Ahead.Rules)
+	for i := 0; same && i < len(rules); i++ {
+		rv, ok := v.Ahead.Rules[rules[i].UID]
+		same = ok && rv == rules[i].ResourceVersion
+	}
+	if ns != nil && ns.ResourceVersion != v.Ahead.Namespace {
+		same = false
+	}
+	if !same {
+		// Still waited for by stop, never used.
+		clear(v.ahead)
 	}
 }
 
