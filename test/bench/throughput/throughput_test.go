@@ -84,6 +84,7 @@ var (
 	flagApart       = flag.Bool("tp.apart", false, "give the control plane (kube-apiserver, etcd, kube-controller-manager) CPU 0 and the benchmark's process (wrapup, the plain client, the load) the other CPUs, as when wrapup runs on a node of its own; the results go to throughput-N-apart.md")
 	flagSeed        = flag.Uint64("tp.seed", 1, "seed of the steady load's arrivals")
 	flagOut         = flag.String("tp.out", "", "folder to write throughput-N.md into")
+	flagImpersonate = flag.Bool("tp.impersonate", false, "wrapup and the plain client authenticate with the admin's client certificate and impersonate wrapup's ServiceAccount, instead of a token of it")
 	flagCPUProfile  = flag.String("tp.cpuprofile", "", "write a CPU profile of each wrapup burst to FILE-<workers>")
 	flagAPIProfile  = flag.String("tp.apiserver-profile", "", "write CPU profiles of kube-apiserver over 5 s of the limit's burst and of each wrapup burst, from 0.5 s after its first AppWrapper deletion, to FILE-limit, FILE-limit-without-events and FILE-limit-with-reads (with -tp.variants) and FILE-wrapup-<workers>")
 	flagHeapProfile = flag.String("tp.heapprofile", "", "write heap profiles of the heap phase to FILE-before (wrapup idle with the first AppWrappers), FILE-tracking (with all) and FILE-restarted (with all, after a restart), and goroutine profiles to FILE-goroutines-<the same>")
@@ -509,8 +510,13 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		framework.InstallControllerRBAC(ctx, c)
 		// wrapup and the plain client are the same ServiceAccount, in
 		// the same API Priority and Fairness flow, unthrottled on the
-		// client side as cmd/manager is by default.
-		saCfg = framework.ServiceAccountConfig(cfg, framework.ControllerNamespace, framework.ControllerServiceAccount)
+		// client side as cmd/manager is by default; with a token of it,
+		// as its pod has, unless -tp.impersonate.
+		if *flagImpersonate {
+			saCfg = framework.ServiceAccountConfig(cfg, framework.ControllerNamespace, framework.ControllerServiceAccount)
+		} else {
+			saCfg = framework.ServiceAccountTokenConfig(ctx, cfg, framework.ControllerNamespace, framework.ControllerServiceAccount, 24*time.Hour)
+		}
 		saCfg.QPS, saCfg.Burst = -1, 0
 		limitCfg = bench.OwnConnection(saCfg, "plain-client")
 
@@ -570,8 +576,26 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 	// through the same API server, while the next phase is measured; it
 	// still looks up each one it had queued (a GET, which finds it gone).
 	// Each phase's own deletions it garbage-collects during that phase, as
-	// in any cluster.
+	// in any cluster. It deletes the CompletionRecords of earlier phases
+	// too (the plain client's, wrapup's), so that a wrapup started for a
+	// phase does not list and decode thousands of records of the phases
+	// before it within its measure.
 	settle := func() {
+		records := &metav1.PartialObjectMetadataList{}
+		records.SetGroupVersionKind(wrapupv1alpha1.GroupVersion.WithKind("CompletionRecordList"))
+		Expect(c.List(ctx, records)).To(Succeed())
+		withRecords := map[string]bool{}
+		for _, r := range records.Items {
+			withRecords[r.Namespace] = true
+		}
+		for ns := range withRecords {
+			Expect(client.IgnoreNotFound(c.DeleteAllOf(ctx, &wrapupv1alpha1.CompletionRecord{}, client.InNamespace(ns)))).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(c.List(ctx, records, client.Limit(1))).To(Succeed())
+			g.Expect(records.Items).To(BeEmpty(), "CompletionRecords of earlier phases left")
+		}).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+
 		var jobs batchv1.JobList
 		Expect(c.List(ctx, &jobs, client.HasLabels{label})).To(Succeed())
 		namespaces := map[string]bool{}
@@ -706,7 +730,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 	}
 
 	It("measures the limit, wrapup's rate and the TTL controller's on a burst, then the latency under steady load", func() {
-		res := &Results{Machine: bench.ReadMachine(), Version: bench.Versions(saCfg), N: *flagN, Sweep: *flagSweep, SteadyWorkers: *flagSteadyW, Seed: *flagSeed, Apart: *flagApart}
+		res := &Results{Machine: bench.ReadMachine(), Version: bench.Versions(saCfg), N: *flagN, Sweep: *flagSweep, SteadyWorkers: *flagSteadyW, Seed: *flagSeed, Apart: *flagApart, Impersonate: *flagImpersonate}
 		limitClient, err := client.New(limitCfg, client.Options{Scheme: framework.Scheme})
 		Expect(err).NotTo(HaveOccurred())
 
@@ -845,6 +869,9 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		name := fmt.Sprintf("throughput-%d.md", *flagN)
 		if *flagApart {
 			name = fmt.Sprintf("throughput-%d-apart.md", *flagN)
+		}
+		if *flagImpersonate {
+			name = strings.TrimSuffix(name, ".md") + "-impersonate.md"
 		}
 		path := filepath.Join(out, name)
 		f, err := os.Create(path)
@@ -1454,9 +1481,12 @@ type Results struct {
 	Seed     uint64
 	// Apart says the control plane and the benchmark ran on CPUs of
 	// their own (-tp.apart).
-	Apart  bool
-	Sweep_ []Rate
-	Limit  Rate
+	Apart bool
+	// Impersonate: wrapup and the plain client impersonated their
+	// ServiceAccount with the admin's certificate (-tp.impersonate).
+	Impersonate bool
+	Sweep_      []Rate
+	Limit       Rate
 	// LimitNoEvents is the plain client without wrapup's Events,
 	// LimitReads with the final check's reads.
 	LimitNoEvents, LimitReads Rate
@@ -1558,9 +1588,13 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 	p("- **Machine**: %d cores (%s), %.1f GiB memory, Linux %s; load average %s at the end. %s\n",
 		r.Machine.Cores, r.Machine.CPUModel, float64(r.Machine.MemTotal)/(1<<30), r.Machine.Kernel, bench.LoadAvg(), share)
 	p("- **Versions**: %s.\n", versions(r.Version))
+	auth := "as wrapup does, with a token the API server issued for it (TokenRequest), as its pod has"
+	if r.Impersonate {
+		auth = "as wrapup does, impersonating it with the admin's client certificate (`-tp.impersonate`): each request's certificate is verified and its impersonation authorized, which a pod's token does not cost"
+	}
 	p("- **Workload**: AppWrappers with one Job component, Running, written by the benchmark as the AppWrapper controller writes them (the controller itself is not running: its writes would load the API server during the measure); one CompletionRule (trigger batch/Job, onSuccess DeleteAll, TTL 0, history on); %d per namespace. Completions are the Job's status write (Complete), as the Job controller's. Before each phase, the benchmark deletes every one of its Jobs that earlier phases left (those of deleted AppWrappers, which kube-controller-manager's garbage collector deletes at its client rate; a TTL baseline's not deleted yet), so that no phase is measured while kube-controller-manager still deletes an earlier one's (it still looks up those it had queued, a GET each). The steady rows of wrapup run with kube-controller-manager as the TTL baselines before them left it: its client limits raised, when they run.\n", perNS)
 	p("- **Rate** of a burst: every run's trigger is complete before its controller starts (wrapup, the TTL controller) or before the plain client's first write; completions/s is (deletions − 1) ÷ (last deletion − first deletion), deletions as the benchmark's watch sees them (the object gone, or with a deletionTimestamp).\n")
-	p("- **The limit** is a plain client (no decision, no caches, no reads) sending exactly wrapup's writes per completion, in its order: the outcome patch (labels and annotations, optimistic lock), its Event, the CompletionRecord, the delete with UID and resourceVersion preconditions, its Event. The Events go to the same API server and etcd as the writes (they share the path), so they are part of the limit; the table also shows the plain client without them. It runs as wrapup's ServiceAccount (the same API Priority and Fairness flow), unthrottled on the client side as wrapup is by default; swept over its concurrency on %d AppWrappers each, then run at the best on the burst.\n\n", r.Sweep)
+	p("- **The limit** is a plain client (no decision, no caches, no reads) sending exactly wrapup's writes per completion, in its order: the outcome patch (labels and annotations, optimistic lock), its Event, the CompletionRecord, the delete with UID and resourceVersion preconditions, its Event. The Events go to the same API server and etcd as the writes (they share the path), so they are part of the limit; the table also shows the plain client without them. It runs as wrapup's ServiceAccount (the same API Priority and Fairness flow), %s, unthrottled on the client side as wrapup is by default; swept over its concurrency on %d AppWrappers each, then run at the best on the burst.\n\n", auth, r.Sweep)
 
 	p("## The limit's sweep\n\n| concurrency | AppWrappers | completions/s |\n|---:|---:|---:|\n")
 	for _, s := range r.Sweep_ {
