@@ -579,22 +579,23 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 	// in any cluster. It deletes the CompletionRecords of earlier phases
 	// too (the plain client's, wrapup's), so that a wrapup started for a
 	// phase does not list and decode thousands of records of the phases
-	// before it within its measure.
+	// before it within its measure; again while any is left, as a wrapup
+	// that runs on (the steady rows') may still write some, for runs
+	// that a phase left not deleted.
 	settle := func() {
-		records := &metav1.PartialObjectMetadataList{}
-		records.SetGroupVersionKind(wrapupv1alpha1.GroupVersion.WithKind("CompletionRecordList"))
-		Expect(c.List(ctx, records)).To(Succeed())
-		withRecords := map[string]bool{}
-		for _, r := range records.Items {
-			withRecords[r.Namespace] = true
-		}
-		for ns := range withRecords {
-			Expect(client.IgnoreNotFound(c.DeleteAllOf(ctx, &wrapupv1alpha1.CompletionRecord{}, client.InNamespace(ns)))).To(Succeed())
-		}
 		Eventually(func(g Gomega) {
-			g.Expect(c.List(ctx, records, client.Limit(1))).To(Succeed())
+			records := &metav1.PartialObjectMetadataList{}
+			records.SetGroupVersionKind(wrapupv1alpha1.GroupVersion.WithKind("CompletionRecordList"))
+			g.Expect(c.List(ctx, records)).To(Succeed())
+			withRecords := map[string]bool{}
+			for _, r := range records.Items {
+				withRecords[r.Namespace] = true
+			}
+			for ns := range withRecords {
+				g.Expect(client.IgnoreNotFound(c.DeleteAllOf(ctx, &wrapupv1alpha1.CompletionRecord{}, client.InNamespace(ns)))).To(Succeed())
+			}
 			g.Expect(records.Items).To(BeEmpty(), "CompletionRecords of earlier phases left")
-		}).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		var jobs batchv1.JobList
 		Expect(c.List(ctx, &jobs, client.HasLabels{label})).To(Succeed())
@@ -829,6 +830,8 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 
 		By("steady load")
 		rng := rand.New(rand.NewPCG(*flagSeed, 0))
+		// The steady rows' wrapup starts without the bursts' records.
+		settle()
 		stop, _ := startWrapup(ctx, saCfg, watched, *flagSteadyW, nil)
 		defer stop()
 		of := res.Limit.PerSecond
@@ -1592,7 +1595,7 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 	if r.Impersonate {
 		auth = "as wrapup does, impersonating it with the admin's client certificate (`-tp.impersonate`): each request's certificate is verified and its impersonation authorized, which a pod's token does not cost"
 	}
-	p("- **Workload**: AppWrappers with one Job component, Running, written by the benchmark as the AppWrapper controller writes them (the controller itself is not running: its writes would load the API server during the measure); one CompletionRule (trigger batch/Job, onSuccess DeleteAll, TTL 0, history on); %d per namespace. Completions are the Job's status write (Complete), as the Job controller's. Before each phase, the benchmark deletes every one of its Jobs that earlier phases left (those of deleted AppWrappers, which kube-controller-manager's garbage collector deletes at its client rate; a TTL baseline's not deleted yet), so that no phase is measured while kube-controller-manager still deletes an earlier one's (it still looks up those it had queued, a GET each). The steady rows of wrapup run with kube-controller-manager as the TTL baselines before them left it: its client limits raised, when they run.\n", perNS)
+	p("- **Workload**: AppWrappers with one Job component, Running, written by the benchmark as the AppWrapper controller writes them (the controller itself is not running: its writes would load the API server during the measure); one CompletionRule (trigger batch/Job, onSuccess DeleteAll, TTL 0, history on); %d per namespace. Completions are the Job's status write (Complete), as the Job controller's. Before each phase, the benchmark deletes every CompletionRecord earlier phases wrote (the plain client's and wrapup's), and every one of its Jobs that earlier phases left (those of deleted AppWrappers, which kube-controller-manager's garbage collector deletes at its client rate; a TTL baseline's not deleted yet), so that no phase is measured while kube-controller-manager still deletes an earlier one's (it still looks up those it had queued, a GET each). The steady rows of wrapup run with kube-controller-manager as the TTL baselines before them left it: its client limits raised, when they run.\n", perNS)
 	p("- **Rate** of a burst: every run's trigger is complete before its controller starts (wrapup, the TTL controller) or before the plain client's first write; completions/s is (deletions − 1) ÷ (last deletion − first deletion), deletions as the benchmark's watch sees them (the object gone, or with a deletionTimestamp).\n")
 	p("- **The limit** is a plain client (no decision, no caches, no reads) sending exactly wrapup's writes per completion, in its order: the outcome patch (labels and annotations, optimistic lock), its Event, the CompletionRecord, the delete with UID and resourceVersion preconditions, its Event. The Events go to the same API server and etcd as the writes (they share the path), so they are part of the limit; the table also shows the plain client without them. It runs as wrapup's ServiceAccount (the same API Priority and Fairness flow), %s, unthrottled on the client side as wrapup is by default; swept over its concurrency on %d AppWrappers each, then run at the best on the burst.\n\n", auth, r.Sweep)
 
