@@ -9,6 +9,7 @@ import (
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -88,7 +89,7 @@ func TestFinalCheckListsTheRulesAfterItReadsTheAppWrapper(t *testing.T) {
 // component "bench" has completed, and a rule that deletes on success.
 // get and list, when set, see the final check's reads of a Job and of
 // the rules before they are answered.
-func readAheadBed(t *testing.T, get func(ctx context.Context, name string), list func()) (*appWrapperReconciler, *awv1beta2.AppWrapper, *wrapupv1alpha1.CompletionRule) {
+func readAheadBed(t *testing.T, get func(ctx context.Context, name string), list func(), edit ...func(*wrapupv1alpha1.CompletionRule)) (*appWrapperReconciler, *awv1beta2.AppWrapper, *wrapupv1alpha1.CompletionRule) {
 	t.Helper()
 	ctx := context.Background()
 	fc := historyBed(t)
@@ -100,7 +101,11 @@ func readAheadBed(t *testing.T, get func(ctx context.Context, name string), list
 	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs", UID: "uid-jobs"}}
 	rule.Spec.Trigger = wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job"}
 	rule.Spec.OnSuccess = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll}
-	for _, o := range []client.Object{aw, rule} {
+	for _, e := range edit {
+		e(rule)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"team": "a"}}}
+	for _, o := range []client.Object{aw, rule, ns} {
 		if err := fc.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -217,33 +222,100 @@ func TestFinalCheckDropsAReadAheadThePlanDoesNotRead(t *testing.T) {
 	}
 }
 
-// When the rules listed are not those the read ahead was chosen on (a rule
-// changed since the caches had it: perhaps after the read ahead was
-// answered), the trigger is read again once the rules are listed, so
-// that a change of it made before the rule's is seen with the rule's.
+// When the rules listed (or the Namespace read) are not those the read
+// ahead was chosen on (one changed since the caches had it: perhaps after
+// the read ahead was answered), the trigger is read again once they are
+// read, so that a change of it made before theirs is seen with theirs.
+// When they are the same, the read ahead is the only read.
 func TestFinalCheckReadsTheTriggerAgainAfterARuleChange(t *testing.T) {
-	ctx := context.Background()
-	var listed atomic.Bool
-	var mu sync.Mutex
-	var afterList []bool
-	r, aw, rule := readAheadBed(t, func(context.Context, string) {
-		mu.Lock()
-		defer mu.Unlock()
-		afterList = append(afterList, listed.Load())
-	}, func() { listed.Store(true) })
-	cached := rule.DeepCopy()
-	cached.ResourceVersion = "0"
-	var mem awMemory
-	in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), aw, &mem, aheadOfJob("bench", cached))
-	if err != nil {
-		t.Fatal(err)
+	selects := func(r *wrapupv1alpha1.CompletionRule) {
+		r.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 	}
-	if len(in.Triggers) != 1 || in.Triggers[0].State != decision.TriggerPresent || d.Verdict != decision.VerdictDelete {
-		t.Fatalf("the final check read %+v and decided %s (%s)", in.Triggers, d.Verdict, d.Reason)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(afterList) != 2 || !afterList[1] {
-		t.Fatalf("the trigger's reads, each sent after the rules' LIST or not: %v; want one ahead and one after", afterList)
+	for _, tc := range []struct {
+		name string
+		// edit makes the rule as the bed creates it.
+		edit []func(*wrapupv1alpha1.CompletionRule)
+		// cached makes what the caches had from the rule and the
+		// Namespace as created.
+		cached func(rule *wrapupv1alpha1.CompletionRule, ns *corev1.Namespace) *view.Ahead
+		again  bool
+	}{{
+		name: "the caches' rules",
+		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *view.Ahead {
+			return aheadOfJob("bench", rule)
+		},
+	}, {
+		name: "the caches' rules and Namespace",
+		edit: []func(*wrapupv1alpha1.CompletionRule){selects},
+		cached: func(rule *wrapupv1alpha1.CompletionRule, ns *corev1.Namespace) *view.Ahead {
+			a := aheadOfJob("bench", rule)
+			a.Namespace = ns.ResourceVersion
+			return a
+		},
+	}, {
+		name: "a rule changed",
+		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *view.Ahead {
+			a := aheadOfJob("bench", rule)
+			a.Rules[rule.UID] = "0"
+			return a
+		},
+		again: true,
+	}, {
+		name: "a rule deleted, another created",
+		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *view.Ahead {
+			a := aheadOfJob("bench", rule)
+			a.Rules = map[types.UID]string{"uid-before": rule.ResourceVersion}
+			return a
+		},
+		again: true,
+	}, {
+		name: "a rule deleted",
+		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *view.Ahead {
+			a := aheadOfJob("bench", rule)
+			a.Rules["uid-deleted"] = "3"
+			return a
+		},
+		again: true,
+	}, {
+		name: "the Namespace changed",
+		edit: []func(*wrapupv1alpha1.CompletionRule){selects},
+		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *view.Ahead {
+			a := aheadOfJob("bench", rule)
+			a.Namespace = "0"
+			return a
+		},
+		again: true,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			var listed atomic.Bool
+			var mu sync.Mutex
+			var afterList []bool
+			r, aw, rule := readAheadBed(t, func(context.Context, string) {
+				mu.Lock()
+				defer mu.Unlock()
+				afterList = append(afterList, listed.Load())
+			}, func() { listed.Store(true) }, tc.edit...)
+			ns := &corev1.Namespace{}
+			if err := r.Cache.Get(ctx, types.NamespacedName{Name: "ns"}, ns); err != nil {
+				t.Fatal(err)
+			}
+			var mem awMemory
+			in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), aw, &mem, tc.cached(rule, ns))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(in.Triggers) != 1 || in.Triggers[0].State != decision.TriggerPresent || d.Verdict != decision.VerdictDelete {
+				t.Fatalf("the final check read %+v and decided %s (%s)", in.Triggers, d.Verdict, d.Reason)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case tc.again && (len(afterList) != 2 || !afterList[1]):
+				t.Fatalf("the trigger's reads, each sent after the rules' LIST or not: %v; want one ahead and one after", afterList)
+			case !tc.again && len(afterList) != 1:
+				t.Fatalf("the trigger was read %d times, want once (ahead)", len(afterList))
+			}
+		})
 	}
 }

@@ -221,7 +221,8 @@ type Reader struct {
 	Go func(func())
 
 	// ahead are the reads ahead of the Gather under way, until Trigger
-	// takes them or the rules or Namespace read show them unusable.
+	// takes them or the rules or Namespace read show them unusable
+	// (readBefore, which Gather calls before any Trigger).
 	ahead map[aheadKey]*aheadRead
 }
 
