@@ -69,3 +69,29 @@ func TestAppWrapperVariableUnderMultiKueue(t *testing.T) {
 		t.Errorf("appWrapper.status is %v, want the copy's (Running, 1 retry), not the manager's mirror (Failed, 3)", st)
 	}
 }
+
+// AheadOf reads ahead the triggers a decision on the caches read of this
+// cluster, by the rules and the Namespace it read them by, and never a
+// worker's (which are read through the worker's own view) nor anything
+// when it read no trigger.
+func TestAheadOf(t *testing.T) {
+	gk := schema.GroupKind{Group: "batch", Kind: "Job"}
+	ref := decision.Ref{Kind: gk, Version: "v1", Name: "bench", Template: "bench"}
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs", UID: "uid-jobs", ResourceVersion: "7"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", ResourceVersion: "3"}}
+	in := decision.Input{Rules: []decision.Rule{{Rule: rule}}, Namespace: ns, Triggers: []decision.Trigger{{Ref: ref, State: decision.TriggerPresent}}}
+	a := AheadOf(in)
+	if a == nil || len(a.Refs) != 1 || a.Refs[0] != ref || a.Rules[rule.UID] != "7" || len(a.Rules) != 1 || a.Namespace != "3" {
+		t.Fatalf("AheadOf a decision on this cluster's trigger: %+v", a)
+	}
+	worker := in
+	worker.Worker = &decision.Worker{Cluster: "worker-1"}
+	if a := AheadOf(worker); a != nil {
+		t.Fatalf("AheadOf a decision on a worker's trigger reads ahead %+v", a)
+	}
+	none := in
+	none.Triggers = nil
+	if a := AheadOf(none); a != nil {
+		t.Fatalf("AheadOf a decision that read no trigger reads ahead %+v", a)
+	}
+}
