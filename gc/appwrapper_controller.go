@@ -11,7 +11,6 @@ import (
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,9 +100,6 @@ type appWrapperReconciler struct {
 	Clock clock.PassiveClock
 	// Workers is MaxConcurrentReconciles; default DefaultWorkers.
 	Workers int
-	// NoHistory writes no CompletionRecords (their CRD is not installed).
-	NoHistory bool
-
 	memory memory
 	// own are wrapup's writes whose watch events need no decision.
 	own ownWrites
@@ -231,10 +227,9 @@ func (clusterNameChanged) Update(e event.UpdateEvent) bool {
 	return ptr.Deref(o.Status.ClusterName, "") != ptr.Deref(n.Status.ClusterName, "") || finished(o) != finished(n)
 }
 
-// readyChanged passes rule updates that change the Ready condition or
-// status.deletingSince: a rule whose kind became served (or stopped being
-// watchable), or whose deleting action was seen, changes what it does
-// without a new generation.
+// readyChanged passes rule updates that change the Ready condition: a rule
+// whose kind became served (or stopped being watchable) changes what it
+// does without a new generation.
 type readyChanged struct{ predicate.Funcs }
 
 func (readyChanged) Update(e event.UpdateEvent) bool {
@@ -242,10 +237,6 @@ func (readyChanged) Update(e event.UpdateEvent) bool {
 	n, ok2 := e.ObjectNew.(*wrapupv1alpha1.CompletionRule)
 	if !ok1 || !ok2 {
 		return false
-	}
-	if !equality.Semantic.DeepEqual(o.Status.DeletingSince, n.Status.DeletingSince) {
-		// When the rule started deleting decides when recorded runs go.
-		return true
 	}
 	a := apimeta.FindStatusCondition(o.Status.Conditions, wrapupv1alpha1.ConditionReady)
 	b := apimeta.FindStatusCondition(n.Status.Conditions, wrapupv1alpha1.ConditionReady)
@@ -380,11 +371,12 @@ func (r *appWrapperReconciler) workerLiveView(c *workerConn) *view.Reader {
 // API requests sent from within it.
 const ReconcileFunc = "github.com/wrapup-dev/wrapup/gc.(*appWrapperReconciler).Reconcile"
 
-// Reconcile finishes one AppWrapper. It decides on the caches (view.Gather
-// through cacheView, decision.Decide), remembers what the decision says
-// to, and when the decision writes or deletes, decides again on what the
-// API server says (decideFresh) and does what that decision says (apply). The AppWrapper's
-// memory entry is taken once and settled once.
+// Reconcile finishes one AppWrapper. It gathers on the caches (view.Gather
+// through cacheView), decides (decision.Decide) and remembers what the
+// decision says to; when the decision writes the run's CompletionRecord or
+// deletes, it gathers again from the API server and decides again (the
+// final check, decideFresh), then does what that decision says, in order
+// (act). The AppWrapper's memory entry is taken once and settled once.
 func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	key := req.NamespacedName
 	mem := r.memory.take(key)
@@ -398,7 +390,6 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 	mem.scope(in.AppWrapper.UID, &in)
-	in.History.Cached = r.cachedRecord(ctx, in.AppWrapper)
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("appWrapper", klog.KObj(in.AppWrapper)))
 	d := decision.Decide(ctx, in)
 	r.observed("cached", in, d)
@@ -407,37 +398,25 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 	ctx = r.remember(ctx, in, d, mem)
-	if d.Verdict == decision.VerdictWorkerUnreachable {
+	if d.Verdict == decision.VerdictWorkerUnreachable || d.Store == nil && d.Verdict != decision.VerdictDelete {
 		return ctrl.Result{RequeueAfter: d.Requeue}, nil
 	}
-	if d.Write == nil && !d.Clear && d.Verdict != decision.VerdictDelete && d.History == nil {
-		return ctrl.Result{RequeueAfter: d.Requeue}, nil
-	}
-	// The final check. For a write, the cached AppWrapper will do: the
-	// write's resourceVersion makes sure it is current. Otherwise the
-	// AppWrapper is read from the API server too, which shows a deletion
-	// already made (the cache may not yet).
-	known := in.AppWrapper
-	if d.Write == nil && !d.Clear {
-		known = nil
-	}
-	fin, fd, err := r.decideFresh(ctx, key, known, mem, view.AheadOf(in))
+	fin, fd, err := r.decideFresh(ctx, key, mem, view.AheadOf(in))
 	if err != nil || fin.AppWrapper == nil {
 		return ctrl.Result{}, err
 	}
-	return r.apply(ctx, d, fin, fd, known == nil, mem)
+	return r.act(ctx, fin, fd, mem)
 }
 
 // input is the start of a decision's input: the clock and the memory.
 func (r *appWrapperReconciler) input(mem *awMemory) decision.Input {
-	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, HoldStart: mem.holdStart, WorkerFailures: mem.unreachable, Warned: mem.warned, FailureGracePeriod: r.FailureGracePeriod,
-		History: mem.historyInput(r.NoHistory)}
+	return decision.Input{Now: r.Clock.Now(), FailureSeen: mem.failure, HoldStart: mem.holdStart, WorkerFailures: mem.unreachable, Warned: mem.warned, FailureGracePeriod: r.FailureGracePeriod}
 }
 
 // remember keeps in mem what the decision d on the caches says to
 // remember, and does what it allows before any write: the rule assigned,
 // the watches claimed and released, the Warnings said once, the
-// evaluation metrics, the count of a record write whose answer was lost.
+// evaluation metrics.
 // It returns ctx with the deciding rule in its logger.
 func (r *appWrapperReconciler) remember(ctx context.Context, in decision.Input, d decision.Decision, mem *awMemory) context.Context {
 	aw := in.AppWrapper
@@ -465,173 +444,100 @@ func (r *appWrapperReconciler) remember(ctx context.Context, in decision.Input, 
 			}
 		}
 	}
-	if mem.unsure != nil && d.Recorded != nil {
-		// A record write whose answer was lost: it landed if the
-		// AppWrapper carries it now (else it was replaced), unless what it
-		// carries is a record counted already.
-		if d.Recorded.Same(mem.unsure) && !d.Recorded.Same(mem.counted) {
-			r.count(ctx, mem.unsure)
-			mem.counted = mem.unsure
-		}
-		mem.unsure = nil
-	}
 	return ctx
 }
 
-// apply does, in order, what the fresh decision fd on fin says: it writes
-// the record (or clears it), writes the run's CompletionRecord, and
-// deletes. When the API server answers a write with a changed AppWrapper,
-// it decides again on that answer, the rest as read, and goes on with what
-// that decision says. read says whether fin's AppWrapper is as the API
-// server has it: else it is the cache's, which a write's resourceVersion
-// checks, and which is read again before a deletion. d is the decision on
-// the caches that led here.
-func (r *appWrapperReconciler) apply(ctx context.Context, d decision.Decision, fin decision.Input, fd decision.Decision, read bool, mem *awMemory) (ctrl.Result, error) {
+// act does, in order, what the final check's decision fd on fin says:
+// it writes the run's CompletionRecord (the new outcome, the outcome
+// cleared, or the action in force), and decides again on the record as
+// the API server answered; then it mirrors the outcome on the
+// AppWrapper's metadata for people, unless it deletes the AppWrapper now;
+// then it deletes, when that decision says to.
+func (r *appWrapperReconciler) act(ctx context.Context, fin decision.Input, fd decision.Decision, mem *awMemory) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
-	key := client.ObjectKeyFromObject(fin.AppWrapper)
-	wrote, echo := false, false
-	for {
-		switch {
-		case fd.Write != nil || fd.Clear:
-			if wrote {
-				// The decision on its answer writes again: look again,
-				// on caches that caught up.
-				log.V(2).Info("A decision on the AppWrapper as the API server answered the write would write again; looking again", "reason", fd.Reason)
-				return ctrl.Result{Requeue: true}, nil
-			}
-			if res, ok, err := r.write(ctx, &fin, fd, mem); !ok {
-				return res, err
-			}
-			// A record written to delete: its watch event is dropped.
-			echo = fd.Write != nil && fd.Verdict == decision.VerdictDelete
-			wrote, read = true, true
-			fd = decision.Decide(ctx, fin)
-			r.observed("written", fin, fd)
-		case fd.Verdict != decision.VerdictDelete:
-			if read && !r.ensureHistory(ctx, fin, fd, mem) {
-				// Not written yet: when the decision looks again, at the
-				// soonest when the write is tried again, at most a minute
-				// later.
-				retry := time.Minute
-				if fd.Requeue > 0 && fd.Requeue < retry {
-					retry = max(fd.Requeue, historyRetry)
-				}
-				return ctrl.Result{RequeueAfter: retry}, nil
-			}
-			if echo {
-				// The write was made to delete, and its watch event is
-				// dropped: look again as that event would have.
-				return ctrl.Result{Requeue: true}, nil
-			}
-			if !wrote && (d.Write != nil || d.Clear || d.Verdict == decision.VerdictDelete) {
-				log.V(2).Info("A decision on a fresh read does not act; looking again", "cached", d.Verdict, "fresh", fd.Verdict, "reason", fd.Reason)
-				return ctrl.Result{RequeueAfter: requeueSoon(fd.Requeue)}, nil
-			}
-			return ctrl.Result{RequeueAfter: fd.Requeue}, nil
-		case !read:
-			// Decided on the cached AppWrapper for a write that the fresh
-			// decision does not make: read it too, as for any deletion.
-			var err error
-			if fin, fd, err = r.decideFresh(ctx, key, nil, mem, view.AheadOf(fin)); err != nil || fin.AppWrapper == nil {
-				return ctrl.Result{}, err
-			}
-			read = true
-		default:
-			if !r.ensureHistory(ctx, fin, fd, mem) {
-				// The run's CompletionRecord, by the rules as the API
-				// server has them, is not written yet.
-				return ctrl.Result{RequeueAfter: historyRetry}, nil
-			}
-			return r.delete(ctx, fin, fd, mem)
-		}
-	}
-}
-
-// write writes the record fd says (or clears it) on in's AppWrapper, then,
-// for a record, its CompletionRecord; in's AppWrapper becomes the API
-// server's answer. ok is false when apply is to return res and err: the
-// write failed, or a deletion waits for the CompletionRecord.
-func (r *appWrapperReconciler) write(ctx context.Context, in *decision.Input, fd decision.Decision, mem *awMemory) (res ctrl.Result, ok bool, err error) {
-	log := logf.FromContext(ctx)
-	aw := in.AppWrapper
-	if fd.Clear {
-		patched, err := r.writeRecord(ctx, aw, nil)
+	aw := fin.AppWrapper
+	if fd.Store != nil {
+		stored, err := r.store(ctx, fd.Store)
 		if err != nil {
-			res, err := r.writeFailed(ctx, err, "clearing outcome")
-			return res, false, err
+			return r.writeFailed(ctx, err, "writing the CompletionRecord")
 		}
 		r.emit(aw, fd.Events, decision.EventAfterWrite)
-		log.Info("Cleared outcome", "was", fd.Recorded.Outcome)
-		r.answered(ctx, in, patched, mem)
-		return ctrl.Result{}, true, nil
-	}
-	key := client.ObjectKeyFromObject(aw)
-	if fd.Verdict == decision.VerdictDelete {
-		// Every way on from here deletes it or asks to be called again:
-		// the watch event of this write need not, even when it comes
-		// before the answer.
-		r.own.patching(key, aw.UID, aw.ResourceVersion, fd.Write)
-	}
-	patched, err := r.writeRecord(ctx, aw, fd.Write)
-	switch {
-	case err == nil && fd.Verdict == decision.VerdictDelete:
-		r.own.patched(key, patched.UID, patched.ResourceVersion)
-	case err != nil:
-		// Not written, or not known to be: its event, if any, brings the
-		// next decision. On a conflict, the cache is behind the API
-		// server, perhaps behind a record patch of wrapup's own whose
-		// event would be dropped: let that event, when the cache catches
-		// up, bring the next decision, not this conflict's backoff.
-		r.own.gone(key)
-	}
-	if err != nil {
-		if !rejected(err) {
-			// The write may have landed: count it when it is seen.
-			mem.unsure = fd.Write
+		switch {
+		case fd.Write != nil:
+			log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
+			r.count(ctx, fd.Write)
+			switch {
+			case fd.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
+				actionsTotal.WithLabelValues(fd.Winner, "StatusOnly").Inc()
+			case fd.DryRun:
+				actionsTotal.WithLabelValues(fd.Winner, wrapupv1alpha1.ReasonWouldDelete).Inc()
+			}
+		case fd.Clear:
+			log.Info("Cleared outcome", "was", fd.Recorded.Outcome)
+		default:
+			log.V(1).Info("Stamped the action in force", "rule", fd.Stamp.Rule, "action", fd.Stamp.Action.Action, "deleteAfter", fd.Stamp.DueAt)
 		}
-		res, err := r.writeFailed(ctx, err, "recording outcome")
-		return res, false, err
+		fin.Record = stored
+		next := decision.Decide(ctx, fin)
+		r.observed("written", fin, next)
+		if (fd.Write != nil || fd.Clear) && next.Verdict != decision.VerdictDelete {
+			r.mirror(ctx, aw, next.Recorded)
+		}
+		if next.Store != nil {
+			// A decision on the record as written writes again: look
+			// again, on caches that caught up.
+			log.V(2).Info("A decision on the CompletionRecord as written would write again; looking again", "reason", next.Reason)
+			return ctrl.Result{Requeue: true}, nil
+		}
+		fd = next
 	}
-	// It landed on the AppWrapper as read, so no earlier write of unknown
-	// fate is on it.
-	mem.unsure, mem.counted = nil, fd.Write
-	r.emit(aw, fd.Events, decision.EventAfterWrite)
-	log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
-	r.count(ctx, fd.Write)
-	in.AppWrapper = patched
-	ok = r.ensureHistory(ctx, *in, fd, mem)
-	r.answered(ctx, in, patched, mem)
-	if !ok && fd.Verdict == decision.VerdictDelete {
-		return ctrl.Result{RequeueAfter: historyRetry}, false, nil
+	if fd.Verdict != decision.VerdictDelete {
+		return ctrl.Result{RequeueAfter: fd.Requeue}, nil
 	}
-	switch {
-	case fd.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
-		actionsTotal.WithLabelValues(fd.Winner, "StatusOnly").Inc()
-	case fd.DryRun:
-		actionsTotal.WithLabelValues(fd.Winner, wrapupv1alpha1.ReasonWouldDelete).Inc()
-	}
-	return ctrl.Result{}, true, nil
+	return r.delete(ctx, fin, fd, mem)
 }
 
-// answered makes in the input of a decision on patched, the API server's
-// answer to a write: its AppWrapper, and what the memory and the cache say
-// now of its CompletionRecords.
-func (r *appWrapperReconciler) answered(ctx context.Context, in *decision.Input, patched *awv1beta2.AppWrapper, mem *awMemory) {
-	in.AppWrapper = patched
-	in.History = mem.historyInput(r.NoHistory)
-	in.History.Cached = r.cachedRecord(ctx, patched)
+// store creates cr, or updates it under its resourceVersion, and returns
+// it as the API server answered. A create that finds the record there
+// (AlreadyExists: recorded already, on a cache that lagged) and an update
+// of a record changed since fail, and the reconcile looks again.
+func (r *appWrapperReconciler) store(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) (*wrapupv1alpha1.CompletionRecord, error) {
+	cr = cr.DeepCopy()
+	if cr.ResourceVersion == "" {
+		if err := r.Writer.Create(ctx, cr); err != nil {
+			return nil, err
+		}
+		return cr, nil
+	}
+	if err := r.Writer.Update(ctx, cr); err != nil {
+		return nil, err
+	}
+	return cr, nil
 }
 
-// decideFresh gathers from the API server (the AppWrapper too, unless
-// known is it as good as read) and decides. The triggers of ahead are read
-// while the rules are listed.
-func (r *appWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, known *awv1beta2.AppWrapper, mem *awMemory, ahead *view.Ahead) (decision.Input, decision.Decision, error) {
+// mirror shows the run's outcome rec (nil: none) on aw's labels and
+// annotations, for people: a merge patch of those keys alone, which no
+// decision reads back. A failure only loses the mirror until the next
+// outcome.
+func (r *appWrapperReconciler) mirror(ctx context.Context, aw *awv1beta2.AppWrapper, rec *decision.Record) {
+	labels, annotations := decision.Mirror(rec)
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels, "annotations": annotations}})
+	if err == nil {
+		err = r.Writer.Patch(ctx, aw.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		logf.FromContext(ctx).Error(err, "Mirroring the outcome on the AppWrapper's metadata")
+	}
+}
+
+// decideFresh gathers from the API server and decides. The triggers of
+// ahead are read while the rules are listed.
+func (r *appWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, mem *awMemory, ahead *view.Ahead) (decision.Input, decision.Decision, error) {
 	finalChecksTotal.WithLabelValues().Inc()
-	in, err := view.Gather(ctx, r.liveViewAhead(ahead), r.Policies, key, known, r.input(mem))
+	in, err := view.Gather(ctx, r.liveViewAhead(ahead), r.Policies, key, nil, r.input(mem))
 	if err != nil || in.AppWrapper == nil {
 		return in, decision.Decision{}, err
 	}
-	in.History.Cached = r.cachedRecord(ctx, in.AppWrapper)
 	d := decision.Decide(ctx, in)
 	r.observed("fresh", in, d)
 	return in, d, nil
@@ -655,10 +561,11 @@ func (r *appWrapperReconciler) observed(stage string, in decision.Input, d decis
 }
 
 // writeFailed turns a failed write into the reconcile's result: a
-// conflict (the AppWrapper changed since it was read) or a vanished
-// AppWrapper is looked at again, not logged as an error.
+// conflict (the record changed since it was read), a record created
+// meanwhile (AlreadyExists) or a vanished one is looked at again, not
+// logged as an error.
 func (r *appWrapperReconciler) writeFailed(ctx context.Context, err error, what string) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) {
 		logf.FromContext(ctx).V(2).Info("AppWrapper changed while "+what+"; looking again", "err", err.Error())
 		return ctrl.Result{Requeue: true}, nil
 	}
@@ -668,42 +575,6 @@ func (r *appWrapperReconciler) writeFailed(ctx context.Context, err error, what 
 func (r *appWrapperReconciler) count(ctx context.Context, rec *decision.Record) {
 	outcomesTotal.WithLabelValues(rec.Rule, string(rec.Outcome)).Inc()
 	r.Counters.Add(ctx, rec.Rule, rec.Outcome)
-}
-
-// writeRecord writes rec (nil: removes the record) on aw's metadata, never
-// its status, which its controller owns, with an optimistic lock: a record
-// decided on a stale AppWrapper (or on one deleted and created again under
-// the same name) fails with a conflict instead of landing. It returns the
-// AppWrapper as the API server answered.
-func (r *appWrapperReconciler) writeRecord(ctx context.Context, aw *awv1beta2.AppWrapper, rec *decision.Record) (*awv1beta2.AppWrapper, error) {
-	patched := aw.DeepCopy()
-	rec.Apply(patched)
-	// The patch names the record's keys alone (set, or null to remove),
-	// never whole maps: aw may be the cache's, which keeps only some
-	// annotations, and a diff against it could remove the others.
-	keys := func(after map[string]string, names ...string) map[string]any {
-		m := make(map[string]any, len(names))
-		for _, k := range names {
-			if v, ok := after[k]; ok {
-				m[k] = v
-			} else {
-				m[k] = nil
-			}
-		}
-		return m
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": aw.ResourceVersion,
-		"labels":          keys(patched.Labels, wrapupv1alpha1.OutcomeLabel),
-		"annotations":     keys(patched.Annotations, decision.RecordAnnotations()...),
-	}})
-	if err != nil {
-		return nil, fmt.Errorf("encoding the record's patch: %w", err)
-	}
-	if err := r.Writer.Patch(ctx, patched, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return nil, err
-	}
-	return patched, nil
 }
 
 // delete deletes the AppWrapper that the fresh decision d on in says to
@@ -815,16 +686,9 @@ type awMemory struct {
 	holdStart time.Time
 	// warned are the Warnings last emitted, as reason and message.
 	warned []string
-	// unsure is a record write whose answer was lost: counted once it is
-	// seen on the AppWrapper.
-	unsure *decision.Record
-	// counted is the record last counted.
-	counted *decision.Record
 	// claims are the kinds of its annotated triggers watched for it
 	// besides the first.
 	claims held
-	// history is the record whose CompletionRecord is written.
-	history *decision.Record
 	// worker are the kinds watched for it on the worker cluster
 	// MultiKueue dispatched it to.
 	worker held
@@ -836,8 +700,8 @@ type awMemory struct {
 // empty is true when e remembers nothing but the AppWrapper's UID, which
 // update compares only to reset what else is remembered.
 func (e *awMemory) empty() bool {
-	return e.failure == (decision.FailureSeen{}) && e.holdStart.IsZero() && len(e.warned) == 0 && e.unsure == nil && e.counted == nil &&
-		len(e.claims.kinds) == 0 && e.history == nil && e.worker.cluster == "" && len(e.worker.kinds) == 0 && e.unreachable == 0
+	return e.failure == (decision.FailureSeen{}) && e.holdStart.IsZero() && len(e.warned) == 0 &&
+		len(e.claims.kinds) == 0 && e.worker.cluster == "" && len(e.worker.kinds) == 0 && e.unreachable == 0
 }
 
 // take returns the entry of the AppWrapper key for one reconcile to
@@ -873,7 +737,6 @@ func (m *memory) settle(key types.NamespacedName, e *awMemory) {
 func (e *awMemory) scope(uid types.UID, in *decision.Input) {
 	if e.uid != uid {
 		in.FailureSeen, in.HoldStart, in.WorkerFailures, in.Warned = decision.FailureSeen{}, time.Time{}, 0, nil
-		in.History.Written, in.History.Counted = nil, nil
 	}
 }
 
@@ -889,17 +752,6 @@ func (e *awMemory) update(uid types.UID, d decision.Decision) {
 		e.failure = *d.FailureSeen
 	}
 	e.holdStart = d.HoldStart
-	if d.HistoryWritten != nil && d.Write == nil && !d.Clear && d.Verdict != decision.VerdictDelete {
-		// A decision that goes on to a final check learns it there
-		// (ensureHistory), on the caches as they are then.
-		e.history = d.HistoryWritten
-	}
-}
-
-// historyInput is what e remembers of the AppWrapper's CompletionRecords,
-// as a decision's input.
-func (e *awMemory) historyInput(off bool) decision.HistoryInput {
-	return decision.HistoryInput{Off: off, Written: e.history, Counted: e.counted}
 }
 
 // Len is how many AppWrappers the controller remembers something of.

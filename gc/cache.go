@@ -58,9 +58,10 @@ func WithMultiKueue(o cache.Options) cache.Options {
 	return o
 }
 
-// slimCompletionRecord keeps of a CompletionRecord what its retention and
-// the check that it is written read: of the triggers only the UIDs of those
-// that decided; not the message or the AppWrapper's labels.
+// slimCompletionRecord keeps of a CompletionRecord what decisions and its
+// retention read: of the triggers only the index and UID of those that
+// decided; not the message, its labels or the AppWrapper's labels. (The
+// final check reads the whole record from the API server.)
 func slimCompletionRecord(obj any) (any, error) {
 	cr, ok := obj.(*wrapupv1alpha1.CompletionRecord)
 	if !ok {
@@ -70,10 +71,10 @@ func slimCompletionRecord(obj any) (any, error) {
 	var decided []wrapupv1alpha1.RecordedTrigger
 	for _, t := range cr.Triggers {
 		if t.Decided {
-			decided = append(decided, wrapupv1alpha1.RecordedTrigger{UID: t.UID, Decided: true})
+			decided = append(decided, wrapupv1alpha1.RecordedTrigger{ComponentIndex: t.ComponentIndex, UID: t.UID, Decided: true})
 		}
 	}
-	cr.Triggers, cr.Message, cr.AppWrapper.Labels = decided, "", nil
+	cr.Triggers, cr.Message, cr.AppWrapper.Labels, cr.Labels = decided, "", nil, nil
 	return cr, nil
 }
 

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -22,16 +24,28 @@ import (
 )
 
 // historyReconciler keeps CompletionRecords as long as their retention
-// says: each is deleted ttlSecondsAfterFinished after its run finished
-// (a requeue at that instant, never a sweep), and past limitPerNamespace
-// records of one rule in a namespace, the oldest go first (looked at
-// once a record is written, at most once per limitDelay for one rule in one
-// namespace, however many records it writes there meanwhile).
+// says, and never deletes a record while its AppWrapper exists: the record
+// is the run's memory. Once the AppWrapper is gone, a record is deleted
+// ttlSecondsAfterFinished after the later of its run's finish and the
+// AppWrapper's end (a requeue at that instant, never a sweep), and past
+// limitPerNamespace records of one rule in a namespace, the oldest of
+// those whose AppWrapper is gone go first (looked at once a record is
+// written, at most once per limitDelay for one rule in one namespace,
+// however many records it writes there meanwhile). A record whose rule
+// keeps no history has an ownerReference to its AppWrapper instead: the
+// garbage collector deletes it with the AppWrapper.
 type historyReconciler struct {
 	// Client reads from the manager's cache and deletes.
 	Client client.Client
 	// Clock defaults to the real clock.
 	Clock clock.PassiveClock
+
+	// gone is when this process first saw the AppWrapper of a record gone,
+	// by the record's UID, for records whose action deleted nothing (whose
+	// AppWrapper someone else deleted, at a time the record does not
+	// say); lost on a restart, which only keeps such records longer.
+	mu   sync.Mutex
+	gone map[types.UID]time.Time
 }
 
 // limitDelay is how long after a record is written the count limit of its
@@ -54,6 +68,7 @@ func (r *historyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("wrapup-history").
 		For(&wrapupv1alpha1.CompletionRecord{}).
 		Watches(&wrapupv1alpha1.CompletionRecord{}, limitRequests{}).
+		Watches(&awv1beta2.AppWrapper{}, handler.Funcs{DeleteFunc: recordOfDeleted}).
 		Complete(r)
 }
 
@@ -89,6 +104,12 @@ func (limitRequests) Generic(context.Context, event.GenericEvent, workqueue.Type
 
 var _ handler.EventHandler = limitRequests{}
 
+// recordOfDeleted asks, when an AppWrapper is deleted, for its record: its
+// retention starts.
+func recordOfDeleted(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: RecordName(e.Object.GetName(), string(e.Object.GetUID()))}})
+}
+
 // Reconcile applies the retention of one CompletionRecord, or the count
 // limit of a rule in a namespace.
 func (r *historyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -99,12 +120,60 @@ func (r *historyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if cr.Retention.TTLSecondsAfterFinished <= 0 && len(cr.OwnerReferences) > 0 {
+		// Gone with its AppWrapper (the garbage collector).
+		return ctrl.Result{}, nil
+	}
+	gone, err := r.goneAt(ctx, cr)
+	if err != nil || gone.IsZero() {
+		// Its AppWrapper exists: its deletion brings the record back.
+		return ctrl.Result{}, err
+	}
 	now := r.Clock.Now()
-	expires := cr.FinishedAt.Add(time.Duration(cr.Retention.TTLSecondsAfterFinished) * time.Second)
+	from := cr.FinishedAt.Time
+	if gone.After(from) {
+		from = gone
+	}
+	expires := from.Add(time.Duration(cr.Retention.TTLSecondsAfterFinished) * time.Second)
 	if !now.Before(expires) {
+		r.forgetGone(cr.UID)
 		return ctrl.Result{}, r.expire(ctx, cr, "TTL")
 	}
 	return ctrl.Result{RequeueAfter: expires.Sub(now)}, nil
+}
+
+// goneAt is when cr's AppWrapper ended: zero while it exists; for a run
+// whose action deleted it, when it was due (the record's deleteAfter);
+// else when this process first saw it gone.
+func (r *historyReconciler) goneAt(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) (time.Time, error) {
+	aw := &awv1beta2.AppWrapper{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: cr.Namespace, Name: cr.AppWrapper.Name}, aw)
+	switch {
+	case err == nil && aw.UID == cr.AppWrapper.UID:
+		return time.Time{}, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return time.Time{}, fmt.Errorf("reading the AppWrapper of CompletionRecord %s/%s: %w", cr.Namespace, cr.Name, err)
+	}
+	if a := cr.Action; a.DeleteAfter != nil && !a.DryRun && a.Action == wrapupv1alpha1.ActionDeleteAll && cr.Cleared == nil {
+		return a.DeleteAfter.Time, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gone == nil {
+		r.gone = map[types.UID]time.Time{}
+	}
+	t, ok := r.gone[cr.UID]
+	if !ok {
+		t = r.Clock.Now()
+		r.gone[cr.UID] = t
+	}
+	return t, nil
+}
+
+func (r *historyReconciler) forgetGone(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.gone, uid)
 }
 
 // limit deletes the oldest records of rule in namespace past the rule's
@@ -128,6 +197,11 @@ func (r *historyReconciler) limit(ctx context.Context, namespace, rule string) e
 	}
 	if limit := int(same[0].Retention.LimitPerNamespace); limit > 0 && len(same) > limit {
 		for _, o := range same[limit:] {
+			if gone, err := r.goneAt(ctx, o); err != nil || gone.IsZero() {
+				// Its AppWrapper exists: kept.
+				continue
+			}
+			r.forgetGone(o.UID)
 			if err := r.expire(ctx, o.DeepCopy(), "Limit"); err != nil {
 				return err
 			}

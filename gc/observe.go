@@ -46,6 +46,11 @@ func (v *cacheView) AppWrapper(ctx context.Context, key types.NamespacedName) (*
 	return aw, nil
 }
 
+// Record reads the run's CompletionRecord from the cache.
+func (v *cacheView) Record(ctx context.Context, aw *awv1beta2.AppWrapper) (*wrapupv1alpha1.CompletionRecord, error) {
+	return view.ReadRecord(ctx, v.r.Cache, aw)
+}
+
 func (v *cacheView) Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
 	return (&view.Reader{Client: v.r.Cache}).Rules(ctx)
 }

@@ -311,7 +311,6 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		rule.Status.ObservedGeneration = rule.Generation
 	}
 	rule.Status.MatchedAppWrappers = r.Assign.Count(rule.Name)
-	rule.Status.DeletingSince = decision.DeletingSince(rule, r.now())
 	if !equality.Semantic.DeepEqual(orig.Status, rule.Status) {
 		if err := r.Client.Status().Patch(ctx, rule, client.MergeFrom(orig)); err != nil {
 			if apierrors.IsNotFound(err) {

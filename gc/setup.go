@@ -104,13 +104,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the rule controller: %w", err)
 	}
-	// Without the CompletionRecord CRD (an install of an older version's
-	// CRDs), runs are finished as before, and not recorded: a controller
-	// for a kind the API server does not serve would stop the manager.
-	_, crdErr := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: wrapupv1alpha1.GroupVersion.Group, Kind: "CompletionRecord"})
-	noHistory := crdErr != nil
-	if noHistory {
-		mgr.GetLogger().Error(crdErr, "The CompletionRecord CRD is not installed: runs are finished, and no records of them are kept; install config/crd and restart")
+	// A run's CompletionRecord is wrapup's memory of it: without its CRD
+	// (an install of an older version's CRDs), nothing can be finished.
+	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: wrapupv1alpha1.GroupVersion.Group, Kind: "CompletionRecord"}); err != nil {
+		return fmt.Errorf("the CompletionRecord CRD is not installed (install config/crd): %w", err)
 	}
 	var clusters workerSource
 	if opts.MultiKueue {
@@ -129,7 +126,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&appWrapperReconciler{
 		Clusters:           clusters,
-		NoHistory:          noHistory,
 		Cache:              mgr.GetClient(),
 		Writer:             mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
@@ -143,10 +139,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr, watches.Events()); err != nil {
 		return fmt.Errorf("setting up the appwrapper controller: %w", err)
 	}
-	if !noHistory {
-		if err := (&historyReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("setting up the history controller: %w", err)
-		}
+	if err := (&historyReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the history controller: %w", err)
 	}
 	return nil
 }

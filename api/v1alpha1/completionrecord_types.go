@@ -64,8 +64,21 @@ type RecordedAppWrapper struct {
 	QueueName string `json:"queueName,omitempty"`
 }
 
-// RecordedAction is what wrapup did with the finished AppWrapper.
+// RecordedAction is what wrapup does with the finished AppWrapper: the
+// stamp of the rule whose action is in force for the run. A change wrapup
+// sees after it recorded the run (another rule taking it over, the action
+// becoming DeleteAll, the TTL shortened, dryRun turned off) never makes
+// its deletion due sooner than when wrapup saw the change plus the TTL
+// then in force; a change that makes it later takes effect at once.
 type RecordedAction struct {
+	// rule is the CompletionRule whose action this is; the rule that
+	// decided the outcome until another takes the run over.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Rule string `json:"rule,omitempty"`
+	// ruleUID is that rule's UID.
+	// +optional
+	RuleUID types.UID `json:"ruleUID,omitempty"`
 	// action is DeleteAll or UpdateStatus.
 	Action Action `json:"action"`
 	// ttlSecondsAfterFinished is the delay of a DeleteAll.
@@ -75,9 +88,24 @@ type RecordedAction struct {
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
 	// deleteAfter is when a DeleteAll deletes the AppWrapper at the earliest
-	// (the trigger finished, plus the TTL).
+	// (the trigger finished, plus the TTL; or, after a change that would
+	// make it sooner, when wrapup saw the change plus the TTL); absent when
+	// nothing is deleted (UpdateStatus, dryRun).
 	// +optional
-	DeleteAfter *metav1.Time `json:"deleteAfter,omitempty"`
+	DeleteAfter *metav1.MicroTime `json:"deleteAfter,omitempty"`
+}
+
+// RecordCleared says that a recorded outcome no longer holds: its trigger
+// runs again, or the AppWrapper controller made a new attempt after a
+// failure. The record keeps the outcome that was, as history, until
+// wrapup records the next one in its place.
+type RecordCleared struct {
+	// at is when wrapup cleared the outcome.
+	At metav1.MicroTime `json:"at"`
+	// message says why.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // RecordedCondition is one condition of a trigger, as wrapup evaluated it.
@@ -96,6 +124,11 @@ type RecordedCondition struct {
 
 // RecordedTrigger is a trigger as wrapup evaluated it.
 type RecordedTrigger struct {
+	// componentIndex is the trigger's index in the AppWrapper's
+	// spec.components: with its UID, what the trigger is.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ComponentIndex int32 `json:"componentIndex"`
 	// +kubebuilder:validation:MaxLength=316
 	APIVersion string `json:"apiVersion"`
 	// +kubebuilder:validation:MaxLength=63
@@ -125,18 +158,22 @@ type RecordedTrigger struct {
 // RecordRetention is how long a record is kept, as its rule said when it
 // was written.
 type RecordRetention struct {
-	// ttlSecondsAfterFinished: the record is deleted this long after the
-	// run finished.
+	// ttlSecondsAfterFinished: the record is kept this long after the run
+	// finished and after its AppWrapper is gone, never while the
+	// AppWrapper exists; 0 (history off): it goes with its AppWrapper (an
+	// ownerReference).
 	TTLSecondsAfterFinished int32 `json:"ttlSecondsAfterFinished"`
 	// limitPerNamespace: past this many records of the rule in the
 	// namespace, the oldest go first.
 	LimitPerNamespace int32 `json:"limitPerNamespace"`
 }
 
-// CompletionRecord is the record of one finished AppWrapper run, written by
-// wrapup in the AppWrapper's namespace when it records the outcome (before
-// any deletion), and kept after the AppWrapper is gone, so that its users
-// can see how their run ended.
+// CompletionRecord is the record of one AppWrapper run, and wrapup's
+// memory of it: wrapup creates it in the AppWrapper's namespace when it
+// records the outcome (before any deletion), decides on it and on nothing
+// its tenant can write, and only wrapup writes it. It is kept while the
+// AppWrapper exists and, by its retention, after the AppWrapper is gone,
+// so that its users can see how their run ended.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,shortName=crec;crecs,categories=wrapup
 // +kubebuilder:printcolumn:name="AppWrapper",type=string,JSONPath=`.appWrapper.name`
@@ -145,6 +182,7 @@ type RecordRetention struct {
 // +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.action.action`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.message`,priority=1
 // +kubebuilder:printcolumn:name="Finished",type=date,JSONPath=`.finishedAt`
+// +kubebuilder:printcolumn:name="Cleared",type=date,JSONPath=`.cleared.at`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type CompletionRecord struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -155,6 +193,12 @@ type CompletionRecord struct {
 	// rule is the CompletionRule that decided.
 	// +kubebuilder:validation:MaxLength=253
 	Rule string `json:"rule"`
+	// ruleUID is that rule's UID.
+	// +optional
+	RuleUID types.UID `json:"ruleUID,omitempty"`
+	// policy is the rule's trigger policy (One, All or Any) that decided.
+	// +optional
+	Policy TriggerPolicy `json:"policy,omitempty"`
 	// outcome is Succeeded or Failed.
 	// +kubebuilder:validation:Enum=Succeeded;Failed
 	Outcome Outcome `json:"outcome"`
@@ -174,6 +218,10 @@ type CompletionRecord struct {
 	Triggers []RecordedTrigger `json:"triggers,omitempty"`
 	// retention says how long the record is kept.
 	Retention RecordRetention `json:"retention"`
+	// cleared, when set, says that the outcome no longer holds (a new
+	// attempt): the record is history until the next outcome.
+	// +optional
+	Cleared *RecordCleared `json:"cleared,omitempty"`
 }
 
 // CompletionRecordList is a list of CompletionRecords.

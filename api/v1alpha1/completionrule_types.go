@@ -234,15 +234,6 @@ type CompletionRuleStatus struct {
 	// +kubebuilder:default=0
 	Failed int64 `json:"failed,omitempty"`
 
-	// deletingSince says since when wrapup has seen the rule delete the
-	// AppWrappers it finishes, after a success and after a failure (its
-	// action DeleteAll, dryRun off). A run recorded before is deleted
-	// ttlSecondsAfterFinished after this time, not after it finished: an
-	// action changed to DeleteAll, or dryRun turned off, never deletes at
-	// once runs recorded long ago.
-	// +optional
-	DeletingSince *DeletingSince `json:"deletingSince,omitempty"`
-
 	// typeChecking holds the results of checking the rule's expressions
 	// against the trigger kind's schema, as the API server publishes it.
 	// A warning is likely a typo (object.status.succeded) that makes an
@@ -251,26 +242,6 @@ type CompletionRuleStatus struct {
 	// limit for a validation rule; the rule still runs.
 	// +optional
 	TypeChecking *TypeChecking `json:"typeChecking,omitempty"`
-}
-
-// DeletingSince says since when a rule deletes after each outcome.
-type DeletingSince struct {
-	// observedGeneration is the rule generation these times were observed
-	// for: until it is the rule's, wrapup counts as if the rule deleted
-	// only from the moment it looks.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// succeeded is since when the rule deletes after a success: when
-	// wrapup first saw its onSuccess action DeleteAll with dryRun off (for
-	// a rule never edited, its creation). Absent while it does not delete.
-	// +optional
-	Succeeded *metav1.Time `json:"succeeded,omitempty"`
-
-	// failed is since when the rule deletes after a failure, as succeeded
-	// says for a success.
-	// +optional
-	Failed *metav1.Time `json:"failed,omitempty"`
 }
 
 // TypeChecking holds the warnings of checking a rule's expressions against

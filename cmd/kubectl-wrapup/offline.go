@@ -165,26 +165,6 @@ func loadOffline(ctx context.Context, docs []*document, ns string) (*offlineObje
 	return o, findings, nil
 }
 
-// inForce makes the rules read from files rules that have been in force
-// for a long time, as the controller would see them, unless a file gives
-// their status.deletingSince: a TTL counts from the run's end, not from
-// --now.
-func (o *offlineObjects) inForce() {
-	for i := range o.rules {
-		r := &o.rules[i]
-		if r.Status.DeletingSince != nil {
-			continue
-		}
-		if r.Generation == 0 {
-			r.Generation = 1
-		}
-		if r.CreationTimestamp.IsZero() {
-			r.CreationTimestamp = metav1.NewTime(time.Unix(0, 0).UTC())
-		}
-		r.Status.DeletingSince = decision.DeletingSince(r, time.Now())
-	}
-}
-
 // addRule adds rule, read at where (nil: it did not decode).
 func (o *offlineObjects) addRule(rule *wrapupv1alpha1.CompletionRule, where string) error {
 	if rule == nil {
@@ -506,7 +486,7 @@ func explainOffline(ctx context.Context, cf *genericclioptions.ConfigFlags, stre
 	if err != nil {
 		return failed("%v", err)
 	}
-	objs.inForce()
+
 	bad := false
 	for _, fd := range findings {
 		if fd.Severity == sevError {
@@ -607,7 +587,7 @@ func explainFiles(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, aw m
 	if err := o.add(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(trigger)}, triggerFile, key.Namespace, o.seen); err != nil {
 		return nil, err
 	}
-	o.inForce()
+
 	if err := o.settle(); err != nil {
 		return nil, err
 	}

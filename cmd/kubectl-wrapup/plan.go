@@ -34,9 +34,10 @@ same name, or are added; --delete NAME plans a rule's removal.
 
 It reads the cluster with your rights (the AppWrappers, rules, Namespaces
 and triggers) and decides with the controller's decision code, twice: under
-the rules as they are and as they would be. Nothing is written. A changed
-rule's TTL counts, for runs recorded before, from the change, as the
-controller counts it (status.deletingSince).`
+the rules as they are and as they would be. Nothing is written. A change
+that would make a recorded run's deletion sooner counts its TTL from now,
+as the controller counts it (the run's CompletionRecord keeps the action
+in force).`
 
 // planOptions are plan's flags: kubectl's Validate, Run.
 type planOptions struct {
@@ -157,9 +158,7 @@ func (w withRules) List(ctx context.Context, list client.ObjectList, opts ...cli
 
 // changedRules are the cluster's rules live once applied (each replaces
 // the live rule of its name, or is added) and remove are deleted, as the
-// controller would see them at now: a changed spec is a new generation,
-// and its status.deletingSince is what the rule controller would write
-// for it (an action that now deletes counts from now).
+// controller would see them at now: a changed spec is a new generation.
 func changedRules(live, applied []wrapupv1alpha1.CompletionRule, remove []string, now time.Time) ([]wrapupv1alpha1.CompletionRule, error) {
 	out := slices.Clone(live)
 	remove = slices.Compact(slices.Sorted(slices.Values(remove)))
@@ -191,7 +190,6 @@ func changedRules(live, applied []wrapupv1alpha1.CompletionRule, remove []string
 			n.CreationTimestamp = metav1.NewTime(now)
 			n.Status = wrapupv1alpha1.CompletionRuleStatus{}
 		}
-		n.Status.DeletingSince = decision.DeletingSince(n, now)
 		if i >= 0 {
 			out[i] = *n
 		} else {
@@ -278,8 +276,7 @@ func planChange(ctx context.Context, c client.Client, opts view.ExplainOptions, 
 }
 
 // deletes says whether ex deletes the AppWrapper: now, or at a time set.
-// (A TTL counted from a rule change, as status.deletingSince counts it, is
-// due within a second of it when it is 0: at once.)
+// (A TTL counted from a rule change is due at it when it is 0: at once.)
 func deletes(ex *view.Explanation) bool {
 	return ex.Verdict == decision.VerdictDelete || ex.Verdict == decision.VerdictDeleteAfterTTL
 }

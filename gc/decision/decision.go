@@ -16,7 +16,6 @@ import (
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,9 +70,10 @@ type Input struct {
 	// (MultiKueueManaged), what was read of the worker cluster it runs on:
 	// its Triggers were read there. Nil otherwise, or when not read.
 	Worker *Worker
-	// History is what the controller knows of the CompletionRecords of
-	// the AppWrapper's outcomes.
-	History HistoryInput
+	// Record is the run's CompletionRecord (RecordName of the AppWrapper's
+	// name and UID), as stored; nil when there is none. It is the run's
+	// memory: what wrapup decided before.
+	Record *wrapupv1alpha1.CompletionRecord
 }
 
 // TriggerState is how the live trigger was observed.
@@ -196,10 +196,17 @@ type Decision struct {
 type Steps struct {
 	// Outcome is the final outcome acted on; "" while there is none.
 	Outcome wrapupv1alpha1.Outcome
-	// Write is the record to write now, replacing any; nil for no write.
+	// Write is a new outcome to record now; nil for none.
 	Write *Record
-	// Clear says to remove the record.
+	// Clear says that the recorded outcome no longer holds.
 	Clear bool
+	// Stamp is the action in force for the run when it differs from the
+	// one its record holds (or the new record's); nil otherwise.
+	Stamp *Stamp
+	// Store is the CompletionRecord to write for Write, Clear or Stamp,
+	// before anything else: created when its resourceVersion is "", else
+	// updated under it. Nil for no write.
+	Store *wrapupv1alpha1.CompletionRecord
 	// Action is the winning rule's action for Outcome, defaults applied;
 	// DryRun its dryRun.
 	Action wrapupv1alpha1.ActionSpec
@@ -217,10 +224,6 @@ type Steps struct {
 	Requeue time.Duration
 	// Events are the Events to emit, each when its When says.
 	Events []Event
-	// History is the CompletionRecord of the outcome acted on that is
-	// still to write, before any deletion; nil when none is (the rule
-	// keeps no history, or it is written).
-	History *HistoryStep
 }
 
 // Remember is what the controller keeps of the AppWrapper after the
@@ -246,10 +249,6 @@ type Remember struct {
 	// annotated triggers', under a rule that names no kind), in the order
 	// of its components; none for none.
 	Claims []schema.GroupKind
-	// HistoryWritten is the outcome whose CompletionRecord the
-	// controller's cache holds (Input.History.Cached), to remember as
-	// written; nil when the decision learned none.
-	HistoryWritten *Record
 }
 
 // Why is what the decision observed and weighed: the rules, the trigger,
@@ -269,7 +268,8 @@ type Why struct {
 	// Evaluation is the winning rule's result on the live trigger; nil when
 	// nothing was evaluated.
 	Evaluation *Evaluation
-	// Recorded is the record on the AppWrapper as observed; nil when none.
+	// Recorded is the outcome the run's CompletionRecord holds; nil when
+	// none.
 	Recorded *Record
 	// Candidates are, under a rule whose policy is All or Any and with
 	// several candidates, every candidate and what was read and evaluated
@@ -568,10 +568,7 @@ func Decide(ctx context.Context, in Input) Decision {
 		d.Claims = nil
 	}
 	d.sayOnce(in.Warned)
-	// Whether an outcome this process did not count is borne out is
-	// judged on the AppWrapper as gathered: for one MultiKueue dispatches,
-	// its own (mirrored) status.
-	d.history(gathered)
+	d.store(gathered)
 	return d
 }
 
@@ -582,7 +579,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 		d.Verdict, d.Reason = VerdictGone, "the AppWrapper does not exist"
 		return d
 	}
-	d.Recorded = ReadRecord(aw)
+	d.Recorded = RecordOf(in.Record, aw)
 	d.FailureSeen = keepFailure(in.FailureSeen)
 	sel := selectRule(in.Rules, aw, namespaceLabels(in.Namespace), in.Kinds)
 	d.Rules = sel.standings
@@ -628,7 +625,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 		d.Worker = workerInfo(in)
 		// (Whatever the AppWrapper's status says: with the worker
 		// unread, it is the status of no copy known to be this one's.)
-		if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil && !recordedSuccess(in.AppWrapper, refs) {
+		if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil && !(d.Recorded != nil && d.Recorded.Outcome == wrapupv1alpha1.OutcomeSucceeded) {
 			// (A recorded success is final, worker or not: it is deleted
 			// when due. Waiting for the worker would outlast Kueue's
 			// workerLostTimeout, after which MultiKueue dispatches the
@@ -800,12 +797,24 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, state l
 		d.FailureSeen = &FailureSeen{TriggerUID: uid, At: first}
 	}
 
-	if rec != nil && rec.For(d.Trigger.Ref, aw, uid) {
-		d.decideRecorded(in, rule, state, grace)
+	if rec != nil {
+		// The run's record is final for the triggers it names.
+		c := observed{info: *d.Trigger, eval: d.Evaluation, state: state}
+		d.decideRecorded(in, rule, Policy(rule), []observed{c}, grace, func() bool {
+			switch state {
+			case liveSucceeded:
+				d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, res.Message, uid)
+				return true
+			case liveFailed:
+				if final, _, _ := failureFinality(aw, d.FailureSeen.At, now, grace); final {
+					d.record(in, rule, wrapupv1alpha1.OutcomeFailed, res.Message, uid)
+					return true
+				}
+			}
+			return false
+		})
 		return
 	}
-	// A record that is not of this trigger (Record.For) says nothing of
-	// it: this rule decides afresh, and a new record replaces it.
 
 	switch state {
 	case liveSucceeded:
@@ -856,57 +865,69 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, state l
 	}
 }
 
-// decideRecorded decides for an AppWrapper that carries a record. The
-// record is final for its trigger: only that trigger seen not finished
-// again clears it, and, after a failure, a new trigger (the AppWrapper
-// controller's new attempt). A new trigger after a success does not: the
-// run finished, and running it again is what wrapup exists to prevent.
-func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule, state liveState, grace time.Duration) {
+// decideRecorded decides for an AppWrapper whose run has a record, on
+// what was observed of the current rule's candidates cs. The record is
+// the run's, whichever rule wins now, and final for the triggers that
+// decided it (by component index and UID): only one of them seen running
+// again clears it, and, after a failure, a new attempt (one of them
+// re-created), which fresh evaluates afresh (false: nothing to record
+// yet). A new trigger after a success does not: the run finished, and
+// running it again is what wrapup exists to prevent. A candidate that is
+// no recorded trigger (the rule now takes another component) changes
+// nothing.
+func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule, policy wrapupv1alpha1.TriggerPolicy, cs []observed, grace time.Duration, fresh func() bool) {
 	aw := in.AppWrapper
 	rec := d.Recorded
-	uid := d.Trigger.UID
-	present := state.present()
-	same := present && uid == rec.TriggerUID
 	phase := aw.Status.Phase
-	newAttempt := present && !same && rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed
-
-	switch {
-	case same && state == liveRunning && phase != awv1beta2.AppWrapperFailed:
-		// (A Failed AppWrapper is finished whatever its trigger says: its
-		// controller gave up and tears the components down.)
-		d.clear(fmt.Sprintf("the trigger is running again: the recorded outcome %s no longer holds", rec.Outcome))
-		return
-	case state == liveError:
-		d.Verdict = VerdictWaitingForTrigger
-		d.Reason = fmt.Sprintf("the evaluation failed, which counts as not finished (Warning Event EvaluationError): the recorded outcome %s stays, and nothing is deleted until the trigger evaluates again", rec.Outcome)
-		return
-	case newAttempt:
-		// The AppWrapper controller made a new attempt after the recorded
-		// failure (a retry, or a re-admission): it is evaluated afresh.
-		switch state {
-		case liveSucceeded:
-			d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, d.Evaluation.Message, uid)
-			return
-		case liveFailed:
-			if final, _, _ := failureFinality(aw, d.FailureSeen.At, in.Now, grace); final {
-				d.record(in, rule, wrapupv1alpha1.OutcomeFailed, d.Evaluation.Message, uid)
-				return
-			}
+	var again *observed
+	evalErr, replaced := false, false
+	for i := range cs {
+		c := &cs[i]
+		t, ok := rec.recorded(c.info.Index)
+		if !ok {
+			continue
 		}
-		d.clear(fmt.Sprintf("a new trigger (uid %s) replaced the one whose failure was recorded: the recorded outcome Failed no longer holds", uid))
+		if len(d.Candidates) > i {
+			d.Candidates[i].Decided = true
+		}
+		present := c.state.present()
+		if present && t.UID != "" && c.info.UID == t.UID && c.state == liveRunning && phase != awv1beta2.AppWrapperFailed && again == nil {
+			again = c
+		}
+		evalErr = evalErr || c.state == liveError
+		replaced = replaced || present && c.info.UID != t.UID
+	}
+	switch {
+	case again != nil:
+		d.clear(fmt.Sprintf("the trigger %s is running again: the recorded outcome %s no longer holds", again.name(), rec.Outcome))
+		return
+	case evalErr:
+		d.Verdict = VerdictWaitingForTrigger
+		d.Reason = fmt.Sprintf("the evaluation of a trigger that decided failed, which counts as not finished (Warning Event EvaluationError): the recorded outcome %s stays, and nothing is deleted until it evaluates again", rec.Outcome)
+		return
+	case replaced && rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed:
+		// The AppWrapper controller made a new attempt after the recorded
+		// failure (a retry, or a re-admission): evaluated afresh.
+		for i := range d.Candidates {
+			d.Candidates[i].Decided = false
+		}
+		if fresh() {
+			return
+		}
+		d.clear("a new attempt replaced the trigger whose failure was recorded: the recorded outcome Failed no longer holds")
 		return
 	}
 	if d.holdRecordedFailure(in, grace) {
 		return
 	}
-	again := ""
+	restart := ""
 	if rec.Outcome == wrapupv1alpha1.OutcomeSucceeded {
-		again = startedAgain(aw)
-		if present && !same && again == "" && !finishedPhase(aw) {
-			again = fmt.Sprintf("a new trigger (uid %s) replaced the one whose success was recorded: the run started again", uid)
+		restart = startedAgain(aw)
+		if replaced && restart == "" && !finishedPhase(aw) {
+			restart = "a new trigger replaced the one whose success was recorded: the run started again"
 		}
 	}
-	d.act(in, rule, rec, again)
+	d.act(in, rule, rec, restart)
 }
 
 // startedAgain says why aw, whose success is recorded, is making a new
@@ -962,8 +983,8 @@ func (d *Decision) holdRecordedFailure(in Input, grace time.Duration) bool {
 
 // record decides to record outcome for the trigger uid, then to act on it.
 func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, message string, uid types.UID) {
-	d.recordRec(in, rule, &Record{AppWrapperUID: in.AppWrapper.UID, Outcome: outcome, Rule: rule.Name, FinishedAt: in.Now.UTC(), Message: message, TriggerUID: uid,
-		TriggerRef: d.Trigger.Ref.String()})
+	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, RuleUID: rule.UID, FinishedAt: in.Now.UTC(), Message: message,
+		Policy: Policy(rule), Triggers: []RecordedTrigger{{Index: d.Trigger.Index, UID: uid}}})
 }
 
 // recordRec decides to write rec, then to act on it.
@@ -971,6 +992,9 @@ func (d *Decision) recordRec(in Input, rule *wrapupv1alpha1.CompletionRule, rec 
 	outcome, message := rec.Outcome, rec.Message
 	d.Write = rec
 	d.act(in, rule, rec, "")
+	if d.Stamp != nil {
+		rec.Stamp = *d.Stamp
+	}
 	spec := EventSucceeded
 	if outcome == wrapupv1alpha1.OutcomeFailed {
 		spec = EventFailed
@@ -1025,8 +1049,10 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 		d.Reason = fmt.Sprintf("the trigger %s and the AppWrapper is MultiKueue's copy on a worker cluster (label %s=%s): "+
 			"wrapup records the outcome here and deletes nothing, since deleting it would make MultiKueue dispatch the run again; "+
 			"the manager cluster's wrapup finishes the AppWrapper", outcome, kueue.MultiKueueOriginLabel, origin)
+		d.stamp(in, rule, rec)
 		return
 	}
+	stamp := d.stamp(in, rule, rec)
 	switch {
 	case d.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
 		d.Verdict = VerdictRecordOnly
@@ -1047,22 +1073,12 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 		d.Events = append(d.Events, EventDeletedStartedAgain.Event(rule.Name, outcome))
 		return
 	}
-	ttl := time.Duration(0)
-	if d.Action.TTLSecondsAfterFinished != nil {
-		ttl = time.Duration(*d.Action.TTLSecondsAfterFinished) * time.Second
-	}
-	notBefore := rec.FinishedAt.Add(ttl)
+	ttl := stamp.ttl()
+	notBefore := stamp.DueAt
 	why := fmt.Sprintf("rule %s deletes the AppWrapper %s after it finished (ttlSecondsAfterFinished)", rule.Name, ttl)
-	if since, known := deletingSince(rule, outcome, in.Now); since.After(rec.FinishedAt) {
-		// The rule did not delete when the run finished: its TTL counts
-		// from when it started to.
-		notBefore = since.Add(ttl)
-		why = fmt.Sprintf("rule %s deletes the AppWrapper %s after it started deleting after a %s, at %s, later than the run finished (ttlSecondsAfterFinished; status.deletingSince)",
-			rule.Name, ttl, outcomeNoun(outcome), since.UTC().Format(time.RFC3339))
-		if !known {
-			why = fmt.Sprintf("rule %s's status does not say yet since when it deletes after a %s (status.deletingSince, of this generation): wrapup counts its TTL of %s from now, and looks again when it does",
-				rule.Name, outcomeNoun(outcome), ttl)
-		}
+	if natural := ceilMicro(rec.FinishedAt.Add(ttl)); notBefore.After(natural) {
+		why = fmt.Sprintf("rule %s deletes the AppWrapper %s after wrapup saw its action in force for this run, after the run was recorded (the record's action.deleteAfter: no change makes a deletion sooner)",
+			rule.Name, ttl)
 	}
 	if hold := deletionHold(aw); hold > 0 && (outcome == wrapupv1alpha1.OutcomeFailed || aw.Status.Phase == awv1beta2.AppWrapperFailed) {
 		// The user asked the AppWrapper controller to keep a failed
@@ -1103,6 +1119,16 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 	d.Verdict = VerdictDelete
 	d.Reason = fmt.Sprintf("the trigger %s: rule %s deletes the AppWrapper now, if a decision on a fresh read of it, its rules and its trigger still says so", outcome, rule.Name)
 	d.Events = append(d.Events, EventDeleted.Event(rule.Name, outcome))
+}
+
+// stamp sets, from the action d decided for rule, the stamp of the run
+// rec (StampFor), and d.Stamp when it is not the one rec holds.
+func (d *Decision) stamp(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Record) Stamp {
+	s := StampFor(Stamp{Rule: rule.Name, RuleUID: rule.UID, Action: d.Action, DryRun: d.DryRun}, rec, in.Now)
+	if !s.Same(rec.Stamp) {
+		d.Stamp = &s
+	}
+	return s
 }
 
 // warn adds the Warning of spec with args.
@@ -1157,87 +1183,11 @@ func TriggerFields(p *celpolicies.Policy, gk schema.GroupKind) celpolicies.Field
 	return f
 }
 
-// deletingSince is since when rule has deleted after outcome, as its
-// status says for its generation; known is false when it does not say
-// (not observed yet, or for an older generation): it then counts from
-// now, which never deletes sooner.
-func deletingSince(rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, now time.Time) (since time.Time, known bool) {
-	ds := rule.Status.DeletingSince
-	if ds == nil || ds.ObservedGeneration != rule.Generation {
-		return now, false
-	}
-	t := ds.Succeeded
-	if outcome == wrapupv1alpha1.OutcomeFailed {
-		t = ds.Failed
-	}
-	if t == nil {
-		return now, false
-	}
-	return t.Time, true
-}
-
-// DeletingSince is what rule's status.deletingSince says, observed at now:
-// for each outcome after which the rule deletes (DeleteAll, dryRun off),
-// since when, as its status already says, or else from its creation if it
-// was never edited (generation 1), or else from now, rounded up to the
-// second its status keeps; nothing for an outcome it does not delete
-// after. An action changed to DeleteAll, or dryRun turned off, thus
-// counts the TTL of runs recorded before from when it was seen. The
-// status is kept only across one edit at a time: when an edit went unseen
-// (the controller's queue holds a rule once, so two quick edits are seen
-// as one), the spec between may have stopped the deletions, and the
-// status cannot say it did not.
-func DeletingSince(rule *wrapupv1alpha1.CompletionRule, now time.Time) *wrapupv1alpha1.DeletingSince {
-	prev := rule.Status.DeletingSince
-	out := &wrapupv1alpha1.DeletingSince{ObservedGeneration: rule.Generation}
-	since := func(o wrapupv1alpha1.Outcome, was *metav1.Time) *metav1.Time {
-		if ActionFor(rule, o).Action != wrapupv1alpha1.ActionDeleteAll || rule.Spec.DryRun {
-			return nil
-		}
-		switch {
-		case was != nil:
-			return was.DeepCopy()
-		case rule.Generation <= 1 && !rule.CreationTimestamp.IsZero():
-			return rule.CreationTimestamp.DeepCopy()
-		}
-		t := now.Truncate(time.Second)
-		if t.Before(now) {
-			t = t.Add(time.Second)
-		}
-		return &metav1.Time{Time: t.UTC()}
-	}
-	var wasS, wasF *metav1.Time
-	if prev != nil && prev.ObservedGeneration >= rule.Generation-1 {
-		wasS, wasF = prev.Succeeded, prev.Failed
-	}
-	out.Succeeded = since(wrapupv1alpha1.OutcomeSucceeded, wasS)
-	out.Failed = since(wrapupv1alpha1.OutcomeFailed, wasF)
-	return out
-}
-
 func outcomeNoun(o wrapupv1alpha1.Outcome) string {
 	if o == wrapupv1alpha1.OutcomeFailed {
 		return "failure"
 	}
 	return "success"
-}
-
-// recordedSuccess says whether aw carries a success wrapup recorded on it
-// for the trigger components refs of the rule that decides.
-func recordedSuccess(aw *awv1beta2.AppWrapper, refs []Ref) bool {
-	rec := ReadRecord(aw)
-	if rec == nil || rec.Outcome != wrapupv1alpha1.OutcomeSucceeded || !rec.onAppWrapper(aw) {
-		return false
-	}
-	if len(rec.Triggers) > 0 {
-		for _, t := range rec.Triggers {
-			if !slices.ContainsFunc(refs, func(r Ref) bool { return r.Index == t.Index }) {
-				return false
-			}
-		}
-		return true
-	}
-	return rec.TriggerRef == "" && len(refs) == 1 || slices.ContainsFunc(refs, func(r Ref) bool { return r.String() == rec.TriggerRef })
 }
 
 // WorkerBackoff is how long to wait before reading an unreachable worker

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -144,12 +143,10 @@ func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref
 	}
 
 	cs := make([]observed, len(refs))
-	live := map[int]types.UID{}
 	unknown, errs, notOwned := 0, 0, 0
 	for i, ref := range refs {
 		cs[i] = observeCandidate(ctx, in, w.Policy, ref)
 		c := &cs[i]
-		live[ref.Index] = c.info.UID
 		switch {
 		case c.notOwned:
 			notOwned++
@@ -190,12 +187,24 @@ func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref
 		d.FailureSeen = nil
 	}
 
-	if rec := d.Recorded; rec != nil && rec.forMany(policy, refs, aw, live) {
-		d.decideManyRecorded(in, rule, policy, cs, grace)
+	if d.Recorded != nil {
+		// The run's record is final for the candidates it names.
+		d.decideRecorded(in, rule, policy, cs, grace, func() bool {
+			v := settle(policy, cs)
+			switch {
+			case v.outcome == wrapupv1alpha1.OutcomeSucceeded:
+				d.recordMany(in, rule, v.outcome, cs, v.deciders, "")
+				return true
+			case v.failure:
+				if final, _, _ := failureFinality(aw, d.FailureSeen.At, in.Now, grace); final {
+					d.recordMany(in, rule, v.outcome, cs, v.deciders, "")
+					return true
+				}
+			}
+			return false
+		})
 		return
 	}
-	// A record that is not of these candidates says nothing of them: this
-	// rule decides afresh, and a new record replaces it.
 
 	phase := aw.Status.Phase
 	switch {
@@ -240,70 +249,6 @@ func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref
 	}
 }
 
-// decideManyRecorded decides for an AppWrapper whose record names the
-// candidates that decided it, as decideRecorded does for one trigger.
-func (d *Decision) decideManyRecorded(in Input, rule *wrapupv1alpha1.CompletionRule, policy wrapupv1alpha1.TriggerPolicy, cs []observed, grace time.Duration) {
-	aw := in.AppWrapper
-	rec := d.Recorded
-	phase := aw.Status.Phase
-	at := map[int]int{}
-	for i := range cs {
-		at[cs[i].info.Index] = i
-	}
-	var again *observed
-	evalErr, replaced := false, false
-	for _, t := range rec.Triggers {
-		i := at[t.Index]
-		c := &cs[i]
-		d.Candidates[i].Decided = true
-		present := c.state.present()
-		if present && t.UID != "" && c.info.UID == t.UID && c.state == liveRunning && phase != awv1beta2.AppWrapperFailed && again == nil {
-			again = c
-		}
-		evalErr = evalErr || c.state == liveError
-		replaced = replaced || present && c.info.UID != t.UID
-	}
-	switch {
-	case again != nil:
-		d.clear(fmt.Sprintf("the trigger %s is running again: the recorded outcome %s no longer holds", again.name(), rec.Outcome))
-		return
-	case evalErr:
-		d.Verdict = VerdictWaitingForTrigger
-		d.Reason = fmt.Sprintf("the evaluation of a trigger that decided failed, which counts as not finished (Warning Event EvaluationError): the recorded outcome %s stays, and nothing is deleted until it evaluates again", rec.Outcome)
-		return
-	case replaced && rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed:
-		// The AppWrapper controller made a new attempt after the recorded
-		// failure: the candidates are evaluated afresh.
-		for i := range d.Candidates {
-			d.Candidates[i].Decided = false
-		}
-		v := settle(policy, cs)
-		switch {
-		case v.outcome == wrapupv1alpha1.OutcomeSucceeded:
-			d.recordMany(in, rule, v.outcome, cs, v.deciders, "")
-			return
-		case v.failure:
-			if final, _, _ := failureFinality(aw, d.FailureSeen.At, in.Now, grace); final {
-				d.recordMany(in, rule, v.outcome, cs, v.deciders, "")
-				return
-			}
-		}
-		d.clear("a new attempt replaced triggers whose failure was recorded: the recorded outcome Failed no longer holds")
-		return
-	}
-	if d.holdRecordedFailure(in, grace) {
-		return
-	}
-	restart := ""
-	if rec.Outcome == wrapupv1alpha1.OutcomeSucceeded {
-		restart = startedAgain(aw)
-		if replaced && restart == "" && !finishedPhase(aw) {
-			restart = "a new attempt replaced triggers whose success was recorded: the run started again"
-		}
-	}
-	d.act(in, rule, rec, restart)
-}
-
 // recordMany decides to record outcome for the candidates deciders of cs,
 // with message, or, when message is "", their messages joined.
 func (d *Decision) recordMany(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, cs []observed, deciders []int, message string) {
@@ -319,9 +264,8 @@ func (d *Decision) recordMany(in Input, rule *wrapupv1alpha1.CompletionRule, out
 	if message == "" {
 		message = Truncate(strings.Join(msgs, "; "), MaxMessage)
 	}
-	first := cs[deciders[0]].info
-	d.recordRec(in, rule, &Record{AppWrapperUID: in.AppWrapper.UID, Outcome: outcome, Rule: rule.Name, FinishedAt: in.Now.UTC(), Message: message,
-		TriggerUID: first.UID, TriggerRef: first.Ref.String(), Triggers: ts, Policy: Policy(rule)})
+	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, RuleUID: rule.UID, FinishedAt: in.Now.UTC(), Message: message,
+		Triggers: ts, Policy: Policy(rule)})
 }
 
 func allOf(cs []observed) []int {

@@ -1,348 +1,379 @@
 package decision
 
 import (
-	"slices"
-	"strconv"
+	"fmt"
+	"hash/fnv"
+	"sort"
 	"strings"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
-// Record is the outcome wrapup wrote on an AppWrapper's metadata: the
-// label wrapup.dev/outcome and the annotations beside it. It is durable,
-// and for the trigger it names, final: only that trigger seen running
-// again, or (after a failure) a new attempt of the AppWrapper controller,
-// clears it.
+// A run's memory is its CompletionRecord, which only wrapup writes: the
+// outcome wrapup decided, the triggers that decided it, and the action in
+// force (the stamp). Nothing a decision reads of a run's past comes from
+// the AppWrapper's labels and annotations, which its tenant can write:
+// those are a mirror for people (Mirror).
+
+// Record is an outcome wrapup decided for a run, as its CompletionRecord
+// keeps it. It is final for the triggers that decided it: only one of
+// them seen running again clears it, and, after a failure, a new attempt
+// of the AppWrapper controller (one of them re-created).
 type Record struct {
-	// AppWrapperUID is the UID of the AppWrapper it was recorded on; empty
-	// on records written before it was kept.
-	AppWrapperUID types.UID
-	Outcome       wrapupv1alpha1.Outcome
-	Rule          string
-	FinishedAt    time.Time
-	Message       string
-	// TriggerUID is the UID of the trigger the outcome was recorded for;
-	// empty when the AppWrapper's phase decided it with no live trigger.
-	TriggerUID types.UID
-	// TriggerRef is the trigger component, as Ref.String says; empty on
-	// records written before it was kept. With several candidates, the
-	// first of Triggers.
-	TriggerRef string
-	// Triggers are, under a rule whose policy is All or Any and with
-	// several candidates, the candidates whose states decided the outcome:
-	// every one for All's success and Any's failure, the one that decided
-	// for All's failure and Any's success. Empty for a single trigger.
-	Triggers []RecordedTrigger
-	// Policy is the rule's trigger policy that decided, with Triggers: a
-	// rule whose policy changed since decides afresh, as a rule that takes
-	// another component does.
+	Outcome wrapupv1alpha1.Outcome
+	// Rule and RuleUID are the rule that decided it.
+	Rule    string
+	RuleUID types.UID
+	// FinishedAt is when wrapup saw the outcome.
+	FinishedAt time.Time
+	Message    string
+	// Policy is the deciding rule's trigger policy.
 	Policy wrapupv1alpha1.TriggerPolicy
+	// Triggers are the candidates whose states decided the outcome: the
+	// trigger of a single-trigger rule; every candidate for All's success
+	// and Any's failure, the one that decided for All's failure and Any's
+	// success; every candidate when the AppWrapper's phase decided.
+	Triggers []RecordedTrigger
+	// Stamp is the action in force for the run.
+	Stamp Stamp
 }
 
-// RecordedTrigger is a candidate whose state decided an outcome: its
+// RecordedTrigger is a trigger whose state decided an outcome: its
 // component index and the UID of its live object ("" when the
-// AppWrapper's phase decided without one).
+// AppWrapper's phase decided without one). Two components of one kind
+// and generateName are told apart by their index.
 type RecordedTrigger struct {
 	Index int
 	UID   types.UID
 }
 
-// formatTriggers is the value of the triggers annotation:
-// "All:1=<uid>,3=<uid>"; "" for none.
-func formatTriggers(p wrapupv1alpha1.TriggerPolicy, ts []RecordedTrigger) string {
-	if len(ts) == 0 {
-		return ""
-	}
-	parts := make([]string, len(ts))
-	for i, t := range ts {
-		parts[i] = strconv.Itoa(t.Index) + "=" + string(t.UID)
-	}
-	return string(p) + ":" + strings.Join(parts, ",")
+// Stamp is the action in force for a recorded run: whose, what, and when
+// it deletes the AppWrapper. It belongs to the run, not to the rule that
+// wins now: a change wrapup sees after it recorded the run never makes
+// the deletion due sooner than when wrapup saw it plus the TTL then in
+// force (StampFor).
+type Stamp struct {
+	Rule    string
+	RuleUID types.UID
+	Action  wrapupv1alpha1.ActionSpec
+	DryRun  bool
+	// DueAt is when the AppWrapper is deleted at the earliest; zero when
+	// the stamp deletes nothing.
+	DueAt time.Time
 }
 
-// parseTriggers reads the triggers annotation; ok is false when it does
-// not parse (the record is then as good as none).
-func parseTriggers(v string) (wrapupv1alpha1.TriggerPolicy, []RecordedTrigger, bool) {
-	if v == "" {
-		return "", nil, true
-	}
-	p, v, ok := strings.Cut(v, ":")
-	if !ok || (p != string(wrapupv1alpha1.TriggerPolicyAll) && p != string(wrapupv1alpha1.TriggerPolicyAny)) {
-		return "", nil, false
-	}
-	parts := strings.Split(v, ",")
-	if len(parts) > wrapupv1alpha1.MaxTriggers {
-		return "", nil, false
-	}
-	out := make([]RecordedTrigger, len(parts))
-	for i, p := range parts {
-		idx, uid, ok := strings.Cut(p, "=")
-		n, err := strconv.Atoi(idx)
-		if !ok || err != nil || n < 0 {
-			return "", nil, false
-		}
-		out[i] = RecordedTrigger{Index: n, UID: types.UID(uid)}
-	}
-	return wrapupv1alpha1.TriggerPolicy(p), out, true
+// deletes says whether s deletes the AppWrapper.
+func (s Stamp) deletes() bool {
+	return s.Action.Action == wrapupv1alpha1.ActionDeleteAll && !s.DryRun
 }
 
-// For says whether rec was recorded for the trigger component ref of aw,
-// whose live trigger, when read, has the UID live ("" when none). A record
-// that is not is someone else's, and says nothing of this trigger:
-//   - one that names another component (written under a rule that took
-//     another one as the trigger);
-//   - one of another AppWrapper (copied onto an AppWrapper created again
-//     from a saved manifest, or restored from a backup): it names another
-//     AppWrapper's UID, or, written before records named it, it is older
-//     than the AppWrapper (the only record whose time is compared with
-//     the API server's: a record's time is this controller's clock);
-//   - one that names no trigger while a trigger lives and the AppWrapper's
-//     phase did not decide (wrapup writes no such record);
-//   - one written before records named their component, for another
-//     trigger than the live one (it may have been another component's).
-func (rec *Record) For(ref Ref, aw *awv1beta2.AppWrapper, live types.UID) bool {
+func (s Stamp) ttl() time.Duration {
+	return time.Duration(ptr.Deref(s.Action.TTLSecondsAfterFinished, 0)) * time.Second
+}
+
+// Same says whether s and o are one stamp.
+func (s Stamp) Same(o Stamp) bool {
+	return s.RuleUID == o.RuleUID && s.Rule == o.Rule && s.Action.Action == o.Action.Action &&
+		ptr.Deref(s.Action.TTLSecondsAfterFinished, 0) == ptr.Deref(o.Action.TTLSecondsAfterFinished, 0) &&
+		s.DryRun == o.DryRun && s.DueAt.Equal(o.DueAt)
+}
+
+// StampFor is the stamp of the action cur (its DueAt ignored) for the run
+// rec at now. The deletion is due ttlSecondsAfterFinished after the run
+// finished, unless rec's stamp says otherwise: a change of the action
+// in force (another rule, the action, the TTL, dryRun) that makes the
+// deletion later takes effect at once; one that would make it sooner
+// counts the TTL from now, when wrapup sees it.
+func StampFor(cur Stamp, rec *Record, now time.Time) Stamp {
+	cur.DueAt = time.Time{}
+	if !cur.deletes() {
+		return cur
+	}
+	old := rec.Stamp
+	natural := ceilMicro(rec.FinishedAt.Add(cur.ttl()))
 	switch {
-	case rec.TriggerRef != "" && rec.TriggerRef != ref.String():
-		return false
-	case !rec.onAppWrapper(aw):
-		return false
-	case rec.TriggerUID == "" && live != "" &&
-		aw.Status.Phase != awv1beta2.AppWrapperFailed && aw.Status.Phase != awv1beta2.AppWrapperSucceeded:
-		return false
-	case rec.TriggerRef == "" && live != "" && live != rec.TriggerUID:
-		return false
-	case len(rec.Triggers) > 0:
-		// Several candidates decided it: not the record of a single one.
-		return false
-	}
-	return true
-}
-
-// onAppWrapper says whether rec was recorded on aw, not copied onto it
-// with the rest of another AppWrapper's metadata.
-func (rec *Record) onAppWrapper(aw *awv1beta2.AppWrapper) bool {
-	if rec.AppWrapperUID != "" {
-		return rec.AppWrapperUID == aw.UID
-	}
-	return !rec.FinishedAt.Before(aw.CreationTimestamp.Time)
-}
-
-// forMany says whether rec was recorded for the candidates refs of aw,
-// whose live objects have the UIDs live (by component index; "" or absent
-// when not read): as For says for one trigger, for each candidate that
-// decided.
-func (rec *Record) forMany(policy wrapupv1alpha1.TriggerPolicy, refs []Ref, aw *awv1beta2.AppWrapper, live map[int]types.UID) bool {
-	if len(rec.Triggers) == 0 || rec.Policy != policy || !rec.onAppWrapper(aw) {
-		return false
-	}
-	byIndex := make(map[int]Ref, len(refs))
-	for _, r := range refs {
-		byIndex[r.Index] = r
-	}
-	first, ok := byIndex[rec.Triggers[0].Index]
-	if !ok || rec.TriggerRef != first.String() {
-		return false
-	}
-	anyUID, anyLive := false, false
-	seen := map[int]bool{}
-	for _, t := range rec.Triggers {
-		if _, ok := byIndex[t.Index]; !ok || seen[t.Index] {
-			return false
+	case old.RuleUID == "":
+		// A new record: its own.
+		cur.DueAt = natural
+	case sameAction(old, cur) && !old.DueAt.IsZero():
+		cur.DueAt = old.DueAt
+	case old.deletes() && !old.DueAt.IsZero() && !natural.Before(old.DueAt):
+		cur.DueAt = natural
+	default:
+		seen := now
+		if seen.Before(rec.FinishedAt) {
+			seen = rec.FinishedAt
 		}
-		seen[t.Index] = true
-		anyUID = anyUID || t.UID != ""
+		cur.DueAt = ceilMicro(seen.Add(cur.ttl()))
 	}
-	if len(rec.Triggers) > 1 && len(rec.Triggers) != len(refs) {
-		// Every candidate decided it (All's success, Any's failure, the
-		// AppWrapper's phase), and the rule has other candidates now (it
-		// was edited, or another rule took over): not theirs.
-		return false
-	}
-	for _, uid := range live {
-		anyLive = anyLive || uid != ""
-	}
-	if !anyUID && anyLive && aw.Status.Phase != awv1beta2.AppWrapperFailed && aw.Status.Phase != awv1beta2.AppWrapperSucceeded {
-		return false
-	}
-	return true
+	return cur
 }
 
-// finishedAtLayout keeps the time exactly, to the nanosecond, always with
-// its fraction (a time without one was written by an older wrapup, to the
-// second): a TTL counted from a time rounded down would end early.
-const finishedAtLayout = "2006-01-02T15:04:05.000000000Z07:00"
+func sameAction(a, b Stamp) bool {
+	a.DueAt, b.DueAt = time.Time{}, time.Time{}
+	return a.Same(b)
+}
 
-// MaxMessage bounds the message annotation (and the messages of Events).
+// ceilMicro rounds t up to the microsecond a record keeps: a due time
+// rounded down would delete early.
+func ceilMicro(t time.Time) time.Time {
+	r := t.Truncate(time.Microsecond)
+	if r.Before(t) {
+		r = r.Add(time.Microsecond)
+	}
+	return r.UTC()
+}
+
+// RecordOf is the outcome that cr, the CompletionRecord named for aw,
+// holds for aw's run; nil when there is none: no record, one of another
+// AppWrapper (the same name and a UID that hashes alike), one written by
+// an earlier version (no rule UID: see docs/install.md), or one whose
+// outcome was cleared.
+func RecordOf(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper) *Record {
+	if cr == nil || aw == nil || cr.AppWrapper.UID != aw.UID || cr.RuleUID == "" || cr.Cleared != nil {
+		return nil
+	}
+	rec := &Record{Outcome: cr.Outcome, Rule: cr.Rule, RuleUID: cr.RuleUID, FinishedAt: cr.FinishedAt.Time, Message: cr.Message, Policy: cr.Policy,
+		Stamp: Stamp{Rule: cr.Action.Rule, RuleUID: cr.Action.RuleUID, DryRun: cr.Action.DryRun,
+			Action: wrapupv1alpha1.ActionSpec{Action: cr.Action.Action, TTLSecondsAfterFinished: cr.Action.TTLSecondsAfterFinished}}}
+	if cr.Action.DeleteAfter != nil {
+		rec.Stamp.DueAt = cr.Action.DeleteAfter.Time
+	}
+	for _, t := range cr.Triggers {
+		if t.Decided {
+			rec.Triggers = append(rec.Triggers, RecordedTrigger{Index: int(t.ComponentIndex), UID: t.UID})
+		}
+	}
+	return rec
+}
+
+// recorded is the recorded trigger of component index, if rec names it.
+func (rec *Record) recorded(index int) (RecordedTrigger, bool) {
+	for _, t := range rec.Triggers {
+		if t.Index == index {
+			return t, true
+		}
+	}
+	return RecordedTrigger{}, false
+}
+
+// MaxMessage bounds the message of a record (and of Events).
 const MaxMessage = 1024
 
-// ReadRecord returns the record on aw, or nil when there is none (or it
-// does not parse, in which case it is as good as none: wrapup writes it
-// whole in one patch).
-func ReadRecord(aw *awv1beta2.AppWrapper) *Record {
-	o := wrapupv1alpha1.Outcome(aw.Labels[wrapupv1alpha1.OutcomeLabel])
-	if o != wrapupv1alpha1.OutcomeSucceeded && o != wrapupv1alpha1.OutcomeFailed {
-		return nil
+// History is how long rule keeps the records of its runs after they
+// finished and their AppWrapper is gone; keep is false when it keeps them
+// only while the AppWrapper exists.
+func History(rule *wrapupv1alpha1.CompletionRule) (ret wrapupv1alpha1.RecordRetention, keep bool) {
+	h := rule.Spec.History
+	ret = wrapupv1alpha1.RecordRetention{TTLSecondsAfterFinished: wrapupv1alpha1.DefaultHistoryTTLSeconds, LimitPerNamespace: wrapupv1alpha1.DefaultHistoryLimit}
+	if h.TTLSecondsAfterFinished != nil {
+		ret.TTLSecondsAfterFinished = *h.TTLSecondsAfterFinished
 	}
-	v := aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation]
-	at, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return nil
+	if h.LimitPerNamespace != nil {
+		ret.LimitPerNamespace = *h.LimitPerNamespace
 	}
-	if !strings.Contains(v, ".") {
-		// Written to the second: the trigger finished within the second
-		// after it. Taking the end of that second never shortens a TTL.
-		at = at.Add(time.Second - time.Millisecond)
+	if h.Disabled || ret.TTLSecondsAfterFinished <= 0 {
+		return wrapupv1alpha1.RecordRetention{LimitPerNamespace: ret.LimitPerNamespace}, false
 	}
-	policy, triggers, ok := parseTriggers(aw.Annotations[wrapupv1alpha1.TriggersAnnotation])
-	if !ok {
-		return nil
-	}
-	return &Record{
-		AppWrapperUID: types.UID(aw.Annotations[wrapupv1alpha1.AppWrapperUIDAnnotation]),
-		Triggers:      triggers,
-		Policy:        policy,
-		Outcome:       o,
-		Rule:          aw.Annotations[wrapupv1alpha1.RuleAnnotation],
-		FinishedAt:    at,
-		Message:       aw.Annotations[wrapupv1alpha1.MessageAnnotation],
-		TriggerUID:    types.UID(aw.Annotations[wrapupv1alpha1.TriggerUIDAnnotation]),
-		TriggerRef:    aw.Annotations[wrapupv1alpha1.TriggerRefAnnotation],
-	}
+	return ret, true
 }
 
-// Apply writes rec onto aw's labels and annotations; a nil rec removes the
-// record.
-func (rec *Record) Apply(aw *awv1beta2.AppWrapper) {
-	if rec == nil {
-		delete(aw.Labels, wrapupv1alpha1.OutcomeLabel)
-		for _, k := range recordAnnotations {
-			delete(aw.Annotations, k)
-		}
+// RecordName is the name of the CompletionRecord of the AppWrapper name
+// with uid: the name and a hash of the UID, so that a retry, a restart or
+// a second replica writes the same one, and an AppWrapper created again
+// under the same name gets another.
+func RecordName(name string, uid string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(uid))
+	suffix := fmt.Sprintf("-%08x", h.Sum32())
+	if max := validation.DNS1123SubdomainMaxLength - len(suffix); len(name) > max {
+		name = name[:max]
+	}
+	return name + suffix
+}
+
+// store sets d.Store, the CompletionRecord to write for what d decided on
+// in: a new outcome (created, or written in place of a cleared one, under
+// its resourceVersion), a cleared one, or a new stamp.
+func (d *Decision) store(in Input) {
+	aw, old := in.AppWrapper, in.Record
+	if aw == nil {
 		return
 	}
-	if aw.Labels == nil {
-		aw.Labels = map[string]string{}
-	}
-	if aw.Annotations == nil {
-		aw.Annotations = map[string]string{}
-	}
-	aw.Labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
-	aw.Annotations[wrapupv1alpha1.RuleAnnotation] = rec.Rule
-	aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = rec.FinishedAt.UTC().Format(finishedAtLayout)
-	aw.Annotations[wrapupv1alpha1.MessageAnnotation] = Truncate(rec.Message, MaxMessage)
-	for k, v := range map[string]string{wrapupv1alpha1.AppWrapperUIDAnnotation: string(rec.AppWrapperUID),
-		wrapupv1alpha1.TriggerUIDAnnotation: string(rec.TriggerUID), wrapupv1alpha1.TriggerRefAnnotation: rec.TriggerRef,
-		wrapupv1alpha1.TriggersAnnotation: formatTriggers(rec.Policy, rec.Triggers)} {
-		if v != "" {
-			aw.Annotations[k] = v
-		} else {
-			delete(aw.Annotations, k)
-		}
-	}
-}
-
-// RecordAnnotations are the annotations a record is written in (its
-// label is wrapupv1alpha1.OutcomeLabel): a write or a clear of the record
-// changes these and nothing else.
-func RecordAnnotations() []string { return slices.Clone(recordAnnotations) }
-
-var recordAnnotations = []string{
-	wrapupv1alpha1.RuleAnnotation, wrapupv1alpha1.FinishedAtAnnotation,
-	wrapupv1alpha1.MessageAnnotation, wrapupv1alpha1.TriggerUIDAnnotation, wrapupv1alpha1.TriggerRefAnnotation,
-	wrapupv1alpha1.TriggersAnnotation, wrapupv1alpha1.AppWrapperUIDAnnotation,
-}
-
-// Same says whether rec and o record the same outcome of the same trigger.
-func (rec *Record) Same(o *Record) bool {
-	if rec == nil || o == nil {
-		return rec == o
-	}
-	return rec.AppWrapperUID == o.AppWrapperUID && rec.Outcome == o.Outcome && rec.TriggerUID == o.TriggerUID && rec.TriggerRef == o.TriggerRef && rec.Rule == o.Rule &&
-		rec.FinishedAt.Equal(o.FinishedAt) && formatTriggers(rec.Policy, rec.Triggers) == formatTriggers(o.Policy, o.Triggers)
-}
-
-// HistorySkew is how far a record's finished-at may lie outside the span
-// from the AppWrapper's creation to now and still be taken as this
-// controller's (its clock and the API server's may differ a little).
-const HistorySkew = time.Minute
-
-// BorneOut says whether what d observed on in bears out the record d read
-// on the AppWrapper (d.Recorded), so that a CompletionRecord may be written
-// of it although this process did not decide it (after a restart, or by
-// another replica). A record is metadata anyone who may patch the
-// AppWrapper can write: it is borne out when it is of this AppWrapper,
-// finished between the AppWrapper's creation and now, and the world shows
-// its outcome. A trigger that is read speaks first: it must be the one the
-// record names (same UID), read with the recorded outcome, or, for a
-// failure, the AppWrapper's phase Failed with the trigger not read as a
-// success. Only when no trigger the record names can be read does the
-// AppWrapper's phase (the AppWrapper controller's, through the status
-// subresource) bear it out alone.
-func BorneOut(in Input, d Decision) bool {
-	aw, rec := in.AppWrapper, d.Recorded
-	if aw == nil || rec == nil || rec.AppWrapperUID != "" && rec.AppWrapperUID != aw.UID {
-		return false
-	}
-	if !FinishedInLife(in, rec) {
-		return false
-	}
-	phase := aw.Status.Phase == awv1beta2.AppWrapperFailed && rec.Outcome == wrapupv1alpha1.OutcomeFailed ||
-		aw.Status.Phase == awv1beta2.AppWrapperSucceeded && rec.Outcome == wrapupv1alpha1.OutcomeSucceeded
-	// states are the read outcomes of the triggers the record names, by
-	// their recorded UID; a trigger read under another UID contradicts it.
-	read, contradicted, shown := false, false, false
-	check := func(uid, recorded types.UID, state string) {
-		if uid == "" || recorded == "" {
-			// Not read, or named by no UID (the AppWrapper's phase
-			// decided it with no live trigger).
-			return
-		}
-		read = true
-		switch {
-		case uid != recorded:
-			contradicted = true
-		case state == string(rec.Outcome):
-			shown = true
-		case state == string(wrapupv1alpha1.OutcomeSucceeded) || state == string(wrapupv1alpha1.OutcomeFailed):
-			contradicted = true
-		}
-	}
-	if t := d.Trigger; t != nil && len(rec.Triggers) == 0 {
-		state := ""
-		if e := d.Evaluation; e != nil && e.Error == "" && !e.FromAppWrapperPhase && t.Problem == "" {
-			state = string(e.Outcome)
-		}
-		if t.Problem != "" && t.UID != "" {
-			state = "TornDown"
-		}
-		check(t.UID, rec.TriggerUID, state)
-	}
-	for _, c := range d.Candidates {
-		for _, rt := range rec.Triggers {
-			if rt.Index == c.Index {
-				check(c.UID, rt.UID, c.State)
-			}
-		}
+	if old != nil && old.AppWrapper.UID != aw.UID {
+		// Another AppWrapper's record, under the same name (a UID that
+		// hashes alike): a create says so (AlreadyExists), and it is
+		// never written over.
+		old = nil
 	}
 	switch {
-	case contradicted:
-		return false
-	case shown:
-		return true
-	case read:
-		// Named and read, not finished so: only a failure the AppWrapper
-		// controller gave up on is borne out by its phase.
-		return phase && rec.Outcome == wrapupv1alpha1.OutcomeFailed
+	case d.Write != nil:
+		cr := CompletionRecordOf(in, *d, d.Write)
+		if old != nil {
+			cr.ResourceVersion = old.ResourceVersion
+		}
+		d.Store = cr
+	case d.Clear && old != nil:
+		cr := old.DeepCopy()
+		cr.Cleared = &wrapupv1alpha1.RecordCleared{At: metav1.NewMicroTime(in.Now), Message: Truncate(d.Reason, MaxMessage)}
+		d.Store = cr
+	case d.Stamp != nil && old != nil:
+		cr := old.DeepCopy()
+		cr.Action = recordedAction(*d.Stamp)
+		d.Store = cr
 	}
-	return phase
 }
 
-// FinishedInLife says whether rec finished while in's AppWrapper existed:
-// not before its creation, nor after now (HistorySkew aside).
-func FinishedInLife(in Input, rec *Record) bool {
-	return !rec.FinishedAt.After(in.Now.Add(HistorySkew)) && !rec.FinishedAt.Before(in.AppWrapper.CreationTimestamp.Add(-HistorySkew))
+func recordedAction(s Stamp) wrapupv1alpha1.RecordedAction {
+	a := wrapupv1alpha1.RecordedAction{Rule: s.Rule, RuleUID: s.RuleUID, Action: s.Action.Action, TTLSecondsAfterFinished: s.Action.TTLSecondsAfterFinished, DryRun: s.DryRun}
+	if !s.DueAt.IsZero() {
+		a.DeleteAfter = ptr.To(metav1.NewMicroTime(s.DueAt))
+	}
+	return a
 }
+
+// CompletionRecordOf returns the CompletionRecord of the outcome rec of
+// in.AppWrapper, decided by d on the observations in, with the deciding
+// rule's retention. Of the AppWrapper's labels it keeps its users' own,
+// never wrapup's (wrapup.dev/...), which its tenant can write.
+func CompletionRecordOf(in Input, d Decision, rec *Record) *wrapupv1alpha1.CompletionRecord {
+	aw := in.AppWrapper
+	var ret wrapupv1alpha1.RecordRetention
+	keep := false
+	for _, ru := range in.Rules {
+		if ru.Rule.UID == rec.RuleUID {
+			ret, keep = History(ru.Rule)
+		}
+	}
+	cr := &wrapupv1alpha1.CompletionRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: aw.Namespace, Name: RecordName(aw.Name, string(aw.UID)), Labels: map[string]string{}},
+		AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: aw.Name, UID: aw.UID, QueueName: aw.Labels["kueue.x-k8s.io/queue-name"]},
+		Rule:       rec.Rule,
+		RuleUID:    rec.RuleUID,
+		Policy:     rec.Policy,
+		Outcome:    rec.Outcome,
+		Message:    Truncate(rec.Message, MaxMessage),
+		FinishedAt: metav1.NewMicroTime(rec.FinishedAt),
+		Action:     recordedAction(rec.Stamp),
+		Retention:  ret,
+	}
+	if !keep {
+		// Kept while the AppWrapper exists, and gone with it.
+		cr.OwnerReferences = []metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: aw.Name, UID: aw.UID}}
+	}
+	keys := make([]string, 0, len(aw.Labels))
+	for k := range aw.Labels {
+		if !strings.HasPrefix(k, wrapupv1alpha1.GroupVersion.Group+"/") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		if i == wrapupv1alpha1.MaxRecordedLabels {
+			break
+		}
+		if cr.AppWrapper.Labels == nil {
+			cr.AppWrapper.Labels = map[string]string{}
+		}
+		cr.AppWrapper.Labels[k] = aw.Labels[k]
+		cr.Labels[k] = aw.Labels[k]
+	}
+	// wrapup's own labels, from what it decided alone.
+	if len(validation.IsValidLabelValue(aw.Name)) == 0 {
+		cr.Labels[wrapupv1alpha1.RecordAppWrapperLabel] = aw.Name
+	}
+	if len(validation.IsValidLabelValue(rec.Rule)) == 0 {
+		cr.Labels[wrapupv1alpha1.RecordRuleLabel] = rec.Rule
+	}
+	cr.Labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
+
+	add := func(info TriggerInfo, state string) {
+		if len(cr.Triggers) == wrapupv1alpha1.MaxRecordedTriggers {
+			return
+		}
+		gvk := info.GroupVersionKind()
+		t := wrapupv1alpha1.RecordedTrigger{ComponentIndex: int32(info.Index), APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: info.Name, UID: info.UID, State: state}
+		if t.Name == "" {
+			t.Name = info.Template
+		}
+		if rt, ok := rec.recorded(info.Index); ok {
+			t.Decided = true
+			if t.UID != rt.UID {
+				// Not the object that decided: say nothing of its state.
+				t.UID, t.State = rt.UID, ""
+			}
+		}
+		for _, tr := range in.Triggers {
+			if tr.Ref == info.Ref && tr.Object != nil && tr.Object.GetUID() == t.UID {
+				triggerStatus(&t, tr.Object)
+			}
+		}
+		cr.Triggers = append(cr.Triggers, t)
+	}
+	switch {
+	case len(d.Candidates) > 0:
+		for _, c := range d.Candidates {
+			add(c.TriggerInfo, c.State)
+		}
+	case d.Trigger != nil:
+		state := ""
+		if e := d.Evaluation; e != nil && e.Error == "" && !e.FromAppWrapperPhase {
+			state = string(e.Outcome)
+		}
+		add(*d.Trigger, state)
+	}
+	return cr
+}
+
+// triggerStatus copies the phase and the last conditions of obj's status.
+func triggerStatus(t *wrapupv1alpha1.RecordedTrigger, obj *unstructured.Unstructured) {
+	if p, ok, _ := unstructured.NestedString(obj.Object, "status", "phase"); ok {
+		t.Phase = Truncate(p, 64)
+	}
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	if len(conds) > wrapupv1alpha1.MaxRecordedConditions {
+		conds = conds[len(conds)-wrapupv1alpha1.MaxRecordedConditions:]
+	}
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		str := func(k string, n int) string { s, _ := m[k].(string); return Truncate(s, n) }
+		t.Conditions = append(t.Conditions, wrapupv1alpha1.RecordedCondition{
+			Type: str("type", 316), Status: str("status", 16), Reason: str("reason", 1024), Message: str("message", 1024)})
+	}
+}
+
+// finishedAtLayout keeps the time exactly, with its fraction.
+const finishedAtLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+// Mirror is what the AppWrapper's metadata shows of its run's record, for
+// people (kubectl get appwrappers -l wrapup.dev/outcome=Failed), as the
+// keys of a merge patch: rec's outcome, or, for nil, none. No decision
+// reads it back.
+func Mirror(rec *Record) (labels, annotations map[string]any) {
+	labels = map[string]any{wrapupv1alpha1.OutcomeLabel: nil}
+	annotations = map[string]any{}
+	for _, k := range mirrorAnnotations {
+		annotations[k] = nil
+	}
+	if rec == nil {
+		return labels, annotations
+	}
+	labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
+	annotations[wrapupv1alpha1.RuleAnnotation] = rec.Rule
+	annotations[wrapupv1alpha1.FinishedAtAnnotation] = rec.FinishedAt.UTC().Format(finishedAtLayout)
+	annotations[wrapupv1alpha1.MessageAnnotation] = Truncate(rec.Message, MaxMessage)
+	return labels, annotations
+}
+
+var mirrorAnnotations = []string{wrapupv1alpha1.RuleAnnotation, wrapupv1alpha1.FinishedAtAnnotation, wrapupv1alpha1.MessageAnnotation}

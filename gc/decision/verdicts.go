@@ -20,9 +20,9 @@ type VerdictRow struct {
 	// Requeue: it may ask to decide again after a while, not only on a
 	// change.
 	Requeue bool
-	// History: it may write the CompletionRecord of its outcome (an
+	// Stamp: it may change the action in force for a recorded run (an
 	// outcome is acted on).
-	History bool
+	Stamp bool
 	// Reasons are the Events it may emit.
 	Reasons []string
 }
@@ -51,10 +51,10 @@ var VerdictTable = map[Verdict]VerdictRow{
 	VerdictWaitingForTrigger:   {Requeue: true, Reasons: diagnostics},
 	VerdictWaitingForRetries:   {Requeue: true, Reasons: diagnostics},
 	VerdictClearOutcome:        {Clear: true, Requeue: true, Reasons: with(diagnostics, []string{wrapupv1alpha1.ReasonOutcomeCleared})},
-	VerdictRecordOnly:          {Write: true, History: true, Reasons: with(diagnostics, recording, []string{wrapupv1alpha1.ReasonMultiKueueWorker})},
-	VerdictDryRun:              {Write: true, Requeue: true, History: true, Reasons: with(diagnostics, recording, []string{wrapupv1alpha1.ReasonWouldDelete})},
-	VerdictDeleteAfterTTL:      {Write: true, Requeue: true, History: true, Reasons: with(diagnostics, recording)},
-	VerdictDelete:              {Write: true, History: true, Reasons: with(diagnostics, recording, []string{wrapupv1alpha1.ReasonDeleted})},
+	VerdictRecordOnly:          {Write: true, Stamp: true, Reasons: with(diagnostics, recording, []string{wrapupv1alpha1.ReasonMultiKueueWorker})},
+	VerdictDryRun:              {Write: true, Requeue: true, Stamp: true, Reasons: with(diagnostics, recording, []string{wrapupv1alpha1.ReasonWouldDelete})},
+	VerdictDeleteAfterTTL:      {Write: true, Requeue: true, Stamp: true, Reasons: with(diagnostics, recording)},
+	VerdictDelete:              {Write: true, Stamp: true, Reasons: with(diagnostics, recording, []string{wrapupv1alpha1.ReasonDeleted})},
 }
 
 // CheckVerdict says how d asks for more than its verdict allows; nil when
@@ -70,8 +70,10 @@ func CheckVerdict(d Decision) error {
 		return fmt.Errorf("verdict %s clears the record", d.Verdict)
 	case d.Requeue > 0 && !row.Requeue:
 		return fmt.Errorf("verdict %s asks to decide again in %s", d.Verdict, d.Requeue)
-	case (d.History != nil || d.HistoryWritten != nil) && !row.History:
-		return fmt.Errorf("verdict %s writes a CompletionRecord", d.Verdict)
+	case d.Stamp != nil && !row.Stamp:
+		return fmt.Errorf("verdict %s changes the action in force", d.Verdict)
+	case d.Store != nil && d.Write == nil && !d.Clear && d.Stamp == nil:
+		return fmt.Errorf("verdict %s writes a CompletionRecord for nothing it decided", d.Verdict)
 	}
 	for _, e := range d.Events {
 		if !specOf(e) {

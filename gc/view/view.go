@@ -35,6 +35,9 @@ type View interface {
 	TriggerView
 	// AppWrapper reads the AppWrapper; nil when it does not exist.
 	AppWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error)
+	// Record reads the CompletionRecord named for aw's run
+	// (decision.RecordName); nil when there is none.
+	Record(ctx context.Context, aw *awv1beta2.AppWrapper) (*wrapupv1alpha1.CompletionRecord, error)
 	// Rules lists every CompletionRule.
 	Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error)
 	// Namespace reads a Namespace; nil when it does not exist.
@@ -79,6 +82,12 @@ func Gather(ctx context.Context, v View, policies *celpolicies.Cache, key types.
 		}
 	}
 	in.AppWrapper = aw
+	// The run's memory, read after the AppWrapper it is of.
+	rec, err := v.Record(ctx, aw)
+	if err != nil {
+		return in, err
+	}
+	in.Record = rec
 	if a, ok := v.(aheadReader); ok {
 		// The triggers a fresh plan most likely reads are read while the
 		// rules are listed; every read is sent after Gather started.
@@ -368,6 +377,25 @@ func (v *Reader) AppWrapper(ctx context.Context, key types.NamespacedName) (*awv
 		return nil, fmt.Errorf("reading appwrapper %s: %w", key, err)
 	}
 	return aw, nil
+}
+
+// Record reads the CompletionRecord of aw's run.
+func (v *Reader) Record(ctx context.Context, aw *awv1beta2.AppWrapper) (*wrapupv1alpha1.CompletionRecord, error) {
+	return ReadRecord(ctx, v.Client, aw)
+}
+
+// ReadRecord reads the CompletionRecord of aw's run from r; nil when
+// there is none.
+func ReadRecord(ctx context.Context, r client.Reader, aw *awv1beta2.AppWrapper) (*wrapupv1alpha1.CompletionRecord, error) {
+	cr := &wrapupv1alpha1.CompletionRecord{}
+	key := types.NamespacedName{Namespace: aw.Namespace, Name: decision.RecordName(aw.Name, string(aw.UID))}
+	if err := r.Get(ctx, key, cr); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading CompletionRecord %s: %w", key, err)
+	}
+	return cr, nil
 }
 
 func (v *Reader) Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {

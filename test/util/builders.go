@@ -416,12 +416,6 @@ func (w *RuleWrapper) Finalizers(fs ...string) *RuleWrapper {
 	return w
 }
 
-// DeletingSince sets status.deletingSince, as the rule controller writes it.
-func (w *RuleWrapper) DeletingSince(ds wrapupv1alpha1.DeletingSince) *RuleWrapper {
-	w.Status.DeletingSince = &ds
-	return w
-}
-
 // ObjectWrapper builds objects of any kind, unstructured: a component's
 // template, or a live object of a kind with no typed builder here.
 type ObjectWrapper struct{ unstructured.Unstructured }
