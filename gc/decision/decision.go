@@ -581,6 +581,12 @@ func decideOn(ctx context.Context, in Input) Decision {
 	}
 	d.Recorded = RecordOf(in.Record, aw)
 	d.FailureSeen = keepFailure(in.FailureSeen)
+	if aw.Status.Phase == awv1beta2.AppWrapperFailed {
+		// Kept by a decision that returns before it acts (an evaluation
+		// error, a rule being edited, a worker unreachable); act sets it
+		// anew.
+		d.HoldStart = in.HoldStart
+	}
 	sel := selectRule(in.Rules, aw, namespaceLabels(in.Namespace), in.Kinds)
 	d.Rules = sel.standings
 	if sel.winner != nil {

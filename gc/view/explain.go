@@ -310,6 +310,16 @@ func (ex *Explanation) String() string {
 			fmt.Fprintf(&b, ": %s", rec.Message)
 		}
 		b.WriteString("\n")
+		if st := rec.Stamp; st.Rule != "" {
+			fmt.Fprintf(&b, "In force:   rule %s's %s", st.Rule, st.Action.Action)
+			switch {
+			case st.DryRun:
+				b.WriteString(" in dry-run mode")
+			case !st.DueAt.IsZero():
+				fmt.Fprintf(&b, ", deleting from %s", st.DueAt.UTC().Format(time.RFC3339Nano))
+			}
+			b.WriteString(" (the run's CompletionRecord)\n")
+		}
 	} else {
 		b.WriteString("Recorded:   no outcome\n")
 	}

@@ -167,8 +167,12 @@ func TestHelmChart(t *testing.T) {
 			"ClusterRoleBinding":             {{"roleRef"}, {"subjects"}},
 			"RoleBinding":                    {{"roleRef"}, {"subjects"}},
 			"ValidatingWebhookConfiguration": {{"webhooks"}},
-			"Service":                        {{"spec", "ports"}},
-			"Secret":                         {{"type"}},
+			// Who may write CompletionRecords: with the release named
+			// wrapup in wrapup-system, the same ServiceAccount.
+			"ValidatingAdmissionPolicy":        {{"spec"}},
+			"ValidatingAdmissionPolicyBinding": {{"spec"}},
+			"Service":                          {{"spec", "ports"}},
+			"Secret":                           {{"type"}},
 		}
 		for k, want := range kustomized {
 			for _, path := range compared[want.GetKind()] {
@@ -228,6 +232,15 @@ func TestHelmChart(t *testing.T) {
 		}
 		if d := deployment(t, off["Deployment wrapup-controller"]); !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--enable-webhook=false") || len(d.Spec.Template.Spec.Volumes) != 0 {
 			t.Errorf("webhook.enabled=false: args %v, volumes %v", d.Spec.Template.Spec.Containers[0].Args, d.Spec.Template.Spec.Volumes)
+		}
+		noPolicy := kinds(helmTemplate(t, helm, "wrapup", ns, "admissionPolicy.enabled=false"))
+		for _, k := range []string{"ValidatingAdmissionPolicy wrapup-completionrecord-writers", "ValidatingAdmissionPolicyBinding wrapup-completionrecord-writers"} {
+			if _, ok := one[k]; !ok {
+				t.Errorf("the defaults render no %s", k)
+			}
+			if _, ok := noPolicy[k]; ok {
+				t.Errorf("admissionPolicy.enabled=false renders %s", k)
+			}
 		}
 		mk := kinds(helmTemplate(t, helm, "wrapup", ns, "multikueue.enabled=true", "multikueue.workers={worker-1,worker-2}"))
 		if d := deployment(t, mk["Deployment wrapup-controller"]); !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--multikueue=true") {
@@ -349,6 +362,19 @@ func TestHelmChart(t *testing.T) {
 		}
 		if _, ok := other["ValidatingWebhookConfiguration acme-wrapup-validating-webhook-configuration"]; !ok {
 			t.Error("release acme: its webhook configuration is not named for it")
+		}
+		// The records' policy lets the release's ServiceAccount write them,
+		// and not config/default's.
+		policy, binding := other["ValidatingAdmissionPolicy acme-wrapup-completionrecord-writers"], other["ValidatingAdmissionPolicyBinding acme-wrapup-completionrecord-writers"]
+		if policy == nil || binding == nil {
+			t.Fatal("release acme: no ValidatingAdmissionPolicy or binding acme-wrapup-completionrecord-writers")
+		}
+		if name, _, _ := unstructured.NestedString(binding.Object, "spec", "policyName"); name != policy.GetName() {
+			t.Errorf("release acme: the binding names policy %q, not %s", name, policy.GetName())
+		}
+		raw, _ := policy.MarshalJSON()
+		if !bytes.Contains(raw, []byte("'system:serviceaccount:tools:acme-wrapup-controller'")) || bytes.Contains(raw, []byte(framework.ControllerUser)) {
+			t.Errorf("release acme: the records' policy does not let exactly its ServiceAccount tools/acme-wrapup-controller write them: %s", raw)
 		}
 	})
 

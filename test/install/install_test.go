@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -440,6 +441,85 @@ func TestCertManagerVariant(t *testing.T) {
 	for _, o := range others {
 		if o == "Secret wrapup-webhook-server-cert" || o == "Role wrapup-webhook-certs" {
 			t.Errorf("config/certmanager ships %s, which cert-manager makes or the manager no longer needs", o)
+		}
+	}
+}
+
+// TestRecordWritersPolicy checks, by its rendering, the install's
+// ValidatingAdmissionPolicy that lets only wrapup write CompletionRecords
+// (test/integration runs it): it covers create, update and delete of
+// completionrecords, fails closed, is bound with Deny, and lets through the
+// ServiceAccount the Deployment runs as, system:masters and, to delete
+// only, Kubernetes' garbage collector and namespace controller.
+func TestRecordWritersPolicy(t *testing.T) {
+	var (
+		policy  *admissionregistrationv1.ValidatingAdmissionPolicy
+		binding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		d       *appsv1.Deployment
+	)
+	for _, u := range render(t) {
+		obj, err := framework.Scheme.New(u.GroupVersionKind())
+		if err != nil {
+			continue
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+			t.Fatal(err)
+		}
+		switch o := obj.(type) {
+		case *admissionregistrationv1.ValidatingAdmissionPolicy:
+			policy = o
+		case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+			binding = o
+		case *appsv1.Deployment:
+			d = o
+		}
+	}
+	if policy == nil || binding == nil || d == nil {
+		t.Fatalf("config/default lacks the records' ValidatingAdmissionPolicy (%v), its binding (%v) or the Deployment (%v)", policy != nil, binding != nil, d != nil)
+	}
+	if binding.Spec.PolicyName != policy.Name || !slices.Equal(binding.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("the binding names policy %q with actions %v, want %s with [Deny]", binding.Spec.PolicyName, binding.Spec.ValidationActions, policy.Name)
+	}
+	if binding.Spec.ParamRef != nil || binding.Spec.MatchResources != nil {
+		t.Errorf("the binding narrows the policy: paramRef %v, matchResources %v", binding.Spec.ParamRef, binding.Spec.MatchResources)
+	}
+	if p := policy.Spec.FailurePolicy; p == nil || *p != admissionregistrationv1.Fail {
+		t.Errorf("failurePolicy %v, want Fail", p)
+	}
+	var rules []admissionregistrationv1.NamedRuleWithOperations
+	if policy.Spec.MatchConstraints != nil {
+		rules = policy.Spec.MatchConstraints.ResourceRules
+	}
+	for _, op := range []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete} {
+		covered := false
+		for _, r := range rules {
+			if slices.Contains(r.APIGroups, wrapupv1alpha1.GroupVersion.Group) && slices.Contains(r.Resources, "completionrecords") &&
+				(slices.Contains(r.Operations, op) || slices.Contains(r.Operations, admissionregistrationv1.OperationAll)) &&
+				(slices.Contains(r.APIVersions, "*") || slices.Contains(r.APIVersions, wrapupv1alpha1.GroupVersion.Version)) {
+				covered = true
+			}
+		}
+		if !covered {
+			t.Errorf("the policy does not cover %s of completionrecords.%s: %+v", op, wrapupv1alpha1.GroupVersion.Group, rules)
+		}
+	}
+	var conditions strings.Builder
+	for _, c := range policy.Spec.MatchConditions {
+		conditions.WriteString(c.Expression + "\n")
+	}
+	sa := "system:serviceaccount:" + d.Namespace + ":" + d.Spec.Template.Spec.ServiceAccountName
+	for _, who := range []string{"'" + sa + "'", "'system:masters'", "'system:serviceaccount:kube-system:generic-garbage-collector'",
+		"'system:serviceaccount:kube-system:namespace-controller'", "'system:kube-controller-manager'"} {
+		if !strings.Contains(conditions.String(), who) {
+			t.Errorf("the policy's matchConditions do not name %s:\n%s", who, conditions.String())
+		}
+	}
+	if len(policy.Spec.Validations) == 0 {
+		t.Fatal("the policy has no validations")
+	}
+	for _, v := range policy.Spec.Validations {
+		if !strings.Contains(v.Message, "only wrapup writes CompletionRecords") || !strings.Contains(v.MessageExpression, "only wrapup writes CompletionRecords") {
+			t.Errorf("validation %q: message %q, messageExpression %q do not say that only wrapup writes CompletionRecords", v.Expression, v.Message, v.MessageExpression)
 		}
 	}
 }
