@@ -543,16 +543,6 @@ func (r *appWrapperReconciler) decideFresh(ctx context.Context, key types.Namesp
 	return in, d, nil
 }
 
-// requeueSoon is when to look again after the caches and the API server
-// disagreed: soon, for the caches to catch up, unless the fresh decision
-// wants to look even sooner.
-func requeueSoon(d time.Duration) time.Duration {
-	if d > 0 && d < time.Second {
-		return d
-	}
-	return time.Second
-}
-
 // observed is called with every decision, for tests.
 func (r *appWrapperReconciler) observed(stage string, in decision.Input, d decision.Decision) {
 	if r.observe != nil {

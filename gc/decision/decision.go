@@ -989,7 +989,7 @@ func (d *Decision) holdRecordedFailure(in Input, grace time.Duration) bool {
 
 // record decides to record outcome for the trigger uid, then to act on it.
 func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, message string, uid types.UID) {
-	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, RuleUID: rule.UID, FinishedAt: in.Now.UTC(), Message: message,
+	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, RuleUID: rule.UID, FinishedAt: in.Now.UTC().Truncate(time.Microsecond), Message: message,
 		Policy: Policy(rule), Triggers: []RecordedTrigger{{Index: d.Trigger.Index, UID: uid}}})
 }
 

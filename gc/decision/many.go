@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -264,7 +265,7 @@ func (d *Decision) recordMany(in Input, rule *wrapupv1alpha1.CompletionRule, out
 	if message == "" {
 		message = Truncate(strings.Join(msgs, "; "), MaxMessage)
 	}
-	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, RuleUID: rule.UID, FinishedAt: in.Now.UTC(), Message: message,
+	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, RuleUID: rule.UID, FinishedAt: in.Now.UTC().Truncate(time.Microsecond), Message: message,
 		Triggers: ts, Policy: Policy(rule)})
 }
 
