@@ -100,7 +100,7 @@ type appWrapperReconciler struct {
 	Clock clock.PassiveClock
 	// Workers is MaxConcurrentReconciles; default DefaultWorkers.
 	Workers int
-	memory memory
+	memory  memory
 	// own are wrapup's writes whose watch events need no decision.
 	own ownWrites
 	// stored, when set, says whether the AppWrapper cache holds key, and
