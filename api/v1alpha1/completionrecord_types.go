@@ -1,8 +1,12 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"hash/fnv"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // HistorySpec says how long wrapup keeps the CompletionRecords of the runs
@@ -234,4 +238,18 @@ type CompletionRecordList struct {
 
 func init() {
 	SchemeBuilder.Register(&CompletionRecord{}, &CompletionRecordList{})
+}
+
+// RecordName is the name of the CompletionRecord of the run of the
+// AppWrapper name with uid: the name and a hash of the UID, so that a
+// retry, a restart or a second replica writes the same one, and an
+// AppWrapper created again under the same name gets another.
+func RecordName(name string, uid types.UID) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(uid))
+	suffix := fmt.Sprintf("-%08x", h.Sum32())
+	if max := validation.DNS1123SubdomainMaxLength - len(suffix); len(name) > max {
+		name = name[:max]
+	}
+	return name + suffix
 }

@@ -11,32 +11,19 @@ const (
 	// is at least as lenient as the opt-in.
 	IgnoreAnnotation = "wrapup.dev/ignore"
 
-	// OutcomeLabel is set on a finished AppWrapper: Succeeded or Failed.
+	// OutcomeLabel on a finished AppWrapper mirrors its run's recorded
+	// outcome for people: Succeeded or Failed. The label, and the
+	// annotations below, are a mirror of the run's CompletionRecord,
+	// which is wrapup's memory: no decision reads them (the AppWrapper's
+	// tenant can write them). OutcomeLabel is on the record too.
 	OutcomeLabel = "wrapup.dev/outcome"
-	// RuleAnnotation names the rule that finished the AppWrapper.
+	// RuleAnnotation names the rule that decided the outcome (mirror).
 	RuleAnnotation = "wrapup.dev/rule"
-	// FinishedAtAnnotation is when the trigger was seen finished (RFC 3339,
-	// in milliseconds).
+	// FinishedAtAnnotation is when wrapup saw the outcome (RFC 3339, to
+	// the nanosecond; mirror).
 	FinishedAtAnnotation = "wrapup.dev/finished-at"
-	// MessageAnnotation holds the rule's message for the outcome.
+	// MessageAnnotation holds the rule's message for the outcome (mirror).
 	MessageAnnotation = "wrapup.dev/message"
-	// TriggerUIDAnnotation is the UID of the trigger object the outcome was
-	// recorded for, so that a re-created trigger is evaluated afresh.
-	TriggerUIDAnnotation = "wrapup.dev/trigger-uid"
-	// TriggerRefAnnotation names the trigger component the outcome was
-	// recorded for, as group/Kind/name ("batch/Job/benchmark", "/Pod/p"):
-	// a record is acted on only under a rule that takes the same component
-	// as the trigger.
-	TriggerRefAnnotation = "wrapup.dev/trigger-ref"
-	// TriggersAnnotation lists, under a rule whose trigger policy is All or
-	// Any and with several candidates, the candidates whose states decided
-	// the outcome: the policy, then component index and UID of each,
-	// "All:1=<uid>,3=<uid>".
-	TriggersAnnotation = "wrapup.dev/triggers"
-	// AppWrapperUIDAnnotation is the UID of the AppWrapper the outcome was
-	// recorded on: a record copied onto another AppWrapper (created again
-	// from a saved manifest, restored from a backup) is not its record.
-	AppWrapperUIDAnnotation = "wrapup.dev/appwrapper-uid"
 	// RecordAppWrapperLabel on a CompletionRecord is the name of its
 	// AppWrapper (when it fits in a label value).
 	RecordAppWrapperLabel = "wrapup.dev/appwrapper"

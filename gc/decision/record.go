@@ -1,8 +1,6 @@
 package decision
 
 import (
-	"fmt"
-	"hash/fnv"
 	"sort"
 	"strings"
 	"time"
@@ -187,18 +185,8 @@ func History(rule *wrapupv1alpha1.CompletionRule) (ret wrapupv1alpha1.RecordRete
 }
 
 // RecordName is the name of the CompletionRecord of the AppWrapper name
-// with uid: the name and a hash of the UID, so that a retry, a restart or
-// a second replica writes the same one, and an AppWrapper created again
-// under the same name gets another.
-func RecordName(name string, uid string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(uid))
-	suffix := fmt.Sprintf("-%08x", h.Sum32())
-	if max := validation.DNS1123SubdomainMaxLength - len(suffix); len(name) > max {
-		name = name[:max]
-	}
-	return name + suffix
-}
+// with uid (wrapupv1alpha1.RecordName).
+func RecordName(name string, uid string) string { return wrapupv1alpha1.RecordName(name, types.UID(uid)) }
 
 // store sets d.Store, the CompletionRecord to write for what d decided on
 // in: a new outcome (created, or written in place of a cleared one, under
