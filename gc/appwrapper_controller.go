@@ -459,6 +459,10 @@ func (r *appWrapperReconciler) act(ctx context.Context, fin decision.Input, fd d
 	if fd.Store != nil {
 		stored, err := r.store(ctx, fd.Store)
 		if err != nil {
+			if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) {
+				historyWriteFailuresTotal.WithLabelValues(fd.Winner).Inc()
+				r.emit(aw, []decision.Event{decision.WarningRecordNotWritten.Event(err)}, decision.EventNow)
+			}
 			return r.writeFailed(ctx, err, "writing the CompletionRecord")
 		}
 		r.emit(aw, fd.Events, decision.EventAfterWrite)
@@ -466,6 +470,7 @@ func (r *appWrapperReconciler) act(ctx context.Context, fin decision.Input, fd d
 		case fd.Write != nil:
 			log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
 			r.count(ctx, fd.Write)
+			historyWrittenTotal.WithLabelValues(fd.Write.Rule).Inc()
 			switch {
 			case fd.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
 				actionsTotal.WithLabelValues(fd.Winner, "StatusOnly").Inc()

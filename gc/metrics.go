@@ -16,10 +16,10 @@ var (
 		"Actions taken on finished AppWrappers, by rule and action (Deleted, WouldDelete, StatusOnly).", "rule", "action")
 
 	historyWrittenTotal = counterVec("wrapup_history_records_written_total",
-		"CompletionRecords written (created, or replaced after a retry), by rule.", "rule")
+		"CompletionRecords written of a new outcome (created, or in place of a cleared one), by rule.", "rule")
 
 	historyWriteFailuresTotal = counterVec("wrapup_history_write_failures_total",
-		"Failed attempts to write a CompletionRecord, by rule; past its deadline the AppWrapper is deleted anyway.", "rule")
+		"Failed attempts to write a CompletionRecord (other than a conflict with another write), by rule; nothing is recorded or deleted until it is written.", "rule")
 
 	historyExpiredTotal = counterVec("wrapup_history_records_expired_total",
 		"CompletionRecords deleted by their retention, by rule and reason (TTL, Limit).", "rule", "reason")

@@ -110,8 +110,8 @@ const (
 	// a rule whose trigger policy is All or Any.
 	ReasonTooManyTriggers = "TooManyTriggers"
 	// ReasonRecordNotWritten (Warning): wrapup could not write the run's
-	// CompletionRecord; it deletes the AppWrapper anyway once its deadline
-	// for that write has passed.
+	// CompletionRecord, its memory of the run: it tries again, and acts on
+	// nothing until it is written.
 	ReasonRecordNotWritten = "RecordNotWritten"
 	// ReasonTriggerNotOwned (Warning): the live object of the trigger's name
 	// is not controlled by the AppWrapper: it is not taken as the trigger.

@@ -90,11 +90,9 @@ var (
 
 // The Events of the controller's writes, not of a decision.
 var (
-	// WarningRecordNotWrittenOutsideLife: the outcome, when it finished.
-	WarningRecordNotWrittenOutsideLife = warning(wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord",
-		"no CompletionRecord of the outcome on the AppWrapper (%s at %s): it finished outside the AppWrapper's life, and a CompletionRecord is written only of an outcome wrapup decided")
-	// WarningRecordNotWritten: the error, and what follows.
-	WarningRecordNotWritten = warning(wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord", "the run's CompletionRecord could not be written: %v; %s")
+	// WarningRecordNotWritten: the error.
+	WarningRecordNotWritten = warning(wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord",
+		"the run's CompletionRecord could not be written: %v; wrapup tries again, and records and deletes nothing until it is written")
 )
 
 // EventSpecs are every kind of Event wrapup emits on AppWrappers.
@@ -102,7 +100,7 @@ var EventSpecs = []EventSpec{
 	EventSucceeded, EventFailed, EventMultiKueueWorker, EventWouldDelete, EventOutcomeCleared, EventDeleted, EventDeletedStartedAgain,
 	WarningMisplacedAnnotation, WarningBlockedByRule, WarningNoTrigger, WarningAmbiguousTrigger, WarningTooManyTriggers,
 	WarningWorkerUnreachable, WarningTriggerKindNotWatched, WarningTriggerNotOwned, WarningEvaluationError,
-	WarningRecordNotWrittenOutsideLife, WarningRecordNotWritten,
+	WarningRecordNotWritten,
 }
 
 // specOf says whether e is an Event of a spec in EventSpecs: its type,
