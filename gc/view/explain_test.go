@@ -93,14 +93,24 @@ func jobRule(name string) *util.RuleWrapper {
 	return util.MakeRule(name).TriggerKind("batch", "Job", "")
 }
 
-// served is w's rule as the API server and the rule controller give it: a
-// UID (the policy cache is keyed by it, as the API server makes them
-// unique), generation 1, and a status saying it deletes as it does since
-// long before any run.
+// served is w's rule as the API server gives it: a UID (the policy cache
+// is keyed by it, as the API server makes them unique) and generation 1.
 func served(w *util.RuleWrapper) *wrapupv1alpha1.CompletionRule {
-	r := w.UID(types.UID("rule-" + w.Name)).Generation(1).Obj()
-	r.Status.DeletingSince = decision.DeletingSince(r, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
-	return r
+	return w.UID(types.UID("rule-" + w.Name)).Generation(1).Obj()
+}
+
+// recorded is aw's AppWrapper, rule and the CompletionRecord of its run
+// (recordOf).
+func recorded(aw *util.AppWrapperWrapper, rule *wrapupv1alpha1.CompletionRule, o wrapupv1alpha1.Outcome, at time.Time, uid types.UID) []client.Object {
+	obj := aw.Obj()
+	return []client.Object{obj, rule, recordOf(obj, rule, o, at, uid)}
+}
+
+// recordOf is the CompletionRecord wrapup wrote of aw's run: outcome o,
+// decided by rule at at, for the live Job of uid (component 1, sweep's
+// benchmark Job), with the message "recorded message".
+func recordOf(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule, o wrapupv1alpha1.Outcome, at time.Time, uid types.UID) *wrapupv1alpha1.CompletionRecord {
+	return util.MakeRecord(aw, rule, o, at).Trigger(1, uid).Message("recorded message").Obj()
 }
 
 func TestExplain(t *testing.T) {
@@ -309,14 +319,58 @@ func TestExplain(t *testing.T) {
 			},
 		},
 		{
-			name:    "succeeded and recorded 100s ago, TTL 300s",
-			objects: []client.Object{exAppWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, exNow.Add(-100*time.Second), exJobUID).RecordedBy("jobs", "batch/Job/"+exJob).RecordedMessage("recorded message").Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(), served(jobRule("jobs").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300))},
-			want:    want{verdict: decision.VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, after: 200 * time.Second, reason: "2026-05-01T12:03:20Z"},
+			name: "succeeded and recorded 100s ago, TTL 300s",
+			objects: append(recorded(exAppWrapper(), served(jobRule("jobs").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300)), wrapupv1alpha1.OutcomeSucceeded, exNow.Add(-100*time.Second), exJobUID),
+				liveJob(exJob, exJobUID).Complete(exDone).Obj()),
+			want: want{verdict: decision.VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, after: 200 * time.Second, reason: "2026-05-01T12:03:20Z"},
 			check: func(t *testing.T, ex *Explanation) {
 				if ex.Recorded == nil || ex.Recorded.Rule != "jobs" || ex.Recorded.Message != "recorded message" {
 					t.Errorf("recorded = %+v", ex.Recorded)
 				}
 			},
+		},
+		{
+			name: "a TTL shortened after the run was recorded counts from now, not from the end of the run",
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Complete(exDone).Obj(),
+				served(jobRule("jobs").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 60)),
+				recordOf(exAppWrapper().Obj(), served(jobRule("jobs").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600)), wrapupv1alpha1.OutcomeSucceeded, exNow.Add(-100*time.Second), exJobUID)},
+			want: want{verdict: decision.VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, after: time.Minute},
+			check: func(t *testing.T, ex *Explanation) {
+				if ex.Stamp == nil || !ex.Stamp.DueAt.Equal(exNow.Add(time.Minute)) {
+					t.Errorf("stamp = %+v, want the deletion due at %s", ex.Stamp, exNow.Add(time.Minute))
+				}
+				if want := "In force:   rule jobs's DeleteAll, deleting from 2026-05-01T12:58:20Z (the run's CompletionRecord)\n"; !strings.Contains(ex.String(), want) {
+					t.Errorf("explain does not say %q:\n%s", want, ex.String())
+				}
+			},
+		},
+		{
+			name: "a tenant's record on the AppWrapper's metadata is not a record: the run is recorded now, its TTL counted from now",
+			objects: []client.Object{exAppWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, exNow.Add(-time.Hour), exJobUID).RecordedBy("jobs", "batch/Job/"+exJob).
+				RecordedMessage("forged message").RecordedOn(exAWUID).Obj(),
+				liveJob(exJob, exJobUID).Complete(exDone).Obj(), served(jobRule("jobs").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300))},
+			want: want{verdict: decision.VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded, after: 300 * time.Second, willRecord: true},
+			check: func(t *testing.T, ex *Explanation) {
+				if ex.Recorded != nil || !strings.Contains(ex.String(), "Recorded:   no outcome\n") {
+					t.Errorf("recorded = %+v, want none:\n%s", ex.Recorded, ex.String())
+				}
+				if ex.Write == nil || ex.Write.Message == "forged message" || !ex.Write.FinishedAt.Equal(exNow) {
+					t.Errorf("write = %+v, want wrapup's own evaluation at %s", ex.Write, exNow)
+				}
+			},
+		},
+		{
+			name: "a tenant's failure on the metadata of a running AppWrapper changes nothing",
+			objects: []client.Object{exAppWrapper().Recorded(wrapupv1alpha1.OutcomeFailed, exNow.Add(-time.Minute), exJobUID2).RecordedBy("jobs", "batch/Job/"+exJob).Obj(),
+				liveJob(exJob, exJobUID).Obj(), served(jobRule("jobs"))},
+			want: want{verdict: decision.VerdictWaitingForTrigger, winner: "jobs", reason: "not finished"},
+		},
+		{
+			name: "the record of an earlier AppWrapper of the same name is not this run's",
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Obj(), served(jobRule("jobs")),
+				changed(recordOf(exAppWrapper().Obj(), served(jobRule("jobs")), wrapupv1alpha1.OutcomeSucceeded, exNow.Add(-time.Minute), exJobUID),
+					func(cr *wrapupv1alpha1.CompletionRecord) { cr.AppWrapper.UID = "earlier-aw-uid" })},
+			want: want{verdict: decision.VerdictWaitingForTrigger, winner: "jobs", reason: "not finished"},
 		},
 		{
 			name:    "succeeded, not recorded yet, TTL 60s",
@@ -352,8 +406,8 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name: "failed and recorded for this trigger: final",
-			objects: []client.Object{exAppWrapper().Recorded(wrapupv1alpha1.OutcomeFailed, exNow.Add(-10*time.Second), exJobUID).RecordedBy("jobs", "batch/Job/"+exJob).RecordedMessage("recorded message").Obj(),
-				liveJob(exJob, exJobUID).Failed(exDone).Obj(), served(jobRule("jobs").OnFailure(wrapupv1alpha1.ActionDeleteAll, 300))},
+			objects: append(recorded(exAppWrapper(), served(jobRule("jobs").OnFailure(wrapupv1alpha1.ActionDeleteAll, 300)), wrapupv1alpha1.OutcomeFailed, exNow.Add(-10*time.Second), exJobUID),
+				liveJob(exJob, exJobUID).Failed(exDone).Obj()),
 			want: want{verdict: decision.VerdictDeleteAfterTTL, winner: "jobs", outcome: wrapupv1alpha1.OutcomeFailed, after: 290 * time.Second},
 		},
 		{
@@ -369,15 +423,14 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name: "AppWrapper Failed after a recorded success keeps the success",
-			objects: []client.Object{exAppWrapper().Phase(awv1beta2.AppWrapperFailed).
-				Recorded(wrapupv1alpha1.OutcomeSucceeded, exNow.Add(-time.Hour), exJobUID).RecordedBy("jobs", "batch/Job/"+exJob).RecordedMessage("recorded message").Obj(),
-				served(jobRule("jobs").OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0))},
+			objects: recorded(exAppWrapper().Phase(awv1beta2.AppWrapperFailed), served(jobRule("jobs").OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0)),
+				wrapupv1alpha1.OutcomeSucceeded, exNow.Add(-time.Hour), exJobUID),
 			want: want{verdict: decision.VerdictRecordOnly, winner: "jobs", outcome: wrapupv1alpha1.OutcomeSucceeded},
 		},
 		{
 			name: "a recorded outcome that no longer holds is cleared",
-			objects: []client.Object{exAppWrapper().Recorded(wrapupv1alpha1.OutcomeFailed, exNow.Add(-time.Minute), exJobUID).RecordedBy("jobs", "batch/Job/"+exJob).RecordedMessage("recorded message").Obj(),
-				liveJob(exJob, exJobUID2).Obj(), served(jobRule("jobs"))},
+			objects: append(recorded(exAppWrapper(), served(jobRule("jobs")), wrapupv1alpha1.OutcomeFailed, exNow.Add(-time.Minute), exJobUID),
+				liveJob(exJob, exJobUID2).Obj()),
 			want: want{verdict: decision.VerdictClearOutcome, winner: "jobs", reason: "recorded outcome Failed no longer holds"},
 		},
 		{
@@ -491,7 +544,9 @@ func TestExplanationString(t *testing.T) {
 				Trigger: &decision.TriggerInfo{Ref: decision.Ref{Index: 1, Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: exJob},
 					UID: exJobUID},
 				Evaluation: &decision.Evaluation{Outcome: "Succeeded", Message: "all good", Cost: 12, BuiltinSuccess: false, BuiltinFailure: true},
-				Recorded:   &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "high", FinishedAt: exNow.Add(-time.Minute)},
+				Recorded: &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "high", FinishedAt: exNow.Add(-time.Minute),
+					Stamp: decision.Stamp{Rule: "high", RuleUID: "rule-high", Action: wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](300)},
+						DueAt: exNow.Add(4 * time.Minute)}},
 			},
 		},
 	}
@@ -505,6 +560,7 @@ func TestExplanationString(t *testing.T) {
 		"Evaluation: Succeeded (cost 12; success from the rule, failure built-in)\n",
 		"Message:    all good\n",
 		"Recorded:   Succeeded by rule high at 2026-05-01T11:59:00Z\n",
+		"In force:   rule high's DeleteAll, deleting from 2026-05-01T12:04:00Z (the run's CompletionRecord)\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("String() lacks %q:\n%s", want, got)

@@ -34,6 +34,9 @@ func (v *mkView) Trigger(_ context.Context, _ *awv1beta2.AppWrapper, ref decisio
 func (v *mkView) AppWrapper(context.Context, types.NamespacedName) (*awv1beta2.AppWrapper, error) {
 	return v.aw, nil
 }
+func (v *mkView) Record(context.Context, *awv1beta2.AppWrapper) (*wrapupv1alpha1.CompletionRecord, error) {
+	return nil, nil
+}
 func (v *mkView) Rules(context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
 	return []wrapupv1alpha1.CompletionRule{*v.rule}, nil
 }
