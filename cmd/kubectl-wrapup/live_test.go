@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +38,6 @@ func fakeCluster(t *testing.T, allowed bool) clientGetter {
 	job := util.MakeJob("load").UID("job-uid").OwnedBy(sweep).Complete(now.Add(-time.Minute)).Obj()
 	other := util.MakeAppWrapper("serving", "bench").UID("aw-2").Obj()
 	rule := util.MakeRule("jobs").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 0).Obj()
-	rule.Status.DeletingSince = decision.DeletingSince(rule, now.Add(-time.Hour))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}
 	// What the API server serves, as its discovery would map it.
 	mapper := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{batchv1.SchemeGroupVersion, awv1beta2.GroupVersion})
@@ -141,5 +142,65 @@ func TestPlanOnAGivenCluster(t *testing.T) {
 	c, _, _ := cluster()
 	if err := c.Get(context.Background(), client.ObjectKey{Name: "jobs"}, &wrapupv1alpha1.CompletionRule{}); err != nil {
 		t.Errorf("plan wrote: the rule is gone (%v)", err)
+	}
+}
+
+// plan on a run recorded under a TTL of an hour a minute ago: a TTL cut
+// to a minute makes its deletion due a minute from now, as the controller
+// counts it (the record's action in force), not at once (a minute after
+// the run finished).
+func TestPlanShortenedTTLOfARecordedRun(t *testing.T) {
+	now := time.Now()
+	sweep := util.MakeAppWrapper("sweep", "bench").UID("aw-uid").Trigger(util.MakeJob("load").Obj()).Phase(awv1beta2.AppWrapperRunning).Obj()
+	job := util.MakeJob("load").UID("job-uid").OwnedBy(sweep).Complete(now.Add(-time.Minute)).Obj()
+	rule := util.MakeRule("jobs").UID("jobs-uid").Generation(1).TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).Obj()
+	record := util.MakeRecord(sweep, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute)).Trigger(0, "job-uid").Obj()
+	mapper := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{batchv1.SchemeGroupVersion, awv1beta2.GroupVersion})
+	mapper.Add(batchv1.SchemeGroupVersion.WithKind("Job"), apimeta.RESTScopeNamespace)
+	mapper.Add(awv1beta2.GroupVersion.WithKind("AppWrapper"), apimeta.RESTScopeNamespace)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).
+		WithObjects(sweep, job, rule, record, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if sar, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
+				sar.Status.Allowed = true
+				return nil
+			}
+			return c.Create(ctx, obj, opts...)
+		}}).Build()
+	cluster := func() (client.Client, string, error) { return c, "bench", nil }
+	file := filepath.Join(t.TempDir(), "rule.yaml")
+	if err := os.WriteFile(file, []byte("apiVersion: wrapup.dev/v1alpha1\nkind: CompletionRule\nmetadata: {name: jobs}\n"+
+		"spec:\n  trigger: {apiGroup: batch, kind: Job}\n  onSuccess: {action: DeleteAll, ttlSecondsAfterFinished: 60}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runWith(t, cluster, "plan", "-f", file, "-o", "json")
+	if code != exitOK {
+		t.Fatalf("plan: exit %d: %s", code, errOut)
+	}
+	var p struct {
+		Items []struct {
+			AppWrapper string `json:"appWrapper"`
+			Now        struct {
+				Verdict string    `json:"verdict"`
+				DueAt   time.Time `json:"dueAt"`
+			} `json:"now"`
+			After struct {
+				Verdict string    `json:"verdict"`
+				DueAt   time.Time `json:"dueAt"`
+			} `json:"after"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("plan -o json: %v\n%s", err, out)
+	}
+	if len(p.Items) != 1 {
+		t.Fatalf("plan lists %d AppWrappers, want sweep:\n%s", len(p.Items), out)
+	}
+	it := p.Items[0]
+	if it.Now.Verdict != string(decision.VerdictDeleteAfterTTL) || it.Now.DueAt.Sub(now.Add(59*time.Minute)).Abs() > time.Second {
+		t.Errorf("now: %s due %s, want DeleteAfterTTL at the recorded %s\n%s", it.Now.Verdict, it.Now.DueAt, now.Add(59*time.Minute), out)
+	}
+	if it.After.Verdict != string(decision.VerdictDeleteAfterTTL) || it.After.DueAt.Before(now.Add(time.Minute-time.Second)) || it.After.DueAt.After(now.Add(time.Minute+10*time.Second)) {
+		t.Errorf("after: %s due %s, want DeleteAfterTTL a minute from the plan (%s), not at once (JSON keeps seconds)\n%s", it.After.Verdict, it.After.DueAt, now.Add(time.Minute), out)
 	}
 }

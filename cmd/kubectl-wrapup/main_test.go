@@ -243,6 +243,29 @@ func TestRun(t *testing.T) {
 			wantErr:  []string{"spec.sucess: unknown field", "error: a CompletionRule above is one the API server or wrapup's webhook refuses"},
 		},
 		{
+			// The outcome mirrored on the AppWrapper's metadata is for
+			// people: without the run's CompletionRecord among the files,
+			// the run is not recorded, and its TTL counts from --now.
+			name: "explain offline: an AppWrapper whose metadata shows an outcome, without its CompletionRecord",
+			args: []string{"explain", "-f", td("recorded/appwrapper.yaml"), "-f", td("job-complete.yaml"), "--rules", td("recorded/rule.yaml"),
+				"--now", "2026-05-01T11:00:00Z"},
+			wantCode: exitOK,
+			wantOut:  []string{"Verdict:    DeleteAfterTTL (in 1h0m0s)\n", "the outcome is not recorded yet", "Recorded:   no outcome\n"},
+			notOut:   []string{"In force:"},
+		},
+		{
+			name: "explain offline: a recorded run, its CompletionRecord among the files",
+			args: []string{"explain", "-f", td("recorded/appwrapper.yaml"), "-f", td("job-complete.yaml"), "-f", td("recorded/record.yaml"),
+				"--rules", td("recorded/rule.yaml"), "--now", "2026-05-01T11:00:00Z"},
+			wantCode: exitOK,
+			wantOut: []string{
+				"Verdict:    DeleteAfterTTL (in 41m13s)\n",
+				"Recorded:   Succeeded by rule benchmarks at 2026-05-01T10:41:13.25Z: CompletionsReached: Reached expected number of succeeded pods\n",
+				"In force:   rule benchmarks's DeleteAll, deleting from 2026-05-01T11:41:13.25Z (the run's CompletionRecord)\n",
+			},
+			notOut: []string{"not recorded yet"},
+		},
+		{
 			name:     "explain offline: without AppWrappers",
 			args:     []string{"explain", "-f", td("job-complete.yaml"), "--rules", td("offline/rules")},
 			wantCode: exitFail,
