@@ -79,8 +79,8 @@ func TestDecide(t *testing.T) {
 			// cleared the record, to write it again later.
 			name: "a recorded failure of the same trigger is final after a restart",
 			in: func(t *testing.T) Input {
-				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-10*time.Second), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, trigger(bench(jobUID).Failed(now)), jobs().OnFailure(wrapupv1alpha1.ActionDeleteAll, 300).Obj())
+				aw, rule := appWrapper().Obj(), jobs().OnFailure(wrapupv1alpha1.ActionDeleteAll, 300).Obj()
+				return withRecord(input(t, aw, trigger(bench(jobUID).Failed(now)), rule), recorded(aw, rule, wrapupv1alpha1.OutcomeFailed, now.Add(-10*time.Second)))
 			},
 			want: VerdictDeleteAfterTTL, outcome: wrapupv1alpha1.OutcomeFailed, after: 290 * time.Second, requeue: 290 * time.Second,
 		},
@@ -88,32 +88,32 @@ func TestDecide(t *testing.T) {
 			// 3. An evaluation error cleared the record.
 			name: "an evaluation error leaves the record as it is",
 			in: func(t *testing.T) Input {
-				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().Success("object.status.noSuchField == 1").Obj())
+				aw, rule := appWrapper().Obj(), jobs().Success("object.status.noSuchField == 1").Obj()
+				return withRecord(input(t, aw, trigger(bench(jobUID).Complete(now)), rule), recorded(aw, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute)))
 			},
 			want: VerdictWaitingForTrigger, reason: "stays", events: []string{wrapupv1alpha1.ReasonEvaluationError},
 		},
 		{
 			name: "the same trigger running again clears the record",
 			in: func(t *testing.T) Input {
-				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, trigger(bench(jobUID)), jobs().Obj())
+				aw, rule := appWrapper().Obj(), jobs().Obj()
+				return withRecord(input(t, aw, trigger(bench(jobUID)), rule), recorded(aw, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute)))
 			},
 			want: VerdictClearOutcome, clear: true, events: []string{wrapupv1alpha1.ReasonOutcomeCleared},
 		},
 		{
 			name: "a new attempt after a recorded failure clears it",
 			in: func(t *testing.T) Input {
-				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, trigger(bench(jobUID2)), jobs().Obj())
+				aw, rule := appWrapper().Obj(), jobs().Obj()
+				return withRecord(input(t, aw, trigger(bench(jobUID2)), rule), recorded(aw, rule, wrapupv1alpha1.OutcomeFailed, now.Add(-time.Minute)))
 			},
-			want: VerdictClearOutcome, clear: true, reason: "replaced the one whose failure was recorded", events: []string{wrapupv1alpha1.ReasonOutcomeCleared},
+			want: VerdictClearOutcome, clear: true, reason: "replaced the trigger whose failure was recorded", events: []string{wrapupv1alpha1.ReasonOutcomeCleared},
 		},
 		{
 			name: "a recorded failure is held while the AppWrapper controller resets",
 			in: func(t *testing.T) Input {
-				aw := appWrapper().Phase(awv1beta2.AppWrapperResetting).Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().Obj())
+				aw, rule := appWrapper().Phase(awv1beta2.AppWrapperResetting).Obj(), jobs().Obj()
+				return withRecord(input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, rule), recorded(aw, rule, wrapupv1alpha1.OutcomeFailed, now.Add(-time.Minute)))
 			},
 			want: VerdictWaitingForRetries, reason: "keeps the record",
 		},
@@ -139,18 +139,17 @@ func TestDecide(t *testing.T) {
 			name: "a Failed AppWrapper held for debugging is not deleted before its hold ends",
 			in: func(t *testing.T) Input {
 				aw := appWrapper().Phase(awv1beta2.AppWrapperFailed).Annotation(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
-					Condition(awv1beta2.DeletingResources, metav1.ConditionTrue, "DeletionPaused", now.Add(-4*time.Minute)).
-					Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-5*time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().Obj())
+					Condition(awv1beta2.DeletingResources, metav1.ConditionTrue, "DeletionPaused", now.Add(-4*time.Minute)).Obj()
+				rule := jobs().Obj()
+				return withRecord(input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, rule), recorded(aw, rule, wrapupv1alpha1.OutcomeFailed, now.Add(-5*time.Minute)))
 			},
 			want: VerdictDeleteAfterTTL, outcome: wrapupv1alpha1.OutcomeFailed, after: 6 * time.Minute, requeue: 6 * time.Minute, reason: "hold",
 		},
 		{
 			name: "a Failed AppWrapper whose hold has not started waits for it",
 			in: func(t *testing.T) Input {
-				aw := appWrapper().Phase(awv1beta2.AppWrapperFailed).Annotation(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
-					Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-time.Hour), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().Obj())
+				aw, rule := appWrapper().Phase(awv1beta2.AppWrapperFailed).Annotation(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").Obj(), jobs().Obj()
+				return withRecord(input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, rule), recorded(aw, rule, wrapupv1alpha1.OutcomeFailed, now.Add(-time.Hour)))
 			},
 			want: VerdictDeleteAfterTTL, outcome: wrapupv1alpha1.OutcomeFailed, after: 10 * time.Minute, requeue: holdStartRetry, reason: "has not started that hold yet",
 		},
@@ -189,9 +188,8 @@ func TestDecide(t *testing.T) {
 			// it ran again.
 			name: "a success recorded before a preemption is deleted at the TTL",
 			in: func(t *testing.T) Input {
-				aw := appWrapper().Phase(awv1beta2.AppWrapperSuspended).Suspend(true).
-					Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, Trigger{}, jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj())
+				aw, rule := appWrapper().Phase(awv1beta2.AppWrapperSuspended).Suspend(true).Obj(), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj()
+				return withRecord(input(t, aw, Trigger{}, rule), recorded(aw, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Minute)))
 			},
 			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded,
 		},
@@ -200,40 +198,40 @@ func TestDecide(t *testing.T) {
 			// again for the rest of the TTL.
 			name: "a success is not cleared by the trigger of a re-admission, and its deletion is due at once",
 			in: func(t *testing.T) Input {
-				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, trigger(bench(jobUID2)), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj())
+				aw, rule := appWrapper().Obj(), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj()
+				return withRecord(input(t, aw, trigger(bench(jobUID2)), rule), recorded(aw, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute)))
 			},
 			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded, reason: "started again",
 		},
 		{
 			name: "a success recorded, then a reset by the AppWrapper controller (FoundFailedPods): deleted at once",
 			in: func(t *testing.T) Input {
-				aw := appWrapper().Phase(awv1beta2.AppWrapperResetting).Retries(1).Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Second), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).Obj())
+				aw, rule := appWrapper().Phase(awv1beta2.AppWrapperResetting).Retries(1).Obj(), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).Obj()
+				return withRecord(input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, rule), recorded(aw, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Second)))
 			},
 			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded, reason: "Resetting after its recorded success",
 		},
 		{
 			name: "a success recorded, then Kueue suspends it: deleted at once",
 			in: func(t *testing.T) Input {
-				aw := appWrapper().Suspend(true).Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Second), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).Obj())
+				aw, rule := appWrapper().Suspend(true).Obj(), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).Obj()
+				return withRecord(input(t, aw, trigger(bench(jobUID).Complete(now)), rule), recorded(aw, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Second)))
 			},
 			want: VerdictDelete, outcome: wrapupv1alpha1.OutcomeSucceeded, reason: "Kueue suspends",
 		},
 		{
 			name: "a success recorded and kept (UpdateStatus): a new attempt deletes nothing",
 			in: func(t *testing.T) Input {
-				aw := appWrapper().Phase(awv1beta2.AppWrapperResetting).Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Second), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).Obj())
+				aw, rule := appWrapper().Phase(awv1beta2.AppWrapperResetting).Obj(), jobs().OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).Obj()
+				return withRecord(input(t, aw, Trigger{Ref: jobRef, State: TriggerAbsent}, rule), recorded(aw, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Second)))
 			},
 			want: VerdictRecordOnly, outcome: wrapupv1alpha1.OutcomeSucceeded,
 		},
 		{
 			name: "a success recorded, running its TTL: no new attempt, the TTL holds",
 			in: func(t *testing.T) Input {
-				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj())
+				aw, rule := appWrapper().Obj(), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj()
+				return withRecord(input(t, aw, trigger(bench(jobUID).Complete(now)), rule), recorded(aw, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute)))
 			},
 			want: VerdictDeleteAfterTTL, outcome: wrapupv1alpha1.OutcomeSucceeded, after: 4 * time.Minute, requeue: 4 * time.Minute,
 		},
@@ -276,7 +274,9 @@ func TestDecide(t *testing.T) {
 			want: VerdictTriggerNotWatchable, requeue: NotWatchableRetry, reason: "configmaps is forbidden", events: []string{wrapupv1alpha1.ReasonTriggerKindNotWatched},
 		},
 		{
-			name: "a record of another component is not acted on",
+			// The AppWrapper's metadata is its tenant's to write: a record
+			// there, of any shape, is no CompletionRecord.
+			name: "a record on the AppWrapper's metadata only is not acted on",
 			in: func(t *testing.T) Input {
 				aw := appWrapper().Phase(awv1beta2.AppWrapperSuspended).
 					Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Hour), "pod-uid").RecordedBy("pods", "/Pod/other").Obj()
@@ -294,9 +294,18 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Decide(context.Background(), tc.in(t))
+			in := tc.in(t)
+			d := Decide(context.Background(), in)
 			if err := CheckVerdict(d); err != nil {
 				t.Errorf("the verdict table: %v", err)
+			}
+			// The records here are stamped with the action of the rule
+			// that wins: only a new outcome or a clear writes one.
+			if (d.Store != nil) != (tc.write || tc.clear) || d.Stamp != nil && !tc.write {
+				t.Errorf("store %+v, stamp %+v; want a CompletionRecord written only for a new outcome or a clear", d.Store, d.Stamp)
+			}
+			if tc.clear && d.Store != nil && (d.Store.Cleared == nil || d.Store.ResourceVersion != in.Record.ResourceVersion || d.Store.Outcome != in.Record.Outcome) {
+				t.Errorf("a clear stores %+v: want the record kept, cleared, under its resourceVersion", d.Store)
 			}
 			if d.Verdict != tc.want || d.Outcome != tc.outcome || (d.Write != nil) != tc.write || d.Clear != tc.clear || d.After != tc.after || d.Requeue != tc.requeue {
 				t.Errorf("got %s, outcome %q, write %v, clear %v, after %s, requeue %s; want %s, %q, %v, %v, %s, %s\nreason: %s",
@@ -318,35 +327,36 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// A record keeps the time exactly, so a TTL counted from it never ends
-// early; one written to the second by an older wrapup counts from the end
-// of its second.
+// A record keeps the time to the microsecond, as the API server keeps a
+// MicroTime: what wrapup decides on is what it reads back, so the TTL
+// counted from it is the same before and after the write, and never ends
+// early. The mirror on the AppWrapper shows the same time.
 func TestRecordTimes(t *testing.T) {
 	aw := appWrapper().Obj()
-	at := now.Add(1234567 * time.Microsecond) // 12:00:01.234567
-	in := input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 5).Obj())
+	at := now.Add(1234567891 * time.Nanosecond) // 12:00:01.234567891
+	micro := now.Add(1234567 * time.Microsecond)
+	rule := jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 5).Obj()
+	in := input(t, aw, trigger(bench(jobUID).Complete(now)), rule)
 	in.Now = at
 	d := Decide(context.Background(), in)
-	if d.Write == nil || !d.Write.FinishedAt.Equal(at) {
-		t.Fatalf("record %+v, want finished at %s", d.Write, at)
+	if d.Write == nil || !d.Write.FinishedAt.Equal(micro) {
+		t.Fatalf("record %+v, want finished at %s", d.Write, micro)
 	}
-	d.Write.Apply(aw)
-	if got := aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation]; got != "2026-12-01T12:00:01.234567000Z" {
-		t.Errorf("annotation %q", got)
+	if want := micro.Add(5 * time.Second); !d.DueAt.Equal(want) || d.Stamp == nil || !d.Stamp.DueAt.Equal(want) {
+		t.Errorf("due at %s, stamp %+v; want %s", d.DueAt, d.Stamp, want)
 	}
-	if rec := ReadRecord(aw); !rec.Same(d.Write) {
-		t.Errorf("read back %+v, wrote %+v", rec, d.Write)
+	_, ann := Mirror(d.Write)
+	if got := ann[wrapupv1alpha1.FinishedAtAnnotation]; got != "2026-12-01T12:00:01.234567000Z" {
+		t.Errorf("the mirror's finished-at %q", got)
 	}
-	(&Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, FinishedAt: now}).Apply(aw)
-	if got := aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation]; got != "2026-12-01T12:00:00.000000000Z" {
-		t.Errorf("a time on the second is written %q, with its fraction", got)
+	back := RecordOf(stored(t, d.Store, "1"), aw)
+	if back == nil || !back.FinishedAt.Equal(micro) || !back.Stamp.Same(*d.Stamp) {
+		t.Fatalf("read back %+v, wrote %+v", back, d.Write)
 	}
-	if rec := ReadRecord(aw); !rec.FinishedAt.Equal(now) {
-		t.Errorf("read back as %s", rec.FinishedAt)
-	}
-	aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = "2026-12-01T12:00:01Z"
-	if rec := ReadRecord(aw); !rec.FinishedAt.Equal(now.Add(1999 * time.Millisecond)) {
-		t.Errorf("an old record to the second reads as %s, want the end of its second", rec.FinishedAt)
+	in.Record = stored(t, d.Store, "1")
+	in.Now = at.Add(time.Second)
+	if again := Decide(context.Background(), in); again.Store != nil || !again.DueAt.Equal(d.DueAt) {
+		t.Errorf("on the record as stored: store %+v, due %s; want nothing written, due %s", again.Store, again.DueAt, d.DueAt)
 	}
 }
 
@@ -413,14 +423,22 @@ type longError struct{ s string }
 
 func (e *longError) Error() string { return e.s }
 
-// Records that are not of the trigger decided on say nothing of it, and
-// are never acted on; the AppWrapper's own deletion hold holds whatever
-// the trigger said.
+// Records that are not this run's CompletionRecord say nothing of it, and
+// are never acted on: a record on the AppWrapper's metadata (an earlier
+// version's, copied with a manifest, or a tenant's), or the record of
+// another AppWrapper of the same name. The AppWrapper's own deletion hold
+// holds whatever the trigger said.
 func TestForeignRecordsAndTheHold(t *testing.T) {
+	// earlier is the CompletionRecord of an earlier AppWrapper "run" (UID
+	// awUID), which succeeded two hours ago.
+	earlier := func() *wrapupv1alpha1.CompletionRecord {
+		return recorded(appWrapper().Obj(), jobs().Obj(), wrapupv1alpha1.OutcomeSucceeded, now.Add(-2*time.Hour))
+	}
 	tests := []struct {
-		name string
-		in   func(t *testing.T) Input
-		want Verdict
+		name  string
+		in    func(t *testing.T) Input
+		want  Verdict
+		write bool
 	}{
 		{
 			name: "a Failed AppWrapper held for debugging, whose trigger succeeded, waits for its hold to start",
@@ -429,15 +447,15 @@ func TestForeignRecordsAndTheHold(t *testing.T) {
 					Condition(awv1beta2.Unhealthy, metav1.ConditionTrue, "FailedComponent", now.Add(-time.Minute)).Obj()
 				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().Obj())
 			},
-			want: VerdictDeleteAfterTTL,
+			want: VerdictDeleteAfterTTL, write: true,
 		},
 		{
 			name: "a success recorded before the AppWrapper failed waits for the end of its hold",
 			in: func(t *testing.T) Input {
 				aw := appWrapper().Phase(awv1beta2.AppWrapperFailed).Annotation(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "1h").
-					Condition(awv1beta2.DeletingResources, metav1.ConditionTrue, "DeletionPaused", now.Add(-time.Minute)).
-					Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj())
+					Condition(awv1beta2.DeletingResources, metav1.ConditionTrue, "DeletionPaused", now.Add(-time.Minute)).Obj()
+				rule := jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj()
+				return withRecord(input(t, aw, trigger(bench(jobUID).Complete(now)), rule), recorded(aw, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-10*time.Minute)))
 			},
 			want: VerdictDeleteAfterTTL,
 		},
@@ -451,11 +469,20 @@ func TestForeignRecordsAndTheHold(t *testing.T) {
 			want: VerdictWaitingForTrigger,
 		},
 		{
+			name: "the CompletionRecord of an earlier AppWrapper of the name, on one created again, never run",
+			in: func(t *testing.T) Input {
+				aw := appWrapper().Phase(awv1beta2.AppWrapperSuspended).Suspend(true).UID("new-aw-uid").Creation(now.Add(-5 * time.Second)).Obj()
+				return withRecord(input(t, aw, Trigger{}, jobs().Obj()), earlier())
+			},
+			want: VerdictWaitingForTrigger,
+		},
+		{
 			name: "a record copied onto an AppWrapper created again, its own trigger running",
 			in: func(t *testing.T) Input {
-				aw := appWrapper().Creation(now.Add(-time.Minute)).
+				aw := appWrapper().Creation(now.Add(-time.Minute)).UID("new-aw-uid").
 					Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-2*time.Hour), "old-job-uid").RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-				return input(t, aw, trigger(bench(jobUID2)), jobs().Obj())
+				own := util.MakeJob("bench").OwnedBy(aw).UID(jobUID2).Started(now.Add(-time.Minute))
+				return withRecord(input(t, aw, trigger(own), jobs().Obj()), earlier())
 			},
 			want: VerdictWaitingForTrigger,
 		},
@@ -468,12 +495,14 @@ func TestForeignRecordsAndTheHold(t *testing.T) {
 			want: VerdictWaitingForTrigger,
 		},
 		{
-			name: "a record of an older wrapup for the live trigger holds",
+			// An upgrade: the world bears the old record out, and the
+			// outcome is recorded again now (its TTL counts from now).
+			name: "a record of an older wrapup for the live trigger, which shows it: decided afresh, recorded now",
 			in: func(t *testing.T) Input {
 				aw := appWrapper().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Hour), jobUID).RecordedBy("jobs", "").Obj()
 				return input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().Obj())
 			},
-			want: VerdictDelete,
+			want: VerdictDelete, write: true,
 		},
 		{
 			name: "a record naming no trigger on a Running AppWrapper whose trigger runs is not wrapup's",
@@ -487,11 +516,11 @@ func TestForeignRecordsAndTheHold(t *testing.T) {
 			name: "a generateName trigger's success holds through a re-admission that creates another, which deletes it at once",
 			in: func(t *testing.T) Input {
 				aw := runWith(util.MakeObject("batch/v1", "Job", "").Obj()). // generateName: gen-
-												ComponentStatus("inference", "gen-xyz").
-												Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("jobs", "batch/Job/gen-*").Obj()
+												ComponentStatus("inference", "gen-xyz").Obj()
+				rule := jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj()
 				rerun := util.MakeJob("gen-xyz").OwnedBy(aw).UID(jobUID2).Started(now.Add(-time.Hour)).Obj()
 				ref := Ref{Index: 1, Kind: jobRef.Kind, Version: "v1", Name: "gen-xyz", Template: "gen-*"}
-				return input(t, aw, live(ref, rerun), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj())
+				return withRecord(input(t, aw, live(ref, rerun), rule), recorded(aw, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute)))
 			},
 			want: VerdictDelete,
 		},
@@ -509,27 +538,31 @@ func TestForeignRecordsAndTheHold(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Decide(context.Background(), tc.in(t))
-			if d.Verdict != tc.want {
-				t.Errorf("verdict %s, want %s: %s", d.Verdict, tc.want, d.Reason)
+			if d.Verdict != tc.want || (d.Write != nil) != tc.write || (d.Store != nil) != tc.write {
+				t.Errorf("verdict %s, write %+v, store %v; want %s, write %v: %s", d.Verdict, d.Write, d.Store != nil, tc.want, tc.write, d.Reason)
+			}
+			if d.Store != nil && d.Store.ResourceVersion != "" {
+				t.Errorf("a new outcome of this AppWrapper is stored under resourceVersion %q: want a create", d.Store.ResourceVersion)
 			}
 		})
 	}
 }
 
 // With a TTL of 0 the record and the deletion come in one reconcile: the
-// decision on the AppWrapper as the record write answered it deletes, with
-// the outcome written, and writes nothing more.
+// decision on the record as the API server answered its create deletes,
+// with the outcome recorded, and writes nothing more.
 func TestRecordThenDeleteAtOnce(t *testing.T) {
 	aw := appWrapper().Obj()
 	in := input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().Obj())
 	in.Now = now.Add(123456 * time.Nanosecond)
 	first := Decide(context.Background(), in)
-	if first.Verdict != VerdictDelete || first.Write == nil {
-		t.Fatalf("%s after %s (write %v), want Delete with a record", first.Verdict, first.After, first.Write != nil)
+	if first.Verdict != VerdictDelete || first.Write == nil || first.Store == nil || first.Store.ResourceVersion != "" {
+		t.Fatalf("%s after %s (write %v, store %+v), want Delete with a record to create", first.Verdict, first.After, first.Write != nil, first.Store)
 	}
-	first.Write.Apply(in.AppWrapper)
-	if again := Decide(context.Background(), in); again.Verdict != VerdictDelete || again.Write != nil || again.Clear || again.Outcome != first.Outcome {
-		t.Errorf("on the written AppWrapper: %s after %s", again.Verdict, again.After)
+	in.Record = stored(t, first.Store, "1")
+	again := Decide(context.Background(), in)
+	if again.Verdict != VerdictDelete || again.Write != nil || again.Clear || again.Stamp != nil || again.Store != nil || again.Outcome != first.Outcome {
+		t.Errorf("on the record as stored: %s after %s, write %v, clear %v, stamp %+v, store %v", again.Verdict, again.After, again.Write != nil, again.Clear, again.Stamp, again.Store != nil)
 	}
 }
 
@@ -542,23 +575,32 @@ func TestMultiKueueWorkerCopyIsNeverDeleted(t *testing.T) {
 		return appWrapper().Label("kueue.x-k8s.io/multikueue-origin", "manager").Label("kueue.x-k8s.io/prebuilt-workload-name", "appwrapper-run-1a2b3")
 	}
 	cases := []struct {
-		name  string
-		aw    *awv1beta2.AppWrapper
-		trig  Trigger
-		rule  *wrapupv1alpha1.CompletionRule
-		write bool
+		name string
+		aw   *awv1beta2.AppWrapper
+		trig Trigger
+		rule *wrapupv1alpha1.CompletionRule
+		// recorded is the outcome the run's record holds; "" for none.
+		recorded wrapupv1alpha1.Outcome
+		write    bool
 	}{
-		{"succeeded", worker().Obj(), trigger(bench(jobUID).Complete(now)), jobs().Obj(), true},
-		{"succeeded, recorded", worker().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Hour), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj(), trigger(bench(jobUID).Complete(now)), jobs().Obj(), false},
-		{"failed for good", worker().Phase(awv1beta2.AppWrapperFailed).Obj(), trigger(bench(jobUID).Failed(now)), jobs().Obj(), true},
-		{"failed, recorded, no TTL", worker().Phase(awv1beta2.AppWrapperFailed).Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-time.Hour), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj(),
-			trigger(bench(jobUID).Failed(now)), jobs().OnFailure(wrapupv1alpha1.ActionDeleteAll, 0).Obj(), false},
-		{"AppWrapper Succeeded, trigger gone", worker().Phase(awv1beta2.AppWrapperSucceeded).Obj(), Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().Obj(), true},
-		{"dry run", worker().Obj(), trigger(bench(jobUID).Complete(now)), jobs().DryRun().Obj(), true},
+		{"succeeded", worker().Obj(), trigger(bench(jobUID).Complete(now)), jobs().Obj(), "", true},
+		{"succeeded, recorded", worker().Obj(), trigger(bench(jobUID).Complete(now)), jobs().Obj(), wrapupv1alpha1.OutcomeSucceeded, false},
+		{"failed for good", worker().Phase(awv1beta2.AppWrapperFailed).Obj(), trigger(bench(jobUID).Failed(now)), jobs().Obj(), "", true},
+		{"failed, recorded, no TTL", worker().Phase(awv1beta2.AppWrapperFailed).Obj(),
+			trigger(bench(jobUID).Failed(now)), jobs().OnFailure(wrapupv1alpha1.ActionDeleteAll, 0).Obj(), wrapupv1alpha1.OutcomeFailed, false},
+		{"AppWrapper Succeeded, trigger gone", worker().Phase(awv1beta2.AppWrapperSucceeded).Obj(), Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().Obj(), "", true},
+		{"dry run", worker().Obj(), trigger(bench(jobUID).Complete(now)), jobs().DryRun().Obj(), "", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := Decide(context.Background(), input(t, c.aw, c.trig, c.rule))
+			in := input(t, c.aw, c.trig, c.rule)
+			if c.recorded != "" {
+				// Recorded an hour ago on the worker, with what wrapup
+				// does there in force: record only.
+				in.Record = util.MakeRecord(c.aw, c.rule, c.recorded, now.Add(-time.Hour)).Trigger(jobRef.Index, jobUID).
+					Stamp("jobs", "uid-jobs", wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionUpdateStatus}, false, nil).ResourceVersion("1").Obj()
+			}
+			d := Decide(context.Background(), in)
 			if d.Verdict != VerdictRecordOnly {
 				t.Fatalf("verdict %s (%s), want %s", d.Verdict, d.Reason, VerdictRecordOnly)
 			}
@@ -568,8 +610,8 @@ func TestMultiKueueWorkerCopyIsNeverDeleted(t *testing.T) {
 			if !strings.Contains(d.Reason, "manager cluster's wrapup finishes") {
 				t.Errorf("reason %q does not say who finishes the AppWrapper", d.Reason)
 			}
-			if (d.Write != nil) != c.write {
-				t.Fatalf("write %v, want %v", d.Write, c.write)
+			if (d.Write != nil) != c.write || (d.Store != nil) != c.write {
+				t.Fatalf("write %v, store %+v; want a write %v", d.Write, d.Store, c.write)
 			}
 			events := map[string]bool{}
 			for _, e := range d.Events {

@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -18,7 +19,8 @@ import (
 // The decisions are on the AppWrapper "run" in namespace "ns", built with
 // test/util's builders: Running, it wraps an inference Deployment, then
 // (most often) the benchmark Job "bench", whose live Job is the trigger;
-// rules select it.
+// rules select it. What wrapup decided before is the run's CompletionRecord
+// (Input.Record, built by recorded), never the AppWrapper's metadata.
 
 var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
@@ -82,17 +84,41 @@ func input(t *testing.T, aw *awv1beta2.AppWrapper, trig Trigger, rules ...*wrapu
 }
 
 // compiled is rule with its compiled policy, as the controller's cache gives it.
-//
-// Its status says it has deleted as it does since long before any run
-// (status.deletingSince), as for a rule that never changed its action.
 func compiled(t *testing.T, rule *wrapupv1alpha1.CompletionRule) Rule {
 	t.Helper()
-	if rule.Status.DeletingSince == nil {
-		rule.Status.DeletingSince = DeletingSince(rule, now.Add(-30*24*time.Hour))
-	}
 	p, err := celpolicies.Compile(&rule.Spec)
 	if err != nil {
 		t.Fatalf("compiling rule %s: %v", rule.Name, err)
 	}
 	return Rule{Rule: rule, Policy: p}
+}
+
+// recorded is the CompletionRecord wrapup stored of aw's run when rule
+// decided outcome o at at on the Job bench of UID jobUID (component 1),
+// with rule's action for o in force (test/util's MakeRecord). Records of
+// other triggers are built with MakeRecord(...).Trigger(index, uid).
+func recorded(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule, o wrapupv1alpha1.Outcome, at time.Time) *wrapupv1alpha1.CompletionRecord {
+	return util.MakeRecord(aw, rule, o, at).Trigger(jobRef.Index, jobUID).ResourceVersion("1").Obj()
+}
+
+// withRecord is in with the run's stored CompletionRecord cr.
+func withRecord(in Input, cr *wrapupv1alpha1.CompletionRecord) Input {
+	in.Record = cr
+	return in
+}
+
+// stored is cr as the API server answers it: through JSON (times to the
+// microsecond), under the resourceVersion rv.
+func stored(t *testing.T, cr *wrapupv1alpha1.CompletionRecord, rv string) *wrapupv1alpha1.CompletionRecord {
+	t.Helper()
+	b, err := json.Marshal(cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out wrapupv1alpha1.CompletionRecord
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	out.ResourceVersion = rv
+	return &out
 }

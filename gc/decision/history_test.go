@@ -1,70 +1,50 @@
 package decision
 
 import (
+	"context"
 	"strings"
 	"testing"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
-// A deletion waits for a CompletionRecord that cannot be written for
-// HistoryWriteDeadline after the run finished, or after the deletion was
-// due when that is later; never less.
-func TestRecordDeadline(t *testing.T) {
-	rec := &Record{FinishedAt: now}
+// A record's retention is its deciding rule's (by UID); a rule that keeps
+// no history keeps the record only while its AppWrapper exists: no TTL,
+// and an ownerReference to the AppWrapper, so that it goes with it.
+func TestRetentionOfTheDecidingRule(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		due  time.Time
-		want time.Time
+		rule *wrapupv1alpha1.CompletionRule
+		ttl  int32
+		// owned: the record is owned by its AppWrapper.
+		owned bool
 	}{
-		{"no deletion (a record-only outcome)", time.Time{}, now.Add(HistoryWriteDeadline)},
-		{"due at once", now, now.Add(HistoryWriteDeadline)},
-		{"due an hour after the finish", now.Add(time.Hour), now.Add(time.Hour + HistoryWriteDeadline)},
+		{"the default history", jobs().Obj(), wrapupv1alpha1.DefaultHistoryTTLSeconds, false},
+		{"an hour of history", jobs().History(wrapupv1alpha1.HistorySpec{TTLSecondsAfterFinished: ptr.To[int32](3600)}).Obj(), 3600, false},
+		{"history disabled", jobs().History(wrapupv1alpha1.HistorySpec{Disabled: true}).Obj(), 0, true},
+		{"a history of 0 seconds", jobs().History(wrapupv1alpha1.HistorySpec{TTLSecondsAfterFinished: ptr.To[int32](0)}).Obj(), 0, true},
 	} {
-		if got := RecordDeadline(rec, tc.due); !got.Equal(tc.want) {
-			t.Errorf("%s: deadline %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
-// A record's retention runs from the run's finish; at its end exactly,
-// there is nothing left to keep.
-func TestRecordExpired(t *testing.T) {
-	rec := &Record{FinishedAt: now}
-	ret := wrapupv1alpha1.RecordRetention{TTLSecondsAfterFinished: 60}
-	if RecordExpired(now.Add(59*time.Second), rec, ret) {
-		t.Error("expired a second before its retention ends")
-	}
-	if !RecordExpired(now.Add(60*time.Second), rec, ret) {
-		t.Error("not expired when its retention ends")
-	}
-}
-
-// The retention is the deciding rule's, never the one the AppWrapper's
-// metadata names (which a tenant may write), and that rule's name labels
-// the record; a rule that keeps no history keeps none.
-func TestHistoryOfTheDecidingRule(t *testing.T) {
-	mk := func(name string, ttl int32, disabled bool) Rule {
-		return Rule{Rule: util.MakeRule(name).History(wrapupv1alpha1.HistorySpec{TTLSecondsAfterFinished: ptr.To(ttl), Disabled: disabled}).Obj()}
-	}
-	in := Input{Rules: []Rule{mk("short", 60, false), mk("long", 3600, false), mk("none", 60, true)}}
-	rec := &Record{Rule: "short"}
-	if rule, ret, keep := HistoryOf(in, Decision{Why: Why{Winner: "long"}}, rec); rule != "long" || !keep || ret.TTLSecondsAfterFinished != 3600 {
-		t.Errorf("under the winner long: %q %+v %v; want long's retention", rule, ret, keep)
-	}
-	if rule, ret, keep := HistoryOf(in, Decision{}, rec); rule != "short" || !keep || ret.TTLSecondsAfterFinished != 60 {
-		t.Errorf("with no winner: %q %+v %v; want the record's rule's", rule, ret, keep)
-	}
-	if _, _, keep := HistoryOf(in, Decision{Why: Why{Winner: "none"}}, rec); keep {
-		t.Error("a rule with history disabled keeps a record")
-	}
-	if _, _, keep := HistoryOf(in, Decision{Why: Why{Winner: "gone"}}, rec); keep {
-		t.Error("a rule that is not among the rules keeps a record")
+		t.Run(tc.name, func(t *testing.T) {
+			// Another rule, of a long history, is there too: the record's
+			// retention is the rule's that decided.
+			other := util.MakeRule("other").UID("uid-other").TriggerKind("batch", "Job", "other").
+				History(wrapupv1alpha1.HistorySpec{TTLSecondsAfterFinished: ptr.To[int32](99999)}).Obj()
+			in := input(t, appWrapper().Obj(), trigger(bench(jobUID).Complete(now)), tc.rule, other)
+			d := Decide(context.Background(), in)
+			if d.Store == nil {
+				t.Fatalf("%s: no record to write: %s", d.Verdict, d.Reason)
+			}
+			if got := d.Store.Retention.TTLSecondsAfterFinished; got != tc.ttl {
+				t.Errorf("retention %ds, want %ds", got, tc.ttl)
+			}
+			owned := len(d.Store.OwnerReferences) == 1 && d.Store.OwnerReferences[0].UID == awUID && d.Store.OwnerReferences[0].Kind == "AppWrapper"
+			if owned != tc.owned || !tc.owned && len(d.Store.OwnerReferences) > 0 {
+				t.Errorf("owner references %+v, want owned by the AppWrapper: %v", d.Store.OwnerReferences, tc.owned)
+			}
+		})
 	}
 }
 
@@ -77,20 +57,5 @@ func TestRecordName(t *testing.T) {
 	}
 	if long := RecordName(strings.Repeat("x", 300), "uid-1"); len(long) != 253 {
 		t.Errorf("a long name gives %d characters, want 253", len(long))
-	}
-}
-
-// Two stored records are of the same run when they agree to the
-// microsecond, which is what the API server keeps of a time.
-func TestSameRun(t *testing.T) {
-	mk := func(at time.Time) *wrapupv1alpha1.CompletionRecord {
-		return &wrapupv1alpha1.CompletionRecord{AppWrapper: wrapupv1alpha1.RecordedAppWrapper{UID: "aw"}, Rule: "r",
-			Outcome: wrapupv1alpha1.OutcomeSucceeded, FinishedAt: metav1.NewMicroTime(at)}
-	}
-	if !SameRun(mk(now), mk(now.Add(300*time.Nanosecond))) {
-		t.Error("the same run, read back at the API server's precision, is not the same")
-	}
-	if SameRun(mk(now), mk(now.Add(time.Millisecond))) {
-		t.Error("runs a millisecond apart are the same")
 	}
 }

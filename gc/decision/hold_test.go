@@ -18,7 +18,6 @@ import (
 func TestFailureHoldIsCountedOnce(t *testing.T) {
 	held := func(reason string, status metav1.ConditionStatus, at time.Time) *awv1beta2.AppWrapper {
 		return appWrapper().Phase(awv1beta2.AppWrapperFailed).Annotation(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
-			Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-11*time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").
 			Condition(awv1beta2.DeletingResources, status, reason, at).Obj()
 	}
 	cases := []struct {
@@ -40,7 +39,8 @@ func TestFailureHoldIsCountedOnce(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			in := input(t, c.aw, Trigger{Ref: jobRef, State: TriggerAbsent}, jobs().Obj())
+			rule := jobs().Obj()
+			in := withRecord(input(t, c.aw, Trigger{Ref: jobRef, State: TriggerAbsent}, rule), recorded(c.aw, rule, wrapupv1alpha1.OutcomeFailed, now.Add(-11*time.Minute)))
 			in.HoldStart = c.remember
 			d := Decide(context.Background(), in)
 			if d.Verdict != c.want || d.After != c.after {
@@ -56,23 +56,23 @@ func TestFailureHoldIsCountedOnce(t *testing.T) {
 // A record's time is this controller's clock, an AppWrapper's creation the
 // API server's: with the controller's clock behind, a trigger that
 // finished within that lag of the creation was recorded "before" the
-// AppWrapper existed, and taken as another AppWrapper's record, written
-// again on every reconcile. A record names its AppWrapper's UID instead.
+// AppWrapper existed. The record names its AppWrapper's UID, which says
+// whose it is, whatever the clocks.
 func TestRecordOfThisAppWrapperDespiteClockSkew(t *testing.T) {
 	// The controller's clock is 3 s behind the API server's.
-	aw := appWrapper().Creation(now.Add(-time.Second)).
-		Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-3*time.Second), jobUID).RecordedBy("jobs", jobRef.String()).RecordedOn(awUID).Obj()
-	d := Decide(context.Background(), input(t, aw, trigger(bench(jobUID).Complete(now)), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj()))
-	if d.Write != nil || d.Verdict != VerdictDeleteAfterTTL {
-		t.Fatalf("%s, write %+v: want the record kept and acted on: %s", d.Verdict, d.Write, d.Reason)
+	rule := jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj()
+	aw := appWrapper().Creation(now.Add(-time.Second)).Obj()
+	cr := recorded(aw, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-3*time.Second))
+	d := Decide(context.Background(), withRecord(input(t, aw, trigger(bench(jobUID).Complete(now)), rule), cr))
+	if d.Write != nil || d.Store != nil || d.Verdict != VerdictDeleteAfterTTL {
+		t.Fatalf("%s, write %+v, store %v: want the record kept and acted on: %s", d.Verdict, d.Write, d.Store != nil, d.Reason)
 	}
 
-	// The same record copied onto an AppWrapper created again under the
-	// same name (another UID), later than the record: not its record.
-	again := appWrapper().Phase(awv1beta2.AppWrapperSuspended).Suspend(true).UID("aw-uid-2").Creation(now.Add(-time.Hour)).
-		Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedOn(awUID).Obj()
-	d = Decide(context.Background(), input(t, again, Trigger{}, jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 300).Obj()))
-	if d.Verdict != VerdictWaitingForTrigger {
-		t.Fatalf("a copied record: %s, want %s: %s", d.Verdict, VerdictWaitingForTrigger, d.Reason)
+	// The same record read for an AppWrapper created again under the same
+	// name (another UID), later than the record: not its record.
+	again := appWrapper().Phase(awv1beta2.AppWrapperSuspended).Suspend(true).UID("aw-uid-2").Creation(now.Add(-time.Hour)).Obj()
+	d = Decide(context.Background(), withRecord(input(t, again, Trigger{}, rule), cr))
+	if d.Verdict != VerdictWaitingForTrigger || d.Recorded != nil || d.Store != nil {
+		t.Fatalf("another AppWrapper's record: %s, recorded %+v, store %v; want %s on nothing recorded: %s", d.Verdict, d.Recorded, d.Store != nil, VerdictWaitingForTrigger, d.Reason)
 	}
 }

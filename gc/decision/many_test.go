@@ -3,6 +3,7 @@ package decision
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,24 +62,29 @@ func unreadable(tr Trigger) Trigger {
 	return tr
 }
 
-// recordedMany writes on w the harness rule's record of several
-// candidates, as the controller does.
-func recordedMany(w *util.AppWrapperWrapper, o wrapupv1alpha1.Outcome, ago time.Duration, deciders ...util.RecordedCandidate) *util.AppWrapperWrapper {
-	return w.Recorded(o, now.Add(-ago), deciders[0].UID).RecordedBy("harness", harnessRef(deciders[0].Index-1).String()).RecordedMessage("done").
-		RecordedCandidates(policyOf(o, deciders), deciders...)
+// recordedMany is the harness rule's stored record of outcome o, seen ago
+// before now, decided by the candidates deciders, as the controller
+// writes it.
+func recordedMany(o wrapupv1alpha1.Outcome, ago time.Duration, deciders ...RecordedTrigger) *wrapupv1alpha1.CompletionRecord {
+	policy := policyOf(o, deciders)
+	w := util.MakeRecord(harnessAW(0).Obj(), harnessRule(policy), o, now.Add(-ago)).Message("done")
+	for _, c := range deciders {
+		w.Trigger(c.Index, c.UID)
+	}
+	return w.ResourceVersion("1").Obj()
 }
 
 // policyOf is the policy that records deciders for o, in these tables:
 // All records every candidate for a success and one for a failure.
-func policyOf(o wrapupv1alpha1.Outcome, deciders []util.RecordedCandidate) wrapupv1alpha1.TriggerPolicy {
+func policyOf(o wrapupv1alpha1.Outcome, deciders []RecordedTrigger) wrapupv1alpha1.TriggerPolicy {
 	if (o == wrapupv1alpha1.OutcomeSucceeded) == (len(deciders) > 1) {
 		return wrapupv1alpha1.TriggerPolicyAll
 	}
 	return wrapupv1alpha1.TriggerPolicyAny
 }
 
-func decider(i, attempt int) util.RecordedCandidate {
-	return util.RecordedCandidate{Index: i + 1, UID: hUID(i, attempt)}
+func decider(i, attempt int) RecordedTrigger {
+	return RecordedTrigger{Index: i + 1, UID: hUID(i, attempt)}
 }
 
 // harnessRule's success is the Job's built-in one, and fails at run time
@@ -93,8 +99,10 @@ func TestDecideMany(t *testing.T) {
 	all, anyOf := wrapupv1alpha1.TriggerPolicyAll, wrapupv1alpha1.TriggerPolicyAny
 	long := DefaultFailureGracePeriod + time.Second
 	cases := []struct {
-		name     string
-		aw       *awv1beta2.AppWrapper
+		name string
+		aw   *awv1beta2.AppWrapper
+		// record is the run's stored CompletionRecord; nil for none.
+		record   *wrapupv1alpha1.CompletionRecord
 		triggers []Trigger
 		policy   wrapupv1alpha1.TriggerPolicy
 		// failureSeen is the controller's memory of a failure.
@@ -133,34 +141,34 @@ func TestDecideMany(t *testing.T) {
 			failureSeen: FailureSeen{TriggerUID: hUID(1, 0), At: now.Add(-long)},
 			verdict:     VerdictWaitingForRetries},
 		{name: "All: the retry of the failed candidate (new UIDs) clears the failure",
-			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeFailed, time.Minute, decider(1, 0)).Obj(),
+			aw: harnessAW(3).Obj(), record: recordedMany(wrapupv1alpha1.OutcomeFailed, time.Minute, decider(1, 0)),
 			policy: all, triggers: []Trigger{candidate(hjob(0, 1)), candidate(hjob(1, 1)), candidate(hjob(2, 1))},
 			verdict: VerdictClearOutcome, clear: true},
 		{name: "All: a recorded failure is not cleared by the other candidates still running",
-			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeFailed, time.Minute, decider(1, 0)).Obj(),
+			aw: harnessAW(3).Obj(), record: recordedMany(wrapupv1alpha1.OutcomeFailed, time.Minute, decider(1, 0)),
 			policy: all, triggers: []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0))},
 			verdict: VerdictDelete},
 		{name: "All: a recorded failure is final after a restart (no memory): no second record",
-			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeFailed, 10*time.Second, decider(1, 0)).Obj(),
+			aw: harnessAW(3).Obj(), record: recordedMany(wrapupv1alpha1.OutcomeFailed, 10*time.Second, decider(1, 0)),
 			policy: all, triggers: []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0))},
 			verdict: VerdictDelete},
 		{name: "All: a recorded success is not cleared by a candidate re-created after it (a re-admission): deleted at once",
-			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0), decider(2, 0)).Obj(),
+			aw: harnessAW(3).Obj(), record: recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0), decider(2, 0)),
 			policy: all, triggers: []Trigger{candidate(hjob(0, 1)), candidate(hjob(1, 1)), candidate(hjob(2, 1))},
 			verdict: VerdictDelete, reason: "the run started again"},
 		{name: "Any: a recorded success, then the AppWrapper controller resets it: deleted at once",
-			aw:     recordedMany(harnessAW(3).Phase(awv1beta2.AppWrapperResetting), wrapupv1alpha1.OutcomeSucceeded, time.Second, decider(1, 0)).Obj(),
+			aw: harnessAW(3).Phase(awv1beta2.AppWrapperResetting).Obj(), record: recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Second, decider(1, 0)),
 			policy: anyOf, triggers: []Trigger{{Ref: harnessRef(0), State: TriggerAbsent}, {Ref: harnessRef(1), State: TriggerAbsent}, {Ref: harnessRef(2), State: TriggerAbsent}},
 			verdict: VerdictDelete, reason: "Resetting after its recorded success"},
 		{name: "All: a recorded success is cleared when a candidate that decided runs again",
-			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0), decider(2, 0)).Obj(),
+			aw: harnessAW(3).Obj(), record: recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0), decider(2, 0)),
 			policy: all, triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0)), candidate(hjob(2, 0).Complete(now))},
 			verdict: VerdictClearOutcome, clear: true},
 		{name: "All: an evaluation error on one candidate is not finished, with a Warning", aw: harnessAW(3).Obj(), policy: all,
 			triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), unreadable(candidate(hjob(1, 0))), candidate(hjob(2, 0).Complete(now))},
 			verdict:  VerdictWaitingForTrigger, warning: wrapupv1alpha1.ReasonEvaluationError, reason: "evaluation(s) failed"},
 		{name: "All: an evaluation error on a candidate that decided keeps the record and deletes nothing",
-			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0), decider(2, 0)).Obj(),
+			aw: harnessAW(3).Obj(), record: recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0), decider(2, 0)),
 			policy: all, triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), unreadable(candidate(hjob(1, 0))), candidate(hjob(2, 0).Complete(now))},
 			verdict: VerdictWaitingForTrigger, warning: wrapupv1alpha1.ReasonEvaluationError},
 		{name: "All: the AppWrapper controller failing the AppWrapper fails it", aw: harnessAW(3).Phase(awv1beta2.AppWrapperFailed).Obj(), policy: all,
@@ -187,10 +195,10 @@ func TestDecideMany(t *testing.T) {
 			failureSeen: FailureSeen{TriggerUID: hUID(0, 0), At: now.Add(-long)},
 			verdict:     VerdictWaitingForRetries},
 		{name: "Any: a recorded success is cleared when the candidate that decided runs again",
-			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(1, 0)).Obj(),
+			aw: harnessAW(3).Obj(), record: recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(1, 0)),
 			policy: anyOf, triggers: []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0)), candidate(hjob(2, 0))},
 			verdict: VerdictClearOutcome, clear: true},
-		{name: "Any: a recorded success stands while the others run", aw: recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(1, 0)).Obj(),
+		{name: "Any: a recorded success stands while the others run", aw: harnessAW(3).Obj(), record: recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(1, 0)),
 			policy: anyOf, triggers: []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0).Complete(now)), candidate(hjob(2, 0))},
 			verdict: VerdictDelete},
 
@@ -198,14 +206,17 @@ func TestDecideMany(t *testing.T) {
 			triggers:    []Trigger{candidate(hjob(0, 0).Failed(now)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0))},
 			failureSeen: FailureSeen{TriggerUID: hUID(1, 0), At: now.Add(-long)},
 			verdict:     VerdictDelete, write: wrapupv1alpha1.OutcomeFailed, deciders: []int{2}},
-		{name: "a record decided under another policy: the rule decides afresh (Any: not every candidate failed)",
-			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeFailed, time.Minute, decider(1, 0)).Obj(),
+		// The record is final for the triggers it names, whichever rule,
+		// and whatever policy, wins now: an edit of the rule after the run
+		// finished does not decide it again.
+		{name: "a failure recorded under All stands when the rule's policy becomes Any (not every candidate failed)",
+			aw: harnessAW(3).Obj(), record: recordedMany(wrapupv1alpha1.OutcomeFailed, time.Minute, decider(1, 0)),
 			policy: anyOf, triggers: []Trigger{candidate(hjob(0, 0)), candidate(hjob(1, 0).Failed(now)), candidate(hjob(2, 0))},
-			verdict: VerdictWaitingForTrigger},
-		{name: "a success of every candidate, recorded when there were fewer, is not the record of the candidates there are now",
-			aw:     recordedMany(harnessAW(3), wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0)).Obj(),
+			verdict: VerdictDelete},
+		{name: "a success of every candidate, recorded when the rule took fewer, stands while a candidate it takes now runs",
+			aw: harnessAW(3).Obj(), record: recordedMany(wrapupv1alpha1.OutcomeSucceeded, time.Minute, decider(0, 0), decider(1, 0)),
 			policy: all, triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0).Complete(now)), candidate(hjob(2, 0))},
-			verdict: VerdictWaitingForTrigger},
+			verdict: VerdictDelete},
 		{name: "Any: a Succeeded AppWrapper whose candidates finished or are gone succeeded, even with one the rule calls failed",
 			aw:     harnessAW(2).Phase(awv1beta2.AppWrapperSucceeded).Obj(),
 			policy: anyOf, triggers: []Trigger{candidate(hjob(0, 0).Failed(now)), {Ref: harnessRef(1), State: TriggerAbsent}},
@@ -220,18 +231,31 @@ func TestDecideMany(t *testing.T) {
 			verdict: VerdictNoTrigger, warning: wrapupv1alpha1.ReasonTooManyTriggers, reason: "more than the 64"},
 		{name: "All with one candidate records as One does", aw: harnessAW(1).Obj(), policy: all,
 			triggers: []Trigger{candidate(hjob(0, 0).Complete(now))},
-			verdict:  VerdictDelete, write: wrapupv1alpha1.OutcomeSucceeded},
-		{name: "a single trigger's record is not one of several candidates': they decide afresh",
-			aw:     harnessAW(2).Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), hUID(0, 0)).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj(),
+			verdict:  VerdictDelete, write: wrapupv1alpha1.OutcomeSucceeded, deciders: []int{1}},
+		{name: "a single trigger's record stands under a rule that now takes several candidates",
+			aw: harnessAW(2).Obj(), record: util.MakeRecord(harnessAW(2).Obj(), harnessRule(wrapupv1alpha1.TriggerPolicyOne), wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute)).
+				Trigger(1, hUID(0, 0)).ResourceVersion("1").Obj(),
+			policy: all, triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0))},
+			verdict: VerdictDelete},
+		{name: "the metadata record of a single trigger (a tenant's, or an earlier version's) is nothing: the candidates decide",
+			aw:     harnessAW(2).Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), hUID(0, 0)).RecordedBy("harness", harnessRef(0).String()).RecordedMessage("done").Obj(),
 			policy: all, triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0))},
 			verdict: VerdictWaitingForTrigger},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := input(t, tc.aw, Trigger{}, harnessRule(tc.policy))
+			in := withRecord(input(t, tc.aw, Trigger{}, harnessRule(tc.policy)), tc.record)
 			in.Triggers = tc.triggers
 			in.FailureSeen = tc.failureSeen
 			d := Decide(context.Background(), in)
+			if err := CheckVerdict(d); err != nil {
+				t.Errorf("the verdict table: %v", err)
+			}
+			// The records here are stamped with the harness rule's action,
+			// whatever its policy: only a new outcome or a clear writes.
+			if (d.Store != nil) != (tc.write != "" || tc.clear) || d.Stamp != nil && tc.write == "" {
+				t.Errorf("store %+v, stamp %+v; want a CompletionRecord written only for a new outcome or a clear", d.Store, d.Stamp)
+			}
 			if d.Verdict != tc.verdict {
 				t.Fatalf("verdict = %s (%s), want %s", d.Verdict, d.Reason, tc.verdict)
 			}
@@ -251,8 +275,16 @@ func TestDecideMany(t *testing.T) {
 				if fmt.Sprint(got) != fmt.Sprint(tc.deciders) {
 					t.Errorf("records the candidates %v, want %v", got, tc.deciders)
 				}
-				if len(tc.deciders) > 0 && d.Write.TriggerRef != harnessRef(tc.deciders[0]-1).String() {
-					t.Errorf("trigger ref = %q, want the first that decided", d.Write.TriggerRef)
+				for _, tr := range d.Write.Triggers {
+					var live types.UID
+					for _, c := range tc.triggers {
+						if c.Ref.Index == tr.Index && c.Object != nil {
+							live = c.Object.GetUID()
+						}
+					}
+					if tr.UID != live {
+						t.Errorf("records the candidate %d as of UID %q, want the live one's, %q", tr.Index, tr.UID, live)
+					}
 				}
 			}
 			if d.Clear != tc.clear {
@@ -276,41 +308,72 @@ func TestDecideMany(t *testing.T) {
 	}
 }
 
-// TestRecordOfSeveralTriggers: the record of several candidates reads
-// back as written, within the annotation's bound, and a retried candidate
-// (new UID) tells it apart.
+// TestRecordOfSeveralTriggers: the record of several candidates, as
+// stored, names every candidate that decided (by component index and UID),
+// however many there are: a decision on it writes nothing more, one of
+// them running again clears a success, and a new attempt after a failure
+// that the last candidate decided clears the failure.
 func TestRecordOfSeveralTriggers(t *testing.T) {
-	aw := harnessAW(wrapupv1alpha1.MaxTriggers).Obj()
-	var ts []RecordedTrigger
-	for i := range wrapupv1alpha1.MaxTriggers {
-		ts = append(ts, RecordedTrigger{Index: i + 1, UID: types.UID(fmt.Sprintf("%08d-0000-0000-0000-000000000000", i))})
-	}
-	rec := &Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "harness", FinishedAt: now, TriggerUID: ts[0].UID, TriggerRef: harnessRef(0).String(),
-		Triggers: ts, Policy: wrapupv1alpha1.TriggerPolicyAll}
-	rec.Apply(aw)
-	if n := len(aw.Annotations[wrapupv1alpha1.TriggersAnnotation]); n > 4+64*40 {
-		t.Errorf("the triggers annotation of %d candidates is %d bytes", len(ts), n)
-	}
-	back := ReadRecord(aw)
-	if !back.Same(rec) {
-		t.Fatalf("read back %+v, want %+v", back, rec)
-	}
-	other := *rec
-	other.Triggers = append(append([]RecordedTrigger{}, ts[:3]...), RecordedTrigger{Index: 4, UID: "retried"})
-	if back.Same(&other) {
-		t.Error("a record with a retried candidate is the same as the first")
-	}
-	(*Record)(nil).Apply(aw)
-	if _, ok := aw.Annotations[wrapupv1alpha1.TriggersAnnotation]; ok {
-		t.Error("clearing the record leaves the triggers annotation")
-	}
-	aw.Labels[wrapupv1alpha1.OutcomeLabel] = "Succeeded"
-	aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = now.Format(time.RFC3339Nano)
-	for _, bad := range []string{"All:one=uid", "1=uid", "Most:1=uid"} {
-		aw.Annotations[wrapupv1alpha1.TriggersAnnotation] = bad
-		if ReadRecord(aw) != nil {
-			t.Errorf("the triggers annotation %q is read as a record", bad)
-		}
+	all := harnessRule(wrapupv1alpha1.TriggerPolicyAll)
+	for _, n := range []int{3, wrapupv1alpha1.MaxRecordedTriggers, wrapupv1alpha1.MaxRecordedTriggers + 1, wrapupv1alpha1.MaxTriggers} {
+		t.Run(fmt.Sprintf("%d candidates", n), func(t *testing.T) {
+			aw := harnessAW(n).Obj()
+			attempt := func(a int, state func(i int, j *util.JobWrapper) *util.JobWrapper) []Trigger {
+				ts := make([]Trigger, n)
+				for i := range n {
+					ts[i] = candidate(state(i, hjob(i, a)))
+				}
+				return ts
+			}
+			running := func(_ int, j *util.JobWrapper) *util.JobWrapper { return j }
+
+			// Every candidate succeeded.
+			in := input(t, aw, Trigger{}, all)
+			in.Triggers = attempt(0, func(_ int, j *util.JobWrapper) *util.JobWrapper { return j.Complete(now) })
+			d := Decide(context.Background(), in)
+			if d.Write == nil || len(d.Write.Triggers) != n || d.Store == nil {
+				t.Fatalf("%s, write %+v: want the success of the %d candidates recorded", d.Verdict, d.Write, n)
+			}
+			in.Record = stored(t, d.Store, "1")
+			if back := RecordOf(in.Record, aw); back == nil || !reflect.DeepEqual(back.Triggers, d.Write.Triggers) {
+				var got []RecordedTrigger
+				if back != nil {
+					got = back.Triggers
+				}
+				t.Errorf("the stored record names %d of the %d triggers that decided: %v", len(got), n, got)
+			}
+			if again := Decide(context.Background(), in); again.Store != nil || again.Verdict != VerdictDelete {
+				t.Errorf("on the stored record: %s, store %v; want Delete and nothing written", again.Verdict, again.Store != nil)
+			}
+			// The last one runs again.
+			in.Triggers[n-1] = candidate(hjob(n-1, 0))
+			if again := Decide(context.Background(), in); !again.Clear {
+				t.Errorf("the last candidate running again: %s (%s), want the success cleared", again.Verdict, again.Reason)
+			}
+
+			// The last candidate failed, for good, while the others ran.
+			in = input(t, aw, Trigger{}, all)
+			in.Triggers = attempt(0, func(i int, j *util.JobWrapper) *util.JobWrapper {
+				if i == n-1 {
+					return j.Failed(now)
+				}
+				return j
+			})
+			in.FailureSeen = FailureSeen{TriggerUID: hUID(n-1, 0), At: now.Add(-time.Hour)}
+			d = Decide(context.Background(), in)
+			if d.Write == nil || d.Write.Outcome != wrapupv1alpha1.OutcomeFailed || d.Store == nil {
+				t.Fatalf("%s, write %+v: want the failure recorded", d.Verdict, d.Write)
+			}
+			// The AppWrapper controller retried: every candidate re-created,
+			// running.
+			in.Record = stored(t, d.Store, "1")
+			in.FailureSeen = FailureSeen{}
+			in.Triggers = attempt(1, running)
+			in.Now = now.Add(time.Minute)
+			if again := Decide(context.Background(), in); !again.Clear || again.Verdict == VerdictDelete {
+				t.Errorf("a new attempt after the failure of candidate %d: %s (%s), want the failure cleared", n, again.Verdict, again.Reason)
+			}
+		})
 	}
 }
 

@@ -40,15 +40,19 @@ func dispatched(copy *awv1beta2.AppWrapper) *Worker {
 // deleted while the worker cannot be read.
 func TestMultiKueueManager(t *testing.T) {
 	tests := []struct {
-		name    string
-		aw      func(t *testing.T) *awv1beta2.AppWrapper
-		worker  func(t *testing.T) *Worker
-		trig    Trigger
-		want    Verdict
-		write   bool
-		reason  string
-		events  []string
-		problem string
+		name string
+		aw   func(t *testing.T) *awv1beta2.AppWrapper
+		// recorded is the outcome the run's record holds, seen ago
+		// before now; "" for none.
+		recorded wrapupv1alpha1.Outcome
+		ago      time.Duration
+		worker   func(t *testing.T) *Worker
+		trig     Trigger
+		want     Verdict
+		write    bool
+		reason   string
+		events   []string
+		problem  string
 	}{
 		{
 			name: "a trigger complete on the worker deletes the manager's AppWrapper",
@@ -60,10 +64,9 @@ func TestMultiKueueManager(t *testing.T) {
 			events: []string{wrapupv1alpha1.ReasonDeleted, wrapupv1alpha1.ReasonTriggerSucceeded},
 		},
 		{
-			name: "a recorded outcome is acted on after the same trigger is read on the worker",
-			aw: func(t *testing.T) *awv1beta2.AppWrapper {
-				return managed().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Second), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-			},
+			name:     "a recorded outcome is acted on after the same trigger is read on the worker",
+			aw:       func(t *testing.T) *awv1beta2.AppWrapper { return managed().Obj() },
+			recorded: wrapupv1alpha1.OutcomeSucceeded, ago: time.Second,
 			worker: func(t *testing.T) *Worker { return dispatched(workerCopy().Obj()) },
 			trig:   trigger(bench(jobUID).OwnedBy(workerCopy().Obj()).Complete(now)), want: VerdictDelete,
 			events: []string{wrapupv1alpha1.ReasonDeleted},
@@ -78,10 +81,9 @@ func TestMultiKueueManager(t *testing.T) {
 			events: []string{wrapupv1alpha1.ReasonWorkerUnreachable},
 		},
 		{
-			name: "a worker that cannot be read: a recorded failure deletes nothing",
-			aw: func(t *testing.T) *awv1beta2.AppWrapper {
-				return managed().Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-time.Hour), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-			},
+			name:     "a worker that cannot be read: a recorded failure deletes nothing",
+			aw:       func(t *testing.T) *awv1beta2.AppWrapper { return managed().Obj() },
+			recorded: wrapupv1alpha1.OutcomeFailed, ago: time.Hour,
 			worker: func(t *testing.T) *Worker {
 				return &Worker{Cluster: "worker-1", Workload: workload, Problem: "no kubeconfig Secret wrapup-system/worker-1"}
 			},
@@ -194,7 +196,11 @@ func TestMultiKueueManager(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			in := input(t, tc.aw(t), tc.trig, jobs().Obj())
+			aw, rule := tc.aw(t), jobs().Obj()
+			in := input(t, aw, tc.trig, rule)
+			if tc.recorded != "" {
+				in.Record = recorded(aw, rule, tc.recorded, now.Add(-tc.ago))
+			}
 			if tc.trig.Object == nil {
 				in.Triggers = nil
 			}
@@ -206,8 +212,11 @@ func TestMultiKueueManager(t *testing.T) {
 			if (d.Write != nil) != tc.write {
 				t.Errorf("write %v, want %v", d.Write, tc.write)
 			}
-			if tc.write && tc.trig.Object != nil && d.Write.TriggerUID != jobUID {
-				t.Errorf("recorded trigger uid %s, want the worker's %s", d.Write.TriggerUID, jobUID)
+			if tc.write && tc.trig.Object != nil && (len(d.Write.Triggers) != 1 || d.Write.Triggers[0] != (RecordedTrigger{Index: jobRef.Index, UID: jobUID})) {
+				t.Errorf("recorded triggers %+v, want the worker's %s", d.Write.Triggers, jobUID)
+			}
+			if (d.Store != nil) != tc.write {
+				t.Errorf("store %+v, want a CompletionRecord written %v", d.Store, tc.write)
 			}
 			reason := d.Reason
 			if d.Trigger != nil {
@@ -316,7 +325,8 @@ func TestMultiKueuePlanReadsTheCopysNames(t *testing.T) {
 // final: the AppWrapper is deleted when due, not held until the worker
 // comes back (Kueue's workerLostTimeout would have MultiKueue dispatch the
 // finished run again elsewhere). A recorded failure, which a retry on the
-// worker may clear, still waits for the worker.
+// worker may clear, still waits for the worker. The metadata on the
+// AppWrapper, whatever it says, changes neither.
 func TestMultiKueueUnreachableWorkerAfterSuccess(t *testing.T) {
 	for _, tc := range []struct {
 		outcome wrapupv1alpha1.Outcome
@@ -325,19 +335,30 @@ func TestMultiKueueUnreachableWorkerAfterSuccess(t *testing.T) {
 		{wrapupv1alpha1.OutcomeSucceeded, VerdictDelete},
 		{wrapupv1alpha1.OutcomeFailed, VerdictWorkerUnreachable},
 	} {
-		aw := managed().Recorded(tc.outcome, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-		aw.Annotations[wrapupv1alpha1.TriggerRefAnnotation] = jobRef.String()
-		in := input(t, aw, Trigger{}, jobs().Obj())
-		in.Triggers = nil
-		in.Worker = &Worker{Cluster: "worker-1", Workload: workload, Problem: "connecting to worker cluster worker-1: connection refused"}
-		if d := Decide(context.Background(), in); d.Verdict != tc.want {
-			t.Errorf("recorded %s, worker unreachable: verdict %s (%s), want %s", tc.outcome, d.Verdict, d.Reason, tc.want)
+		rule := jobs().Obj()
+		decide := func(aw *awv1beta2.AppWrapper, cr *wrapupv1alpha1.CompletionRecord) Decision {
+			in := withRecord(input(t, aw, Trigger{}, rule), cr)
+			in.Triggers = nil
+			in.Worker = &Worker{Cluster: "worker-1", Workload: workload, Problem: "connecting to worker cluster worker-1: connection refused"}
+			return Decide(context.Background(), in)
 		}
-		// A success recorded for another component (another rule's
-		// trigger) is no success of this rule's: the worker is waited for.
-		aw.Annotations[wrapupv1alpha1.TriggerRefAnnotation] = "batch/Job/other"
-		if d := Decide(context.Background(), in); d.Verdict != VerdictWorkerUnreachable {
-			t.Errorf("recorded %s for another component, worker unreachable: verdict %s (%s), want WorkerUnreachable", tc.outcome, d.Verdict, d.Reason)
+		aw := managed().Obj()
+		cr := recorded(aw, rule, tc.outcome, now.Add(-time.Minute))
+		if d := decide(aw, cr); d.Verdict != tc.want || d.Store != nil {
+			t.Errorf("recorded %s, worker unreachable: verdict %s (%s), store %v; want %s, nothing written", tc.outcome, d.Verdict, d.Reason, d.Store != nil, tc.want)
+		}
+		// The opposite outcome on the metadata, for another component.
+		other := wrapupv1alpha1.OutcomeFailed
+		if tc.outcome == other {
+			other = wrapupv1alpha1.OutcomeSucceeded
+		}
+		forged := managed().Recorded(other, now.Add(-time.Hour), "other-uid").RecordedBy("jobs", "batch/Job/other").Obj()
+		if d := decide(forged, cr); d.Verdict != tc.want {
+			t.Errorf("recorded %s, the metadata saying %s: verdict %s (%s), want %s", tc.outcome, other, d.Verdict, d.Reason, tc.want)
+		}
+		// The metadata alone records nothing.
+		if d := decide(managed().Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Hour), jobUID).RecordedBy("jobs", jobRef.String()).Obj(), nil); d.Verdict != VerdictWorkerUnreachable {
+			t.Errorf("a success on the metadata only, worker unreachable: verdict %s (%s), want WorkerUnreachable", d.Verdict, d.Reason)
 		}
 	}
 }
@@ -347,9 +368,8 @@ func TestMultiKueueUnreachableWorkerAfterSuccess(t *testing.T) {
 // (WorkerBackoff, at most WorkerBackoffMax); one that reads it forgets the
 // streak.
 func TestWorkerBackoffFromTheStreak(t *testing.T) {
-	aw := managed().Recorded(wrapupv1alpha1.OutcomeFailed, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-	aw.Annotations[wrapupv1alpha1.TriggerRefAnnotation] = jobRef.String()
-	in := input(t, aw, Trigger{}, jobs().Obj())
+	aw, rule := managed().Obj(), jobs().Obj()
+	in := withRecord(input(t, aw, Trigger{}, rule), recorded(aw, rule, wrapupv1alpha1.OutcomeFailed, now.Add(-time.Minute)))
 	in.Triggers = nil
 	in.Worker = &Worker{Cluster: "worker-1", Workload: workload, Problem: "connecting to worker cluster worker-1: connection refused"}
 	for streak, want := range []time.Duration{WorkerRetry, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, WorkerBackoffMax, WorkerBackoffMax} {

@@ -16,11 +16,10 @@ import (
 // lags on). A Succeeded AppWrapper makes no new attempt: the TTL holds,
 // and the run is not taken as started again (deleted at once).
 func TestSucceededAppWrapperKeepsItsTTL(t *testing.T) {
-	aw := appWrapper().Phase(awv1beta2.AppWrapperSucceeded).
-		Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("jobs", jobRef.String()).Obj()
-	in := input(t, aw, trigger(bench(jobUID2).Complete(now.Add(-30*time.Second))), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).Obj())
-	d := Decide(context.Background(), in)
-	if d.Verdict != VerdictDeleteAfterTTL || d.DueAt != now.Add(-time.Minute).Add(time.Hour) {
+	aw, rule := appWrapper().Phase(awv1beta2.AppWrapperSucceeded).Obj(), jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).Obj()
+	in := input(t, aw, trigger(bench(jobUID2).Complete(now.Add(-30*time.Second))), rule)
+	d := Decide(context.Background(), withRecord(in, recorded(aw, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute))))
+	if d.Verdict != VerdictDeleteAfterTTL || !d.DueAt.Equal(now.Add(-time.Minute).Add(time.Hour)) || d.Store != nil {
 		t.Errorf("verdict %s, due %s (%s); want DeleteAfterTTL, due an hour after the recorded finish", d.Verdict, d.DueAt, d.Reason)
 	}
 }

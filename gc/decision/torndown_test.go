@@ -164,17 +164,19 @@ func TestDisruptedPodIsNoCompletion(t *testing.T) {
 // whatever the trigger being torn down says.
 func TestTornDownTriggerAndTheRecord(t *testing.T) {
 	running := map[string]any{"phase": "Running"}
+	// podRecord is the record of the Pod's success a minute ago.
+	podRecord := func(in Input) Input {
+		return withRecord(in, recorded(in.AppWrapper, in.Rules[0].Rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute)))
+	}
 	t.Run("a recorded success is kept while its Pod is deleted", func(t *testing.T) {
-		aw := kindRun("v1", "Pod").Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("by-kind", "/Pod/bench")
-		in := kindInput(t, aw, benchOf("v1", "Pod", running).Deleting(deleted))
+		in := podRecord(kindInput(t, kindRun("v1", "Pod"), benchOf("v1", "Pod", running).Deleting(deleted)))
 		d := Decide(context.Background(), in)
 		if d.Clear || d.Verdict != VerdictDelete || d.Outcome != wrapupv1alpha1.OutcomeSucceeded {
 			t.Fatalf("%s, clear %v, outcome %q; want %s of the recorded success: %s", d.Verdict, d.Clear, d.Outcome, VerdictDelete, d.Reason)
 		}
 	})
 	t.Run("the same Pod running, not being deleted, clears it", func(t *testing.T) {
-		aw := kindRun("v1", "Pod").Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Minute), jobUID).RecordedBy("by-kind", "/Pod/bench")
-		in := kindInput(t, aw, benchOf("v1", "Pod", running))
+		in := podRecord(kindInput(t, kindRun("v1", "Pod"), benchOf("v1", "Pod", running)))
 		if d := Decide(context.Background(), in); !d.Clear {
 			t.Fatalf("%s: want the record cleared", d.Verdict)
 		}
@@ -217,9 +219,9 @@ func TestTornDownCandidate(t *testing.T) {
 // deletion hold holds.
 func TestSuccessThenFailedWithHold(t *testing.T) {
 	aw := appWrapper().Phase(awv1beta2.AppWrapperFailed).Annotation(awv1beta2.DeletionOnFailureGracePeriodAnnotation, "10m").
-		Condition(awv1beta2.DeletingResources, metav1.ConditionTrue, "DeletionPaused", now.Add(-time.Minute)).
-		Recorded(wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Hour), jobUID).RecordedBy("jobs", jobRef.String()).RecordedMessage("done").Obj()
-	d := Decide(context.Background(), input(t, aw, trigger(bench(jobUID2).Failed(now)), jobs().Obj()))
+		Condition(awv1beta2.DeletingResources, metav1.ConditionTrue, "DeletionPaused", now.Add(-time.Minute)).Obj()
+	rule := jobs().Obj()
+	d := Decide(context.Background(), withRecord(input(t, aw, trigger(bench(jobUID2).Failed(now)), rule), recorded(aw, rule, wrapupv1alpha1.OutcomeSucceeded, now.Add(-time.Hour))))
 	if d.Verdict != VerdictDeleteAfterTTL || d.After != 9*time.Minute {
 		t.Fatalf("%s after %s, want %s after 9m (the hold): %s", d.Verdict, d.After, VerdictDeleteAfterTTL, d.Reason)
 	}
