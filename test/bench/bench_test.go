@@ -177,15 +177,29 @@ func (t *tracker) seeAppWrapper(obj any, deleted bool) {
 	if it.sent.IsZero() {
 		return
 	}
-	if it.outcome.IsZero() && aw.Labels[wrapupv1alpha1.OutcomeLabel] != "" {
-		it.outcome = now
-	}
 	if it.deleting.IsZero() && (aw.DeletionTimestamp != nil || deleted) {
 		it.deleting = now
 		it.seenAsGone = aw.DeletionTimestamp == nil
 	}
 	if it.succeeded.IsZero() && aw.Status.Phase == awv1beta2.AppWrapperSucceeded {
 		it.succeeded = now
+	}
+}
+
+// seeRecord records when the CompletionRecord of an AppWrapper's run
+// appeared: wrapup recorded its outcome (an AppWrapper deleted at once
+// gets no mirror of it on its own metadata).
+func (t *tracker) seeRecord(obj any) {
+	now := time.Now()
+	m, ok := unwrapTombstone(obj).(*metav1.PartialObjectMetadata)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	it := t.aws[types.NamespacedName{Namespace: m.Namespace, Name: m.Labels[wrapupv1alpha1.RecordAppWrapperLabel]}]
+	if it != nil && !it.sent.IsZero() && it.outcome.IsZero() {
+		it.outcome = now
 	}
 }
 
@@ -465,6 +479,10 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 				DeleteFunc: func(obj any) { trk.seeAppWrapper(obj, true) },
 			})
 			Expect(err).NotTo(HaveOccurred())
+			recs, err := cache.GetInformer(ctx, metaOf(wrapupv1alpha1.GroupVersion.WithKind("CompletionRecord")))
+			Expect(err).NotTo(HaveOccurred())
+			_, err = recs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: trk.seeRecord})
+			Expect(err).NotTo(HaveOccurred())
 			for _, gvk := range []schema.GroupVersionKind{jobGVK, deployGVK} {
 				inf, err := cache.GetInformer(ctx, metaOf(gvk))
 				Expect(err).NotTo(HaveOccurred())
@@ -693,7 +711,7 @@ var _ = Describe("wrapup at scale", Ordered, func() {
 		md, csvPath := writeResults(res, out)
 
 		By("checking that every measurement was taken (never how fast)")
-		Expect(missingOutcome).To(BeZero(), "AppWrappers deleted without their outcome label seen")
+		Expect(missingOutcome).To(BeZero(), "AppWrappers deleted without their CompletionRecord seen")
 		for name, s := range res.Latency {
 			want := n
 			switch name {

@@ -133,7 +133,7 @@ func b2f(b bool) float64 {
 
 // PathWrites are the writes per completion that wrapup's AppWrapper
 // reconciler sends itself, between a finished trigger and the delete
-// (the outcome patch, the delete, and whatever else it waits on); Events,
+// (the CompletionRecord's create, the delete, and whatever else it waits on); Events,
 // sent by the recorder's goroutine, and writes of other goroutines are not
 // on that path.
 func (r *Results) PathWrites() float64 {
@@ -351,7 +351,7 @@ func (r *Results) WriteMarkdown(w io.Writer) error {
 
 	p("\n## How this was measured\n\n")
 	p("etcd, kube-apiserver and kube-controller-manager (garbage collector, ClusterRole aggregation and the TTL-after-finished controller, with kube-controller-manager's default client limits of 20 QPS, burst 30: at a GET and a DELETE per Job, about 10 Jobs/s, so with more than ~15 plain Jobs finishing at once its latency is mostly that client-side wait, and the completion phase lasts at least baseline ÷ 10 seconds) run as processes; the AppWrapper controller and wrapup (`gc.Setup`, as its ServiceAccount with config/rbac) run in the benchmark's process, each in its own manager on its own HTTP connection, as separate processes would. Nothing runs pods: the benchmark creates them Running, labelled and owned as the workload controllers would, and writes Job and pod status as the Job controller and the kubelet would.\n\n")
-	p("Each latency starts when the benchmark sends the status write (its own round trip is listed) and ends when the benchmark's informer on the API server sees the result: the `wrapup.dev/outcome` label, the AppWrapper's deletionTimestamp, the Job's removal, the AppWrapper's phase Succeeded. Percentiles are nearest-rank. Each wave waits until every result of the previous one was seen.\n\n")
+	p("Each latency starts when the benchmark sends the status write (its own round trip is listed) and ends when the benchmark's informer on the API server sees the result: the run's CompletionRecord created (the outcome recorded), the AppWrapper's deletionTimestamp, the Job's removal, the AppWrapper's phase Succeeded. Percentiles are nearest-rank. Each wave waits until every result of the previous one was seen.\n\n")
 	p("CPU is from getrusage (the benchmark process: wrapup, the AppWrapper controller, the benchmark's writers and informers) and /proc (the control plane processes, the rest of the machine). A CPU profile of the completion phase (`-bench.cpuprofile`) is labelled by component: `go tool pprof -tagfocus=component=wrapup` shows wrapup alone.\n")
 	_, err := io.WriteString(w, b.String())
 	return err

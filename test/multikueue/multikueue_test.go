@@ -139,9 +139,11 @@ var _ = Describe("AppWrappers that MultiKueue dispatches to worker clusters", fu
 		Eventually(func(g Gomega) {
 			got := &awv1beta2.AppWrapper{}
 			g.Expect(manager.client.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			rec := decision.ReadRecord(got)
-			g.Expect(rec).NotTo(BeNil(), "no outcome recorded on the manager's AppWrapper")
-			g.Expect(rec.Outcome).To(Equal(outcome))
+			cr := &wrapupv1alpha1.CompletionRecord{}
+			key := types.NamespacedName{Namespace: got.Namespace, Name: wrapupv1alpha1.RecordName(got.Name, got.UID)}
+			g.Expect(manager.client.Get(ctx, key, cr)).To(Succeed(), "no outcome recorded for the manager's AppWrapper")
+			g.Expect(cr.Cleared).To(BeNil())
+			g.Expect(cr.Outcome).To(Equal(outcome))
 		}, util.LongTimeout, util.Interval).Should(Succeed())
 	}
 

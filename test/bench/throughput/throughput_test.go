@@ -1,7 +1,7 @@
 // Package throughput measures wrapup against the limit the API server
 // sets: how many completions per second a plain client achieves with
-// exactly wrapup's writes per completion (the outcome patch, the
-// CompletionRecord, the precondition delete), swept over its concurrency,
+// exactly wrapup's writes per completion (the CompletionRecord, the
+// precondition delete), swept over its concurrency,
 // beside wrapup's rate on the same burst at several worker counts and the
 // TTL-after-finished controller's rate with kube-controller-manager's
 // client limits as shipped and raised; then the latency of each under a
@@ -16,10 +16,12 @@
 package throughput
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -137,9 +139,10 @@ type seen struct {
 	mu       sync.Mutex
 	deleted  map[types.NamespacedName]time.Time
 	requests map[types.NamespacedName]time.Time
-	// reads and patches are when wrapup sent its read of each
-	// AppWrapper's trigger (the final check) and its outcome patch.
-	reads, patches map[types.NamespacedName]time.Time
+	// reads and records are when wrapup sent its read of each
+	// AppWrapper's trigger (the final check) and the create of its run's
+	// CompletionRecord (the outcome recorded).
+	reads, records map[types.NamespacedName]time.Time
 	// rulesList and triggerGet are the round trips of wrapup's final
 	// check's reads: its consistent LIST of the rules, its GET of the
 	// trigger.
@@ -213,20 +216,20 @@ func (s *seen) requestAt(key types.NamespacedName) (time.Time, bool) {
 	return t, ok
 }
 
-// steps are when wrapup read the trigger, patched the outcome and sent
+// steps are when wrapup read the trigger, recorded the outcome and sent
 // the delete of key.
-func (s *seen) steps(key types.NamespacedName) (read, patch, del time.Time, ok bool) {
+func (s *seen) steps(key types.NamespacedName) (read, record, del time.Time, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	read, ok1 := s.reads[key]
-	patch, ok2 := s.patches[key]
+	record, ok2 := s.records[key]
 	del, ok3 := s.requests[key]
-	return read, patch, del, ok1 && ok2 && ok3
+	return read, record, del, ok1 && ok2 && ok3
 }
 
 // firstSteps are the times from start to wrapup's first read of a
-// trigger, first outcome patch and first delete request among runs.
-func (s *seen) firstSteps(runs []*run, start time.Time) (read, patch, del time.Duration) {
+// trigger, first outcome recorded and first delete request among runs.
+func (s *seen) firstSteps(runs []*run, start time.Time) (read, record, del time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	first := func(m map[types.NamespacedName]time.Time) time.Duration {
@@ -241,7 +244,7 @@ func (s *seen) firstSteps(runs []*run, start time.Time) (read, patch, del time.D
 		}
 		return t.Sub(start)
 	}
-	return first(s.reads), first(s.patches), first(s.requests)
+	return first(s.reads), first(s.records), first(s.requests)
 }
 
 // wrap records the send time of wrapup's first delete of each AppWrapper.
@@ -259,24 +262,22 @@ func (s *seen) wrap(rt http.RoundTripper) http.RoundTripper {
 		case len(p) == 7 && p[1] == "batch" && p[5] == "jobs" && req.Method == http.MethodGet:
 			took = &s.triggerGet
 		}
+		if len(p) == 6 && p[1] == wrapupv1alpha1.GroupVersion.Group && p[3] == "namespaces" && p[5] == "completionrecords" && req.Method == http.MethodPost {
+			if name := createdName(req); name != "" {
+				s.first(s.records, types.NamespacedName{Namespace: p[4], Name: appWrapperOfRecord(name)})
+			}
+		}
 		if len(p) == 7 && p[0] == "apis" && p[3] == "namespaces" {
 			var m map[types.NamespacedName]time.Time
 			key := types.NamespacedName{Namespace: p[4], Name: p[6]}
 			switch {
 			case p[1] == awv1beta2.GroupVersion.Group && p[5] == "appwrappers" && req.Method == http.MethodDelete:
 				m = s.requests
-			case p[1] == awv1beta2.GroupVersion.Group && p[5] == "appwrappers" && req.Method == http.MethodPatch:
-				m = s.patches
 			case p[1] == "batch" && p[5] == "jobs" && req.Method == http.MethodGet:
 				m, key.Name = s.reads, strings.TrimSuffix(key.Name, "-trigger")
 			}
 			if m != nil {
-				now := time.Now()
-				s.mu.Lock()
-				if _, ok := m[key]; !ok {
-					m[key] = now
-				}
-				s.mu.Unlock()
+				s.first(m, key)
 			}
 		}
 		start := time.Now()
@@ -289,6 +290,55 @@ func (s *seen) wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		return resp, err
 	})
+}
+
+// first sets m[key] to now, unless set.
+func (s *seen) first(m map[types.NamespacedName]time.Time, key types.NamespacedName) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := m[key]; !ok {
+		m[key] = now
+	}
+}
+
+// createdName is the metadata.name of the object req creates, read from a
+// copy of its JSON body (the first "name" key is metadata's: apiVersion
+// and kind come before it); "" when it has none.
+func createdName(req *http.Request) string {
+	if req.GetBody == nil {
+		return ""
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return ""
+	}
+	defer body.Close()
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return ""
+	}
+	const key = `"name":"`
+	i := bytes.Index(b, []byte(key))
+	if i < 0 {
+		return ""
+	}
+	b = b[i+len(key):]
+	j := bytes.IndexByte(b, '"')
+	if j < 0 {
+		return ""
+	}
+	return string(b[:j])
+}
+
+// appWrapperOfRecord is the AppWrapper name of the CompletionRecord name
+// (wrapupv1alpha1.RecordName: the AppWrapper's name and "-" and 8 hex
+// digits of its UID's hash).
+func appWrapperOfRecord(name string) string {
+	if len(name) < 9 {
+		return name
+	}
+	return name[:len(name)-9]
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
@@ -326,13 +376,13 @@ type Rate struct {
 	CPUSelf, CPUAPIServer, CPUEtcd time.Duration
 	// Requests are wrapup's requests over the burst, by kind.
 	Requests map[bench.RequestKey]int64
-	// FirstRead, FirstPatch and FirstRequest are, for wrapup, the time
+	// FirstRead, FirstRecord and FirstRequest are, for wrapup, the time
 	// from its start to its first final check's read of a trigger, its
-	// first outcome patch and its first delete request; QueueMean and
+	// first create of a CompletionRecord and its first delete request; QueueMean and
 	// ReconcileMean its AppWrapper controller's mean wait in the queue and
 	// mean reconcile over the burst.
-	FirstRead, FirstPatch, FirstRequest time.Duration
-	QueueMean, ReconcileMean            time.Duration
+	FirstRead, FirstRecord, FirstRequest time.Duration
+	QueueMean, ReconcileMean             time.Duration
 	// Reconciles counts the AppWrapper controller's reconciles over the
 	// burst.
 	Reconciles float64
@@ -370,8 +420,8 @@ type Steady struct {
 	Lag bench.Summary
 	// wrapup's steps: status write → its read of the live trigger (the
 	// watch event, the queue, the decision on the caches, the rules'
-	// read), → its outcome patch, → its delete request.
-	ToRead, ToPatch, ToDelete bench.Summary
+	// read), → its create of the CompletionRecord, → its delete request.
+	ToRead, ToRecord, ToDelete bench.Summary
 	// QueueMean and ReconcileMean are the means of controller-runtime's
 	// histograms for wrapup's AppWrapper controller over the phase: the
 	// wait in its queue, and a reconcile's duration.
@@ -526,7 +576,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		Expect(c.Create(ctx, rule)).To(Succeed())
 
 		watched = &seen{deleted: map[types.NamespacedName]time.Time{}, requests: map[types.NamespacedName]time.Time{},
-			reads: map[types.NamespacedName]time.Time{}, patches: map[types.NamespacedName]time.Time{}}
+			reads: map[types.NamespacedName]time.Time{}, records: map[types.NamespacedName]time.Time{}}
 		sel, err := labels.Parse(label)
 		Expect(err).NotTo(HaveOccurred())
 		meta := func(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
@@ -798,7 +848,7 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 			r.API = apiShare(profiled, runs)
 			r.FirstReconcile, r.TriggerStarted, r.TriggerSynced = started.get()
 			r.Requests = requests.Snapshot().Requests
-			r.FirstRead, r.FirstPatch, r.FirstRequest = watched.firstSteps(runs, start)
+			r.FirstRead, r.FirstRecord, r.FirstRequest = watched.firstSteps(runs, start)
 			qc2, qs2 := histogram("workqueue_queue_duration_seconds", "name", "wrapup-appwrapper")
 			rc2, rs2 := histogram("controller_runtime_reconcile_time_seconds", "controller", "wrapup-appwrapper")
 			if qc2 > qc {
@@ -1202,30 +1252,36 @@ func completeJob(ctx context.Context, c client.Client, r *run) error {
 type plain struct {
 	// events: wrapup's two Events per completion (events.k8s.io/v1, to
 	// the same API server and etcd: they share the writes' path), after
-	// the outcome patch and after the delete.
+	// the CompletionRecord's create and after the delete.
 	events bool
 	// reads: the reads of wrapup's final check, before the writes: the
-	// rules and the live trigger, sent together.
+	// run's CompletionRecord (none yet), then the rules and the live
+	// trigger, sent together.
 	reads bool
 }
 
 // plainClient sends, for each run, exactly wrapup's writes per completion
-// and in its order: the outcome patch (the record's labels and
-// annotations, with an optimistic lock), the CompletionRecord, and the
-// delete with UID and resourceVersion preconditions, Background, and what
-// with adds; conc runs at once. No decision, no caches.
+// and in its order: the create of the run's CompletionRecord (its
+// memory: the outcome recorded), and the delete with UID and
+// resourceVersion preconditions, Background (an AppWrapper deleted at
+// once gets no mirror of its outcome on its metadata), and what with
+// adds; conc runs at once. No decision, no caches.
 func plainClient(ctx context.Context, c client.Client, conc int, runs []*run, with plain) error {
 	return bench.Parallel(conc, runs, func(r *run) error {
 		aw := r.aw
 		if with.reads {
-			// As wrapup's final check: the trigger's GET sent with the
-			// rules' LIST.
+			// As wrapup's final check: the record's GET, then the
+			// trigger's GET sent with the rules' LIST.
+			err := c.Get(ctx, types.NamespacedName{Namespace: aw.Namespace, Name: wrapupv1alpha1.RecordName(aw.Name, aw.UID)}, &wrapupv1alpha1.CompletionRecord{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("reading the record of %s: %w", r.key, err)
+			}
 			listed := make(chan error, 1)
 			go func() { listed <- c.List(ctx, &wrapupv1alpha1.CompletionRuleList{}) }()
 			job := r.job()
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("Job"))
-			err := c.Get(ctx, job, u)
+			err = c.Get(ctx, job, u)
 			if lerr := <-listed; lerr != nil {
 				return fmt.Errorf("listing rules: %w", lerr)
 			}
@@ -1233,34 +1289,36 @@ func plainClient(ctx context.Context, c client.Client, conc int, runs []*run, wi
 				return fmt.Errorf("reading %s: %w", job, err)
 			}
 		}
-		rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "throughput", FinishedAt: time.Now(),
-			Message: "Job " + aw.Name + "-trigger succeeded", TriggerUID: "9d2f0b1e-0000-4000-8000-000000000000", TriggerRef: "0 batch/v1 Job " + aw.Name + "-trigger"}
-		patched := aw.DeepCopy()
-		rec.Apply(patched)
-		if err := c.Patch(ctx, patched, client.MergeFromWithOptions(aw, client.MergeFromWithOptimisticLock{})); err != nil {
-			return fmt.Errorf("patching %s: %w", r.key, err)
-		}
-		if with.events {
-			if err := c.Create(ctx, event(patched, wrapupv1alpha1.ReasonTriggerSucceeded, "RecordOutcome", rec.Message)); err != nil {
-				return fmt.Errorf("event for %s: %w", r.key, err)
-			}
-		}
-		cr := record(patched, rec)
+		at := time.Now()
+		rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "throughput", RuleUID: plainRuleUID, FinishedAt: at,
+			Message: "Job " + aw.Name + "-trigger succeeded", Policy: wrapupv1alpha1.TriggerPolicyOne,
+			Triggers: []decision.RecordedTrigger{{Index: 0, UID: "9d2f0b1e-0000-4000-8000-000000000000"}},
+			Stamp: decision.Stamp{Rule: "throughput", RuleUID: plainRuleUID, DueAt: at,
+				Action: wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](0)}}}
+		cr := record(aw, rec)
 		if err := c.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("recording %s: %w", r.key, err)
 		}
-		uid, rv := patched.UID, patched.ResourceVersion
-		if err := c.Delete(ctx, patched, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		if with.events {
+			if err := c.Create(ctx, event(aw, wrapupv1alpha1.ReasonTriggerSucceeded, "RecordOutcome", rec.Message)); err != nil {
+				return fmt.Errorf("event for %s: %w", r.key, err)
+			}
+		}
+		uid, rv := aw.UID, aw.ResourceVersion
+		if err := c.Delete(ctx, aw, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 			return fmt.Errorf("deleting %s: %w", r.key, err)
 		}
 		if with.events {
-			if err := c.Create(ctx, event(patched, wrapupv1alpha1.ReasonDeleted, "Delete", "rule throughput: trigger succeeded; AppWrapper deleted with its components")); err != nil {
+			if err := c.Create(ctx, event(aw, wrapupv1alpha1.ReasonDeleted, "Delete", "rule throughput: trigger succeeded; AppWrapper deleted with its components")); err != nil {
 				return fmt.Errorf("event for %s: %w", r.key, err)
 			}
 		}
 		return nil
 	})
 }
+
+// plainRuleUID is the rule UID the plain client's records name.
+const plainRuleUID = "5e1c7a9b-0000-4000-8000-000000000000"
 
 // event is an Event as wrapup's recorder writes it about aw.
 func event(aw *awv1beta2.AppWrapper, reason, action, note string) *eventsv1.Event {
@@ -1275,16 +1333,18 @@ func event(aw *awv1beta2.AppWrapper, reason, action, note string) *eventsv1.Even
 }
 
 // record is a CompletionRecord of the size wrapup writes for a one-Job
-// run.
+// run (decision.CompletionRecordOf) deleted at once, with history on.
 func record(aw *awv1beta2.AppWrapper, rec *decision.Record) *wrapupv1alpha1.CompletionRecord {
+	t := rec.Triggers[0]
 	return &wrapupv1alpha1.CompletionRecord{
-		ObjectMeta: metav1.ObjectMeta{Namespace: aw.Namespace, Name: gc.RecordName(aw.Name, string(aw.UID)),
+		ObjectMeta: metav1.ObjectMeta{Namespace: aw.Namespace, Name: wrapupv1alpha1.RecordName(aw.Name, aw.UID),
 			Labels: map[string]string{label: "limit", wrapupv1alpha1.OutcomeLabel: string(rec.Outcome),
 				wrapupv1alpha1.RecordAppWrapperLabel: aw.Name, wrapupv1alpha1.RecordRuleLabel: rec.Rule}},
 		AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: aw.Name, UID: aw.UID, Labels: aw.Labels},
-		Rule:       rec.Rule, Outcome: rec.Outcome, Message: rec.Message, FinishedAt: metav1.NewMicroTime(rec.FinishedAt),
-		Action: wrapupv1alpha1.RecordedAction{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](0), DeleteAfter: ptr.To(metav1.Now())},
-		Triggers: []wrapupv1alpha1.RecordedTrigger{{APIVersion: "batch/v1", Kind: "Job", Name: aw.Name + "-trigger", UID: rec.TriggerUID,
+		Rule:       rec.Rule, RuleUID: rec.RuleUID, Policy: rec.Policy, Outcome: rec.Outcome, Message: rec.Message, FinishedAt: metav1.NewMicroTime(rec.FinishedAt),
+		Action: wrapupv1alpha1.RecordedAction{Rule: rec.Stamp.Rule, RuleUID: rec.Stamp.RuleUID, Action: rec.Stamp.Action.Action,
+			TTLSecondsAfterFinished: rec.Stamp.Action.TTLSecondsAfterFinished, DeleteAfter: ptr.To(metav1.NewMicroTime(rec.Stamp.DueAt))},
+		Triggers: []wrapupv1alpha1.RecordedTrigger{{ComponentIndex: int32(t.Index), APIVersion: "batch/v1", Kind: "Job", Name: aw.Name + "-trigger", UID: t.UID,
 			State: "Succeeded", Decided: true, Conditions: []wrapupv1alpha1.RecordedCondition{
 				{Type: "SuccessCriteriaMet", Status: "True", Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods"},
 				{Type: "Complete", Status: "True", Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods"}}}},
@@ -1448,13 +1508,13 @@ func steady(ctx context.Context, c client.Client, s *seen, rng *rand.Rand, what 
 		}
 		return len(deleted) == len(runs), nil
 	})
-	var toRead, toPatch, toDelete []time.Duration
+	var toRead, toRecord, toDelete []time.Duration
 	for _, r := range runs {
-		if read, patch, del, ok := s.steps(r.key); ok && r.aw != nil {
-			toRead, toPatch, toDelete = append(toRead, read.Sub(r.sent)), append(toPatch, patch.Sub(read)), append(toDelete, del.Sub(patch))
+		if read, record, del, ok := s.steps(r.key); ok && r.aw != nil {
+			toRead, toRecord, toDelete = append(toRead, read.Sub(r.sent)), append(toRecord, record.Sub(read)), append(toDelete, del.Sub(record))
 		}
 	}
-	res.ToRead, res.ToPatch, res.ToDelete = bench.Summarize(toRead), bench.Summarize(toPatch), bench.Summarize(toDelete)
+	res.ToRead, res.ToRecord, res.ToDelete = bench.Summarize(toRead), bench.Summarize(toRecord), bench.Summarize(toDelete)
 	rules, trigger, _ := s.readTimes(readsFrom)
 	res.RulesList, res.TriggerGet = bench.Summarize(rules), bench.Summarize(trigger)
 	qc2, qs2 := histogram("workqueue_queue_duration_seconds", "name", "wrapup-appwrapper")
@@ -1597,7 +1657,7 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 	}
 	p("- **Workload**: AppWrappers with one Job component, Running, written by the benchmark as the AppWrapper controller writes them (the controller itself is not running: its writes would load the API server during the measure); one CompletionRule (trigger batch/Job, onSuccess DeleteAll, TTL 0, history on); %d per namespace. Completions are the Job's status write (Complete), as the Job controller's. Before each phase, the benchmark deletes every CompletionRecord earlier phases wrote (the plain client's and wrapup's), and every one of its Jobs that earlier phases left (those of deleted AppWrappers, which kube-controller-manager's garbage collector deletes at its client rate; a TTL baseline's not deleted yet), so that no phase is measured while kube-controller-manager still deletes an earlier one's (it still looks up those it had queued, a GET each). The steady rows of wrapup run with kube-controller-manager as the TTL baselines before them left it: its client limits raised, when they run.\n", perNS)
 	p("- **Rate** of a burst: every run's trigger is complete before its controller starts (wrapup, the TTL controller) or before the plain client's first write; completions/s is (deletions − 1) ÷ (last deletion − first deletion), deletions as the benchmark's watch sees them (the object gone, or with a deletionTimestamp).\n")
-	p("- **The limit** is a plain client (no decision, no caches, no reads) sending exactly wrapup's writes per completion, in its order: the outcome patch (labels and annotations, optimistic lock), its Event, the CompletionRecord, the delete with UID and resourceVersion preconditions, its Event. The Events go to the same API server and etcd as the writes (they share the path), so they are part of the limit; the table also shows the plain client without them. It runs as wrapup's ServiceAccount (the same API Priority and Fairness flow), %s, unthrottled on the client side as wrapup is by default; swept over its concurrency on %d AppWrappers each, then run at the best on the burst.\n\n", auth, r.Sweep)
+	p("- **The limit** is a plain client (no decision, no caches, no reads) sending exactly wrapup's writes per completion, in its order: the create of the run's CompletionRecord (the outcome recorded), its Event, the delete with UID and resourceVersion preconditions, its Event (an AppWrapper deleted at once gets no mirror of its outcome on its metadata). The Events go to the same API server and etcd as the writes (they share the path), so they are part of the limit; the table also shows the plain client without them. It runs as wrapup's ServiceAccount (the same API Priority and Fairness flow), %s, unthrottled on the client side as wrapup is by default; swept over its concurrency on %d AppWrappers each, then run at the best on the burst.\n\n", auth, r.Sweep)
 
 	p("## The limit's sweep\n\n| concurrency | AppWrappers | completions/s |\n|---:|---:|---:|\n")
 	for _, s := range r.Sweep_ {
@@ -1613,7 +1673,7 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 		row(fmt.Sprintf("plain client, wrapup's writes without the Events, concurrency %d", r.LimitNoEvents.Concurrency), r.LimitNoEvents)
 	}
 	if r.LimitReads.PerSecond > 0 {
-		row(fmt.Sprintf("plain client, writes, Events and the final check's reads (the rules, the live trigger), concurrency %d", r.LimitReads.Concurrency), r.LimitReads)
+		row(fmt.Sprintf("plain client, writes, Events and the final check's reads (the record, the rules, the live trigger), concurrency %d", r.LimitReads.Concurrency), r.LimitReads)
 	}
 	for _, w := range r.Wrapup {
 		row(fmt.Sprintf("wrapup, %d workers", w.Concurrency), w)
@@ -1623,11 +1683,11 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 	}
 	r.writeAPIShares(p)
 	if len(r.Wrapup) > 0 {
-		p("\n### wrapup's start and its queue in the burst\n\nFrom wrapup's start (ms) to its AppWrapper controller's first reconcile (its AppWrapper cache listed, and the trigger kinds its rules name), its trigger informer's start (the rule reconciled) and first list (the triggers listed), its first final check's read of a trigger (sent with the rules' LIST), its first outcome patch, its first delete request and the first deletion the benchmark's watch saw; and its AppWrapper controller's mean wait in the queue, mean reconcile and reconciles per completion over the burst (every AppWrapper is queued at the start, when its cache lists it):\n\n| workers | → first reconcile | → trigger informer started | → triggers listed | → first read | → first patch | → first delete request | → first deletion | queue wait (mean) | reconcile (mean) | reconciles per completion |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		p("\n### wrapup's start and its queue in the burst\n\nFrom wrapup's start (ms) to its AppWrapper controller's first reconcile (its AppWrapper cache listed, and the trigger kinds its rules name), its trigger informer's start (the rule reconciled) and first list (the triggers listed), its first final check's read of a trigger (sent with the rules' LIST), its first create of a CompletionRecord, its first delete request and the first deletion the benchmark's watch saw; and its AppWrapper controller's mean wait in the queue, mean reconcile and reconciles per completion over the burst (every AppWrapper is queued at the start, when its cache lists it):\n\n| workers | → first reconcile | → trigger informer started | → triggers listed | → first read | → first record | → first delete request | → first deletion | queue wait (mean) | reconcile (mean) | reconciles per completion |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, w := range r.Wrapup {
-			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f |\n", w.Concurrency, ms(w.FirstReconcile), ms(w.TriggerStarted), ms(w.TriggerSynced), ms(w.FirstRead), ms(w.FirstPatch), ms(w.FirstRequest), ms(w.FirstAfter), ms(w.QueueMean), ms(w.ReconcileMean), w.Reconciles/float64(r.N))
+			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f |\n", w.Concurrency, ms(w.FirstReconcile), ms(w.TriggerStarted), ms(w.TriggerSynced), ms(w.FirstRead), ms(w.FirstRecord), ms(w.FirstRequest), ms(w.FirstAfter), ms(w.QueueMean), ms(w.ReconcileMean), w.Reconciles/float64(r.N))
 		}
-		p("\n### wrapup's requests per completion in the burst\n\nThe plain client sends 1 patch, 1 create of a CompletionRecord, 1 delete and 2 creates of Events per completion. wrapup's requests over the burst (its start included: the lists and watches of its caches) ÷ %d:\n\n| verb | resource |", r.N)
+		p("\n### wrapup's requests per completion in the burst\n\nThe plain client sends 1 create of a CompletionRecord, 1 delete and 2 creates of Events per completion. wrapup's requests over the burst (its start included: the lists and watches of its caches) ÷ %d:\n\n| verb | resource |", r.N)
 		keys := map[bench.RequestKey]bool{}
 		for _, w := range r.Wrapup {
 			p(" %d workers |", w.Concurrency)
@@ -1668,10 +1728,10 @@ func (r *Results) WriteMarkdown(f *os.File) error {
 		p("| %.0f%% (%.1f/s) | %s | %d | %.1f | %s | %s | %s | %d | %s | %s |\n", 100*s.Fraction, s.PerSecond, s.What, s.N, s.Window.Seconds(),
 			ms(s.Deleted.P50), ms(s.Deleted.P99), ms(s.Deleted.Max), s.Undeleted, req, ms(s.Lag.P99))
 	}
-	p("\nwrapup's steps (p50 / p99, ms): status write → its read of the live trigger, sent with the rules' LIST as its final check starts (watch event, queue, decision on the caches) → its outcome patch (both reads answered) → its delete request; and its AppWrapper controller's mean wait in the queue and mean reconcile, with reconciles and final checks (decisions on what the API server says) per completion:\n\n| rate | → read | → patch | → delete request | queue wait (mean) | reconcile (mean) | reconciles per completion | final checks per completion | the final check's LIST of the rules, round trip | its GET of the trigger, round trip |\n|---|---|---|---|---:|---:|---:|---:|---|---|\n")
+	p("\nwrapup's steps (p50 / p99, ms): status write → its read of the live trigger, sent with the rules' LIST as its final check starts (watch event, queue, decision on the caches) → its create of the CompletionRecord (the reads answered) → its delete request; and its AppWrapper controller's mean wait in the queue and mean reconcile, with reconciles and final checks (decisions on what the API server says) per completion:\n\n| rate | → read | → record | → delete request | queue wait (mean) | reconcile (mean) | reconciles per completion | final checks per completion | the final check's LIST of the rules, round trip | its GET of the trigger, round trip |\n|---|---|---|---|---:|---:|---:|---:|---|---|\n")
 	for _, s := range r.Steady {
 		if s.ToRead.Count > 0 {
-			p("| %.0f%% | %s / %s | %s / %s | %s / %s | %s | %s | %.2f | %.2f | %s / %s | %s / %s |\n", 100*s.Fraction, ms(s.ToRead.P50), ms(s.ToRead.P99), ms(s.ToPatch.P50), ms(s.ToPatch.P99), ms(s.ToDelete.P50), ms(s.ToDelete.P99),
+			p("| %.0f%% | %s / %s | %s / %s | %s / %s | %s | %s | %.2f | %.2f | %s / %s | %s / %s |\n", 100*s.Fraction, ms(s.ToRead.P50), ms(s.ToRead.P99), ms(s.ToRecord.P50), ms(s.ToRecord.P99), ms(s.ToDelete.P50), ms(s.ToDelete.P99),
 				ms(s.QueueMean), ms(s.ReconcileMean), s.Reconciles/float64(s.N), s.FinalChecks/float64(s.N), ms(s.RulesList.P50), ms(s.RulesList.P99), ms(s.TriggerGet.P50), ms(s.TriggerGet.P99))
 		}
 	}
