@@ -92,20 +92,36 @@ var _ = Describe("Completing AppWrappers", func() {
 		}, util.Timeout, util.Interval).Should(Succeed())
 	})
 
-	It("records the outcome on the AppWrapper's metadata", func() {
-		createReadyRule(ns, util.MakeRule("status").TriggerKind("batch", "Job", "").
+	It("records the outcome in the run's CompletionRecord, and mirrors it on the AppWrapper's metadata for people", func() {
+		rule := createReadyRule(ns, util.MakeRule("status").TriggerKind("batch", "Job", "").
 			OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).
 			Message(`'done'`))
 		aw, job := benchmarkAppWrapper("run2", false)
+		live := &batchv1.Job{}
+		Expect(k8sClient.Get(ctx, job, live)).To(Succeed())
 		util.JobComplete(ctx, k8sClient, job)
+		cr := expectRecord(aw, wrapupv1alpha1.OutcomeSucceeded)
+		Expect(cr.AppWrapper.UID).To(Equal(aw.UID))
+		Expect(cr.Rule).To(Equal(rule.Name))
+		Expect(cr.RuleUID).To(Equal(rule.UID))
+		Expect(cr.Message).To(Equal("done"))
+		Expect(cr.Triggers).To(ConsistOf(And(HaveField("ComponentIndex", int32(2)), HaveField("UID", live.UID), HaveField("Decided", true))))
+		Expect(cr.Action.Rule).To(Equal(rule.Name))
+		Expect(cr.Action.RuleUID).To(Equal(rule.UID))
+		Expect(cr.Action.Action).To(Equal(wrapupv1alpha1.ActionUpdateStatus))
+		Expect(cr.Action.DeleteAfter).To(BeNil())
 		Eventually(func(g Gomega) {
 			got := &awv1beta2.AppWrapper{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
 			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, "Succeeded"))
 			g.Expect(got.Annotations).To(HaveKeyWithValue(wrapupv1alpha1.RuleAnnotation, ns.Name+"-status"))
 			g.Expect(got.Annotations).To(HaveKeyWithValue(wrapupv1alpha1.MessageAnnotation, "done"))
-			g.Expect(got.Annotations).To(HaveKey(wrapupv1alpha1.FinishedAtAnnotation))
-			g.Expect(got.Annotations).To(HaveKey(wrapupv1alpha1.TriggerUIDAnnotation))
+			finished, err := time.Parse(time.RFC3339Nano, got.Annotations[wrapupv1alpha1.FinishedAtAnnotation])
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(finished).To(BeTemporally("==", cr.FinishedAt.Time))
+			for _, k := range util.LegacyRecordKeys {
+				g.Expect(got.Annotations).NotTo(HaveKey(k), "the mirror writes none of an earlier version's record")
+			}
 		}, util.Timeout, util.Interval).Should(Succeed())
 
 		By("UpdateStatus leaving everything running")
@@ -122,33 +138,34 @@ var _ = Describe("Completing AppWrappers", func() {
 			OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0))
 		aw, job := benchmarkAppWrapper("run-action", false)
 		util.JobComplete(ctx, k8sClient, job)
-		Eventually(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, "Succeeded"))
-		}, util.Timeout, util.Interval).Should(Succeed())
+		cr := expectRecord(aw, wrapupv1alpha1.OutcomeSucceeded)
+		Expect(cr.Action.DeleteAfter).To(BeNil(), "UpdateStatus deletes nothing")
 
 		By("the run kept past what would be its TTL (UpdateStatus deletes nothing)")
 		expectKept(aw, 7*time.Second)
 
 		By("the admin changing the action to DeleteAll with a TTL of 6 s")
+		changed := time.Now()
 		Eventually(func(g Gomega) {
 			got := &wrapupv1alpha1.CompletionRule{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(r), got)).To(Succeed())
 			got.Spec.OnSuccess = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](6)}
 			g.Expect(k8sClient.Update(ctx, got)).To(Succeed())
 		}, util.Timeout, util.Interval).Should(Succeed())
-		changed := time.Now()
-		var since *metav1.Time
-		Eventually(func(g Gomega) {
-			got := &wrapupv1alpha1.CompletionRule{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(r), got)).To(Succeed())
-			g.Expect(got.Status.DeletingSince).NotTo(BeNil())
-			since = got.Status.DeletingSince.Succeeded
-			g.Expect(since).NotTo(BeNil())
-		}, util.Timeout, util.Interval).Should(Succeed())
 
-		By("the run, finished before the change, deleted no sooner than 6 s after it")
+		By("the record stamped with the new action, due 6 s after wrapup saw the change, not 6 s after the run finished")
+		var due time.Time
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRecord{}
+			g.Expect(k8sClient.Get(ctx, recordKey(aw), got)).To(Succeed())
+			g.Expect(got.Action.Action).To(Equal(wrapupv1alpha1.ActionDeleteAll))
+			g.Expect(got.Action.DeleteAfter).NotTo(BeNil())
+			g.Expect(got.FinishedAt.Time).To(Equal(cr.FinishedAt.Time), "the run's end is kept")
+			due = got.Action.DeleteAfter.Time
+		}, util.Timeout, util.Interval).Should(Succeed())
+		Expect(due).To(BeTemporally(">=", changed.Add(6*time.Second)))
+
+		By("the run deleted no sooner than that")
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
 		var deleted time.Time
 		for _, req := range fwk.AuditedAppWrapperRequests("delete", "system:serviceaccount:"+framework.ControllerNamespace+":"+framework.ControllerServiceAccount, ns.Name) {
@@ -157,10 +174,8 @@ var _ = Describe("Completing AppWrappers", func() {
 			}
 		}
 		Expect(deleted).NotTo(BeZero(), "no delete request of wrapup's in the audit log")
-		// The API server's times (the audit log's, the rule status's) are
-		// whole seconds at worst.
-		Expect(deleted).To(BeTemporally(">=", since.Add(6*time.Second-time.Second)), "deleted %s after the change was first seen (%s)", deleted.Sub(since.Time), since)
-		Expect(deleted).To(BeTemporally(">=", changed.Add(6*time.Second-2*time.Second)), "deleted %s after the rule was changed", deleted.Sub(changed))
+		// The audit log's times are the API server's, in microseconds.
+		Expect(deleted).To(BeTemporally(">=", due), "deleted %s after the change", deleted.Sub(changed))
 	})
 
 	It("never deletes MultiKueue's copy of an AppWrapper on a worker cluster, and records its outcome there", func() {
@@ -183,6 +198,7 @@ var _ = Describe("Completing AppWrappers", func() {
 
 		By("recording the outcome, saying the manager's wrapup finishes it, and deleting nothing")
 		expectEvent(aw, wrapupv1alpha1.OutcomeSucceeded, wrapupv1alpha1.ReasonMultiKueueWorker, "the manager cluster's wrapup finishes the AppWrapper")
+		expectRecord(aw, wrapupv1alpha1.OutcomeSucceeded)
 		Eventually(func(g Gomega) {
 			got := &awv1beta2.AppWrapper{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
@@ -279,6 +295,7 @@ var _ = Describe("Completing AppWrappers", func() {
 				got := &awv1beta2.AppWrapper{}
 				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
 				g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+				g.Expect(k8sClient.Get(ctx, recordKey(got), &wrapupv1alpha1.CompletionRecord{})).NotTo(Succeed(), "a record of %s", aw.Name)
 			}
 		}, util.ConsistentDuration, util.Interval).Should(Succeed())
 	})
@@ -421,6 +438,7 @@ var _ = Describe("Completing AppWrappers", func() {
 		got := &awv1beta2.AppWrapper{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
 		Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+		Expect(recordedOutcome(Default, got)).To(BeEmpty())
 		Expect(got.Status.Retries).To(Equal(int32(1)))
 
 		By("the re-created Job succeeding")
@@ -454,6 +472,7 @@ var _ = Describe("Completing AppWrappers", func() {
 			got := &awv1beta2.AppWrapper{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
 			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+			g.Expect(recordedOutcome(g, got)).To(BeEmpty())
 			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
 		}, util.LongTimeout, util.Interval).Should(Succeed())
 		Expect(countEvents(aw, "Deleted")).To(BeZero())

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
@@ -48,8 +47,10 @@ func countEvents(obj client.Object, reason string) int {
 // expectActedOnceEach checks in the API server's audit log that wrapup
 // deleted each finished AppWrapper in namespace exactly once (one deletion
 // that succeeded, by wrapup, and no attempt after it) and recorded its
-// outcome once (one patch that succeeded), and that no one deleted, and
-// wrapup did not write, any of untouched. Refused attempts (while the API
+// outcome once (one create of its CompletionRecord that succeeded, no
+// update of it, and no patch of the AppWrapper: a run deleted at once
+// gets no mirror of its outcome), and that no one deleted, and wrapup did
+// not write, any of untouched. Refused attempts (while the API
 // server stops or starts: 429, or 403 before its RBAC is loaded) are
 // retries of the same action and are allowed. note, if not nil, describes
 // each request in the listing written to the GinkgoWriter.
@@ -87,8 +88,8 @@ func expectActedOnceEach(namespace string, finished, untouched []*awv1beta2.AppW
 				Expect(r.Received).NotTo(BeTemporally(">", d[0].Received), "a deletion of %s after the one that succeeded: %s", aw.Name, r)
 			}
 		}
-		Expect(succeeded(patches, aw.Name)).To(HaveLen(1), "wrapup's successful patches of %s (the outcome record)", aw.Name)
-		name := gc.RecordName(aw.Name, string(aw.UID))
+		Expect(succeeded(patches, aw.Name)).To(BeEmpty(), "wrapup's successful patches of %s (the mirror of an AppWrapper deleted at once)", aw.Name)
+		name := wrapupv1alpha1.RecordName(aw.Name, aw.UID)
 		Expect(succeeded(records, name)).To(HaveLen(1), "wrapup's successful creates of the CompletionRecord of %s", aw.Name)
 		Expect(succeeded(recordUpdates, name)).To(BeEmpty(), "wrapup's updates of the CompletionRecord of %s", aw.Name)
 	}
@@ -116,16 +117,7 @@ var _ = Describe("Faults", func() {
 	}
 	expectRecorded := func(aw *awv1beta2.AppWrapper) time.Time {
 		GinkgoHelper()
-		var at time.Time
-		Eventually(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.Labels).To(HaveKey(wrapupv1alpha1.OutcomeLabel))
-			var err error
-			at, err = time.Parse(time.RFC3339, got.Annotations[wrapupv1alpha1.FinishedAtAnnotation])
-			g.Expect(err).NotTo(HaveOccurred())
-		}, util.Timeout, util.Interval).Should(Succeed())
-		return at
+		return expectRecord(aw, wrapupv1alpha1.OutcomeSucceeded).FinishedAt.Time
 	}
 
 	It("deletes at the TTL, once, when the controller restarts between recording and the TTL", func() {
@@ -279,6 +271,7 @@ var _ = Describe("Faults", func() {
 				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
 				g.Expect(got.DeletionTimestamp).To(BeNil(), aw.Name)
 				g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel), aw.Name)
+				g.Expect(recordedOutcome(g, got)).To(BeEmpty(), aw.Name)
 			}
 		}, util.ConsistentDuration, util.Interval).Should(Succeed())
 

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
@@ -40,7 +39,7 @@ var _ = Describe("The history of finished runs", func() {
 		GinkgoHelper()
 		cr := &wrapupv1alpha1.CompletionRecord{}
 		Eventually(func() error {
-			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: gc.RecordName(aw.Name, string(aw.UID))}, cr)
+			return k8sClient.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: wrapupv1alpha1.RecordName(aw.Name, aw.UID)}, cr)
 		}, util.Timeout, util.Interval).Should(Succeed())
 		return cr
 	}
@@ -116,7 +115,7 @@ var _ = Describe("The history of finished runs", func() {
 		}
 	})
 
-	It("deletes a record once its TTL has passed, and writes none for a rule with history disabled", func() {
+	It("deletes a record once its TTL has passed and its AppWrapper is gone, and, with history disabled, keeps one only while the AppWrapper exists", func() {
 		createReadyRule(ns, util.MakeRule("short").TriggerKind("batch", "Job", "").AppWrapperLabels(map[string]string{"keep": "short"}).
 			History(wrapupv1alpha1.HistorySpec{TTLSecondsAfterFinished: ptr.To[int32](3)}))
 		createReadyRule(ns, util.MakeRule("none").TriggerKind("batch", "Job", "").AppWrapperLabels(map[string]string{"keep": "none"}).
@@ -126,6 +125,8 @@ var _ = Describe("The history of finished runs", func() {
 		util.JobComplete(ctx, k8sClient, sj)
 		util.JobComplete(ctx, k8sClient, nj)
 		cr := recordOf(short)
+		Expect(cr.OwnerReferences).To(BeEmpty(), "a record kept as history outlives its AppWrapper")
+		util.ExpectGone(ctx, k8sClient, short, util.LongTimeout)
 		util.ExpectGone(ctx, k8sClient, none, util.LongTimeout)
 
 		By("the short-lived record going at its TTL, not before")
@@ -134,9 +135,13 @@ var _ = Describe("The history of finished runs", func() {
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the record is still there: %v", err)
 		}, util.Timeout, util.Interval).Should(Succeed())
 		Expect(time.Now()).To(BeTemporally(">=", cr.FinishedAt.Add(3*time.Second-time.Second)))
-		var list wrapupv1alpha1.CompletionRecordList
-		Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name))).To(Succeed())
-		Expect(list.Items).To(BeEmpty(), "the rule with history disabled wrote a record")
+
+		By("the record of the rule with history disabled gone with its AppWrapper (garbage collector)")
+		Eventually(func(g Gomega) {
+			var list wrapupv1alpha1.CompletionRecordList
+			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns.Name))).To(Succeed())
+			g.Expect(list.Items).To(BeEmpty(), "the rule with history disabled left a record")
+		}, util.LongTimeout, util.Interval).Should(Succeed())
 	})
 
 	It("keeps at most limitPerNamespace records of a rule in a namespace, the newest", func() {

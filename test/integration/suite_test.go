@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -187,7 +188,41 @@ func expectKept(aw *awv1beta2.AppWrapper, within any, description ...any) {
 	}, within, util.Interval).Should(Succeed(), description...)
 }
 
-// expectNotRecorded checks that aw stays, with no outcome recorded, for
+// recordKey is the key of the CompletionRecord of aw's run.
+func recordKey(aw *awv1beta2.AppWrapper) types.NamespacedName {
+	return types.NamespacedName{Namespace: aw.Namespace, Name: wrapupv1alpha1.RecordName(aw.Name, aw.UID)}
+}
+
+// recordedOutcome is the outcome the CompletionRecord of aw's run holds:
+// "" when there is none, or it was cleared.
+func recordedOutcome(g Gomega, aw *awv1beta2.AppWrapper) wrapupv1alpha1.Outcome {
+	cr := &wrapupv1alpha1.CompletionRecord{}
+	err := k8sClient.Get(ctx, recordKey(aw), cr)
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	if cr.Cleared != nil {
+		return ""
+	}
+	return cr.Outcome
+}
+
+// expectRecord waits until the CompletionRecord of aw's run holds outcome
+// (not cleared), and returns it.
+func expectRecord(aw *awv1beta2.AppWrapper, outcome wrapupv1alpha1.Outcome) *wrapupv1alpha1.CompletionRecord {
+	GinkgoHelper()
+	cr := &wrapupv1alpha1.CompletionRecord{}
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, recordKey(aw), cr)).To(Succeed())
+		g.Expect(cr.Cleared).To(BeNil())
+		g.Expect(cr.Outcome).To(Equal(outcome))
+	}, util.Timeout, util.Interval).Should(Succeed())
+	return cr
+}
+
+// expectNotRecorded checks that aw stays, with no outcome recorded (no
+// CompletionRecord holding one, none mirrored on its metadata), for
 // util.ConsistentDuration.
 func expectNotRecorded(aw *awv1beta2.AppWrapper) {
 	GinkgoHelper()
@@ -195,6 +230,7 @@ func expectNotRecorded(aw *awv1beta2.AppWrapper) {
 		got := &awv1beta2.AppWrapper{}
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
 		g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+		g.Expect(recordedOutcome(g, got)).To(BeEmpty())
 	}, util.ConsistentDuration, util.Interval).Should(Succeed())
 }
 
@@ -207,5 +243,6 @@ func expectUndecided(aw *awv1beta2.AppWrapper) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
 		g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
 		g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+		g.Expect(recordedOutcome(g, got)).To(BeEmpty())
 	}, util.ConsistentDuration, util.Interval).Should(Succeed())
 }

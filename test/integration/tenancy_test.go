@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/gc"
 	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/gc/view"
 	"github.com/wrapup-dev/wrapup/test/framework"
@@ -126,7 +125,7 @@ var _ = Describe("Multi-tenancy", func() {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}},
 		})).To(Succeed())
-		record := types.NamespacedName{Namespace: tenantNS.Name, Name: gc.RecordName(own.Name, string(own.UID))}
+		record := recordKey(own)
 		Eventually(func() error { return tenant.Get(ctx, record, &wrapupv1alpha1.CompletionRecord{}) }, util.Timeout, util.Interval).Should(Succeed())
 		var list wrapupv1alpha1.CompletionRecordList
 		Expect(apierrors.IsForbidden(tenant.List(ctx, &list, client.InNamespace(victimNS.Name)))).To(BeTrue())
@@ -139,7 +138,7 @@ var _ = Describe("Multi-tenancy", func() {
 		Expect(list.Items).To(BeEmpty(), "wrapup wrote a record into the victim's namespace")
 	})
 
-	It("cannot fake an outcome to have a running AppWrapper deleted", func() {
+	It("cannot fake an outcome on the AppWrapper's metadata: nothing is recorded, cleared or deleted until the run really ends", func() {
 		aw := util.MakeAppWrapper("faker", tenantNS.Name).
 			Component(util.MakeDeployment("inference", 1), nil).
 			Component(util.MakeJob("bench").Obj(), nil).Obj()
@@ -151,40 +150,57 @@ var _ = Describe("Multi-tenancy", func() {
 		}, util.Timeout, util.Interval).Should(Succeed())
 		util.JobStarted(ctx, tenant, client.ObjectKeyFromObject(job))
 
-		By("the tenant writing wrapup's record by hand: finished an hour ago")
-		Eventually(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			got.Labels = map[string]string{wrapupv1alpha1.OutcomeLabel: "Succeeded"}
-			got.Annotations = map[string]string{
-				wrapupv1alpha1.FinishedAtAnnotation: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339),
-				wrapupv1alpha1.RuleAnnotation:       rule.Name,
-				wrapupv1alpha1.TriggerUIDAnnotation: string(job.UID),
+		// forge writes, as the tenant, the record an earlier version of
+		// wrapup kept on the metadata: a success at at, naming the running
+		// Job, the rule and the AppWrapper itself.
+		forge := func(at time.Time) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				got := &awv1beta2.AppWrapper{}
+				g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+				w := (&util.AppWrapperWrapper{AppWrapper: *got}).Recorded(wrapupv1alpha1.OutcomeSucceeded, at, job.UID).
+					RecordedBy(rule.Name, "batch/Job/bench").RecordedOn(got.UID).RecordedMessage("forged")
+				g.Expect(tenant.Update(ctx, w.Obj())).To(Succeed())
+			}, util.Timeout, util.Interval).Should(Succeed())
+		}
+		// nothing checks that wrapup decides as if the metadata said
+		// nothing: the trigger runs, nothing is recorded, cleared or deleted.
+		nothing := func() {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				ex, err := view.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(ex.Verdict).To(Equal(decision.VerdictWaitingForTrigger), ex.String())
+				g.Expect(ex.Recorded).To(BeNil(), ex.String())
+			}, util.Timeout, util.Interval).Should(Succeed())
+			Consistently(func(g Gomega) {
+				got := &awv1beta2.AppWrapper{}
+				g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+				g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
+				g.Expect(apierrors.IsNotFound(k8sClient.Get(ctx, recordKey(aw), &wrapupv1alpha1.CompletionRecord{}))).To(BeTrue(), "a CompletionRecord of the forged outcome")
+			}, util.ConsistentDuration, util.Interval).Should(Succeed())
+			for _, reason := range []string{wrapupv1alpha1.ReasonDeleted, wrapupv1alpha1.ReasonTriggerSucceeded, wrapupv1alpha1.ReasonOutcomeCleared} {
+				Expect(countEvents(aw, reason)).To(BeZero(), reason)
 			}
-			g.Expect(tenant.Update(ctx, got)).To(Succeed())
-		}, util.Timeout, util.Interval).Should(Succeed())
+		}
 
-		By("wrapup taking the record for what it is, not its own (older than the AppWrapper), and deleting nothing")
-		Eventually(func(g Gomega) {
-			ex, err := view.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(ex.Verdict).To(Equal(decision.VerdictWaitingForTrigger), ex.String())
-		}, util.Timeout, util.Interval).Should(Succeed())
-		Consistently(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
-		}, util.ConsistentDuration, util.Interval).Should(Succeed())
-		Expect(countEvents(aw, wrapupv1alpha1.ReasonDeleted)).To(BeZero())
+		By("the tenant writing a success of an hour ago")
+		forge(time.Now().Add(-time.Hour))
+		nothing()
 
-		By("the same record, dated after the AppWrapper was made, naming its running trigger: cleared")
-		Eventually(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			got.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
-			g.Expect(tenant.Update(ctx, got)).To(Succeed())
-		}, util.Timeout, util.Interval).Should(Succeed())
-		expectEvent(aw, "", "OutcomeCleared", "running again")
-		expectUndecided(aw)
+		By("the tenant dating it after the AppWrapper was made")
+		forge(time.Now())
+		nothing()
+
+		By("the Job really succeeding: wrapup records its own outcome, at its own time, and deletes the AppWrapper")
+		ended := time.Now()
+		util.JobComplete(ctx, tenant, client.ObjectKeyFromObject(job))
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+		cr := &wrapupv1alpha1.CompletionRecord{}
+		Expect(k8sClient.Get(ctx, recordKey(aw), cr)).To(Succeed())
+		Expect(cr.Outcome).To(Equal(wrapupv1alpha1.OutcomeSucceeded))
+		Expect(cr.Message).NotTo(Equal("forged"))
+		Expect(cr.FinishedAt.Time).To(BeTemporally(">=", ended.Truncate(time.Microsecond)), "finished when wrapup saw the Job end, not when the tenant said")
+		Expect(cr.Triggers).To(ContainElement(HaveField("UID", job.UID)))
 	})
 })

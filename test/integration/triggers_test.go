@@ -2,10 +2,10 @@ package integration
 
 import (
 	"fmt"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gstruct"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -53,13 +53,21 @@ var _ = Describe("Several triggers", func() {
 
 		By("the third succeeding: the outcome names all three, then the AppWrapper goes")
 		util.JobComplete(ctx, k8sClient, jobs[2])
+		cr := expectRecord(aw, wrapupv1alpha1.OutcomeSucceeded)
+		Expect(cr.Policy).To(Equal(wrapupv1alpha1.TriggerPolicyAll))
+		Expect(cr.Message).To(And(ContainSubstring("done: sweep-h0"), ContainSubstring("done: sweep-h1"), ContainSubstring("done: sweep-h2")))
+		var decided []gstruct.Fields
+		for i, j := range jobs {
+			live := &batchv1.Job{}
+			Expect(k8sClient.Get(ctx, j, live)).To(Succeed())
+			decided = append(decided, gstruct.Fields{"ComponentIndex": Equal(int32(i + 1)), "UID": Equal(live.UID), "Decided": BeTrue()})
+		}
+		Expect(cr.Triggers).To(ConsistOf(
+			gstruct.MatchFields(gstruct.IgnoreExtras, decided[0]), gstruct.MatchFields(gstruct.IgnoreExtras, decided[1]), gstruct.MatchFields(gstruct.IgnoreExtras, decided[2])))
 		Eventually(func(g Gomega) {
 			got := &awv1beta2.AppWrapper{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, "Succeeded"))
-			g.Expect(strings.Split(got.Annotations[wrapupv1alpha1.TriggersAnnotation], ",")).To(HaveLen(3))
-			g.Expect(got.Annotations[wrapupv1alpha1.MessageAnnotation]).To(And(
-				ContainSubstring("done: sweep-h0"), ContainSubstring("done: sweep-h1"), ContainSubstring("done: sweep-h2")))
+			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, "Succeeded"), "the outcome mirrored while the TTL runs")
 		}, util.Timeout, util.Interval).Should(Succeed())
 		expectEvent(aw, "", "Deleted", "")
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
@@ -98,6 +106,7 @@ var _ = Describe("Several triggers", func() {
 			g.Expect(got.DeletionTimestamp.IsZero()).To(BeTrue())
 			g.Expect(got.Status.Retries).To(Equal(int32(1)))
 			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+			g.Expect(recordedOutcome(g, got)).To(BeEmpty())
 		}, util.LongTimeout, util.Interval).Should(Succeed())
 		util.ExpectAppWrapperPhase(ctx, k8sClient, client.ObjectKeyFromObject(aw), awv1beta2.AppWrapperRunning)
 		Expect(countEvents(aw, "Deleted")).To(BeZero())
@@ -137,12 +146,10 @@ var _ = Describe("Several triggers", func() {
 
 		By("the checker Pod succeeding: both decide")
 		util.SetPodPhase(ctx, k8sClient, checker, corev1.PodSucceeded)
-		Eventually(func(g Gomega) {
-			got := &awv1beta2.AppWrapper{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
-			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, "Succeeded"))
-			g.Expect(strings.Split(got.Annotations[wrapupv1alpha1.TriggersAnnotation], ",")).To(HaveLen(2))
-		}, util.Timeout, util.Interval).Should(Succeed())
+		cr := expectRecord(aw, wrapupv1alpha1.OutcomeSucceeded)
+		Expect(cr.Triggers).To(ConsistOf(
+			And(HaveField("ComponentIndex", int32(1)), HaveField("Kind", "Job"), HaveField("Decided", true)),
+			And(HaveField("ComponentIndex", int32(2)), HaveField("Kind", "Pod"), HaveField("Decided", true))))
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
 	})
 })
