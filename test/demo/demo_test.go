@@ -174,10 +174,10 @@ var _ = Describe("wrapup", Ordered, func() {
 		Eventually(func(g Gomega) {
 			got := &awv1beta2.AppWrapper{}
 			err := c.Get(ctx, client.ObjectKeyFromObject(first), got)
-			if err == nil && !recorded && got.Labels[wrapupv1alpha1.OutcomeLabel] != "" {
+			cr := &wrapupv1alpha1.CompletionRecord{}
+			if !recorded && c.Get(ctx, types.NamespacedName{Namespace: first.Namespace, Name: wrapupv1alpha1.RecordName(first.Name, first.UID)}, cr) == nil {
 				recorded = true
-				say("  +%4dms wrapup recorded the outcome: %s=%s, %q", since(),
-					wrapupv1alpha1.OutcomeLabel, got.Labels[wrapupv1alpha1.OutcomeLabel], got.Annotations[wrapupv1alpha1.MessageAnnotation])
+				say("  +%4dms wrapup recorded the outcome in CompletionRecord %s: %s, %q", since(), cr.Name, cr.Outcome, cr.Message)
 			}
 			if err == nil && !deleted && !got.DeletionTimestamp.IsZero() {
 				deleted = true
@@ -187,6 +187,7 @@ var _ = Describe("wrapup", Ordered, func() {
 			g.Expect(err).To(HaveOccurred(), "the finished AppWrapper still exists")
 		}, demoTimeout, 10*time.Millisecond).Should(Succeed())
 		say("  +%4dms AppWrapper %s and its components gone", since(), first.Name)
+		Expect(recorded).To(BeTrue(), "the AppWrapper went before its CompletionRecord was seen")
 		Eventually(func() []corev1.Pod { return util.PodsOf(ctx, c, ns.Name, first.Name) }, demoTimeout, 10*time.Millisecond).Should(BeEmpty())
 		say("  +%4dms its pods terminated; GPUs in use on %s: %d/%d", since(), node, util.GPUsInUse(ctx, c, node), nodeGPUs)
 

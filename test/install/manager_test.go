@@ -304,8 +304,8 @@ func startManager(t *testing.T, cfg *rest.Config, c client.Client, omit []string
 }
 
 // installCRDs installs wrapup's CRDs, then the AppWrapper CRD: once that is
-// served the manager starts, and without the CompletionRecord CRD it would
-// keep no history.
+// served the manager starts, and it needs the CompletionRecord CRD then
+// (a run's record is wrapup's memory of it).
 func installCRDs(t *testing.T, cfg *rest.Config) {
 	t.Helper()
 	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/project-codeflare/appwrapper").Output()

@@ -202,6 +202,8 @@ var _ = Describe("GPUs handed to the next benchmark, with real pods", Ordered, f
 			got := &awv1beta2.AppWrapper{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed(), "wrapup deleted the preempted AppWrapper")
 			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+			err := k8sClient.Get(ctx, client.ObjectKey{Namespace: got.Namespace, Name: wrapupv1alpha1.RecordName(got.Name, got.UID)}, &wrapupv1alpha1.CompletionRecord{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "wrapup recorded an outcome of the torn-down pod: %v", err)
 		}, 3*time.Second, util.Interval).Should(Succeed())
 	})
 })
