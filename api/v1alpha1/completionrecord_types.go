@@ -43,7 +43,9 @@ const (
 const (
 	// MaxRecordedLabels is how many of the AppWrapper's labels a record keeps.
 	MaxRecordedLabels = 32
-	// MaxRecordedTriggers is how many triggers a record lists.
+	// MaxRecordedTriggers is how many triggers a record describes (their
+	// phase and conditions); it lists every trigger that decided besides,
+	// with its component index and UID (at most MaxTriggers in all).
 	MaxRecordedTriggers = 16
 	// MaxRecordedConditions is how many conditions of a trigger it keeps.
 	MaxRecordedConditions = 8
@@ -215,10 +217,11 @@ type CompletionRecord struct {
 	FinishedAt metav1.MicroTime `json:"finishedAt"`
 	// action is what wrapup did, or does, with the AppWrapper.
 	Action RecordedAction `json:"action"`
-	// triggers are the triggers as wrapup evaluated them (at most 16).
+	// triggers are the triggers as wrapup evaluated them: every one that
+	// decided, and others up to 16 in all; the first 16 with their status.
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:MaxItems=64
 	Triggers []RecordedTrigger `json:"triggers,omitempty"`
 	// retention says how long the record is kept.
 	Retention RecordRetention `json:"retention"`

@@ -556,6 +556,13 @@ func Decide(ctx context.Context, in Input) Decision {
 		in.AppWrapper = withCopyStatus(in)
 	}
 	d := decideOn(ctx, in)
+	if aw := gathered.AppWrapper; d.HoldStart.IsZero() && aw != nil &&
+		(aw.Status.Phase == awv1beta2.AppWrapperFailed || in.AppWrapper.Status.Phase == awv1beta2.AppWrapperFailed) {
+		// Kept by a decision that returns before it acts (an evaluation
+		// error, a rule being edited, a worker unreachable); act sets it
+		// anew.
+		d.HoldStart = in.HoldStart
+	}
 	if aw := in.AppWrapper; aw != nil && Truthy(aw.Annotations[wrapupv1alpha1.TriggerAnnotation]) &&
 		d.Verdict != VerdictBeingDeleted && d.Verdict != VerdictIgnored {
 		// Where people annotate objects, but it names no component: said,
@@ -581,12 +588,6 @@ func decideOn(ctx context.Context, in Input) Decision {
 	}
 	d.Recorded = RecordOf(in.Record, aw)
 	d.FailureSeen = keepFailure(in.FailureSeen)
-	if aw.Status.Phase == awv1beta2.AppWrapperFailed {
-		// Kept by a decision that returns before it acts (an evaluation
-		// error, a rule being edited, a worker unreachable); act sets it
-		// anew.
-		d.HoldStart = in.HoldStart
-	}
 	sel := selectRule(in.Rules, aw, namespaceLabels(in.Namespace), in.Kinds)
 	d.Rules = sel.standings
 	if sel.winner != nil {

@@ -284,7 +284,11 @@ func CompletionRecordOf(in Input, d Decision, rec *Record) *wrapupv1alpha1.Compl
 	cr.Labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
 
 	add := func(info TriggerInfo, state string) {
-		if len(cr.Triggers) == wrapupv1alpha1.MaxRecordedTriggers {
+		rt, decided := rec.recorded(info.Index)
+		full := len(cr.Triggers) >= wrapupv1alpha1.MaxRecordedTriggers
+		if full && !decided {
+			// The record's size is bounded; the triggers that decided are
+			// its memory, and are all kept.
 			return
 		}
 		gvk := info.GroupVersionKind()
@@ -292,7 +296,7 @@ func CompletionRecordOf(in Input, d Decision, rec *Record) *wrapupv1alpha1.Compl
 		if t.Name == "" {
 			t.Name = info.Template
 		}
-		if rt, ok := rec.recorded(info.Index); ok {
+		if decided {
 			t.Decided = true
 			if t.UID != rt.UID {
 				// Not the object that decided: say nothing of its state.
@@ -300,7 +304,7 @@ func CompletionRecordOf(in Input, d Decision, rec *Record) *wrapupv1alpha1.Compl
 			}
 		}
 		for _, tr := range in.Triggers {
-			if tr.Ref == info.Ref && tr.Object != nil && tr.Object.GetUID() == t.UID {
+			if !full && tr.Ref == info.Ref && tr.Object != nil && tr.Object.GetUID() == t.UID {
 				triggerStatus(&t, tr.Object)
 			}
 		}
