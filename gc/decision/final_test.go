@@ -21,10 +21,10 @@ import (
 // the success (or failure) of the Job bench (component 1) ten minutes ago,
 // due in 50 minutes; then an admin edits it to take the Job other
 // (component 2). Whatever other does, the record stands: nothing is
-// cleared, recorded again or deleted sooner than the stamp says. On
-// 3768e4a, a record was acted on only under a rule that takes the same
-// component (wrapup.dev/trigger-ref): the run was decided afresh (the
-// deletion cancelled while other runs, a new record and TTL once it ends).
+// cleared, recorded again or deleted sooner than the stamp says. A record
+// acted on only under a rule that takes the same component would have the
+// run decided afresh: the deletion cancelled while other runs, a new
+// record and TTL once it ends.
 func TestRecordStandsWhenTheRuleTakesAnotherComponent(t *testing.T) {
 	aw := runWith(util.MakeObject("batch/v1", "Job", "bench").Obj(), util.MakeObject("batch/v1", "Job", "other").Obj()).Obj()
 	otherRef := Ref{Index: 2, Kind: jobRef.Kind, Version: "v1", Name: "other", Template: "other"}
@@ -64,11 +64,10 @@ func TestRecordStandsWhenTheRuleTakesAnotherComponent(t *testing.T) {
 // generateName (gen-), named gen-a and gen-b by the AppWrapper controller.
 // The record names component 1 (gen-a, UID a); the live Job of component
 // 2, of another UID, is no new attempt of the recorded trigger, and no
-// sign the run started again. On 3768e4a, a single trigger's record named
-// its component by kind and template name ("batch/Job/gen-*"), the same
-// for both: moving the trigger annotation to component 2 made its Job a
-// new trigger, which deleted the finished run at once or cleared its
-// failure.
+// sign the run started again. Named by kind and template name
+// ("batch/Job/gen-*"), the same for both, the trigger annotation moved to
+// component 2 would make its Job a new trigger: the finished run deleted
+// at once, or its failure cleared.
 func TestComponentIndexIsTheIdentity(t *testing.T) {
 	const uidA, uidB, uidA2 = types.UID("a-uid"), types.UID("b-uid"), types.UID("a-uid-2")
 	gen := func() *util.ObjectWrapper { return util.MakeObject("batch/v1", "Job", "") } // generateName: gen-
@@ -174,8 +173,7 @@ func TestComponentIndexIsTheIdentity(t *testing.T) {
 // since the AppWrapper controller restarts the hold's clock after its
 // teardown. A decision that returns before it acts (an evaluation error,
 // a rule being edited, a worker unreachable...) keeps it, so that the
-// next one does not wait the hold again from its restarted clock. On
-// 3768e4a these decisions forgot it.
+// next one does not wait the hold again from its restarted clock.
 func TestHoldStartSurvivesEarlyReturns(t *testing.T) {
 	seen := now.Add(-9 * time.Minute)
 	failed := func() *util.AppWrapperWrapper {

@@ -74,10 +74,11 @@ func TestStampFor(t *testing.T) {
 }
 
 // TestStampThroughDecide: a run whose success was recorded ten days ago,
-// its AppWrapper still there (a rule kept it), then a change. Each row
-// names the design of 3768e4a's outcome, where its TTL counted from the
-// finish, or from when its rule started deleting (status.deletingSince):
-// "deletes now" rows failed on it.
+// its AppWrapper still there (a rule kept it), then a change. A TTL
+// counted from the finish, whichever rule wins now, deletes at once after
+// a shortened TTL, another rule taking the run over, the deciding rule
+// deleted or a relabelled namespace: each is due the new TTL after wrapup
+// sees it.
 func TestStampThroughDecide(t *testing.T) {
 	finished := now.Add(-10 * day)
 	seconds := func(d time.Duration) int32 { return int32(d / time.Second) }
@@ -104,44 +105,43 @@ func TestStampThroughDecide(t *testing.T) {
 		restamp    func(*util.RecordWrapper)
 		// rules, the namespace's labels and how long after now the
 		// decision comes.
-		rules      []*wrapupv1alpha1.CompletionRule
-		ns         map[string]string
-		later      time.Duration
-		want       Verdict
-		due        time.Time // zero: none
-		stamp      string    // the rule of the new stamp; "" for the record's stamp kept
-		was3768e4a string
+		rules []*wrapupv1alpha1.CompletionRule
+		ns    map[string]string
+		later time.Duration
+		want  Verdict
+		due   time.Time // zero: none
+		stamp string    // the rule of the new stamp; "" for the record's stamp kept
 	}{
 		{name: "nothing changed: the stamp kept, nothing written", recordedBy: jobsAfter(30 * day), rules: []*wrapupv1alpha1.CompletionRule{jobsAfter(30 * day)},
-			want: VerdictDeleteAfterTTL, due: finished.Add(30 * day), was3768e4a: "the same"},
+			want: VerdictDeleteAfterTTL, due: finished.Add(30 * day)},
 		{name: "the TTL shortened after the run was recorded: due the new TTL after wrapup sees it", recordedBy: jobsAfter(30 * day), rules: []*wrapupv1alpha1.CompletionRule{jobsAfter(time.Hour)},
-			want: VerdictDeleteAfterTTL, due: now.Add(time.Hour), stamp: "jobs", was3768e4a: "deletes now"},
+			want: VerdictDeleteAfterTTL, due: now.Add(time.Hour), stamp: "jobs"},
 		{name: "shortened again, half an hour later: from then", recordedBy: jobsAfter(30 * day), restamp: shortened, rules: []*wrapupv1alpha1.CompletionRule{jobsAfter(10 * time.Minute)}, later: 30 * time.Minute,
-			want: VerdictDeleteAfterTTL, due: now.Add(40 * time.Minute), stamp: "jobs", was3768e4a: "deletes now"},
+			want: VerdictDeleteAfterTTL, due: now.Add(40 * time.Minute), stamp: "jobs"},
 		{name: "the TTL lengthened: the natural due at once", recordedBy: jobsAfter(11 * day), rules: []*wrapupv1alpha1.CompletionRule{jobsAfter(20 * day)},
-			want: VerdictDeleteAfterTTL, due: finished.Add(20 * day), stamp: "jobs", was3768e4a: "the same"},
+			want: VerdictDeleteAfterTTL, due: finished.Add(20 * day), stamp: "jobs"},
 		{name: "a shortened TTL lengthened back: the natural due at once", recordedBy: jobsAfter(30 * day), restamp: shortened, rules: []*wrapupv1alpha1.CompletionRule{jobsAfter(30 * day)},
-			want: VerdictDeleteAfterTTL, due: finished.Add(30 * day), stamp: "jobs", was3768e4a: "the same"},
+			want: VerdictDeleteAfterTTL, due: finished.Add(30 * day), stamp: "jobs"},
 		{name: "UpdateStatus to DeleteAll: due the TTL after wrapup sees it", recordedBy: keep(), rules: []*wrapupv1alpha1.CompletionRule{jobsAfter(time.Hour)},
-			want: VerdictDeleteAfterTTL, due: now.Add(time.Hour), stamp: "jobs", was3768e4a: "the same, once the rule's status.deletingSince was written; deletes now before"},
+			want: VerdictDeleteAfterTTL, due: now.Add(time.Hour), stamp: "jobs"},
 		{name: "dryRun turned off: due the TTL after wrapup sees it", recordedBy: jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).DryRun().Obj(), rules: []*wrapupv1alpha1.CompletionRule{jobsAfter(time.Hour)},
-			want: VerdictDeleteAfterTTL, due: now.Add(time.Hour), stamp: "jobs", was3768e4a: "the same, once the rule's status.deletingSince was written; deletes now before"},
+			want: VerdictDeleteAfterTTL, due: now.Add(time.Hour), stamp: "jobs"},
 		{name: "a rule of higher priority and a shorter TTL takes the run over: its TTL from now", recordedBy: jobsAfter(30 * day), rules: []*wrapupv1alpha1.CompletionRule{jobsAfter(30 * day), urgent},
-			want: VerdictDeleteAfterTTL, due: now.Add(time.Hour), stamp: "urgent", was3768e4a: "deletes now"},
+			want: VerdictDeleteAfterTTL, due: now.Add(time.Hour), stamp: "urgent"},
 		{name: "the deciding rule deleted, a lower-priority DeleteAll takes the run over: its TTL from now", recordedBy: keep(), rules: []*wrapupv1alpha1.CompletionRule{cleanup},
-			want: VerdictDeleteAfterTTL, due: now.Add(10 * time.Minute), stamp: "cleanup", was3768e4a: "deletes now"},
+			want: VerdictDeleteAfterTTL, due: now.Add(10 * time.Minute), stamp: "cleanup"},
 		{name: "the deciding rule being deleted: the same", recordedBy: keep(), rules: []*wrapupv1alpha1.CompletionRule{jobs().OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).DeletionTimestamp(now).Obj(), cleanup},
-			want: VerdictDeleteAfterTTL, due: now.Add(10 * time.Minute), stamp: "cleanup", was3768e4a: "deletes now"},
+			want: VerdictDeleteAfterTTL, due: now.Add(10 * time.Minute), stamp: "cleanup"},
 		{name: "the namespace relabelled: another rule wins, its TTL from now", recordedBy: team, rules: []*wrapupv1alpha1.CompletionRule{team, jobsAfter(time.Hour)}, ns: map[string]string{"team": "b"},
-			want: VerdictDeleteAfterTTL, due: now.Add(time.Hour), stamp: "jobs", was3768e4a: "deletes now"},
+			want: VerdictDeleteAfterTTL, due: now.Add(time.Hour), stamp: "jobs"},
 		{name: "the same namespace, the same rule: nothing written", recordedBy: team, rules: []*wrapupv1alpha1.CompletionRule{team, jobsAfter(time.Hour)}, ns: map[string]string{"team": "a"},
-			want: VerdictRecordOnly, was3768e4a: "the same"},
+			want: VerdictRecordOnly},
 		{name: "dryRun turned on: nothing due", recordedBy: jobsAfter(time.Hour), rules: []*wrapupv1alpha1.CompletionRule{jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).DryRun().Obj()},
-			want: VerdictDryRun, stamp: "jobs", was3768e4a: "the same"},
+			want: VerdictDryRun, stamp: "jobs"},
 		{name: "UpdateStatus: nothing due", recordedBy: jobsAfter(30 * day), rules: []*wrapupv1alpha1.CompletionRule{keep()},
-			want: VerdictRecordOnly, stamp: "jobs", was3768e4a: "the same"},
+			want: VerdictRecordOnly, stamp: "jobs"},
 		{name: "the stamped due passed, nothing changed: deleted", recordedBy: jobsAfter(time.Hour), rules: []*wrapupv1alpha1.CompletionRule{jobsAfter(time.Hour)},
-			want: VerdictDelete, due: finished.Add(time.Hour), was3768e4a: "the same"},
+			want: VerdictDelete, due: finished.Add(time.Hour)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			aw := appWrapper().Obj()

@@ -279,8 +279,7 @@ func timeless(d Decision) Decision {
 // record and without, the decision on the AppWrapper with its mirror and
 // legacy keys rewritten (each shape of forgery, then random values) is the
 // decision on the clean AppWrapper: verdict, steps, the CompletionRecord
-// to write, what is remembered, and why. On 3768e4a, which read its record
-// from those keys, the forgeries changed decisions (issue 48's review).
+// to write, what is remembered, and why.
 func TestTenantMetadataChangesNoDecision(t *testing.T) {
 	worlds := append(append([]world{}, recordedWorlds...), freshWorlds...)
 	r := rand.New(rand.NewSource(48))
