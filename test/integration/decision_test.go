@@ -67,6 +67,7 @@ var _ = Describe("Deciding safely", func() {
 			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, "Succeeded"))
 			g.Expect(got.Annotations).To(HaveKeyWithValue(wrapupv1alpha1.RuleAnnotation, keep.Name))
 		}, util.Timeout, util.Interval).Should(Succeed())
+		Expect(expectRecord(aw, wrapupv1alpha1.OutcomeSucceeded).Rule).To(Equal(keep.Name))
 		expectKept(aw, util.ConsistentDuration)
 	})
 

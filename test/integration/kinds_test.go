@@ -195,6 +195,7 @@ var _ = Describe("Trigger kinds", func() {
 			got := &awv1beta2.AppWrapper{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(jobAW), got)).To(Succeed(), "a lower rule deleted what the broken rule holds")
 			g.Expect(got.Labels).NotTo(HaveKey(wrapupv1alpha1.OutcomeLabel))
+			g.Expect(recordedOutcome(g, got)).To(BeEmpty())
 		}, util.ConsistentDuration, util.Interval).Should(Succeed())
 	})
 
