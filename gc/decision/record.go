@@ -186,7 +186,9 @@ func History(rule *wrapupv1alpha1.CompletionRule) (ret wrapupv1alpha1.RecordRete
 
 // RecordName is the name of the CompletionRecord of the AppWrapper name
 // with uid (wrapupv1alpha1.RecordName).
-func RecordName(name string, uid string) string { return wrapupv1alpha1.RecordName(name, types.UID(uid)) }
+func RecordName(name string, uid string) string {
+	return wrapupv1alpha1.RecordName(name, types.UID(uid))
+}
 
 // store sets d.Store, the CompletionRecord to write for what d decided on
 // in: a new outcome (created, or written in place of a cleared one, under
