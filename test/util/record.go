@@ -16,7 +16,9 @@ import (
 // RecordWrapper builds the CompletionRecord wrapup writes of a run: its
 // memory of what it decided (gc/decision's CompletionRecordOf writes it,
 // RecordOf reads it back).
-type RecordWrapper struct{ wrapupv1alpha1.CompletionRecord }
+type RecordWrapper struct {
+	wrapupv1alpha1.CompletionRecord
+}
 
 // MakeRecord is the record of aw's run: outcome o, decided by rule at at,
 // with rule's action for o in force (DeleteAll unless the rule says
