@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc/view"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
@@ -73,16 +74,7 @@ var _ = Describe("The run's memory", func() {
 
 	It("takes nothing from an earlier version's record that a tenant who may only create AppWrappers plants at creation", func() {
 		rule := createReadyRule(ns, util.MakeRule("planted").TriggerKind("batch", "Job", ""))
-		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "appwrapper-creator", Namespace: ns.Name},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{awv1beta2.GroupVersion.Group}, Resources: []string{"appwrappers"}, Verbs: []string{"create"}}}}
-		Expect(k8sClient.Create(ctx, role)).To(Succeed())
-		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "appwrapper-creator", Namespace: ns.Name},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "creator"}}})).To(Succeed())
-		creatorCfg := rest.CopyConfig(cfg)
-		creatorCfg.Impersonate = rest.ImpersonationConfig{UserName: "creator"}
-		creator, err := client.New(creatorCfg, client.Options{Scheme: framework.Scheme})
-		Expect(err).NotTo(HaveOccurred())
+		creator := namespaceUser(ns.Name, "creator", rbacv1.PolicyRule{APIGroups: []string{awv1beta2.GroupVersion.Group}, Resources: []string{"appwrappers"}, Verbs: []string{"create"}})
 
 		By("the tenant creating an AppWrapper that carries an earlier version's record of a success an hour ago (no AppWrapper UID, no trigger UID: neither exists yet)")
 		aw := bench("planted").Recorded(wrapupv1alpha1.OutcomeSucceeded, time.Now().Add(-time.Hour), "").
@@ -111,6 +103,48 @@ var _ = Describe("The run's memory", func() {
 		Expect(cr.Triggers).To(ConsistOf(And(HaveField("ComponentIndex", int32(1)), HaveField("UID", live.UID), HaveField("Decided", true))))
 		Expect(cr.FinishedAt.Time).To(BeTemporally(">=", ended))
 		Expect(deletedAt(aw)).To(BeTemporally(">=", cr.FinishedAt.Time.Truncate(time.Microsecond)))
+	})
+
+	It("changes no decision and no record when a tenant rewrites the outcome mirrored on the AppWrapper", func() {
+		rule := createReadyRule(ns, util.MakeRule("mirror").TriggerKind("batch", "Job", "").OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600))
+		tenant := namespaceUser(ns.Name, "mirror-tenant", rbacv1.PolicyRule{APIGroups: []string{awv1beta2.GroupVersion.Group}, Resources: []string{"appwrappers"}, Verbs: []string{"*"}})
+		aw := bench("mirrored").Obj()
+		runJob(aw, aw.Name+"-bench")
+		live := &batchv1.Job{}
+		Expect(k8sClient.Get(ctx, jobOf(aw), live)).To(Succeed())
+		util.JobComplete(ctx, k8sClient, jobOf(aw))
+		cr := expectRecord(aw, wrapupv1alpha1.OutcomeSucceeded)
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			g.Expect(got.Labels).To(HaveKeyWithValue(wrapupv1alpha1.OutcomeLabel, "Succeeded"))
+		}, util.Timeout, util.Interval).Should(Succeed())
+
+		By("the tenant rewriting the mirror: a failure of an hour ago, by its own rule, naming the Job")
+		Eventually(func(g Gomega) {
+			got := &awv1beta2.AppWrapper{}
+			g.Expect(tenant.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())
+			w := (&util.AppWrapperWrapper{AppWrapper: *got}).Recorded(wrapupv1alpha1.OutcomeFailed, time.Now().Add(-time.Hour), live.UID).
+				RecordedBy("tenant-rule", "batch/Job/"+live.Name).RecordedOn(got.UID).RecordedMessage("rewritten")
+			g.Expect(tenant.Update(ctx, w.Obj())).To(Succeed())
+		}, util.Timeout, util.Interval).Should(Succeed())
+
+		By("the record, its action and the AppWrapper as they were")
+		Consistently(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRecord{}
+			g.Expect(k8sClient.Get(ctx, recordKey(aw), got)).To(Succeed())
+			g.Expect(got.ResourceVersion).To(Equal(cr.ResourceVersion), "the record was written")
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{})).To(Succeed())
+		}, util.ConsistentDuration, util.Interval).Should(Succeed())
+		ex := explainAt(aw)
+		Expect(ex.Recorded).NotTo(BeNil(), ex.String())
+		Expect(ex.Recorded.Outcome).To(Equal(wrapupv1alpha1.OutcomeSucceeded), ex.String())
+		Expect(ex.Recorded.Rule).To(Equal(rule.Name), ex.String())
+		Expect(ex.After).To(BeNumerically(">", 3500*time.Second), ex.String())
+		for _, reason := range []string{wrapupv1alpha1.ReasonDeleted, wrapupv1alpha1.ReasonOutcomeCleared, wrapupv1alpha1.ReasonTriggerFailed} {
+			Expect(countEvents(aw, reason)).To(BeZero(), reason)
+		}
+		Expect(countEvents(aw, wrapupv1alpha1.ReasonTriggerSucceeded)).To(Equal(1))
 	})
 
 	It("never copies a tenant's wrapup.dev label onto the record of an AppWrapper whose name is too long for a label", func() {
@@ -293,3 +327,27 @@ var _ = Describe("The run's memory", func() {
 		Expect(countEvents(aw, wrapupv1alpha1.ReasonDeleted)).To(BeZero())
 	})
 })
+
+// namespaceUser is a client acting as user name, whose Role in namespace
+// ns grants rules alone.
+func namespaceUser(ns, name string, rules ...rbacv1.PolicyRule) client.Client {
+	GinkgoHelper()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Rules: rules}
+	Expect(k8sClient.Create(ctx, role)).To(Succeed())
+	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}}})).To(Succeed())
+	userCfg := rest.CopyConfig(cfg)
+	userCfg.Impersonate = rest.ImpersonationConfig{UserName: name}
+	c, err := client.New(userCfg, client.Options{Scheme: framework.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// explainAt is what wrapup decides now for aw, as Explain says it.
+func explainAt(aw *awv1beta2.AppWrapper) *view.Explanation {
+	GinkgoHelper()
+	ex, err := view.Explain(ctx, k8sClient, nil, client.ObjectKeyFromObject(aw), time.Now())
+	Expect(err).NotTo(HaveOccurred())
+	return ex
+}
