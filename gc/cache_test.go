@@ -11,14 +11,15 @@ import (
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
@@ -86,9 +87,13 @@ func TestCachedAppWrapperDecidesAsWhole(t *testing.T) {
 				}
 				aw.Status.Conditions = []metav1.Condition{{Type: string(awv1beta2.Unhealthy), Status: status, Reason: "r", LastTransitionTime: metav1.NewTime(now.Add(-2 * time.Minute))},
 					{Type: string(awv1beta2.QuotaReserved), Status: metav1.ConditionTrue, Reason: "r"}}
+				var rec *wrapupv1alpha1.CompletionRecord
 				if v.recorded {
-					(&decision.Record{Outcome: wrapupv1alpha1.OutcomeFailed, Rule: "jobs", FinishedAt: now.Add(-10 * time.Minute), Message: "failed",
-						TriggerUID: "job-uid", TriggerRef: "0 batch/v1 Job bench"}).Apply(aw)
+					// The run's record, and a tenant's forgery on the
+					// metadata, which no decision reads.
+					rec = util.MakeRecord(aw, rule, wrapupv1alpha1.OutcomeFailed, now.Add(-10*time.Minute)).Trigger(0, "job-uid").Message("failed").ResourceVersion("3").Obj()
+					aw.Labels[wrapupv1alpha1.OutcomeLabel] = string(wrapupv1alpha1.OutcomeSucceeded)
+					aw.Annotations[wrapupv1alpha1.FinishedAtAnnotation] = now.Add(-time.Hour).Format(time.RFC3339Nano)
 				}
 				status2 := map[string]any{"active": int64(1)}
 				if v.job != "" {
@@ -113,7 +118,7 @@ func TestCachedAppWrapperDecidesAsWhole(t *testing.T) {
 				}
 				decide := func(a *awv1beta2.AppWrapper) decision.Decision {
 					in := decision.Input{Now: now, AppWrapper: a, Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}},
-						Rules: []decision.Rule{{Rule: rule, Policy: policy}}, Kinds: map[schema.GroupKind]decision.Kind{jobGK: {State: decision.KindWatched}}}
+						Rules: []decision.Rule{{Rule: rule, Policy: policy}}, Kinds: map[schema.GroupKind]decision.Kind{jobGK: {State: decision.KindWatched}}, Record: rec}
 					plan := decision.Plan(in)
 					for _, ref := range plan.Refs {
 						in.Triggers = append(in.Triggers, decision.Trigger{Ref: ref, State: decision.TriggerPresent, Object: job.DeepCopy()})
@@ -127,13 +132,14 @@ func TestCachedAppWrapperDecidesAsWhole(t *testing.T) {
 					Outcome            wrapupv1alpha1.Outcome
 					Write              *decision.Record
 					Clear              bool
+					Stamp              *decision.Stamp
 					Requeue            time.Duration
 					DueAt              time.Time
 					Events             int
 					Assigned, Deciding string
 				}
 				sum := func(d decision.Decision) summary {
-					return summary{d.Verdict, d.Reason, d.Outcome, d.Write, d.Clear, d.Requeue, d.DueAt, len(d.Events), d.Assigned, d.Winner}
+					return summary{d.Verdict, d.Reason, d.Outcome, d.Write, d.Clear, d.Stamp, d.Requeue, d.DueAt, len(d.Events), d.Assigned, d.Winner}
 				}
 				if !reflect.DeepEqual(sum(whole), sum(cached)) {
 					t.Errorf("on the cached AppWrapper:\n%+v\non the whole one:\n%+v", sum(cached), sum(whole))
@@ -149,17 +155,37 @@ func TestCachedAppWrapperDecidesAsWhole(t *testing.T) {
 	}
 }
 
-// TestRecordWriteTouchesOnlyItsKeys: the record's write and its clear,
-// patched onto the AppWrapper as wrapup's cache keeps it (without the
-// annotations no decision reads), change the record's keys and nothing
-// else the API server holds.
-func TestRecordWriteTouchesOnlyItsKeys(t *testing.T) {
+// TestMirrorTouchesOnlyItsKeys: the mirror of a run's outcome and its
+// clear, patched onto the AppWrapper as wrapup's cache keeps it (without
+// the annotations no decision reads), change the mirror's keys and nothing
+// else the API server holds; the patch carries no resourceVersion, so that
+// a cache behind the AppWrapper costs no conflict (no decision reads the
+// mirror back), and a mirror of an AppWrapper gone is no error.
+func TestMirrorTouchesOnlyItsKeys(t *testing.T) {
 	live := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns",
 		Labels:      map[string]string{"team": "x"},
 		Annotations: map[string]string{awv1beta2.TerminalExitCodesAnnotation: "1", "example.com/keep": "true"}}}
 	c := fake.NewClientBuilder().WithScheme(util.Scheme()).WithObjects(live).Build()
 	ctx := context.Background()
-	r := &appWrapperReconciler{Writer: c}
+	var patches []map[string]any
+	w := interceptor.NewClient(c, interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			data, err := patch.Data(obj)
+			if err != nil {
+				return err
+			}
+			var p map[string]any
+			if err := json.Unmarshal(data, &p); err != nil {
+				return err
+			}
+			patches = append(patches, p)
+			if patch.Type() != types.MergePatchType {
+				t.Errorf("a %s patch, want a JSON merge patch", patch.Type())
+			}
+			return cl.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	r := &appWrapperReconciler{Writer: w}
 	cached := func() *awv1beta2.AppWrapper {
 		server := &awv1beta2.AppWrapper{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(live), server); err != nil {
@@ -181,23 +207,157 @@ func TestRecordWriteTouchesOnlyItsKeys(t *testing.T) {
 		}
 		return after
 	}
-	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeFailed, Rule: "r", FinishedAt: time.Now(), Message: "failed", TriggerUID: "u"}
-	if _, err := r.writeRecord(ctx, cached(), rec); err != nil {
-		t.Fatal(err)
-	}
-	if after := kept("the write"); decision.ReadRecord(after) == nil {
-		t.Errorf("the record did not land: %v", after.Annotations)
-	}
-	if _, err := r.writeRecord(ctx, cached(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if after := kept("the clear"); decision.ReadRecord(after) != nil || after.Labels[wrapupv1alpha1.OutcomeLabel] != "" {
-		t.Errorf("the record stayed: %v %v", after.Labels, after.Annotations)
-	}
+	finished := time.Date(2026, 12, 1, 12, 0, 0, 123456000, time.UTC)
+	rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeFailed, Rule: "r", RuleUID: "rule-uid", FinishedAt: finished, Message: "failed",
+		Triggers: []decision.RecordedTrigger{{Index: 0, UID: "u"}}}
 	stale := cached()
 	stale.ResourceVersion = "1"
-	if _, err := r.writeRecord(ctx, stale, rec); !apierrors.IsConflict(err) {
-		t.Errorf("a write on a stale AppWrapper: %v, want a conflict", err)
+	r.mirror(ctx, stale, rec)
+	after := kept("the mirror")
+	if after.Labels[wrapupv1alpha1.OutcomeLabel] != "Failed" || after.Annotations[wrapupv1alpha1.RuleAnnotation] != "r" ||
+		after.Annotations[wrapupv1alpha1.MessageAnnotation] != "failed" || after.Annotations[wrapupv1alpha1.FinishedAtAnnotation] != "2026-12-01T12:00:00.123456000Z" {
+		t.Errorf("the mirror, patched on a stale AppWrapper, did not land: %v %v", after.Labels, after.Annotations)
+	}
+	r.mirror(ctx, cached(), nil)
+	after = kept("the clear")
+	for _, k := range []string{wrapupv1alpha1.RuleAnnotation, wrapupv1alpha1.FinishedAtAnnotation, wrapupv1alpha1.MessageAnnotation} {
+		if _, ok := after.Annotations[k]; ok {
+			t.Errorf("the clear left %s: %v", k, after.Annotations)
+		}
+	}
+	if _, ok := after.Labels[wrapupv1alpha1.OutcomeLabel]; ok {
+		t.Errorf("the clear left the outcome label: %v", after.Labels)
+	}
+	mirrorKeys := map[string]bool{"labels/" + wrapupv1alpha1.OutcomeLabel: true, "annotations/" + wrapupv1alpha1.RuleAnnotation: true,
+		"annotations/" + wrapupv1alpha1.FinishedAtAnnotation: true, "annotations/" + wrapupv1alpha1.MessageAnnotation: true}
+	for i, p := range patches {
+		for k, v := range p {
+			meta, ok := v.(map[string]any)
+			if k != "metadata" || !ok {
+				t.Errorf("patch %d writes %s: %v", i, k, p)
+				continue
+			}
+			for mk, mv := range meta {
+				keys, ok := mv.(map[string]any)
+				if !ok {
+					t.Errorf("patch %d writes metadata.%s: %v", i, mk, p)
+					continue
+				}
+				for kk := range keys {
+					if !mirrorKeys[mk+"/"+kk] {
+						t.Errorf("patch %d writes metadata.%s[%s], no key of the mirror", i, mk, kk)
+					}
+				}
+			}
+		}
+	}
+	if len(patches) != 2 {
+		t.Errorf("%d patches, want the mirror and its clear", len(patches))
+	}
+	gone := cached()
+	gone.Name = "gone"
+	r.mirror(ctx, gone, rec)
+}
+
+// TestCachedRecordDecidesAsWhole: the CompletionRecord as wrapup's cache
+// keeps it (slimCompletionRecord: no message, labels, or triggers that did
+// not decide) is decided on as the whole one: the same verdict, outcome,
+// writes and stamp. (Only the final check's decision on the whole record,
+// read from the API server, is written.)
+func TestCachedRecordDecidesAsWhole(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs", UID: "rule-uid"},
+		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "batch", Kind: "Job", Name: "bench"},
+			OnSuccess: wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](600)},
+			OnFailure: wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](60)}}}
+	other := rule.DeepCopy()
+	other.UID, other.Name = "other-uid", "other"
+	policy, err := celpolicies.Compile(&rule.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobGK := schema.GroupKind{Group: "batch", Kind: "Job"}
+	aw := util.MakeAppWrapper("run", "ns").UID("aw-uid").Component(util.MakeObject("batch/v1", "Job", "bench").Obj(), nil).
+		Component(util.MakeObject("batch/v1", "Job", "bench-2").Obj(), nil).Phase(awv1beta2.AppWrapperRunning).Obj()
+	job := func(uid types.UID, cond string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job", "status": map[string]any{"active": int64(1)}}}
+		if cond != "" {
+			u.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": cond, "status": "True"}}}
+		}
+		u.SetName("bench")
+		u.SetNamespace("ns")
+		u.SetUID(uid)
+		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: "run", UID: "aw-uid", Controller: ptr.To(true)}})
+		return u
+	}
+	rec := func(o wrapupv1alpha1.Outcome, r *wrapupv1alpha1.CompletionRule) *util.RecordWrapper {
+		return util.MakeRecord(aw, r, o, now.Add(-time.Minute)).Trigger(0, "job-1").Message("the message").ResourceVersion("7")
+	}
+	withUndecided := func(w *util.RecordWrapper) *util.RecordWrapper {
+		w.Triggers = append(w.Triggers, wrapupv1alpha1.RecordedTrigger{ComponentIndex: 1, UID: "job-9", State: "Running"})
+		w.Labels["team"] = "a"
+		return w
+	}
+	decided := 0
+	for _, tc := range []struct {
+		name string
+		rec  *wrapupv1alpha1.CompletionRecord
+		job  *unstructured.Unstructured
+	}{
+		{"a success, the trigger as it was", rec(wrapupv1alpha1.OutcomeSucceeded, rule).Obj(), job("job-1", "Complete")},
+		{"a success, the trigger replaced", rec(wrapupv1alpha1.OutcomeSucceeded, rule).Obj(), job("job-2", "")},
+		{"a failure, a new attempt", withUndecided(rec(wrapupv1alpha1.OutcomeFailed, rule)).Obj(), job("job-2", "")},
+		{"a failure, a new attempt that failed", rec(wrapupv1alpha1.OutcomeFailed, rule).Obj(), job("job-2", "Failed")},
+		{"a success, another rule's stamp", rec(wrapupv1alpha1.OutcomeSucceeded, other).Obj(), job("job-1", "Complete")},
+		{"a success cleared", rec(wrapupv1alpha1.OutcomeSucceeded, rule).Cleared(now.Add(-time.Second)).Obj(), job("job-1", "Complete")},
+		{"an earlier version's record", func() *wrapupv1alpha1.CompletionRecord {
+			cr := rec(wrapupv1alpha1.OutcomeFailed, rule).Obj()
+			cr.RuleUID = ""
+			return cr
+		}(), job("job-1", "Complete")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			slimObj, err := slimCompletionRecord(tc.rec.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			slim := slimObj.(*wrapupv1alpha1.CompletionRecord)
+			if slim.Message != "" || len(slim.Labels) != 0 || len(slim.Triggers) != 1 {
+				t.Errorf("the cache keeps the message %q, labels %v, triggers %+v", slim.Message, slim.Labels, slim.Triggers)
+			}
+			decide := func(cr *wrapupv1alpha1.CompletionRecord) decision.Decision {
+				in := decision.Input{Now: now, AppWrapper: aw, Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}},
+					Rules: []decision.Rule{{Rule: rule, Policy: policy}}, Kinds: map[schema.GroupKind]decision.Kind{jobGK: {State: decision.KindWatched}}, Record: cr}
+				for _, ref := range decision.Plan(in).Refs {
+					in.Triggers = append(in.Triggers, decision.Trigger{Ref: ref, State: decision.TriggerPresent, Object: tc.job.DeepCopy()})
+				}
+				return decision.Decide(context.Background(), in)
+			}
+			whole, cached := decide(tc.rec), decide(slim)
+			type summary struct {
+				Verdict decision.Verdict
+				Reason  string
+				Outcome wrapupv1alpha1.Outcome
+				Write   *decision.Record
+				Clear   bool
+				Stamp   *decision.Stamp
+				Store   bool
+				DueAt   time.Time
+				Events  []decision.Event
+			}
+			sum := func(d decision.Decision) summary {
+				return summary{d.Verdict, d.Reason, d.Outcome, d.Write, d.Clear, d.Stamp, d.Store != nil, d.DueAt, d.Events}
+			}
+			if !reflect.DeepEqual(sum(whole), sum(cached)) {
+				t.Errorf("on the cached record:\n%+v\non the whole one:\n%+v", sum(cached), sum(whole))
+			}
+			if whole.Store != nil || whole.Verdict == decision.VerdictDelete {
+				decided++
+			}
+		})
+	}
+	if decided == 0 {
+		t.Error("no case writes or deletes: the comparison tests nothing that acts")
 	}
 }
 

@@ -76,7 +76,7 @@ func TestFinalCheckListsTheRulesAfterItReadsTheAppWrapper(t *testing.T) {
 	// A trigger read ahead is read after the AppWrapper too: it would
 	// otherwise be older than the AppWrapper decided on.
 	ahead := &view.Ahead{Refs: []decision.Ref{{Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench", Template: "bench"}}}
-	in, _, err := r.decideFresh(ctx, types.NamespacedName{Namespace: "ns", Name: "run"}, nil, &mem, ahead)
+	in, _, err := r.decideFresh(ctx, types.NamespacedName{Namespace: "ns", Name: "run"}, &mem, ahead)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestFinalCheckReadsTheTriggerWhileItListsTheRules(t *testing.T) {
 		}
 	})
 	var mem awMemory
-	in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), aw, &mem, aheadOfJob("bench", rule))
+	in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), &mem, aheadOfJob("bench", rule))
 	if err != nil {
 		t.Fatalf("the rules' LIST, answered once the trigger's read is sent, was not: %v", err)
 	}
@@ -207,7 +207,7 @@ func TestFinalCheckDropsAReadAheadThePlanDoesNotRead(t *testing.T) {
 		read = append(read, name)
 	}, nil)
 	var mem awMemory
-	in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), aw, &mem, aheadOfJob("other", rule))
+	in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), &mem, aheadOfJob("other", rule))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestFinalCheckReadsTheTriggerAgainAfterARuleChange(t *testing.T) {
 				t.Fatal(err)
 			}
 			var mem awMemory
-			in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), aw, &mem, tc.cached(rule, ns))
+			in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), &mem, tc.cached(rule, ns))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -82,9 +82,10 @@ func BenchmarkCachedCompletionRecord(b *testing.B) {
 				wrapupv1alpha1.RecordAppWrapperLabel: "run-0", wrapupv1alpha1.RecordRuleLabel: "benchmarks"}},
 		AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: "run-0", UID: "6f1c9a7e-0000-4000-8000-000000000000",
 			Labels: map[string]string{"llm-d.ai/role": "benchmark", "llm-d.ai/run-id": "r-17"}},
-		Rule: "benchmarks", Outcome: wrapupv1alpha1.OutcomeSucceeded, Message: "benchmark run-0-bench: 1 succeeded, 0 failed",
+		Rule: "benchmarks", RuleUID: "3c5d7e9f-0000-4000-8000-000000000000", Policy: wrapupv1alpha1.TriggerPolicyOne,
+		Outcome: wrapupv1alpha1.OutcomeSucceeded, Message: "benchmark run-0-bench: 1 succeeded, 0 failed",
 		FinishedAt: metav1.NowMicro(),
-		Action:     wrapupv1alpha1.RecordedAction{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](0), DeleteAfter: ptr.To(metav1.Now())},
+		Action:     wrapupv1alpha1.RecordedAction{Rule: "benchmarks", RuleUID: "3c5d7e9f-0000-4000-8000-000000000000", Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](0), DeleteAfter: ptr.To(metav1.NowMicro())},
 		Triggers: []wrapupv1alpha1.RecordedTrigger{{APIVersion: "batch/v1", Kind: "Job", Name: "run-0-bench", UID: "9d2f0b1e-0000-4000-8000-000000000000",
 			State: "Succeeded", Decided: true, Conditions: []wrapupv1alpha1.RecordedCondition{
 				{Type: "SuccessCriteriaMet", Status: "True", Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods"},
@@ -107,7 +108,9 @@ func BenchmarkCachedCompletionRecord(b *testing.B) {
 
 // TestMemoryHoldsOnlyWhatItMust: an AppWrapper with nothing to remember
 // (running, its trigger not done) has no entry, however often it is
-// decided on; one with a record counted has one until it is forgotten.
+// decided on; one whose failure hold started has one until it is
+// forgotten. (What a run recorded is its CompletionRecord, never an
+// entry here.)
 func TestMemoryHoldsOnlyWhatItMust(t *testing.T) {
 	var m memory
 	key := types.NamespacedName{Namespace: "team-a", Name: "run-0"}
@@ -117,16 +120,17 @@ func TestMemoryHoldsOnlyWhatItMust(t *testing.T) {
 	if n := m.Len(); n != 0 || e.uid != "uid-1" {
 		t.Fatalf("after a decision with nothing to remember: %d entries (want 0), uid %q", n, e.uid)
 	}
-	e.counted = &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded}
+	hold := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	e.update("uid-1", decision.Decision{Remember: decision.Remember{HoldStart: hold}})
 	m.settle(key, e)
-	if got := m.take(key); m.Len() != 1 || got.counted == nil || got.uid != "uid-1" {
-		t.Fatalf("a counted record is not remembered: %d entries, %+v", m.Len(), got)
+	if got := m.take(key); m.Len() != 1 || !got.holdStart.Equal(hold) || got.uid != "uid-1" {
+		t.Fatalf("a hold's start is not remembered: %d entries, %+v", m.Len(), got)
 	}
 	// The same name, another AppWrapper: what was remembered goes.
 	e = m.take(key)
 	e.update("uid-2", decision.Decision{})
 	m.settle(key, e)
-	if e.counted != nil || m.Len() != 0 {
+	if !e.holdStart.IsZero() || m.Len() != 0 {
 		t.Fatalf("an AppWrapper created again under the same name keeps %+v (%d entries)", e, m.Len())
 	}
 }

@@ -3,6 +3,7 @@ package gc
 import (
 	"context"
 	"testing"
+	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,7 +76,7 @@ func TestDeleteAnsweredNotFoundForgets(t *testing.T) {
 	r.Assign.Set(key, "jobs")
 	mem := r.memory.take(key)
 	mem.uid = "aw-uid"
-	mem.history = &decision.Record{Rule: "jobs"}
+	mem.holdStart = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	res, err := r.delete(ctx, decision.Input{AppWrapper: cur}, decision.Decision{}, mem)
 	r.memory.settle(key, mem)
 	if len(passed) != 0 || res.Requeue || res.RequeueAfter != 0 || err != nil {

@@ -11,11 +11,16 @@ import (
 	"k8s.io/utils/ptr"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
+// TestOwnWritesDropOnlyTheirEchoes: the watch events of an AppWrapper
+// wrapup deletes (or deleted) need no decision, and are dropped; any other
+// event passes, and so does every event of another AppWrapper under the
+// same name. wrapup's mirror patches are not remembered: their events
+// pass, and a decision on them changes nothing (no decision reads the
+// mirror).
 func TestOwnWritesDropOnlyTheirEchoes(t *testing.T) {
 	key := types.NamespacedName{Namespace: "team-a", Name: "run-1"}
 	finished := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -24,13 +29,12 @@ func TestOwnWritesDropOnlyTheirEchoes(t *testing.T) {
 		aw.ResourceVersion = rv
 		return aw
 	}
-	// recorded is the AppWrapper at rv with the record rec writes.
-	recorded := func(uid, rv string) *awv1beta2.AppWrapper {
-		aw := util.MakeAppWrapper(key.Name, key.Namespace).UID(types.UID(uid)).Recorded(wrapupv1alpha1.OutcomeSucceeded, finished, "job-uid").Obj()
+	// mirrored is the AppWrapper at rv with the mirror of an outcome.
+	mirrored := func(uid, rv string) *awv1beta2.AppWrapper {
+		aw := util.MakeAppWrapper(key.Name, key.Namespace).UID(types.UID(uid)).Recorded(wrapupv1alpha1.OutcomeSucceeded, finished, "").Obj()
 		aw.ResourceVersion = rv
 		return aw
 	}
-	rec := decision.ReadRecord(recorded("a", "7"))
 	deleting := func(uid, rv string) *awv1beta2.AppWrapper {
 		aw := at(uid, rv)
 		aw.DeletionTimestamp = ptr.To(metav1.NewTime(finished))
@@ -43,61 +47,24 @@ func TestOwnWritesDropOnlyTheirEchoes(t *testing.T) {
 		g.Expect(o.echo(nil, at("a", "1"))).To(BeFalse())
 		g.Expect(o.echo(at("a", "1"), at("a", "2"))).To(BeFalse())
 		g.Expect(o.echo(at("a", "2"), nil)).To(BeFalse())
-	})
-
-	t.Run("the record patch's echo after its answer is dropped, once", func(t *testing.T) {
-		g := NewWithT(t)
-		var o ownWrites
-		o.patching(key, "a", "6", rec)
-		o.patched(key, "a", "7")
-		g.Expect(o.echo(at("a", "6"), recorded("a", "7"))).To(BeTrue())
-		// The next change is someone else's.
-		g.Expect(o.echo(recorded("a", "7"), recorded("a", "8"))).To(BeFalse())
 		g.Expect(o.m).To(BeEmpty())
 	})
 
-	t.Run("the record patch's echo before its answer is dropped, once", func(t *testing.T) {
+	t.Run("the mirror's event passes: wrapup remembers no patch", func(t *testing.T) {
 		g := NewWithT(t)
 		var o ownWrites
-		o.patching(key, "a", "6", rec)
-		// A change from before the patch passes; the patch's is dropped.
-		g.Expect(o.echo(at("a", "5"), at("a", "6"))).To(BeFalse())
-		g.Expect(o.echo(at("a", "6"), recorded("a", "7"))).To(BeTrue())
-		g.Expect(o.echo(recorded("a", "7"), recorded("a", "8"))).To(BeFalse())
-		o.patched(key, "a", "7")
-		g.Expect(o.m).To(BeEmpty())
-	})
-
-	t.Run("before the answer, another change of the version the patch was sent on passes", func(t *testing.T) {
-		g := NewWithT(t)
-		var o ownWrites
-		o.patching(key, "a", "6", rec)
-		g.Expect(o.echo(at("a", "6"), at("a", "7"))).To(BeFalse())
-		// The patch then conflicts, and is forgotten.
-		o.gone(key)
-		g.Expect(o.m).To(BeEmpty())
-	})
-
-	t.Run("a change before the answered echo passes, and ends the wait for it", func(t *testing.T) {
-		g := NewWithT(t)
-		var o ownWrites
-		o.patching(key, "a", "4", rec)
-		o.patched(key, "a", "7")
-		g.Expect(o.echo(at("a", "5"), at("a", "6"))).To(BeFalse())
-		g.Expect(o.echo(at("a", "6"), recorded("a", "7"))).To(BeFalse())
+		g.Expect(o.echo(at("a", "6"), mirrored("a", "7"))).To(BeFalse())
 		g.Expect(o.m).To(BeEmpty())
 	})
 
 	t.Run("every event of an AppWrapper wrapup deleted is dropped, to its deletion's", func(t *testing.T) {
 		g := NewWithT(t)
 		var o ownWrites
-		o.patching(key, "a", "6", rec)
-		o.patched(key, "a", "7")
 		o.deleting(key, "a")
 		o.deleted(key, "a")
 		g.Expect(o.isDeleted(key, "a")).To(BeTrue())
-		g.Expect(o.echo(at("a", "6"), recorded("a", "7"))).To(BeTrue())
-		g.Expect(o.echo(recorded("a", "7"), deleting("a", "8"))).To(BeTrue()) // its deletionTimestamp
+		g.Expect(o.echo(at("a", "6"), mirrored("a", "7"))).To(BeTrue())
+		g.Expect(o.echo(mirrored("a", "7"), deleting("a", "8"))).To(BeTrue()) // its deletionTimestamp
 		g.Expect(o.echo(deleting("a", "8"), deleting("a", "9"))).To(BeTrue()) // its finalizer removed
 		g.Expect(o.echo(deleting("a", "9"), nil)).To(BeTrue())
 		g.Expect(o.m).To(BeEmpty())
@@ -107,12 +74,9 @@ func TestOwnWritesDropOnlyTheirEchoes(t *testing.T) {
 	t.Run("the events of a delete before its answer are dropped", func(t *testing.T) {
 		g := NewWithT(t)
 		var o ownWrites
-		o.patching(key, "a", "6", rec)
-		o.patched(key, "a", "7")
 		o.deleting(key, "a")
 		g.Expect(o.isDeleted(key, "a")).To(BeFalse())
-		g.Expect(o.echo(at("a", "6"), recorded("a", "7"))).To(BeTrue())
-		g.Expect(o.echo(recorded("a", "7"), deleting("a", "8"))).To(BeTrue())
+		g.Expect(o.echo(mirrored("a", "7"), deleting("a", "8"))).To(BeTrue())
 		g.Expect(o.echo(deleting("a", "8"), nil)).To(BeTrue())
 		o.deleted(key, "a")
 		g.Expect(o.m).To(BeEmpty())
@@ -135,20 +99,6 @@ func TestOwnWritesDropOnlyTheirEchoes(t *testing.T) {
 		o.deleted(key, "a")
 		g.Expect(o.isDeleted(key, "b")).To(BeFalse())
 		g.Expect(o.echo(nil, at("b", "12"))).To(BeFalse())
-		g.Expect(o.m).To(BeEmpty())
-
-		o.patching(key, "a", "6", rec)
-		o.patched(key, "a", "7")
-		g.Expect(o.echo(at("a", "7"), nil)).To(BeFalse()) // deleted by someone else: decide
-		g.Expect(o.m).To(BeEmpty())
-	})
-
-	t.Run("an answer after the AppWrapper's later events remembers nothing", func(t *testing.T) {
-		g := NewWithT(t)
-		var o ownWrites
-		o.patching(key, "a", "6", rec)
-		g.Expect(o.echo(at("a", "6"), nil)).To(BeFalse()) // deleted by someone else
-		o.patched(key, "a", "7")
 		g.Expect(o.m).To(BeEmpty())
 	})
 

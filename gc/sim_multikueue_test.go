@@ -14,10 +14,12 @@ package gc
 // workers). The oracle, written apart from the decision code, checks:
 //
 //   - never a wrong delete: wrapup deletes only a manager's AppWrapper
-//     whose record names a Job that MultiKueue's copy of that AppWrapper
-//     controlled and that finished so, under a rule that deletes on it,
-//     and never while the worker it is dispatched to is down;
-//   - every record names such a Job, with its outcome;
+//     whose CompletionRecord names a Job that MultiKueue's copy of that
+//     AppWrapper controlled and that finished so, under a rule that deletes
+//     on it, and never while the worker it is dispatched to is down;
+//   - every outcome recorded names such a Job, with its outcome, and the
+//     mirror on the AppWrapper is the record's and nothing more;
+//   - rewriting the AppWrapper's wrapup.dev/* metadata changes no decision;
 //   - never a lost completion: once the world settles (every worker up),
 //     every AppWrapper whose Job on its worker finished is deleted (or,
 //     under UpdateStatus, recorded).
@@ -26,6 +28,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand"
 	"sort"
 	"strings"
 	"testing"
@@ -86,8 +89,10 @@ type mkWorker struct {
 type mkWorld struct {
 	simKernel
 
-	// aws are the manager's AppWrappers (the kernel's store).
+	// aws are the manager's AppWrappers (the kernel's store); crecs, the
+	// CompletionRecords there.
 	aws     *simStore[*awv1beta2.AppWrapper]
+	crecs   *simStore[*wrapupv1alpha1.CompletionRecord]
 	wls     map[types.NamespacedName]*mkWorkload
 	wlCache map[types.NamespacedName]mkWorkload
 	wlLast  time.Time
@@ -103,6 +108,8 @@ type mkWorld struct {
 
 	// deletes and records count what wrapup did, for the summary.
 	deletes, records int
+	// blindRng draws the rewrites of checkTenantBlind.
+	blindRng *rand.Rand
 }
 
 func newMKWorld(seed int64) *mkWorld {
@@ -110,8 +117,9 @@ func newMKWorld(seed int64) *mkWorld {
 		wls:     map[types.NamespacedName]*mkWorkload{},
 		wlCache: map[types.NamespacedName]mkWorkload{}, workers: map[string]*mkWorker{},
 		truth: map[types.UID]mkTruth{}, deleted: map[types.UID]bool{},
-		ns: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}}
+		ns: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}, blindRng: rand.New(rand.NewSource(seed ^ 0xb1d))}
 	w.aws = newAWStore(&w.simKernel)
+	w.crecs = newSimStore(&w.simKernel, simCompletionRecords, "crec", func() *wrapupv1alpha1.CompletionRecord { return &wrapupv1alpha1.CompletionRecord{} })
 	// wrapup's cache sees each change late, and reconciles; the garbage
 	// collector removes the Workload of an AppWrapper deleted.
 	w.aws.stored = func(aw *awv1beta2.AppWrapper) { w.queue.add(client.ObjectKeyFromObject(aw), w.now.Add(w.lag())) }
@@ -132,10 +140,8 @@ func newMKWorld(seed int64) *mkWorld {
 		return a
 	}
 	w.rule = simRule{name: "benchmarks", kind: "Job", onSuccess: action(), onFailure: action(), noHistory: true}.object(1, "rule-uid")
-	// Created before the first run, its status written by wrapup's rule
-	// controller.
+	// Created before the first run.
 	w.rule.CreationTimestamp = metav1.NewTime(w.now.Add(-time.Hour))
-	w.rule.Status.DeletingSince = decision.DeletingSince(w.rule, w.now)
 	w.faults = []float64{0, 0.05, 0.2}[w.rng.Intn(3)]
 	w.startWrapup()
 	return w
@@ -380,7 +386,7 @@ func (w *mkWorld) startWrapup() {
 	w.r = &appWrapperReconciler{
 		Cache: w.reader(), Writer: &mkWriter{w: w}, APIReader: w.reader(),
 		Recorder: simRecorder{&w.simKernel}, Policies: &celpolicies.Cache{}, Triggers: mkNoTriggers{}, Assign: newAssignments(),
-		Counters: simCounters{&w.simKernel}, Clock: w.clock, NoHistory: true, Clusters: &mkSource{w: w},
+		Counters: simCounters{&w.simKernel}, Clock: w.clock, Clusters: &mkSource{w: w},
 		readAhead: func(read func()) { read() },
 	}
 	w.r.defaults()
@@ -389,6 +395,8 @@ func (w *mkWorld) startWrapup() {
 		if err := decision.CheckVerdict(d); err != nil {
 			w.fail("a %s decision on %s: %v", stage, client.ObjectKeyFromObject(in.AppWrapper), err)
 		}
+		// No write of the tenant's on the manager's AppWrapper changes it.
+		checkTenantBlind(&w.simKernel, w.blindRng, stage, in, d, nil)
 		where := ""
 		if d.Worker != nil {
 			where = " on " + d.Worker.Cluster
@@ -550,14 +558,33 @@ func (w *mkWorld) actionFor(o wrapupv1alpha1.Outcome) wrapupv1alpha1.ActionSpec 
 	return decision.ActionFor(w.rule, o)
 }
 
+// recordedJob is the outcome cr records for aw and the Job it names
+// ("" when the AppWrapper's phase decided without one); ok is false when
+// cr records no standing outcome of aw.
+func recordedJob(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper) (o wrapupv1alpha1.Outcome, job types.UID, ok bool) {
+	if !standing(cr, aw) {
+		return "", "", false
+	}
+	for _, t := range cr.Triggers {
+		if t.Decided {
+			job = t.UID
+		}
+	}
+	return cr.Outcome, job, true
+}
+
+// describeMK says what cr records of aw.
+func describeMK(cr *wrapupv1alpha1.CompletionRecord) string { return describeCR(cr) }
+
 // checkRecord: a record names a Job that MultiKueue's copy of this
 // AppWrapper controlled and that finished with the recorded outcome (or,
 // with no Job named, the AppWrapper's copied phase says so).
-func (w *mkWorld) checkRecord(aw *awv1beta2.AppWrapper, rec *decision.Record) {
-	if rec == nil {
+func (w *mkWorld) checkRecord(aw *awv1beta2.AppWrapper, cr *wrapupv1alpha1.CompletionRecord) {
+	outcome, job, ok := recordedJob(cr, aw)
+	if !ok {
 		return
 	}
-	if cp := w.ownCopy(aw); rec.TriggerUID == "" || rec.Outcome == wrapupv1alpha1.OutcomeFailed && cp != nil && cp.Status.Phase == awv1beta2.AppWrapperFailed {
+	if cp := w.ownCopy(aw); job == "" || outcome == wrapupv1alpha1.OutcomeFailed && cp != nil && cp.Status.Phase == awv1beta2.AppWrapperFailed {
 		// Decided by the AppWrapper controller's phase: Failed is final
 		// whatever the trigger says, as in one cluster; but only the phase
 		// of this AppWrapper's own copy, on the worker it is dispatched to.
@@ -566,19 +593,25 @@ func (w *mkWorld) checkRecord(aw *awv1beta2.AppWrapper, rec *decision.Record) {
 			if cp != nil {
 				phase = cp.Status.Phase
 			}
-			w.fail("%s (%s): record %s is decided by a phase, and its own copy is %s (the manager's status says %s)", aw.Name, aw.UID, describeRecord(rec), phase, aw.Status.Phase)
+			w.fail("%s (%s): record %s is decided by a phase, and its own copy is %s (the manager's status says %s)", aw.Name, aw.UID, describeMK(cr), phase, aw.Status.Phase)
 		}
 		return
 	}
-	t, ok := w.truth[rec.TriggerUID]
+	t, ok := w.truth[job]
 	switch {
 	case !ok:
-		w.fail("%s (%s): record %s names a Job that no copy of it controlled", aw.Name, aw.UID, describeRecord(rec))
+		w.fail("%s (%s): record %s names a Job that no copy of it controlled", aw.Name, aw.UID, describeMK(cr))
 	case t.aw != aw.UID:
-		w.fail("%s (%s): record %s names a Job of the copy of another AppWrapper (%s)", aw.Name, aw.UID, describeRecord(rec), t.aw)
-	case t.outcome != rec.Outcome:
-		w.fail("%s: record %s, but the Job's outcome is %q", aw.Name, describeRecord(rec), t.outcome)
+		w.fail("%s (%s): record %s names a Job of the copy of another AppWrapper (%s)", aw.Name, aw.UID, describeMK(cr), t.aw)
+	case t.outcome != outcome:
+		w.fail("%s: record %s, but the Job's outcome is %q", aw.Name, describeMK(cr), t.outcome)
 	}
+}
+
+// recordOf is the stored CompletionRecord of aw; nil when none.
+func (w *mkWorld) recordOf(aw *awv1beta2.AppWrapper) *wrapupv1alpha1.CompletionRecord {
+	cr, _ := w.crecs.get(types.NamespacedName{Namespace: aw.Namespace, Name: RecordName(aw.Name, string(aw.UID))})
+	return cr
 }
 
 // ownCopy is MultiKueue's copy of aw on the worker it is dispatched to,
@@ -596,20 +629,21 @@ func (w *mkWorld) ownCopy(aw *awv1beta2.AppWrapper) *awv1beta2.AppWrapper {
 }
 
 func (w *mkWorld) checkDelete(aw *awv1beta2.AppWrapper) {
-	rec := decision.ReadRecord(aw)
-	if rec == nil {
-		w.fail("wrapup deleted %s (%s), which carries no record", aw.Name, aw.UID)
+	cr := w.recordOf(aw)
+	outcome, _, ok := recordedJob(cr, aw)
+	if !ok {
+		w.fail("wrapup deleted %s (%s), whose run has no outcome recorded (%s)", aw.Name, aw.UID, describeMK(cr))
 		return
 	}
-	w.checkRecord(aw, rec)
-	if a := w.actionFor(rec.Outcome); a.Action != wrapupv1alpha1.ActionDeleteAll {
-		w.fail("wrapup deleted %s on %s, whose action is %s", aw.Name, rec.Outcome, a.Action)
+	w.checkRecord(aw, cr)
+	if a := w.actionFor(outcome); a.Action != wrapupv1alpha1.ActionDeleteAll {
+		w.fail("wrapup deleted %s on %s, whose action is %s", aw.Name, outcome, a.Action)
 	}
 	// A recorded success (checked above against what ran) is final, and
 	// deleted when due, the worker read or not; a failure may be cleared
 	// by a retry there, which only the worker shows.
-	if wl := w.wls[client.ObjectKeyFromObject(aw)]; wl != nil && wl.cluster != "" && !w.workers[wl.cluster].up && rec.Outcome != wrapupv1alpha1.OutcomeSucceeded {
-		w.fail("wrapup deleted %s on a recorded %s while its worker %s was down", aw.Name, rec.Outcome, wl.cluster)
+	if wl := w.wls[client.ObjectKeyFromObject(aw)]; wl != nil && wl.cluster != "" && !w.workers[wl.cluster].up && outcome != wrapupv1alpha1.OutcomeSucceeded {
+		w.fail("wrapup deleted %s on a recorded %s while its worker %s was down", aw.Name, outcome, wl.cluster)
 	}
 }
 
@@ -631,18 +665,19 @@ func (w *mkWorld) checkSettled() {
 		if t.aw != aw.UID || t.outcome == "" {
 			continue
 		}
-		rec := decision.ReadRecord(aw)
+		cr := w.recordOf(aw)
+		rec, recJob, recorded := recordedJob(cr, aw)
 		outcome := t.outcome
-		if rec != nil && rec.Outcome == wrapupv1alpha1.OutcomeSucceeded && w.truth[rec.TriggerUID].aw == aw.UID {
+		if recorded && rec == wrapupv1alpha1.OutcomeSucceeded && w.truth[recJob].aw == aw.UID {
 			// A recorded success is final: a run again after it (a
 			// re-dispatch) does not change what is done.
-			outcome = rec.Outcome
+			outcome = rec
 		}
 		switch a := w.actionFor(outcome); {
 		case a.Action == wrapupv1alpha1.ActionDeleteAll:
-			w.fail("lost completion: %s (%s), whose Job %s on %s %s, still exists (record %s)", key, aw.UID, job.GetUID(), wk.name, t.outcome, describeRecord(rec))
-		case rec == nil || rec.Outcome != outcome:
-			w.fail("lost completion: %s, whose Job on %s %s, has record %s", key, wk.name, t.outcome, describeRecord(rec))
+			w.fail("lost completion: %s (%s), whose Job %s on %s %s, still exists (record %s)", key, aw.UID, job.GetUID(), wk.name, t.outcome, describeMK(cr))
+		case !recorded || rec != outcome:
+			w.fail("lost completion: %s, whose Job on %s %s, has record %s", key, wk.name, t.outcome, describeMK(cr))
 		}
 	}
 }
@@ -658,18 +693,76 @@ func (w *mkWorld) reader() *simReader {
 		ns:    func(string) *corev1.Namespace { return w.ns },
 		rules: func() []*wrapupv1alpha1.CompletionRule { return []*wrapupv1alpha1.CompletionRule{w.rule} },
 		aws:   w.sortedAWs,
+		other: func(key client.ObjectKey, obj client.Object) error {
+			o, ok := obj.(*wrapupv1alpha1.CompletionRecord)
+			if !ok {
+				return fmt.Errorf("the manager reader does not read %T", obj)
+			}
+			cr, ok := w.crecs.get(key)
+			if !ok {
+				return apierrors.NewNotFound(simCompletionRecords, key.Name)
+			}
+			cr.DeepCopyInto(o)
+			return nil
+		},
 	}
 }
 
-// mkWriter is wrapup's client.Writer on the manager: it patches and
-// deletes AppWrappers on the kernel's store, which refuses a call at the
-// world's fault rate, and checks each write that lands. Either must carry
-// its preconditions.
+// mkWriter is wrapup's client.Writer on the manager: it writes
+// CompletionRecords, patches the mirror on AppWrappers and deletes them on
+// the kernel's stores, which refuse a call at the world's fault rate, and
+// checks each write that lands. A deletion must carry its preconditions.
 type mkWriter struct {
 	simNoWrites
 	w *mkWorld
 }
 
+func (s *mkWriter) Create(_ context.Context, obj client.Object, _ ...client.CreateOption) error {
+	return s.writeRecord(obj, false)
+}
+
+func (s *mkWriter) Update(_ context.Context, obj client.Object, _ ...client.UpdateOption) error {
+	return s.writeRecord(obj, true)
+}
+
+func (s *mkWriter) writeRecord(obj client.Object, update bool) error {
+	w := s.w
+	cr, ok := obj.(*wrapupv1alpha1.CompletionRecord)
+	if !ok {
+		return fmt.Errorf("wrapup writes nothing but CompletionRecords, not %T", obj)
+	}
+	if w.fault() != "" {
+		return simUnavailable()
+	}
+	check := func(next *wrapupv1alpha1.CompletionRecord) {
+		aw, ok := w.aws.get(types.NamespacedName{Namespace: next.Namespace, Name: next.AppWrapper.Name})
+		if !ok || aw.UID != next.AppWrapper.UID || next.Name != RecordName(aw.Name, string(aw.UID)) {
+			w.fail("wrapup wrote the CompletionRecord %s of %s (%s), which does not exist", next.Name, next.AppWrapper.Name, next.AppWrapper.UID)
+			return
+		}
+		w.checkRecord(aw, next)
+		if standing(next, aw) {
+			w.records++
+		}
+		w.logf("wrapup records on %s (%s): %s", aw.Name, aw.UID, describeMK(next))
+	}
+	in := cr.DeepCopy()
+	in.FinishedAt = metav1.NewMicroTime(in.FinishedAt.Truncate(time.Microsecond))
+	var stored *wrapupv1alpha1.CompletionRecord
+	var err error
+	if update {
+		_, stored, err = w.crecs.update(in, func(_, next *wrapupv1alpha1.CompletionRecord) { check(next) })
+	} else {
+		stored, err = w.crecs.create(in, check)
+	}
+	if err != nil {
+		return err
+	}
+	stored.DeepCopyInto(cr)
+	return nil
+}
+
+// Patch writes the mirror: the keys of it, and no resourceVersion.
 func (s *mkWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
 	w := s.w
 	key := client.ObjectKeyFromObject(obj)
@@ -680,13 +773,17 @@ func (s *mkWriter) Patch(_ context.Context, obj client.Object, patch client.Patc
 	if err != nil {
 		return err
 	}
-	if patchPrecondition(data) == "" {
-		w.fail("wrapup patched %s without a resourceVersion precondition: %s", key, data)
+	if rv := patchPrecondition(data); rv != "" {
+		w.fail("wrapup's mirror on %s carries the resourceVersion %s: %s", key, rv, data)
 	}
 	_, next, err := w.aws.patch(key, data, func(cur, next *awv1beta2.AppWrapper) {
-		w.checkRecord(next, decision.ReadRecord(next))
-		w.records++
-		w.logf("wrapup records on %s (%s): %s", key, cur.UID, describeRecord(decision.ReadRecord(next)))
+		if a, b := simMeta(next), simMeta(cur); len(a) > 4 || len(b) > 4 {
+			w.fail("wrapup's mirror on %s writes more than its keys: %s", key, data)
+		}
+		outcome, _, ok := recordedJob(w.recordOf(cur), cur)
+		if got := next.Labels[wrapupv1alpha1.OutcomeLabel]; got != string(outcome) || !ok && got != "" {
+			w.fail("wrapup's mirror on %s says %q, its record %s", key, got, describeMK(w.recordOf(cur)))
+		}
 	})
 	if err != nil {
 		return err

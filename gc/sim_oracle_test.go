@@ -1,23 +1,34 @@
 package gc
 
-// The simulation's oracle: what must hold of wrapup's writes, computed from
+// The simulation's oracle: what must hold of wrapup's writes, judged from
 // the simulated world's truth (the API server's objects, what happened to
-// each trigger, the AppWrapper controller model's state), apart from the
-// decision code it checks.
+// each trigger, the AppWrapper controller model's state, the rules the
+// world holds and the changes made to them), apart from the decision code
+// it checks. It never takes a record's word for what happened: it judges
+// each CompletionRecord write when it is made, from the world, and keeps
+// its own account of each run (simRun), which later writes and deletions
+// are judged against; the AppWrapper's own wrapup.dev/* labels and
+// annotations, which its tenant writes, count for nothing.
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -25,14 +36,20 @@ import (
 	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/gc/view"
+	"github.com/wrapup-dev/wrapup/test/util"
 )
 
-// simChecks counts what the oracle saw.
+// simChecks is what the oracle knows of wrapup's acts, and counts.
 type simChecks struct {
-	// open: a record of (AppWrapper UID, trigger UID) written and not cleared.
-	open map[[2]types.UID]bool
-	// recordedAt is when each record was written.
-	recordedAt map[[2]types.UID]time.Time
+	// runs are the outcomes wrapup recorded, as the oracle judged them
+	// when they were written, by AppWrapper UID: the latest of each.
+	runs map[types.UID]*simRun
+	// uncounted are the outcomes recorded in the current reconcile (their
+	// write answered) that wrapup has not counted yet.
+	uncounted []string
+	// lastWrite is the AppWrapper and the time of wrapup's last answered
+	// CompletionRecord write: a mirror follows it in the same reconcile.
+	lastWrite simWriteMark
 	// deleted counts wrapup's deletions of each AppWrapper.
 	deleted map[types.UID]int
 	// deletedKeys: the AppWrapper of each name whose deletion wrapup made.
@@ -46,31 +63,43 @@ type simChecks struct {
 	// polls counts reconciles per AppWrapper once the world stood still.
 	polls map[types.NamespacedName]int
 
-	written, cleared, lostRecordWrites     int
-	deletes, explained, settled, histories int
+	// written counts new outcomes recorded (replaced: of them, those
+	// written over a cleared, failed or earlier version's record);
+	// cleared and restamped, the other record updates; lostAnswers, the
+	// answers to outcome writes that were lost (those outcomes are not
+	// counted).
+	written, replaced, cleared, restamped, lostAnswers int
+	deletes, explained, settled, histories             int
 	// ...of records naming several candidates, and of settled AppWrappers
 	// with several.
 	manyWritten, manyCleared, manyDeletes, settledMany, manyDecisions int
-	// crecWrites counts CompletionRecord writes; crecLate, deletions
-	// without one, past the deadline for writing it.
-	crecWrites, crecLate int
+	// creates, updates and alreadyExists count the CompletionRecord
+	// writes by kind, and the creates answered AlreadyExists.
+	creates, updates, alreadyExists int
 	// deletedAgain counts deletions of a recorded success whose run
-	// started again (before its TTL); tornDown counts triggers the
-	// kubelet made terminal while they were deleted.
-	deletedAgain, tornDown int
-	// forgedDeletes counts deletions of AppWrappers a tenant forged a
-	// record on; forgedRecords, CompletionRecords written of a forged
-	// record (which the world bore out).
-	forgedDeletes, forgedRecords int
+	// started again (before its TTL); held, deletions and stamps that a
+	// change of the action in force made later than the run's own TTL;
+	// tornDown counts triggers the kubelet made terminal while they were
+	// deleted.
+	deletedAgain, held, tornDown int
+	// forgeries counts the tenants' writes of wrapup.dev/* metadata;
+	// blind, the decisions decided again on rewritten metadata; mirrors,
+	// wrapup's mirror patches.
+	forgeries, blind, mirrors int
 	// echoes counts the AppWrapper watch events dropped as the echoes of
-	// wrapup's own writes.
+	// wrapup's own deletions.
 	echoes   int
 	verdicts map[decision.Verdict]int
 }
 
+// simWriteMark names a record write: of which AppWrapper, when.
+type simWriteMark struct {
+	uid types.UID
+	at  time.Time
+}
+
 func (c *simChecks) init() {
-	c.open = map[[2]types.UID]bool{}
-	c.recordedAt = map[[2]types.UID]time.Time{}
+	c.runs = map[types.UID]*simRun{}
 	c.deleted = map[types.UID]int{}
 	c.deletedKeys = map[types.NamespacedName]types.UID{}
 	c.verdicts = map[decision.Verdict]int{}
@@ -78,22 +107,27 @@ func (c *simChecks) init() {
 
 func (c *simChecks) add(o *simChecks) {
 	c.written += o.written
+	c.replaced += o.replaced
 	c.cleared += o.cleared
+	c.restamped += o.restamped
+	c.lostAnswers += o.lostAnswers
 	c.deletes += o.deletes
 	c.explained += o.explained
 	c.settled += o.settled
-	c.lostRecordWrites += o.lostRecordWrites
 	c.manyWritten += o.manyWritten
 	c.manyCleared += o.manyCleared
 	c.manyDeletes += o.manyDeletes
-	c.crecWrites += o.crecWrites
-	c.crecLate += o.crecLate
-	c.deletedAgain += o.deletedAgain
-	c.tornDown += o.tornDown
-	c.forgedDeletes += o.forgedDeletes
-	c.forgedRecords += o.forgedRecords
 	c.settledMany += o.settledMany
 	c.manyDecisions += o.manyDecisions
+	c.creates += o.creates
+	c.updates += o.updates
+	c.alreadyExists += o.alreadyExists
+	c.deletedAgain += o.deletedAgain
+	c.held += o.held
+	c.tornDown += o.tornDown
+	c.forgeries += o.forgeries
+	c.blind += o.blind
+	c.mirrors += o.mirrors
 	c.echoes += o.echoes
 	c.histories++
 	for v, n := range o.verdicts {
@@ -107,16 +141,21 @@ func (c *simChecks) summary() string {
 		vs = append(vs, string(v))
 	}
 	sort.Strings(vs)
-	out := fmt.Sprintf("%d records written, %d cleared, %d deletions, %d lost answers to record writes, %d explain checks, %d settled AppWrappers checked; "+
-		"of several candidates: %d decisions, %d records written, %d cleared, %d deletions, %d settled AppWrappers; "+
-		"%d CompletionRecord writes, %d deletions without one past its deadline; %d triggers made terminal while deleted, %d successes deleted as their run started again; %d deletions of AppWrappers with a forged record, %d CompletionRecords of a forged record borne out; %d echoes of wrapup's own writes dropped; verdicts:",
-		c.written, c.cleared, c.deletes, c.lostRecordWrites, c.explained, c.settled, c.manyDecisions, c.manyWritten, c.manyCleared, c.manyDeletes, c.settledMany,
-		c.crecWrites, c.crecLate, c.tornDown, c.deletedAgain, c.forgedDeletes, c.forgedRecords, c.echoes)
+	out := fmt.Sprintf("%d outcomes recorded (%d over an earlier record), %d cleared, %d restamped, %d lost answers to outcome writes; "+
+		"%d CompletionRecord creates (%d AlreadyExists), %d updates; %d deletions (%d of a success whose run started again, %d later than the run's own TTL by a change of the action in force); "+
+		"%d explain checks, %d settled AppWrappers checked; of several candidates: %d decisions, %d records written, %d cleared, %d deletions, %d settled AppWrappers; "+
+		"%d triggers made terminal while deleted; %d tenant writes of wrapup.dev/* metadata, %d decisions decided again on rewritten metadata, %d mirrors; "+
+		"%d echoes of wrapup's deletions dropped; verdicts:",
+		c.written, c.replaced, c.cleared, c.restamped, c.lostAnswers, c.creates, c.alreadyExists, c.updates, c.deletes, c.deletedAgain, c.held,
+		c.explained, c.settled, c.manyDecisions, c.manyWritten, c.manyCleared, c.manyDeletes, c.settledMany,
+		c.tornDown, c.forgeries, c.blind, c.mirrors, c.echoes)
 	for _, v := range vs {
 		out += fmt.Sprintf(" %s %d", v, c.verdicts[decision.Verdict(v)])
 	}
 	return out
 }
+
+// --- the rules, as the world holds them ---
 
 // winner is the rule that decides for aw now: the highest priority (then
 // the first name) of the rules that apply to it, whose selectors select it
@@ -149,34 +188,6 @@ func (w *simWorld) winner(aw *awv1beta2.AppWrapper) (spec simRule, found, usable
 	return simRule{}, false, false
 }
 
-// foreign says whether rec, on aw, was written for another AppWrapper (a
-// copy in a saved manifest it was created again from).
-func (w *simWorld) foreign(aw *awv1beta2.AppWrapper, rec *decision.Record) bool {
-	if rec.AppWrapperUID != "" && rec.AppWrapperUID != aw.UID {
-		return true
-	}
-	uids := []types.UID{rec.TriggerUID}
-	if len(rec.Triggers) > 0 {
-		uids = nil
-		for _, t := range rec.Triggers {
-			if t.UID != "" {
-				uids = append(uids, t.UID)
-			}
-		}
-	}
-	named := false
-	for _, uid := range uids {
-		if uid == "" {
-			continue
-		}
-		named = true
-		if tr := w.truth[uid]; tr == nil || tr.aw != aw.UID {
-			return true
-		}
-	}
-	return !named && rec.FinishedAt.Before(aw.CreationTimestamp.Time)
-}
-
 // simGroups are the API groups of the trigger kinds.
 var simGroups = map[string]string{"Job": "batch", "Pod": "", "RayJob": "ray.io"}
 
@@ -203,11 +214,12 @@ func hasCandidate(r simRule, m *simAW) bool {
 
 // candidates are the trigger components of m that rule r takes as its
 // candidates: those of its kind, or, when it names none, the annotated
-// ones. None when it takes none of them, when it takes a ConfigMap (which
-// wrapup may not watch), or when it takes several and its policy is One.
+// ones (the ConfigMap, which has no object the world serves wrapup: see
+// acts). None when it takes none of them, or when it takes several and
+// its policy is One.
 func candidates(r simRule, m *simAW) []*simTrig {
 	if r.kind == "" && m.configMap {
-		return nil
+		return []*simTrig{{index: m.configIndex, kind: "ConfigMap", base: m.key.Name + "-config", name: m.key.Name + "-config", annotated: true}}
 	}
 	var out []*simTrig
 	for i := range m.trigs {
@@ -237,9 +249,45 @@ func candidates(r simRule, m *simAW) []*simTrig {
 // (or its candidates).
 func applies(r simRule, m *simAW) bool { return len(candidates(r, m)) > 0 }
 
+// simDeployed says whether the AppWrapper controller may have created
+// aw's components: not while it is Suspended or not yet started.
+func simDeployed(aw *awv1beta2.AppWrapper) bool {
+	return aw.Status.Phase != awv1beta2.AppWrapperSuspended && aw.Status.Phase != ""
+}
+
+// watchable says whether wrapup can read the trigger rule r takes in aw
+// (of the model m): not the annotated ConfigMap, a kind it may not watch,
+// while the components exist; before they do, there is nothing to read
+// and the record alone decides.
+func watchable(aw *awv1beta2.AppWrapper, r simRule, m *simAW) bool {
+	return !(r.kind == "" && m.configMap && simDeployed(aw))
+}
+
+// simPolicy is the policy a record of rule r says decided: One when unset.
+func simPolicy(r simRule) string {
+	if r.policy == "" {
+		return "One"
+	}
+	return r.policy
+}
+
+// simActionFor is rule r's action after outcome o.
+func simActionFor(r simRule, o wrapupv1alpha1.Outcome) wrapupv1alpha1.ActionSpec {
+	a := r.onSuccess
+	if o == wrapupv1alpha1.OutcomeFailed {
+		a = r.onFailure
+	}
+	if a.Action == "" {
+		a.Action = wrapupv1alpha1.ActionDeleteAll
+	}
+	return a
+}
+
+// --- the candidates, as the world knows them ---
+
 // simCand is a candidate as the world knows it: its component, its live
 // object (nil when there is none of this AppWrapper's), and what the rule
-// says of it: Absent, Running, Succeeded, Failed or Error.
+// says of it: Absent, Running, Succeeded, Failed, Error or TornDown.
 type simCand struct {
 	t    *simTrig
 	obj  *unstructured.Unstructured
@@ -269,58 +317,6 @@ func (w *simWorld) cands(aw *awv1beta2.AppWrapper, r simRule, m *simAW) []simCan
 		out[i] = c
 	}
 	return out
-}
-
-// deciders are the candidates of cs (of a rule of policy policy) that rec
-// names, with the UIDs it names; ok is false when rec is not a record of
-// these candidates: a record of a single trigger names its component and no
-// candidates; one of several candidates (a rule All or Any with several)
-// names candidates only, each once, the first of them as its trigger, and
-// the policy that decided, the rule's.
-func deciders(rec *decision.Record, policy string, cs []simCand) ([]simCand, bool) {
-	if len(cs) == 1 {
-		if len(rec.Triggers) > 0 || rec.TriggerRef != cs[0].t.ref() {
-			return nil, false
-		}
-		c := cs[0]
-		c.recorded = rec.TriggerUID
-		return []simCand{c}, true
-	}
-	if len(rec.Triggers) == 0 || string(rec.Policy) != policy {
-		return nil, false
-	}
-	var out []simCand
-	seen := map[int]bool{}
-	for _, rt := range rec.Triggers {
-		found := false
-		for _, c := range cs {
-			if c.t.index == rt.Index && !seen[rt.Index] {
-				c.recorded = rt.UID
-				out = append(out, c)
-				seen[rt.Index], found = true, true
-			}
-		}
-		if !found {
-			return nil, false
-		}
-	}
-	if rec.TriggerRef != out[0].t.ref() || rec.TriggerUID != out[0].recorded {
-		return nil, false
-	}
-	if len(out) > 1 && len(out) != len(cs) {
-		// Every candidate decided it, and the rule has others now.
-		return nil, false
-	}
-	return out, true
-}
-
-// recKey names what a record was written for: its trigger component and
-// the UID of its object, or the candidates it names.
-func recKey(rec *decision.Record) types.UID {
-	if len(rec.Triggers) > 0 {
-		return types.UID(rec.TriggerRef + " " + simTriggersOf(rec))
-	}
-	return types.UID(rec.TriggerRef + " " + string(rec.TriggerUID))
 }
 
 // evaluate is what rule r says of trigger t: Running, Succeeded, Failed or
@@ -367,6 +363,8 @@ func (w *simWorld) decides(aw *awv1beta2.AppWrapper, m *simAW, what string) (sim
 	switch {
 	case m == nil:
 		w.fail("%s %s: an AppWrapper the world does not know", what, client.ObjectKeyFromObject(aw))
+	case !aw.DeletionTimestamp.IsZero():
+		w.fail("%s %s, which is being deleted", what, client.ObjectKeyFromObject(aw))
 	case simIgnored(aw):
 		w.fail("%s %s, which is annotated %s", what, client.ObjectKeyFromObject(aw), wrapupv1alpha1.IgnoreAnnotation)
 	case !found:
@@ -375,6 +373,8 @@ func (w *simWorld) decides(aw *awv1beta2.AppWrapper, m *simAW, what string) (sim
 		w.fail("%s %s, whose deciding rule %s cannot act (%+v)", what, client.ObjectKeyFromObject(aw), r.name, r)
 	case !applies(r, m):
 		w.fail("%s %s, whose deciding rule %s (kind %q, policy %q) does not take its components %s as the trigger", what, client.ObjectKeyFromObject(aw), r.name, r.kind, r.policy, m.describe())
+	case !watchable(aw, r, m):
+		w.fail("%s %s, whose deciding rule %s takes its annotated ConfigMap, which wrapup may not watch, as the trigger", what, client.ObjectKeyFromObject(aw), r.name)
 	default:
 		return r, w.cands(aw, r, m), true
 	}
@@ -399,100 +399,463 @@ func counts(cs []simCand) map[string]int {
 	return n
 }
 
-// checkRecordWrite checks a patch of wrapup's that turns cur into next.
-func (w *simWorld) checkRecordWrite(cur, next *awv1beta2.AppWrapper) {
-	before, after := decision.ReadRecord(cur), decision.ReadRecord(next)
-	if after.Same(before) {
-		w.fail("wrapup patched %s without changing its record", client.ObjectKeyFromObject(cur))
-		return
+func uidOf(t *unstructured.Unstructured) string {
+	if t == nil {
+		return "none"
 	}
-	m := w.models[cur.UID]
-	if m != nil && m.forged != nil {
-		// A tenant's forgery: wrapup's record writes on it are counted,
-		// not weighed.
-		if after != nil {
-			w.checks.written++
+	return string(t.GetUID())
+}
+
+// --- runs: the outcomes recorded, as the oracle judged them ---
+
+// simRun is an outcome wrapup recorded for an AppWrapper, as the oracle
+// judged it when it was written: the outcome the world showed then, the
+// triggers that decided it, when; and the action in force for it (the
+// world's winning rule's, for that outcome) at each change since.
+type simRun struct {
+	outcome wrapupv1alpha1.Outcome
+	// finishedAt is the record's finish time (the time of its write, to
+	// the microsecond the API server keeps).
+	finishedAt time.Time
+	// triggers are the candidates that decided it, by component index,
+	// with the UID of their object then ("" when the AppWrapper's phase
+	// decided without one).
+	triggers []simRecTrig
+	// many: the rule that decided had several candidates.
+	many bool
+	// cleared: wrapup cleared the outcome since.
+	cleared bool
+	// forces are the actions in force for the run, each from when the
+	// world changed to it: the first is the one when it was recorded.
+	forces []simForce
+}
+
+type simRecTrig struct {
+	index int
+	uid   types.UID
+}
+
+func (run *simRun) describe() string {
+	if run == nil {
+		return "none"
+	}
+	parts := make([]string, len(run.triggers))
+	for i, t := range run.triggers {
+		parts[i] = fmt.Sprintf("%d=%s", t.index, t.uid)
+	}
+	s := fmt.Sprintf("%s(%s at %s)", run.outcome, strings.Join(parts, ","), run.finishedAt.Sub(simStart))
+	if run.cleared {
+		s += " cleared"
+	}
+	return s
+}
+
+// open is the run of aw whose outcome stands (recorded, not cleared); nil
+// when there is none.
+func (w *simWorld) open(uid types.UID) *simRun {
+	if run := w.checks.runs[uid]; run != nil && !run.cleared {
+		return run
+	}
+	return nil
+}
+
+// recordedAmong are the candidates of cs whose component index the run
+// names, each with the UID the run names for it: those the record is
+// final for, whichever rule takes them now.
+func recordedAmong(run *simRun, cs []simCand) []simCand {
+	var out []simCand
+	for _, c := range cs {
+		for _, t := range run.triggers {
+			if t.index == c.t.index {
+				c.recorded = t.uid
+				out = append(out, c)
+			}
 		}
+	}
+	return out
+}
+
+// simForce is the action in force for a recorded run, as the world holds
+// it: the winning rule's (name and UID), its action for the outcome and
+// its TTL, and its dryRun; none when no rule can act on the AppWrapper
+// (no rule, a blocked or ambiguous one, the opt-out, a deletion), which
+// stamps nothing.
+type simForce struct {
+	at      time.Time
+	none    bool
+	rule    string
+	ruleUID types.UID
+	action  wrapupv1alpha1.Action
+	ttl     time.Duration
+	dryRun  bool
+}
+
+func (f simForce) deletes() bool {
+	return !f.none && f.action == wrapupv1alpha1.ActionDeleteAll && !f.dryRun
+}
+
+// same says whether f and o are the same action in force.
+func (f simForce) same(o simForce) bool {
+	f.at, o.at = time.Time{}, time.Time{}
+	return f == o
+}
+
+func (f simForce) String() string {
+	if f.none {
+		return "none"
+	}
+	return fmt.Sprintf("%s(%s) %s ttl %s dryRun %v", f.rule, f.ruleUID, f.action, f.ttl, f.dryRun)
+}
+
+// force is the action in force now for a run of aw whose outcome is o.
+func (w *simWorld) force(aw *awv1beta2.AppWrapper, o wrapupv1alpha1.Outcome) simForce {
+	f := simForce{at: w.now}
+	m := w.models[aw.UID]
+	r, found, usable := w.winner(aw)
+	if m == nil || !aw.DeletionTimestamp.IsZero() || simIgnored(aw) || !found || !usable || !applies(r, m) || !watchable(aw, r, m) {
+		f.none = true
+		return f
+	}
+	f.rule, f.ruleUID = r.name, w.rules[r.name].UID
+	if _, ok := aw.Labels[kueue.MultiKueueOriginLabel]; ok {
+		// MultiKueue's copy on a worker: recorded only, whatever the rule.
+		f.action = wrapupv1alpha1.ActionUpdateStatus
+		return f
+	}
+	a := simActionFor(r, o)
+	f.action, f.ttl, f.dryRun = a.Action, time.Duration(ptr.Deref(a.TTLSecondsAfterFinished, 0))*time.Second, r.dryRun
+	return f
+}
+
+// noteForces keeps, for every run whose outcome stands, the action in
+// force when the world changed it (a rule created, edited or deleted, a
+// Namespace relabelled, an AppWrapper changed).
+func (w *simWorld) noteForces() {
+	for _, uid := range slices.Sorted(maps.Keys(w.checks.runs)) {
+		run := w.checks.runs[uid]
+		m := w.models[uid]
+		if run.cleared || m == nil {
+			continue
+		}
+		aw, ok := w.aws.get(m.key)
+		if !ok || aw.UID != uid {
+			continue
+		}
+		if f := w.force(aw, run.outcome); !run.forces[len(run.forces)-1].same(f) {
+			run.forces = append(run.forces, f)
+		}
+	}
+}
+
+// dueBound is the earliest time the deletion of run may be due under the
+// action in force now (the last of run.forces), by the rule that no
+// change makes a deletion sooner: the run's own TTL counts from its
+// finish; a change of the action in force whose TTL from the finish is not
+// before the due time so far takes effect at once; any other change counts
+// its TTL from when it was made (wrapup sees it then, or later). wrapup
+// may see only some of the world's changes (two in a row within a cache's
+// lag): the bound is the earliest over every sequence of them it may have
+// seen, from the one in force at the record to the one in force now.
+// deletes is false when the action in force now deletes nothing.
+func (run *simRun) dueBound() (due time.Time, deletes bool) {
+	natural := func(f simForce) time.Time { return run.finishedAt.Add(f.ttl) }
+	type state struct {
+		f       simForce
+		due     time.Time
+		deletes bool
+	}
+	var seen []state
+	for i, f := range run.forces {
+		if f.none {
+			continue
+		}
+		if i == 0 {
+			seen = append(seen, state{f, natural(f), f.deletes()})
+			continue
+		}
+		best := state{f: f}
+		for _, s := range seen {
+			var next state
+			switch {
+			case f.same(s.f):
+				next = state{f, s.due, s.deletes}
+			case !f.deletes():
+				next = state{f: f}
+			case s.deletes && !natural(f).Before(s.due):
+				next = state{f, natural(f), true}
+			default:
+				from := f.at
+				if from.Before(run.finishedAt) {
+					from = run.finishedAt
+				}
+				next = state{f, from.Add(f.ttl), true}
+			}
+			if next.deletes && (!best.deletes || next.due.Before(best.due)) {
+				best = next
+			}
+		}
+		seen = append(seen, best)
+	}
+	if len(seen) == 0 || !run.forces[len(run.forces)-1].same(seen[len(seen)-1].f) {
+		return time.Time{}, false
+	}
+	last := seen[len(seen)-1]
+	return last.due, last.deletes
+}
+
+// --- CompletionRecord writes ---
+
+// simMirrorKeys are the AppWrapper's labels and annotations that mirror
+// its run's record, as label/ or annotation/ key.
+var simMirrorKeys = []string{"label/" + wrapupv1alpha1.OutcomeLabel, "annotation/" + wrapupv1alpha1.RuleAnnotation,
+	"annotation/" + wrapupv1alpha1.FinishedAtAnnotation, "annotation/" + wrapupv1alpha1.MessageAnnotation}
+
+// recordedTriggers are the triggers cr says decided.
+func recordedTriggers(cr *wrapupv1alpha1.CompletionRecord) []simRecTrig {
+	var out []simRecTrig
+	for _, t := range cr.Triggers {
+		if t.Decided {
+			out = append(out, simRecTrig{index: int(t.ComponentIndex), uid: t.UID})
+		}
+	}
+	return out
+}
+
+// recordOf is the stored CompletionRecord of the AppWrapper aw; nil when
+// there is none.
+func (w *simWorld) recordOf(aw *awv1beta2.AppWrapper) *wrapupv1alpha1.CompletionRecord {
+	cr, _ := w.crecs.get(types.NamespacedName{Namespace: aw.Namespace, Name: RecordName(aw.Name, string(aw.UID))})
+	return cr
+}
+
+// standing says whether cr holds an outcome wrapup decided for aw that
+// stands: of aw's UID, written by this version (a rule UID), not cleared.
+func standing(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper) bool {
+	return cr != nil && cr.AppWrapper.UID == aw.UID && cr.RuleUID != "" && cr.Cleared == nil
+}
+
+// checkCompletionRecord judges a CompletionRecord write of wrapup's (old:
+// the record it replaces, nil for a create), before it lands: a new
+// outcome, the outcome cleared, or the action in force stamped anew. It
+// returns whether the write records an outcome (one to count).
+func (w *simWorld) checkCompletionRecord(cr, old *wrapupv1alpha1.CompletionRecord) (outcome bool) {
+	key := types.NamespacedName{Namespace: cr.Namespace, Name: cr.AppWrapper.Name}
+	aw, ok := w.aws.get(key)
+	switch {
+	case !ok || aw.UID != cr.AppWrapper.UID:
+		// Every write follows a final check that read the AppWrapper,
+		// in a world that did not change since.
+		w.fail("wrapup wrote the CompletionRecord %s/%s of AppWrapper %s (%s), which does not exist", cr.Namespace, cr.Name, key, cr.AppWrapper.UID)
+		return false
+	case cr.Name != RecordName(aw.Name, string(aw.UID)):
+		w.fail("wrapup wrote the CompletionRecord of %s under the name %s", key, cr.Name)
+		return false
+	case old != nil && old.AppWrapper.UID != cr.AppWrapper.UID:
+		w.fail("wrapup replaced the CompletionRecord %s of AppWrapper %s with one of %s", cr.Name, old.AppWrapper.UID, cr.AppWrapper.UID)
+		return false
+	}
+	for k, o := range w.crecs.objs {
+		if o.AppWrapper.UID == aw.UID && k.Name != cr.Name {
+			w.fail("wrapup wrote a second CompletionRecord %s of %s (%s), beside %s", cr.Name, key, aw.UID, k.Name)
+		}
+	}
+	// wrapup's labels from what it decided alone; none of the tenant's
+	// wrapup.dev/* labels.
+	for k, v := range cr.Labels {
+		switch {
+		case !strings.HasPrefix(k, wrapupv1alpha1.GroupVersion.Group+"/"):
+		case k == wrapupv1alpha1.OutcomeLabel && v == string(cr.Outcome):
+		case k == wrapupv1alpha1.RecordAppWrapperLabel && v == aw.Name:
+		case k == wrapupv1alpha1.RecordRuleLabel && v == cr.Rule:
+		default:
+			w.fail("wrapup wrote the CompletionRecord %s with the label %s=%q", cr.Name, k, v)
+		}
+	}
+	if _, ok := cr.Labels[wrapupv1alpha1.RecordAppWrapperLabel]; ok != (len(validation.IsValidLabelValue(aw.Name)) == 0) {
+		w.fail("wrapup wrote the CompletionRecord %s of %s (%d characters) with its AppWrapper label: %v", cr.Name, aw.Name, len(aw.Name), ok)
+	}
+	for k := range cr.AppWrapper.Labels {
+		if strings.HasPrefix(k, wrapupv1alpha1.GroupVersion.Group+"/") {
+			w.fail("wrapup copied the AppWrapper's label %s onto its CompletionRecord %s", k, cr.Name)
+		}
+	}
+	m := w.models[aw.UID]
+	switch {
+	case old == nil || old.Cleared != nil && cr.Cleared == nil || old.RuleUID == "":
+		w.checkOutcome(aw, m, cr, old)
+		return true
+	case cr.Cleared != nil:
+		w.checkClear(aw, m, cr, old)
+	case !old.FinishedAt.Equal(&cr.FinishedAt) || old.Outcome != cr.Outcome || !reflect.DeepEqual(recordedTriggers(old), recordedTriggers(cr)):
+		w.checkOutcome(aw, m, cr, old)
+		return true
+	default:
+		w.checkStamp(aw, m, cr, old)
+	}
+	return false
+}
+
+// checkRetention checks that cr keeps to the retention of its rule r, as
+// the world holds it: kept after its AppWrapper by the history TTL, or,
+// with history off, gone with it (an ownerReference).
+func (w *simWorld) checkRetention(aw *awv1beta2.AppWrapper, r simRule, cr *wrapupv1alpha1.CompletionRecord) {
+	owned := len(cr.OwnerReferences) == 1 && cr.OwnerReferences[0].UID == aw.UID && cr.OwnerReferences[0].Kind == "AppWrapper"
+	switch {
+	case r.noHistory && (!owned || cr.Retention.TTLSecondsAfterFinished != 0):
+		w.fail("wrapup wrote the CompletionRecord %s under rule %s, whose history is off, with retention %+v and owners %+v",
+			cr.Name, r.name, cr.Retention, cr.OwnerReferences)
+	case !r.noHistory && (len(cr.OwnerReferences) > 0 || cr.Retention.TTLSecondsAfterFinished != r.historyTTL()):
+		w.fail("wrapup wrote the CompletionRecord %s under rule %s, which keeps history %ds, with retention %+v and owners %+v",
+			cr.Name, r.name, r.historyTTL(), cr.Retention, cr.OwnerReferences)
+	}
+}
+
+// checkStampOf checks that cr stamps the action in force f for its run,
+// due no sooner than bound.
+func (w *simWorld) checkStampOf(cr *wrapupv1alpha1.CompletionRecord, f simForce, bound time.Time, what string) {
+	a := cr.Action
+	if f.none || a.Rule != f.rule || a.RuleUID != f.ruleUID || a.Action != f.action || a.DryRun != f.dryRun ||
+		time.Duration(ptr.Deref(a.TTLSecondsAfterFinished, 0))*time.Second != f.ttl {
+		w.fail("%s stamps %s's %s (ttl %v, dryRun %v), not the action in force %s", what, a.Rule, a.Action, ptr.Deref(a.TTLSecondsAfterFinished, -1), a.DryRun, f)
 		return
 	}
-	r, cs, ok := w.decides(cur, m, "wrapup changed the record of")
+	switch {
+	case !f.deletes() && a.DeleteAfter != nil:
+		w.fail("%s stamps a deletion at %s under %s, which deletes nothing", what, a.DeleteAfter.Sub(simStart), f)
+	case f.deletes() && a.DeleteAfter == nil:
+		w.fail("%s stamps no deletion under %s", what, f)
+	case f.deletes() && a.DeleteAfter.Time.Before(bound):
+		w.fail("%s stamps the deletion at %s, before %s: sooner than the changes of the action in force allow", what, a.DeleteAfter.Sub(simStart), bound.Sub(simStart))
+	}
+}
+
+// checkOutcome judges a new outcome recorded (over old, when it replaces
+// a record): it is the outcome the world shows, under the rule that
+// decides now, its policy over all its candidates, and final; it is
+// wrapup's own (its time, its message); it is the only one the run has.
+func (w *simWorld) checkOutcome(aw *awv1beta2.AppWrapper, m *simAW, cr, old *wrapupv1alpha1.CompletionRecord) {
+	key := client.ObjectKeyFromObject(aw)
+	r, cs, ok := w.decides(aw, m, "wrapup recorded an outcome of")
 	if !ok {
 		return
 	}
-	key := client.ObjectKeyFromObject(cur)
-	phase := cur.Status.Phase
-	if before != nil {
-		delete(w.checks.open, [2]types.UID{cur.UID, recKey(before)})
-	}
-	if after == nil {
-		w.checks.cleared++
-		ds, own := deciders(before, r.policy, cs)
-		if !own {
-			w.fail("wrapup cleared the record %s of %s, which is not a record of its candidates %s under rule %s (policy %q)",
-				describeRecord(before), key, describeCands(cs), r.name, r.policy)
+	phase := aw.Status.Phase
+	run := w.open(aw.UID)
+	what := fmt.Sprintf("wrapup recorded %s on %s", describeCR(cr), key)
+	switch {
+	case old != nil && old.Cleared == nil && old.RuleUID != "":
+		// Over a standing record: only a failure that a new attempt
+		// replaced.
+		w.checks.replaced++
+		if run == nil || old.Outcome != wrapupv1alpha1.OutcomeFailed || run.outcome != old.Outcome || phase == awv1beta2.AppWrapperFailed {
+			w.fail("%s, over the standing record %s (the oracle's %s), phase %s", what, describeCR(old), run.describe(), phase)
 			return
 		}
-		if len(before.Triggers) > 0 {
-			w.checks.manyCleared++
+		replaced := false
+		for _, d := range recordedAmong(run, cs) {
+			replaced = replaced || d.obj != nil && d.uid() != d.recorded
 		}
-		cause := false
-		for _, d := range ds {
-			// The trigger that decided runs again, or (after a failure) a new
-			// attempt replaced it.
-			cause = cause || phase != awv1beta2.AppWrapperFailed && (d.recorded != "" && d.uid() == d.recorded && d.eval == "Running" ||
-				before.Outcome == wrapupv1alpha1.OutcomeFailed && d.obj != nil && d.uid() != d.recorded)
+		if !replaced {
+			w.fail("%s, over the failure %s that no new attempt replaced: candidates %s", what, run.describe(), describeCands(cs))
+			return
 		}
-		if !cause {
-			w.fail("wrapup cleared the record %s of %s without cause: candidates %s, rule %s, phase %s",
-				describeRecord(before), key, describeCands(cs), r.name, phase)
-		}
+	case run != nil:
+		w.fail("%s over %s, while the oracle holds the outcome %s standing", what, describeCR(old), run.describe())
 		return
+	case old != nil:
+		w.checks.replaced++
 	}
-	if before != nil && !w.foreign(cur, before) && recKey(before) == recKey(after) {
-		w.fail("wrapup recorded %s on %s again, over %s, with no clear between", describeRecord(after), key, describeRecord(before))
+	finished := w.now.UTC().Truncate(time.Microsecond)
+	switch {
+	case !cr.FinishedAt.Time.Equal(finished):
+		w.fail("%s, finished at %s: not when wrapup saw it (%s)", what, cr.FinishedAt.UTC().Format(time.RFC3339Nano), finished.Format(time.RFC3339Nano))
+	case strings.Contains(cr.Message, simForgedMarker):
+		w.fail("%s, with a tenant's message %q", what, cr.Message)
+	case cr.Rule != r.name || cr.RuleUID != w.rules[r.name].UID:
+		w.fail("%s under rule %s (%s); the rule that decides is %s (%s)", what, cr.Rule, cr.RuleUID, r.name, w.rules[r.name].UID)
+	case string(cr.Policy) != simPolicy(r):
+		w.fail("%s under policy %q; rule %s's is %q", what, cr.Policy, r.name, simPolicy(r))
 	}
-	open := [2]types.UID{cur.UID, recKey(after)}
-	if w.checks.open[open] {
-		w.fail("wrapup recorded trigger %s of %s twice", recKey(after), key)
-	}
-	w.checks.open[open] = true
-	w.checks.recordedAt[open] = w.now
-	w.checks.written++
-	ds, own := deciders(after, r.policy, cs)
+	w.checkRetention(aw, r, cr)
+	rts := recordedTriggers(cr)
+	ds, own := deciders(rts, cs)
 	if !own {
-		w.fail("wrapup recorded %s on %s, which is not a record of its candidates %s under rule %s (policy %q)",
-			describeRecord(after), key, describeCands(cs), r.name, r.policy)
+		w.fail("%s, which does not name its decisive candidates among %s under rule %s (policy %q)", what, describeCands(cs), r.name, r.policy)
 		return
 	}
 	for _, d := range ds {
 		if d.recorded != d.uid() {
-			w.fail("wrapup recorded %s on %s, naming %s for component %d, whose object is %q", describeRecord(after), key, d.recorded, d.t.index, d.uid())
+			w.fail("%s, naming %s for component %d, whose object is %q", what, d.recorded, d.t.index, d.uid())
 			return
 		}
 	}
 	if len(cs) > 1 {
 		w.checks.manyWritten++
-		w.checkManyRecord(cur, r, cs, ds, after)
+		if !w.checkManyRecord(aw, r, cs, ds, cr) {
+			return
+		}
+	} else if !w.checkOneRecord(aw, r, ds[0], cr, what) {
 		return
 	}
-	t, e := cs[0].obj, cs[0].eval
-	same := t != nil && t.GetUID() == after.TriggerUID
-	if after.Outcome == wrapupv1alpha1.OutcomeFailed && e == string(wrapupv1alpha1.OutcomeSucceeded) {
-		w.fail("wrapup recorded %s on %s, whose trigger succeeded", describeRecord(after), key)
+	f := w.force(aw, cr.Outcome)
+	run = &simRun{outcome: cr.Outcome, finishedAt: finished, triggers: rts, many: len(cs) > 1, forces: []simForce{f}}
+	bound, _ := run.dueBound()
+	w.checkStampOf(cr, f, bound, what)
+	if a := cr.Action.DeleteAfter; a != nil && !a.Time.Equal(bound) {
+		w.fail("%s, due at %s: a new record is due its TTL after it finished (%s)", what, a.Sub(simStart), bound.Sub(simStart))
 	}
-	ok = false
-	switch after.Outcome {
+	w.checks.runs[aw.UID] = run
+	w.checks.written++
+}
+
+// checkOneRecord checks a record written for the single candidate c of
+// rule r.
+func (w *simWorld) checkOneRecord(aw *awv1beta2.AppWrapper, r simRule, c simCand, cr *wrapupv1alpha1.CompletionRecord, what string) bool {
+	t, e := c.obj, c.eval
+	phase := aw.Status.Phase
+	same := t != nil && t.GetUID() == c.recorded
+	if cr.Outcome == wrapupv1alpha1.OutcomeFailed && e == string(wrapupv1alpha1.OutcomeSucceeded) {
+		w.fail("%s, whose trigger succeeded", what)
+		return false
+	}
+	ok := false
+	switch cr.Outcome {
 	case wrapupv1alpha1.OutcomeSucceeded:
 		ok = same && e == string(wrapupv1alpha1.OutcomeSucceeded) ||
-			after.TriggerUID == "" && t == nil && phase == awv1beta2.AppWrapperSucceeded
+			c.recorded == "" && t == nil && phase == awv1beta2.AppWrapperSucceeded
 	case wrapupv1alpha1.OutcomeFailed:
-		ok = phase == awv1beta2.AppWrapperFailed ||
-			same && e == string(wrapupv1alpha1.OutcomeFailed) && !w.willRetry(cur, ds)
+		ok = phase == awv1beta2.AppWrapperFailed && e != "Error" ||
+			same && e == string(wrapupv1alpha1.OutcomeFailed) && !w.willRetry(aw, []simCand{c})
 	}
 	if !ok {
-		w.fail("wrapup recorded %s on %s: trigger %v, rule %s says %s, phase %s, retries %d",
-			describeRecord(after), key, uidOf(t), r.name, e, phase, cur.Status.Retries)
+		w.fail("%s: trigger %v, rule %s says %s, phase %s, retries %d", what, uidOf(t), r.name, e, phase, aw.Status.Retries)
 	}
+	return ok
+}
+
+// deciders are the candidates of cs that the recorded triggers rts name,
+// each with the UID named; ok is false when they are not candidates of
+// cs, each once: one for a single candidate; one or more of several.
+func deciders(rts []simRecTrig, cs []simCand) ([]simCand, bool) {
+	if len(rts) == 0 || len(cs) == 1 && len(rts) != 1 {
+		return nil, false
+	}
+	var out []simCand
+	seen := map[int]bool{}
+	for _, rt := range rts {
+		found := false
+		for _, c := range cs {
+			if c.t.index == rt.index && !seen[rt.index] {
+				c.recorded = rt.uid
+				out = append(out, c)
+				seen[rt.index], found = true, true
+			}
+		}
+		if !found {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // checkManyRecord checks a record written for the several candidates cs
@@ -506,158 +869,194 @@ func (w *simWorld) checkRecordWrite(cur, next *awv1beta2.AppWrapper) {
 //     policy wants, and a Succeeded one succeeded when no candidate is
 //     unfinished; the record then names every candidate; a candidate whose
 //     evaluation errs is unfinished, and decides neither.
-func (w *simWorld) checkManyRecord(cur *awv1beta2.AppWrapper, r simRule, cs, ds []simCand, rec *decision.Record) {
-	phase := cur.Status.Phase
+func (w *simWorld) checkManyRecord(aw *awv1beta2.AppWrapper, r simRule, cs, ds []simCand, cr *wrapupv1alpha1.CompletionRecord) bool {
+	phase := aw.Status.Phase
 	n := counts(cs)
 	every := len(ds) == len(cs)
 	dn := counts(ds)
 	succeeded := r.policy == "All" && n["Succeeded"] == len(cs) || r.policy == "Any" && n["Succeeded"] > 0
 	ok := false
-	switch rec.Outcome {
+	switch cr.Outcome {
 	case wrapupv1alpha1.OutcomeSucceeded:
 		ok = r.policy == "All" && every && n["Succeeded"] == len(cs) ||
 			r.policy == "Any" && len(ds) == 1 && dn["Succeeded"] == 1 ||
 			phase == awv1beta2.AppWrapperSucceeded && every && n["Succeeded"]+n["Absent"] == len(cs)
 	case wrapupv1alpha1.OutcomeFailed:
 		if succeeded {
-			w.fail("wrapup recorded %s on %s, whose candidates %s succeeded under policy %s", describeRecord(rec), client.ObjectKeyFromObject(cur), describeCands(cs), r.policy)
-			return
+			w.fail("wrapup recorded %s on %s, whose candidates %s succeeded under policy %s", describeCR(cr), client.ObjectKeyFromObject(aw), describeCands(cs), r.policy)
+			return false
 		}
-		final := !w.willRetry(cur, ds)
+		final := !w.willRetry(aw, ds)
 		ok = final && r.policy == "All" && len(ds) == 1 && dn["Failed"] == 1 ||
 			final && r.policy == "Any" && every && n["Failed"] == len(cs) ||
 			phase == awv1beta2.AppWrapperFailed && every && n["Error"] == 0
 	}
 	if !ok {
 		w.fail("wrapup recorded %s on %s: rule %s, policy %s, candidates %s, phase %s, retries %d",
-			describeRecord(rec), client.ObjectKeyFromObject(cur), r.name, r.policy, describeCands(cs), phase, cur.Status.Retries)
+			describeCR(cr), client.ObjectKeyFromObject(aw), r.name, r.policy, describeCands(cs), phase, aw.Status.Retries)
+	}
+	return ok
+}
+
+// simSameBut says whether a and b are the same record but for the fields
+// strip clears (and their metadata's resourceVersion).
+func simSameBut(a, b *wrapupv1alpha1.CompletionRecord, strip func(*wrapupv1alpha1.CompletionRecord)) bool {
+	a, b = a.DeepCopy(), b.DeepCopy()
+	a.ResourceVersion, b.ResourceVersion = "", ""
+	strip(a)
+	strip(b)
+	return apiequality.Semantic.DeepEqual(a, b)
+}
+
+// checkClear judges the outcome cleared: the record stands, and the world
+// shows a cause: a trigger it names runs again (under the rule that
+// decides now) in an AppWrapper that did not fail, or, after a failure, a
+// new attempt replaced one. The record is kept as it was, as history.
+func (w *simWorld) checkClear(aw *awv1beta2.AppWrapper, m *simAW, cr, old *wrapupv1alpha1.CompletionRecord) {
+	key := client.ObjectKeyFromObject(aw)
+	run := w.open(aw.UID)
+	if run == nil || old.Cleared != nil || old.Outcome != run.outcome {
+		w.fail("wrapup cleared the record %s of %s, which the oracle holds as %s", describeCR(old), key, w.checks.runs[aw.UID].describe())
+		return
+	}
+	if !simSameBut(cr, old, func(c *wrapupv1alpha1.CompletionRecord) { c.Cleared = nil }) {
+		w.fail("wrapup cleared the record %s of %s and changed it besides: %+v", describeCR(old), key, cr)
+	}
+	r, cs, ok := w.decides(aw, m, "wrapup cleared the record of")
+	if !ok {
+		return
+	}
+	run.cleared = true
+	w.checks.cleared++
+	if run.many {
+		w.checks.manyCleared++
+	}
+	phase := aw.Status.Phase
+	cause := false
+	for _, d := range recordedAmong(run, cs) {
+		cause = cause || phase != awv1beta2.AppWrapperFailed && (d.recorded != "" && d.uid() == d.recorded && d.eval == "Running" ||
+			run.outcome == wrapupv1alpha1.OutcomeFailed && d.obj != nil && d.uid() != d.recorded)
+	}
+	if !cause {
+		w.fail("wrapup cleared the record %s of %s without cause: candidates %s, rule %s, phase %s", run.describe(), key, describeCands(cs), r.name, phase)
 	}
 }
 
-func uidOf(t *unstructured.Unstructured) string {
-	if t == nil {
-		return "none"
+// checkStamp judges a new stamp of the action in force for a standing
+// record: the world's action in force now, due no sooner than the
+// changes of it allow.
+func (w *simWorld) checkStamp(aw *awv1beta2.AppWrapper, m *simAW, cr, old *wrapupv1alpha1.CompletionRecord) {
+	key := client.ObjectKeyFromObject(aw)
+	run := w.open(aw.UID)
+	if run == nil || old.Outcome != run.outcome {
+		w.fail("wrapup stamped the record %s of %s, which the oracle holds as %s", describeCR(old), key, w.checks.runs[aw.UID].describe())
+		return
 	}
-	return string(t.GetUID())
+	if !simSameBut(cr, old, func(c *wrapupv1alpha1.CompletionRecord) { c.Action = wrapupv1alpha1.RecordedAction{} }) {
+		w.fail("wrapup stamped the record %s of %s and changed it besides: %+v", describeCR(old), key, cr)
+	}
+	if apiequality.Semantic.DeepEqual(cr.Action, old.Action) {
+		w.fail("wrapup rewrote the record %s of %s without a change", describeCR(old), key)
+	}
+	if _, _, ok := w.decides(aw, m, "wrapup stamped the record of"); !ok {
+		return
+	}
+	w.noteForces()
+	f := run.forces[len(run.forces)-1]
+	bound, _ := run.dueBound()
+	w.checkStampOf(cr, f, bound, fmt.Sprintf("wrapup's stamp of %s on %s", run.describe(), key))
+	if f.deletes() && bound.After(run.finishedAt.Add(f.ttl)) {
+		w.checks.held++
+	}
+	w.checks.restamped++
 }
 
-// checkDelete checks a deletion of wrapup's of cur, before it lands.
-// checkCompletionRecord checks a CompletionRecord write (old: the record
-// it replaces, nil for a create): it is of an AppWrapper that exists (or
-// existed: a cache that has not seen the deletion yet), in its namespace,
-// under the name of its name and UID, and it says what the AppWrapper's
-// record says; it never replaces another AppWrapper's record, nor the same
-// run's.
-func (w *simWorld) checkCompletionRecord(cr, old *wrapupv1alpha1.CompletionRecord) {
-	w.checks.crecWrites++
-	key := types.NamespacedName{Namespace: cr.Namespace, Name: cr.AppWrapper.Name}
-	aw, ok := w.aws.get(key)
-	if !ok || aw.UID != cr.AppWrapper.UID {
-		aw, ok = w.goneAWs[cr.AppWrapper.UID]
+// checkMirror checks a patch of wrapup's on the AppWrapper cur, which
+// turns it into next: the mirror of the record it has just written, and
+// nothing else.
+func (w *simWorld) checkMirror(cur, next *awv1beta2.AppWrapper, data []byte) {
+	key := client.ObjectKeyFromObject(cur)
+	w.checks.mirrors++
+	if rv := patchPrecondition(data); rv != "" {
+		w.fail("wrapup's mirror on %s carries the resourceVersion %s: no decision reads it, a conflict would only cost a write", key, rv)
 	}
-	switch {
-	case !ok || aw.UID != cr.AppWrapper.UID:
-		w.fail("wrapup wrote the CompletionRecord %s/%s of AppWrapper %s (%s), which does not exist", cr.Namespace, cr.Name, key, cr.AppWrapper.UID)
-		return
-	case cr.Name != RecordName(aw.Name, string(aw.UID)):
-		w.fail("wrapup wrote the CompletionRecord of %s under the name %s", key, cr.Name)
-	case old != nil && old.AppWrapper.UID != cr.AppWrapper.UID:
-		w.fail("wrapup replaced the CompletionRecord %s of AppWrapper %s with one of %s", cr.Name, old.AppWrapper.UID, cr.AppWrapper.UID)
-	case old != nil && old.Outcome == cr.Outcome && old.Rule == cr.Rule && old.FinishedAt.UnixMicro() == cr.FinishedAt.UnixMicro():
-		w.fail("wrapup rewrote the CompletionRecord %s of the same run (%s at %s)", cr.Name, cr.Outcome, cr.FinishedAt.UTC().Format(time.RFC3339))
-	}
-	rec := decision.ReadRecord(aw)
-	if rec == nil || rec.Outcome != cr.Outcome || rec.FinishedAt.UnixMicro() != cr.FinishedAt.UnixMicro() {
-		w.fail("wrapup wrote the CompletionRecord %s (%s by %s at %s), which the AppWrapper's record %s does not say",
-			cr.Name, cr.Outcome, cr.Rule, cr.FinishedAt.UTC().Format(time.RFC3339Nano), describeRecord(rec))
+	if w.checks.lastWrite != (simWriteMark{cur.UID, w.now}) {
+		w.fail("wrapup patched %s (%s) with no CompletionRecord written before in the reconcile: %s", key, cur.UID, data)
 		return
 	}
-	// Its retention and count limit are a rule's that exists (the one that
-	// decides), never one a record names alone.
-	if w.rules[cr.Rule] == nil {
-		w.fail("wrapup wrote the CompletionRecord %s under rule %s, which does not exist (the AppWrapper's record names %s)", cr.Name, cr.Rule, rec.Rule)
-	}
-	// No CompletionRecord of a forged record that the world does not bear
-	// out: finished while the AppWrapper existed, and the outcome its
-	// trigger truly had, or its phase says.
-	if m := w.models[aw.UID]; m != nil && m.forged != nil && rec.Same(m.forged) {
-		w.checks.forgedRecords++
-		borne := !rec.FinishedAt.After(w.now.Add(decision.HistorySkew)) && !rec.FinishedAt.Before(aw.CreationTimestamp.Add(-decision.HistorySkew)) &&
-			(rec.Outcome == wrapupv1alpha1.OutcomeFailed && aw.Status.Phase == awv1beta2.AppWrapperFailed ||
-				rec.Outcome == wrapupv1alpha1.OutcomeSucceeded && aw.Status.Phase == awv1beta2.AppWrapperSucceeded)
-		for _, uid := range append([]types.UID{rec.TriggerUID}, recordedUIDs(rec)...) {
-			if tr := w.truth[uid]; uid != "" && tr != nil && tr.aw == aw.UID && tr.outcome == rec.Outcome {
-				borne = borne || !rec.FinishedAt.After(w.now.Add(decision.HistorySkew)) && !rec.FinishedAt.Before(aw.CreationTimestamp.Add(-decision.HistorySkew))
-			}
+	strip := func(aw *awv1beta2.AppWrapper) *awv1beta2.AppWrapper {
+		// As the API server keeps it (times to the second).
+		raw, err := json.Marshal(aw)
+		if err != nil {
+			w.fail("%v", err)
 		}
-		if !borne {
-			w.fail("wrapup wrote the CompletionRecord %s of the record %s a tenant forged, which the world does not bear out (phase %s)",
-				cr.Name, describeRecord(rec), aw.Status.Phase)
+		aw = &awv1beta2.AppWrapper{}
+		if err := json.Unmarshal(raw, aw); err != nil {
+			w.fail("%v", err)
+		}
+		aw.ResourceVersion = ""
+		delete(aw.Labels, wrapupv1alpha1.OutcomeLabel)
+		for _, k := range []string{wrapupv1alpha1.RuleAnnotation, wrapupv1alpha1.FinishedAtAnnotation, wrapupv1alpha1.MessageAnnotation} {
+			delete(aw.Annotations, k)
+		}
+		if len(aw.Labels) == 0 {
+			aw.Labels = nil
+		}
+		if len(aw.Annotations) == 0 {
+			aw.Annotations = nil
+		}
+		return aw
+	}
+	if !apiequality.Semantic.DeepEqual(strip(cur), strip(next)) {
+		w.fail("wrapup's mirror on %s changes more than the mirror's keys: %s", key, data)
+	}
+	want := map[string]string{}
+	if cr := w.recordOf(cur); standing(cr, cur) {
+		want["label/"+wrapupv1alpha1.OutcomeLabel] = string(cr.Outcome)
+		want["annotation/"+wrapupv1alpha1.RuleAnnotation] = cr.Rule
+		want["annotation/"+wrapupv1alpha1.MessageAnnotation] = cr.Message
+		want["annotation/"+wrapupv1alpha1.FinishedAtAnnotation] = cr.FinishedAt.UTC().Format("2006-01-02T15:04:05.000000000Z07:00")
+	}
+	for _, k := range simMirrorKeys {
+		kind, name, _ := strings.Cut(k, "/")
+		got, ok := next.Labels[name]
+		if kind == "annotation" {
+			got, ok = next.Annotations[name]
+		}
+		if v, wanted := want[k]; ok != wanted || got != v {
+			w.fail("wrapup's mirror on %s says %s=%q (set %v), the record it wrote %q (set %v)", key, k, got, ok, v, wanted)
 		}
 	}
 }
 
-func recordedUIDs(rec *decision.Record) []types.UID {
-	var out []types.UID
-	for _, t := range rec.Triggers {
-		out = append(out, t.UID)
-	}
-	return out
-}
+// --- deletions ---
 
-// checkHistoryBeforeDelete: a deletion under a rule that keeps history
-// (the rule that deletes, deleter, whichever rule recorded the outcome)
-// comes after the run's CompletionRecord, or past the deadline for it.
-func (w *simWorld) checkHistoryBeforeDelete(cur *awv1beta2.AppWrapper, rec *decision.Record, deleter string) {
-	rule := w.rules[deleter]
-	if rule == nil {
-		return
-	}
-	if _, keep := decision.History(rule); !keep {
-		return
-	}
-	cr := w.crecs.objs[types.NamespacedName{Namespace: cur.Namespace, Name: RecordName(cur.Name, string(cur.UID))}]
-	if cr != nil && cr.AppWrapper.UID == cur.UID && cr.Outcome == rec.Outcome && cr.FinishedAt.UnixMicro() == rec.FinishedAt.UnixMicro() {
-		return
-	}
-	if !w.now.Before(rec.FinishedAt.Add(HistoryWriteDeadline)) {
-		w.checks.crecLate++
-		return
-	}
-	w.fail("wrapup deleted %s %s after its run finished, before the run's CompletionRecord was written (it has %+v)",
-		client.ObjectKeyFromObject(cur), w.now.Sub(rec.FinishedAt), cr)
-}
-
+// checkDelete checks a deletion of wrapup's of cur, before it lands: the
+// run's outcome was recorded (and judged so when it was), it stands, the
+// world still shows it final, the rule that decides now deletes after it,
+// and it is due: no sooner than the run's TTL, the changes of the action
+// in force, and the AppWrapper's own hold allow.
 func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	w.checks.deletes++
 	key := client.ObjectKeyFromObject(cur)
 	m := w.models[cur.UID]
-	if m != nil && m.forged != nil {
-		// A tenant forged a record on it, which may say it is finished:
-		// the tenant's act, as deleting it themselves would be.
-		w.checks.forgedDeletes++
-		return
-	}
 	r, cs, ok := w.decides(cur, m, "wrapup deleted")
 	if !ok {
 		return
 	}
-	rec := decision.ReadRecord(cur)
-	if rec == nil {
-		w.fail("wrapup deleted %s, which carries no record", key)
+	run := w.open(cur.UID)
+	if run == nil {
+		w.fail("wrapup deleted %s, whose run has no outcome recorded (the oracle's %s)", key, w.checks.runs[cur.UID].describe())
 		return
 	}
-	ds, own := deciders(rec, r.policy, cs)
-	if !own {
-		w.fail("wrapup deleted %s on the record %s (ref %q), which is not a record of its candidates %s under rule %s (policy %q)",
-			key, describeRecord(rec), rec.TriggerRef, describeCands(cs), r.name, r.policy)
-		return
+	if cr := w.recordOf(cur); !standing(cr, cur) || cr.Outcome != run.outcome {
+		w.fail("wrapup deleted %s on the outcome %s, and its CompletionRecord is %s", key, run.describe(), describeCR(cr))
 	}
-	if len(rec.Triggers) > 0 {
+	if run.many {
 		w.checks.manyDeletes++
 	}
-	w.checkHistoryBeforeDelete(cur, rec, r.name)
 	phase := cur.Status.Phase
+	ds := recordedAmong(run, cs)
 	for _, d := range ds {
 		switch {
 		case d.eval == "Error":
@@ -668,18 +1067,21 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 			// the record's meaning.)
 			w.fail("wrapup deleted %s while rule %s says its trigger %d (%s) is %s", key, r.name, d.t.index, d.uid(), d.eval)
 		}
-		// The record tells the truth.
-		if d.recorded != "" {
-			tr := w.truth[d.recorded]
-			if tr == nil || tr.aw != cur.UID || tr.outcome != rec.Outcome && !(rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase == awv1beta2.AppWrapperFailed) {
-				w.fail("wrapup deleted %s on the record %s, which the history of trigger %s (%+v) does not bear out", key, describeRecord(rec), d.recorded, tr)
+	}
+	// The outcome is the world's: each trigger that decided it finished
+	// so, or the AppWrapper's phase said so.
+	for _, t := range run.triggers {
+		if t.uid != "" {
+			tr := w.truth[t.uid]
+			if tr == nil || tr.aw != cur.UID || tr.outcome != run.outcome && !(run.outcome == wrapupv1alpha1.OutcomeFailed && phase == awv1beta2.AppWrapperFailed) {
+				w.fail("wrapup deleted %s on the outcome %s, which the history of trigger %s (%+v) does not bear out", key, run.describe(), t.uid, tr)
 			}
-		} else if rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed ||
-			rec.Outcome == wrapupv1alpha1.OutcomeSucceeded && phase != awv1beta2.AppWrapperSucceeded {
-			w.fail("wrapup deleted %s on the record %s, with no trigger %d, in phase %s", key, describeRecord(rec), d.t.index, phase)
+		} else if run.outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed ||
+			run.outcome == wrapupv1alpha1.OutcomeSucceeded && phase != awv1beta2.AppWrapperSucceeded {
+			w.fail("wrapup deleted %s on the outcome %s, with no trigger %d, in phase %s", key, run.describe(), t.index, phase)
 		}
 	}
-	if rec.Outcome == wrapupv1alpha1.OutcomeFailed {
+	if run.outcome == wrapupv1alpha1.OutcomeFailed {
 		if w.willRetry(cur, ds) {
 			w.fail("wrapup deleted the failed %s while the AppWrapper controller retries it (phase %s, retries %d of %d)", key, phase, cur.Status.Retries, simRetryLimit(cur))
 		}
@@ -692,33 +1094,30 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	if _, ok := cur.Labels[kueue.MultiKueueOriginLabel]; ok {
 		w.fail("wrapup deleted %s, MultiKueue's copy on a worker cluster (label %s): the manager would dispatch the run again", key, kueue.MultiKueueOriginLabel)
 	}
-	a := r.onSuccess
-	if rec.Outcome == wrapupv1alpha1.OutcomeFailed {
-		a = r.onFailure
-	}
+	a := simActionFor(r, run.outcome)
 	if a.Action == wrapupv1alpha1.ActionUpdateStatus || r.dryRun {
-		w.fail("wrapup deleted %s, but rule %s says %s (dryRun %v) for %s", key, r.name, a.Action, r.dryRun, rec.Outcome)
+		w.fail("wrapup deleted %s, but rule %s says %s (dryRun %v) for %s", key, r.name, a.Action, r.dryRun, run.outcome)
 	}
-	ttl := time.Duration(0)
-	if a.TTLSecondsAfterFinished != nil {
-		ttl = time.Duration(*a.TTLSecondsAfterFinished) * time.Second
-	}
-	if again := simStartedAgain(cur, rec, ds); again != "" {
+	if again := simStartedAgain(cur, run, ds); again != "" {
 		// A success recorded, then a new attempt: the components are
 		// torn down and would run again; the TTL has nothing left to keep.
 		w.checks.deletedAgain++
-		ttl = 0
-	}
-	if w.now.Before(rec.FinishedAt.Add(ttl)) {
-		w.fail("wrapup deleted %s %s before the TTL of %s after %s", key, rec.FinishedAt.Add(ttl).Sub(w.now), ttl, describeRecord(rec))
-	}
-	if since, ok := w.deletesSince[r.name+"/"+string(rec.Outcome)]; ok && w.now.Before(since.Add(ttl)) {
-		// An action change is not retroactive.
-		w.fail("wrapup deleted %s %s before the TTL of %s after rule %s started deleting after a %s (at %s), on the record %s",
-			key, since.Add(ttl).Sub(w.now), ttl, r.name, rec.Outcome, since.Sub(simStart), describeRecord(rec))
-	}
-	if at, ok := w.checks.recordedAt[[2]types.UID{cur.UID, recKey(rec)}]; ok && w.now.Before(at.Add(ttl)) {
-		w.fail("wrapup deleted %s %s before the TTL of %s after it recorded %s", key, at.Add(ttl).Sub(w.now), ttl, describeRecord(rec))
+	} else {
+		w.noteForces()
+		ttl := time.Duration(ptr.Deref(a.TTLSecondsAfterFinished, 0)) * time.Second
+		if w.now.Before(run.finishedAt.Add(ttl)) {
+			w.fail("wrapup deleted %s %s before the TTL of %s after %s", key, run.finishedAt.Add(ttl).Sub(w.now), ttl, run.describe())
+		}
+		bound, deletes := run.dueBound()
+		switch {
+		case !deletes:
+			w.fail("wrapup deleted %s, whose run %s has no action in force that deletes (%s)", key, run.describe(), run.forces[len(run.forces)-1])
+		case w.now.Before(bound):
+			w.fail("wrapup deleted %s %s before the changes of the action in force allow (due at %s; run %s, actions in force %v)",
+				key, bound.Sub(w.now), bound.Sub(simStart), run.describe(), run.forces)
+		case bound.After(run.finishedAt.Add(ttl)):
+			w.checks.held++
+		}
 	}
 	if hold := simDuration(cur, awv1beta2.DeletionOnFailureGracePeriodAnnotation, 0); hold > 0 &&
 		phase == awv1beta2.AppWrapperFailed && !cur.Spec.Suspend {
@@ -731,13 +1130,14 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	}
 }
 
-// simStartedAgain says, for an AppWrapper cur whose success rec (of the
-// candidates ds) is recorded, why its run started again; "" when it did
-// not: Kueue suspended it or is suspending it, the AppWrapper controller
-// resets it (or resumes it after that), or a candidate that decided was
+// simStartedAgain says, for an AppWrapper cur whose success run is
+// recorded (ds: the candidates the record names, as they are now), why
+// its run started again; "" when it did not: Kueue suspended it or is
+// suspending it, the AppWrapper controller resets it (or resumes it after
+// that), or, while it is not finished, a candidate that decided was
 // replaced by a new object.
-func simStartedAgain(cur *awv1beta2.AppWrapper, rec *decision.Record, ds []simCand) string {
-	if rec.Outcome != wrapupv1alpha1.OutcomeSucceeded {
+func simStartedAgain(cur *awv1beta2.AppWrapper, run *simRun, ds []simCand) string {
+	if run.outcome != wrapupv1alpha1.OutcomeSucceeded {
 		return ""
 	}
 	switch p := cur.Status.Phase; {
@@ -745,6 +1145,8 @@ func simStartedAgain(cur *awv1beta2.AppWrapper, rec *decision.Record, ds []simCa
 		return string(p)
 	case cur.Spec.Suspend && p == awv1beta2.AppWrapperRunning:
 		return "suspended"
+	case p == awv1beta2.AppWrapperFailed, p == awv1beta2.AppWrapperSucceeded:
+		return ""
 	}
 	for _, d := range ds {
 		if d.obj != nil && d.uid() != d.recorded {
@@ -753,6 +1155,8 @@ func simStartedAgain(cur *awv1beta2.AppWrapper, rec *decision.Record, ds []simCa
 	}
 	return ""
 }
+
+// --- once the world settled ---
 
 // settledOutcome is how the candidates cs of rule r finished, in a world
 // that stands still (a failure is final by now), when nothing is recorded
@@ -783,9 +1187,11 @@ func settledOutcome(r simRule, cs []simCand, phase awv1beta2.AppWrapperPhase) wr
 }
 
 // checkSettled checks, once the world stopped changing, that no
-// completion was lost: an AppWrapper whose trigger (or candidates, as the
-// rule's policy says) finished under a DeleteAll rule is gone, and an
-// UpdateStatus (or dry-run) one carries its record.
+// completion was lost: an AppWrapper whose run finished (its record
+// stands, or its candidates finished as the rule's policy says) under a
+// rule that deletes after that outcome is gone, and an UpdateStatus (or
+// dry-run) one has its outcome recorded; and that what wrapup remembers
+// and watches is bounded by the AppWrappers there are.
 func (w *simWorld) checkSettled() {
 	// What the controller remembers is bounded by the AppWrappers there are.
 	if n := w.wr.r.memory.Len(); n > len(w.aws.objs) {
@@ -815,9 +1221,6 @@ func (w *simWorld) checkSettled() {
 			break
 		}
 	}
-	if w.counted > w.checks.written || w.checks.written-w.counted > w.checks.lostRecordWrites {
-		w.fail("%d records written, %d counted (%d write answers lost)", w.checks.written, w.counted, w.checks.lostRecordWrites)
-	}
 	keys := make([]string, 0, len(w.aws.objs))
 	for k := range w.aws.objs {
 		keys = append(keys, k.String())
@@ -832,67 +1235,74 @@ func (w *simWorld) checkSettled() {
 		}
 		m := w.models[aw.UID]
 		w.checks.settled++
+		run := w.open(aw.UID)
+		// The oracle's account and the API server's agree.
+		if cr := w.recordOf(aw); standing(cr, aw) != (run != nil) || run != nil && cr.Outcome != run.outcome {
+			w.fail("%s: its CompletionRecord is %s, the oracle holds %s", k, describeCR(cr), w.checks.runs[aw.UID].describe())
+			return
+		}
 		r, found, usable := w.winner(aw)
-		if m == nil || m.forged != nil || !found || !usable || !applies(r, m) || simIgnored(aw) {
+		if m == nil || !found || !usable || !applies(r, m) || !watchable(aw, r, m) || simIgnored(aw) {
 			continue
 		}
 		cs := w.cands(aw, r, m)
 		if len(cs) > 1 {
 			w.checks.settledMany++
 		}
-		rec := decision.ReadRecord(aw)
-		var ds []simCand
-		if rec != nil {
-			var own bool
-			if ds, own = deciders(rec, r.policy, cs); !own || w.foreign(aw, rec) {
-				// Copied from an earlier AppWrapper, or written for other
-				// candidates: it says nothing of these.
-				rec = nil
-			}
-		}
-		errs, replaced := false, false
-		for _, d := range ds {
-			errs = errs || d.eval == "Error"
-			replaced = replaced || d.obj != nil && d.uid() != d.recorded
-		}
 		var outcome wrapupv1alpha1.Outcome
-		switch {
-		case rec != nil && errs:
-			// A runtime error is "not finished", whatever was recorded.
-		case rec != nil && rec.Outcome == wrapupv1alpha1.OutcomeSucceeded:
-			outcome = rec.Outcome
-		case rec != nil && !replaced:
-			outcome = rec.Outcome
-		default:
-			outcome = settledOutcome(r, cs, aw.Status.Phase)
+		phase := aw.Status.Phase
+		if run != nil {
+			errs, again, replaced := false, false, false
+			for _, d := range recordedAmong(run, cs) {
+				errs = errs || d.eval == "Error"
+				again = again || phase != awv1beta2.AppWrapperFailed && d.recorded != "" && d.uid() == d.recorded && d.eval == "Running"
+				replaced = replaced || d.obj != nil && d.uid() != d.recorded
+			}
+			switch {
+			case errs:
+				// A runtime error is "not finished", whatever was recorded.
+				continue
+			case again:
+				w.fail("%s: the record %s stands, and rule %s says its trigger runs again (candidates %s)", k, run.describe(), r.name, describeCands(cs))
+				return
+			case run.outcome == wrapupv1alpha1.OutcomeFailed && replaced && phase != awv1beta2.AppWrapperFailed:
+				// A new attempt, evaluated afresh.
+				outcome = settledOutcome(r, cs, phase)
+				if outcome == "" {
+					w.fail("%s: the failure %s stands, and a new attempt replaced its trigger (candidates %s)", k, run.describe(), describeCands(cs))
+					return
+				}
+			default:
+				outcome = run.outcome
+			}
+		} else {
+			outcome = settledOutcome(r, cs, phase)
 		}
 		if outcome == "" {
 			continue
 		}
-		a := r.onSuccess
-		if outcome == wrapupv1alpha1.OutcomeFailed {
-			a = r.onFailure
-		}
+		a := simActionFor(r, outcome)
 		_, workerCopy := aw.Labels[kueue.MultiKueueOriginLabel]
 		if a.Action != wrapupv1alpha1.ActionUpdateStatus && !r.dryRun && !workerCopy {
 			w.fail("lost completion: %s (phase %s, candidates %s, record %s) finished %s under rule %s (%+v) and was not deleted",
-				k, aw.Status.Phase, describeCands(cs), describeRecord(rec), outcome, r.name, r)
+				k, phase, describeCands(cs), run.describe(), outcome, r.name, r)
 			return
 		}
-		if rec == nil || rec.Outcome != outcome {
-			w.fail("lost completion: %s finished %s under rule %s (%s, dryRun %v) and carries the record %s",
-				k, outcome, r.name, a.Action, r.dryRun, describeRecord(rec))
+		if run == nil || run.outcome != outcome {
+			w.fail("lost completion: %s finished %s under rule %s (%s, dryRun %v) and its outcome recorded is %s",
+				k, outcome, r.name, a.Action, r.dryRun, run.describe())
 			return
 		}
 	}
 }
 
-// checkExplain checks that view.Explain, gathering what it reads from the API
-// server with the controller's memory, decides as the controller did on
-// the same observations: whenever the controller's view is the API
-// server's (a fresh decision on an AppWrapper the cache holds as it is;
-// a cached one when every cache has caught up).
-func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Decision) {
+// --- every decision ---
+
+// checkDecision checks every decision the controller makes: it asks for
+// no more than its verdict allows; view.Explain, on the same
+// observations, decides as the controller did; and the AppWrapper's
+// wrapup.dev/* metadata, rewritten, changes nothing.
+func (w *simWorld) checkDecision(stage string, in decision.Input, d decision.Decision) {
 	// Every decision asks for no more than its verdict allows.
 	if err := decision.CheckVerdict(d); err != nil {
 		w.fail("a %s decision on %s: %v", stage, client.ObjectKeyFromObject(in.AppWrapper), err)
@@ -901,6 +1311,18 @@ func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Deci
 	if len(d.Candidates) > 0 {
 		w.checks.manyDecisions++
 	}
+	if w.checkBlind(stage, in, d) {
+		w.checks.blind++
+	}
+	w.checkExplain(stage, in, d)
+}
+
+// checkExplain checks that view.Explain, gathering what it reads from the API
+// server with the controller's memory, decides as the controller did on
+// the same observations: whenever the controller's view is the API
+// server's (a fresh decision on an AppWrapper the cache holds as it is;
+// a cached one when every cache has caught up).
+func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Decision) {
 	aw := in.AppWrapper
 	if aw == nil {
 		return
@@ -915,7 +1337,7 @@ func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Deci
 		return
 	}
 	if stage == "cached" {
-		for _, c := range []*simCache{w.awCache, w.trigCache, w.ruleCache, w.nsCache} {
+		for _, c := range []*simCache{w.awCache, w.trigCache, w.ruleCache, w.nsCache, w.crecCache} {
 			if len(c.pending) > 0 {
 				return
 			}
@@ -934,9 +1356,159 @@ func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Deci
 	}
 	ex := view.ExplainInput(context.Background(), ein)
 	w.checks.explained++
-	if ex.Verdict != d.Verdict || ex.Outcome != d.Outcome || ex.WillRecord() != d.WillRecord() || ex.Clear != d.Clear {
-		w.fail("explain of %s says %s (outcome %q, record %v, clear %v: %s); the controller's %s decision %s (outcome %q, record %v, clear %v: %s)",
-			client.ObjectKeyFromObject(aw), ex.Verdict, ex.Outcome, ex.WillRecord(), ex.Clear, ex.Reason,
-			stage, d.Verdict, d.Outcome, d.WillRecord(), d.Clear, d.Reason)
+	if ex.Verdict != d.Verdict || ex.Outcome != d.Outcome || ex.WillRecord() != d.WillRecord() || ex.Clear != d.Clear ||
+		(ex.Stamp == nil) != (d.Stamp == nil) || !ex.DueAt.Equal(d.DueAt) {
+		w.fail("explain of %s says %s (outcome %q, record %v, clear %v, stamp %v, due %s: %s); the controller's %s decision %s (outcome %q, record %v, clear %v, stamp %v, due %s: %s)",
+			client.ObjectKeyFromObject(aw), ex.Verdict, ex.Outcome, ex.WillRecord(), ex.Clear, ex.Stamp != nil, ex.DueAt.Sub(simStart), ex.Reason,
+			stage, d.Verdict, d.Outcome, d.WillRecord(), d.Clear, d.Stamp != nil, d.DueAt.Sub(simStart), d.Reason)
 	}
+}
+
+// simBlindKeys are the wrapup.dev/* labels and annotations a tenant may
+// write on an AppWrapper that no decision may read: the mirror's, those
+// an earlier version read (its record's trigger, candidates and
+// AppWrapper UID), the CompletionRecord's own labels, and any other.
+// (wrapup.dev/ignore, the opt-out, and wrapup.dev/trigger, which is said
+// to be misplaced there, are the tenant's to set, and are read.)
+var simBlindKeys = append([]string{"label/" + wrapupv1alpha1.OutcomeLabel, "label/" + wrapupv1alpha1.RecordAppWrapperLabel,
+	"label/" + wrapupv1alpha1.RecordRuleLabel, "label/wrapup.dev/run", "annotation/" + wrapupv1alpha1.RuleAnnotation,
+	"annotation/" + wrapupv1alpha1.FinishedAtAnnotation, "annotation/" + wrapupv1alpha1.MessageAnnotation, "annotation/wrapup.dev/anything"},
+	func() []string {
+		var out []string
+		for _, k := range util.LegacyRecordKeys {
+			out = append(out, "annotation/"+k)
+		}
+		return out
+	}()...)
+
+// rewriteRecordKeys rewrites, on aw, one to four of simBlindKeys at
+// random: deleted, or set to a value a tenant might write (an outcome, a
+// time, a rule, a trigger's or an AppWrapper's UID, a record of
+// candidates, something that does not parse).
+func rewriteRecordKeys(rng *rand.Rand, aw *awv1beta2.AppWrapper, uids []types.UID) {
+	values := []string{"Succeeded", "Failed", "", "bogus", "r0", "r1", "made-up",
+		simStart.Format(time.RFC3339Nano), simStart.Add(-24 * time.Hour).Format(time.RFC3339Nano), "2999-01-01T00:00:00.000000000Z",
+		"batch/Job/" + aw.Name + "-trigger", "0 batch/v1 Job x", "All:", strings.Repeat("x", 300), simForgedMarker}
+	for _, uid := range uids {
+		values = append(values, string(uid), "All:0="+string(uid), "Any:1="+string(uid)+",2=", "One:0="+string(uid))
+	}
+	if aw.Labels == nil {
+		aw.Labels = map[string]string{}
+	}
+	if aw.Annotations == nil {
+		aw.Annotations = map[string]string{}
+	}
+	for range 1 + rng.Intn(4) {
+		kind, name, _ := strings.Cut(simBlindKeys[rng.Intn(len(simBlindKeys))], "/")
+		set := aw.Labels
+		if kind == "annotation" {
+			set = aw.Annotations
+		}
+		if rng.Intn(4) == 0 {
+			delete(set, name)
+		} else {
+			set[name] = values[rng.Intn(len(values))]
+		}
+	}
+}
+
+// checkBlind decides again on in with the AppWrapper's wrapup.dev/*
+// metadata rewritten (rewriteRecordKeys), and fails when the decision
+// differs from d in anything but the time its evaluations took: no write
+// a tenant can make on the AppWrapper's metadata changes a decision or a
+// CompletionRecord. It says whether it decided again.
+func (w *simWorld) checkBlind(stage string, in decision.Input, d decision.Decision) bool {
+	return checkTenantBlind(&w.simKernel, w.blindRng, stage, in, d, w.uidPool())
+}
+
+// uidPool is a few UIDs a tenant may know: of triggers, of AppWrappers.
+func (w *simWorld) uidPool() []types.UID {
+	var out []types.UID
+	for _, uid := range slices.Sorted(maps.Keys(w.truth)) {
+		out = append(out, uid)
+	}
+	for _, uid := range slices.Sorted(maps.Keys(w.models)) {
+		out = append(out, uid)
+	}
+	if len(out) > 12 {
+		out = out[len(out)-12:]
+	}
+	return out
+}
+
+// checkTenantBlind is checkBlind, for either world (k fails it).
+func checkTenantBlind(k *simKernel, rng *rand.Rand, stage string, in decision.Input, d decision.Decision, uids []types.UID) bool {
+	if in.AppWrapper == nil || in.AppWrapperVariable != nil {
+		// (A rule that reads the AppWrapper may read its metadata: that
+		// is the rule's word, not wrapup's.)
+		return false
+	}
+	forged := in
+	forged.AppWrapper = in.AppWrapper.DeepCopy()
+	for _, t := range in.Triggers {
+		if t.Object != nil {
+			uids = append(uids, t.Object.GetUID())
+		}
+	}
+	uids = append(uids, in.AppWrapper.UID)
+	rewriteRecordKeys(rng, forged.AppWrapper, uids)
+	again := decision.Decide(context.Background(), forged)
+	if a, b := untimed(d), untimed(again); !reflect.DeepEqual(a, b) {
+		k.fail("a %s decision on %s changes when its tenant rewrites its wrapup.dev/* metadata (labels %v, annotations %v): %s (%s), store %v; then %s (%s), store %v",
+			stage, client.ObjectKeyFromObject(in.AppWrapper), forged.AppWrapper.Labels, forged.AppWrapper.Annotations,
+			d.Verdict, d.Reason, describeCR(d.Store), again.Verdict, again.Reason, describeCR(again.Store))
+	}
+	return true
+}
+
+// untimed is d without the times its evaluations took, which no decision
+// reads, and without the words on the rules' standings, which quote the
+// AppWrapper's labels for people (a selector that does not select it).
+func untimed(d decision.Decision) decision.Decision {
+	d.Rules = slices.Clone(d.Rules)
+	for i := range d.Rules {
+		d.Rules[i].Why = ""
+	}
+	if e := d.Evaluation; e != nil {
+		c := *e
+		c.Took = 0
+		d.Evaluation = &c
+	}
+	d.Candidates = slices.Clone(d.Candidates)
+	for i := range d.Candidates {
+		if e := d.Candidates[i].Evaluation; e != nil {
+			c := *e
+			c.Took = 0
+			d.Candidates[i].Evaluation = &c
+		}
+	}
+	return d
+}
+
+// describeCR says what a CompletionRecord holds, for traces and messages.
+func describeCR(cr *wrapupv1alpha1.CompletionRecord) string {
+	if cr == nil {
+		return "none"
+	}
+	parts := make([]string, 0, len(cr.Triggers))
+	for _, t := range cr.Triggers {
+		if t.Decided {
+			parts = append(parts, fmt.Sprintf("%d=%s", t.ComponentIndex, t.UID))
+		}
+	}
+	s := fmt.Sprintf("%s(%s:%s by %s at %s, %s of %s", cr.Outcome, cr.Policy, strings.Join(parts, ","), cr.Rule, cr.FinishedAt.Sub(simStart), cr.Action.Action, cr.Action.Rule)
+	if a := cr.Action.DeleteAfter; a != nil {
+		s += fmt.Sprintf(" due %s", a.Sub(simStart))
+	}
+	if cr.Action.DryRun {
+		s += " dryRun"
+	}
+	s += ")"
+	switch {
+	case cr.RuleUID == "":
+		s += " (an earlier version's)"
+	case cr.Cleared != nil:
+		s += fmt.Sprintf(" cleared at %s", cr.Cleared.At.Sub(simStart))
+	}
+	return s
 }

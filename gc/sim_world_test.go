@@ -64,15 +64,25 @@ type simRule struct {
 	dryRun    bool
 	// policy is trigger.policy: "" (unset, One), "One", "All" or "Any".
 	policy string
-	// noHistory: history.disabled, no CompletionRecords.
+	// noHistory: history.disabled: a record goes with its AppWrapper.
 	noHistory bool
+	// history is history.ttlSecondsAfterFinished; 0 for the default.
+	history int32
+}
+
+// historyTTL is how long r keeps a record after its AppWrapper is gone.
+func (r simRule) historyTTL() int32 {
+	if r.history > 0 {
+		return r.history
+	}
+	return wrapupv1alpha1.DefaultHistoryTTLSeconds
 }
 
 // String is r as traces and messages show it: its TTLs by value, not by
 // address, so that a seed's trace reads the same from one run to the next.
 func (r simRule) String() string {
-	return fmt.Sprintf("{name:%s priority:%d kind:%s success:%s broken:%v badSel:%v benchOnly:%v team:%s onSuccess:%s onFailure:%s dryRun:%v policy:%s noHistory:%v}",
-		r.name, r.priority, r.kind, r.success, r.broken, r.badSel, r.benchOnly, r.team, simAction(r.onSuccess), simAction(r.onFailure), r.dryRun, r.policy, r.noHistory)
+	return fmt.Sprintf("{name:%s priority:%d kind:%s success:%s broken:%v badSel:%v benchOnly:%v team:%s onSuccess:%s onFailure:%s dryRun:%v policy:%s noHistory:%v history:%d}",
+		r.name, r.priority, r.kind, r.success, r.broken, r.badSel, r.benchOnly, r.team, simAction(r.onSuccess), simAction(r.onFailure), r.dryRun, r.policy, r.noHistory, r.history)
 }
 
 // simAction is an action as traces show it.
@@ -122,6 +132,9 @@ func (r simRule) object(gen int64, uid types.UID) *wrapupv1alpha1.CompletionRule
 	}
 	s.OnSuccess, s.OnFailure, s.DryRun = r.onSuccess, r.onFailure, r.dryRun
 	s.History.Disabled = r.noHistory
+	if r.history > 0 {
+		s.History.TTLSecondsAfterFinished = ptr.To(r.history)
+	}
 	s.Trigger.Policy = wrapupv1alpha1.TriggerPolicy(r.policy)
 	return o
 }
@@ -165,6 +178,8 @@ type simAW struct {
 	// configMap: the annotated component is a ConfigMap, a kind wrapup may
 	// not watch (any tenant can write one); its one trigger is not annotated.
 	configMap bool
+	// configIndex is the ConfigMap's index in spec.components.
+	configIndex int
 	// next is when the AppWrapper controller looks at it again; zero: on a change.
 	next time.Time
 	// holdStart is when it first started holding the failed AppWrapper
@@ -178,12 +193,10 @@ type simAW struct {
 	createdAt time.Time
 	// inferenceFailed: the inference component failed (until the next attempt).
 	inferenceFailed bool
-	// forged is the last record a tenant wrote on it (harshStep); nil
-	// while none. Who forges a record gets what it says done to their own
-	// AppWrapper: the oracle weighs wrapup's deletes, records and settling
-	// of it no more, only that no CompletionRecord is written of it that
-	// the world does not bear out.
-	forged *decision.Record
+	// mirrors are the mirrors of its record wrapup wrote on its metadata,
+	// each as its wrapup.dev/* keys (simMeta): a tenant may put an earlier
+	// one back (forge).
+	mirrors []map[string]string
 	// attempts counts the attempts that named generated objects.
 	attempts int
 }
@@ -192,6 +205,7 @@ type simAW struct {
 func (m *simAW) clone() simAW {
 	c := *m
 	c.trigs = append([]simTrig(nil), m.trigs...)
+	c.mirrors = nil
 	return c
 }
 
@@ -230,7 +244,7 @@ func (w *simWorld) recreate(s simSaved) {
 	}
 	aw.UID = m.uid
 	w.models[m.uid] = &m
-	w.logf("user creates AppWrapper %s (%s) again from its saved manifest, record %s", m.key, m.uid, describeRecord(decision.ReadRecord(aw)))
+	w.logf("user creates AppWrapper %s (%s) again from its saved manifest, with the metadata %v", m.key, m.uid, simMeta(aw))
 	w.aws.put(aw)
 }
 
@@ -267,23 +281,17 @@ type simWorld struct {
 	trigs map[string]*unstructured.Unstructured // kind/namespace/name
 	rules map[string]*wrapupv1alpha1.CompletionRule
 	nss   map[string]*corev1.Namespace
-	// crecs are the CompletionRecords on the API server (the controller's
-	// cache of them does not lag).
+	// crecs are the CompletionRecords on the API server.
 	crecs *simStore[*wrapupv1alpha1.CompletionRecord]
 	// goneAWs are the AppWrappers deleted, as they were last, by UID.
 	goneAWs map[types.UID]*awv1beta2.AppWrapper
-	// deletesSince is, by rule/outcome, since when the rule has deleted
-	// after that outcome (the world's truth: its creation, or the edit
-	// that made its action DeleteAll with dryRun off).
-	deletesSince map[string]time.Time
-	// ruleSeen is when wrapup's rule controller looks at each rule next.
-	ruleSeen map[string]time.Time
 	// kubelet is when the kubelet next acts on each Pod being deleted
 	// (by its key): it stops the containers and writes the Pod's terminal
 	// phase, then removes it (kubeletTerminate).
 	kubelet map[string]time.Time
 	// refuseRecords: the API server refuses every CompletionRecord write
-	// (a quota, a webhook): deletions must still come, past their deadline.
+	// (a quota, a webhook), for a while: nothing is recorded, and so
+	// nothing deleted, until it lets them through.
 	refuseRecords bool
 
 	ruleSpecs map[string]simRule
@@ -293,10 +301,12 @@ type simWorld struct {
 	saved map[types.NamespacedName]simSaved
 	truth map[types.UID]*simTruth
 
-	awCache, trigCache, ruleCache, nsCache *simCache
-	// echoBackoff fails the history when the event of wrapup's record
-	// patch is dropped while the AppWrapper backs off after 8 failures.
-	echoBackoff bool
+	// crecCache is wrapup's cache of CompletionRecords, which keeps what
+	// slimCompletionRecord keeps.
+	awCache, trigCache, ruleCache, nsCache, crecCache *simCache
+	// blindRng draws the rewrites of checkBlind: a generator of its own,
+	// so that the checks leave the world's history as it is.
+	blindRng *rand.Rand
 
 	wr *simWrapup
 
@@ -322,9 +332,8 @@ func newSimWorld(seed int64) *simWorld {
 		goneAWs:   map[types.UID]*awv1beta2.AppWrapper{},
 		ruleSpecs: map[string]simRule{}, models: map[types.UID]*simAW{}, truth: map[types.UID]*simTruth{},
 		saved: map[types.NamespacedName]simSaved{}, kubelet: map[string]time.Time{},
-		deletesSince: map[string]time.Time{}, ruleSeen: map[string]time.Time{},
-		awCache: newSimCache(), trigCache: newSimCache(), ruleCache: newSimCache(), nsCache: newSimCache(),
-		maxLag: 2 * time.Second, explainPolicies: &celpolicies.Cache{},
+		awCache: newSimCache(), trigCache: newSimCache(), ruleCache: newSimCache(), nsCache: newSimCache(), crecCache: newSimCache(),
+		maxLag: 2 * time.Second, explainPolicies: &celpolicies.Cache{}, blindRng: rand.New(rand.NewSource(seed ^ 0xb1d)),
 	}
 	w.loseAnswers = true
 	w.aws = newAWStore(&w.simKernel)
@@ -335,18 +344,24 @@ func newSimWorld(seed int64) *simWorld {
 		if m := w.models[aw.UID]; m != nil {
 			w.wake(m, w.latency())
 		}
+		w.noteForces()
 	}
 	w.aws.removed = func(aw *awv1beta2.AppWrapper) {
 		w.goneAWs[aw.UID] = aw
 		w.deliver(w.awCache, client.ObjectKeyFromObject(aw).String(), nil)
 	}
 	w.crecs = newSimStore(&w.simKernel, simCompletionRecords, "crec", func() *wrapupv1alpha1.CompletionRecord { return &wrapupv1alpha1.CompletionRecord{} })
+	w.crecs.stored = func(cr *wrapupv1alpha1.CompletionRecord) {
+		w.deliver(w.crecCache, client.ObjectKeyFromObject(cr).String(), cr)
+	}
+	w.crecs.removed = func(cr *wrapupv1alpha1.CompletionRecord) {
+		w.deliver(w.crecCache, client.ObjectKeyFromObject(cr).String(), nil)
+	}
 	w.checks.init()
 	// A third of the worlds have their rules written one per kind; the
 	// choice comes from a generator of its own, so that the histories of
 	// the other worlds (and the regression seeds) stay as they were.
 	w.perKind = rand.New(rand.NewSource(seed^0x5eed)).Intn(3) == 0
-	w.refuseRecords = w.rng.Intn(8) == 0
 	for _, ns := range []struct{ name, team string }{{"ns-a", "a"}, {"ns-b", "b"}} {
 		w.putNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name, Labels: map[string]string{"team": ns.team}}})
 	}
@@ -403,44 +418,22 @@ func (w *simWorld) putNamespace(ns *corev1.Namespace) {
 	ns.ResourceVersion = w.nextRV()
 	w.nss[ns.Name] = ns
 	w.deliver(w.nsCache, ns.Name, ns)
+	w.noteForces()
 }
 
 func (w *simWorld) putRule(r *wrapupv1alpha1.CompletionRule) {
 	r.ResourceVersion = w.nextRV()
 	w.rules[r.Name] = r
 	w.deliver(w.ruleCache, r.Name, r)
-	// wrapup's rule controller sees the change after its watch's lag.
-	if _, ok := w.ruleSeen[r.Name]; !ok {
-		w.ruleSeen[r.Name] = w.now.Add(w.lag())
-	}
-}
-
-// ruleController is wrapup's rule controller on the rule name: it writes
-// the rule's status.deletingSince (ruleReconciler.Reconcile).
-func (w *simWorld) ruleController(name string) {
-	delete(w.ruleSeen, name)
-	r, ok := w.rules[name]
-	if !ok {
-		return
-	}
-	ds := decision.DeletingSince(r, w.now)
-	if apiequality.Semantic.DeepEqual(ds, r.Status.DeletingSince) {
-		return
-	}
-	r = r.DeepCopy()
-	r.Status.DeletingSince = ds
-	r.ResourceVersion = w.nextRV()
-	w.rules[name] = r
-	w.deliver(w.ruleCache, name, r)
+	w.noteForces()
 }
 
 func (w *simWorld) deleteRule(name string) {
 	delete(w.rules, name)
 	delete(w.ruleSpecs, name)
-	delete(w.deletesSince, name+"/"+string(wrapupv1alpha1.OutcomeSucceeded))
-	delete(w.deletesSince, name+"/"+string(wrapupv1alpha1.OutcomeFailed))
 	w.rv++
 	w.deliver(w.ruleCache, name, nil)
+	w.noteForces()
 }
 
 func trigKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
@@ -998,6 +991,7 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	}
 	annotated := map[string]string{wrapupv1alpha1.TriggerAnnotation: "true"}
 	if m.configMap {
+		m.configIndex = len(aw.Spec.Components)
 		aw.Spec.Components = append(aw.Spec.Components, simComponent("v1", "ConfigMap", key.Name+"-config", false, annotated))
 	}
 	for i := range m.trigs {
@@ -1039,10 +1033,145 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	}
 	aw.Spec.Suspend = w.rng.Intn(2) == 0
 	aw.CreationTimestamp = metav1.NewTime(w.now.Truncate(time.Second))
+	if w.rng.Intn(8) == 0 {
+		// A user who may only create AppWrappers plants a record at
+		// creation.
+		shape := w.forgeOn(aw, m)
+		w.checks.forgeries++
+		w.logf("the user plants %s at the creation of %s", shape, key)
+	}
 	w.models[m.uid] = m
 	w.logf("user creates AppWrapper %s (%s): triggers %s, alone=%v configMap=%v suspend=%v labels=%v annotations=%v",
 		key, m.uid, m.describe(), m.alone, m.configMap, aw.Spec.Suspend, aw.Labels, aw.Annotations)
 	w.aws.put(aw)
+}
+
+// simForgedMarker is in every message a tenant forges: no record wrapup
+// writes may carry it.
+const simForgedMarker = "forged by a tenant"
+
+// forge is a tenant's write of wrapup.dev/* metadata on one of its
+// AppWrappers (its edit role may patch them): a record of an outcome, in
+// the shapes an earlier version read or the mirror wrapup writes now.
+// None of it may change what wrapup decides.
+func (w *simWorld) forge() {
+	aw, m := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return aw.DeletionTimestamp.IsZero() })
+	if aw == nil {
+		return
+	}
+	aw = aw.DeepCopy()
+	shape := w.forgeOn(aw, m)
+	w.checks.forgeries++
+	w.logf("a tenant forges %s on %s: %v", shape, m.key, simMeta(aw))
+	w.aws.put(aw)
+}
+
+// forgeOn writes on aw (of the model m) the wrapup.dev/* metadata of a
+// forgery, and says what it is: a record naming some of several
+// candidates (as one of policy All or Any does), with the UIDs of those
+// that finished; one with no trigger UID; a record copied from another
+// AppWrapper (there or gone); an earlier mirror of the AppWrapper's own
+// record put back; its record with a rewritten message and time; one
+// naming a live trigger (or a made-up one) and an AppWrapper UID (its own
+// or another's); the CompletionRecord's own labels.
+func (w *simWorld) forgeOn(aw *awv1beta2.AppWrapper, m *simAW) string {
+	ww := &util.AppWrapperWrapper{AppWrapper: *aw}
+	if ww.Labels == nil {
+		ww.Labels = map[string]string{}
+	}
+	if ww.Annotations == nil {
+		ww.Annotations = map[string]string{}
+	}
+	outcome := wrapupv1alpha1.OutcomeSucceeded
+	if w.rng.Intn(3) == 0 {
+		outcome = wrapupv1alpha1.OutcomeFailed
+	}
+	at := []time.Time{w.now, aw.CreationTimestamp.Add(-time.Hour), time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC), w.now.Add(-time.Hour)}[w.rng.Intn(4)]
+	rule := []string{"r0", "r1", fmt.Sprintf("made-up-%d", w.rng.Intn(1000))}[w.rng.Intn(3)]
+	t := &m.trigs[w.rng.Intn(len(m.trigs))]
+	liveUID := func(t *simTrig) types.UID {
+		if live := w.live(m, t); live != nil {
+			return live.GetUID()
+		}
+		return w.newUID("forged")
+	}
+	shape := ""
+	switch w.rng.Intn(7) {
+	case 0:
+		shape = "a record of some of several candidates"
+		var cs []util.RecordedCandidate
+		for i := range m.trigs {
+			if live := w.live(m, &m.trigs[i]); live != nil && (trigState(live) != "" || w.rng.Intn(3) == 0) {
+				cs = append(cs, util.RecordedCandidate{Index: m.trigs[i].index, UID: live.GetUID()})
+				if o := trigState(live); o != "" {
+					outcome = o
+				}
+			}
+		}
+		if len(cs) == 0 {
+			cs = []util.RecordedCandidate{{Index: t.index, UID: liveUID(t)}}
+		}
+		policy := []wrapupv1alpha1.TriggerPolicy{wrapupv1alpha1.TriggerPolicyAll, wrapupv1alpha1.TriggerPolicyAny}[w.rng.Intn(2)]
+		ww.Recorded(outcome, at, cs[0].UID).RecordedBy(rule, t.ref()).RecordedCandidates(policy, cs...).RecordedOn(aw.UID)
+	case 1:
+		shape = "a record with no trigger UID"
+		ww.Recorded(outcome, at, "").RecordedBy(rule, t.ref()).RecordedOn(aw.UID)
+	case 2:
+		var from []*awv1beta2.AppWrapper
+		for _, o := range w.aws.objs {
+			if o.UID != aw.UID && len(simMeta(o)) > 0 {
+				from = append(from, o)
+			}
+		}
+		for _, o := range w.goneAWs {
+			if len(simMeta(o)) > 0 {
+				from = append(from, o)
+			}
+		}
+		if len(from) > 0 {
+			sort.Slice(from, func(i, j int) bool { return from[i].UID < from[j].UID })
+			o := from[w.rng.Intn(len(from))]
+			setMeta(&ww.AppWrapper, simMeta(o))
+			*aw = ww.AppWrapper
+			return fmt.Sprintf("the record of %s (%s), copied", o.Name, o.UID)
+		}
+		shape = "a record of another AppWrapper"
+		ww.Recorded(outcome, at, liveUID(t)).RecordedBy(rule, t.ref()).RecordedOn(w.newUID("aw"))
+	case 3:
+		if len(m.mirrors) > 0 {
+			i := w.rng.Intn(len(m.mirrors))
+			setMeta(&ww.AppWrapper, m.mirrors[i])
+			*aw = ww.AppWrapper
+			return fmt.Sprintf("wrapup's mirror %d of %d, put back", i+1, len(m.mirrors))
+		}
+		shape = "a record of a live trigger"
+		ww.Recorded(outcome, at, liveUID(t)).RecordedBy(rule, t.ref())
+	case 4:
+		shape = "the record rewritten: its message and time"
+		ww.Annotation(wrapupv1alpha1.FinishedAtAnnotation, at.UTC().Format(time.RFC3339Nano))
+		if _, ok := ww.Labels[wrapupv1alpha1.OutcomeLabel]; !ok {
+			ww.Label(wrapupv1alpha1.OutcomeLabel, string(outcome))
+		}
+	case 5:
+		shape = "a record of a trigger"
+		uid := liveUID(t)
+		if w.rng.Intn(3) == 0 {
+			uid = w.newUID("forged")
+		}
+		awUID := aw.UID
+		if w.rng.Intn(3) == 0 {
+			awUID = w.newUID("aw")
+		}
+		ww.Recorded(outcome, at, uid).RecordedBy(rule, t.ref()).RecordedOn(awUID)
+	case 6:
+		shape = "the CompletionRecord's labels"
+		ww.Label(wrapupv1alpha1.OutcomeLabel, string(outcome)).Label(wrapupv1alpha1.RecordAppWrapperLabel, "someone-else").Label(wrapupv1alpha1.RecordRuleLabel, rule)
+	}
+	if w.rng.Intn(4) != 0 {
+		ww.RecordedMessage(simForgedMarker)
+	}
+	*aw = ww.AppWrapper
+	return shape
 }
 
 // simComponent is a component of the object apiVersion/kind name (or, for
@@ -1100,7 +1229,7 @@ func (w *simWorld) reader(fresh, noFaults bool) *simReader {
 		}
 	}
 	// The trigger objects (an EvalRun is not served), and the
-	// CompletionRecords (whose cache does not lag).
+	// CompletionRecords.
 	r.other = func(key client.ObjectKey, obj client.Object) error {
 		switch o := obj.(type) {
 		case *unstructured.Unstructured:
@@ -1120,8 +1249,13 @@ func (w *simWorld) reader(fresh, noFaults bool) *simReader {
 			u.DeepCopyInto(o)
 			return nil
 		case *wrapupv1alpha1.CompletionRecord:
-			cr, ok := w.crecs.get(key)
-			if !ok {
+			var cr *wrapupv1alpha1.CompletionRecord
+			if fresh {
+				cr = w.crecs.objs[key]
+			} else if c, ok := w.crecCache.objs[key.String()]; ok {
+				cr = c.(*wrapupv1alpha1.CompletionRecord)
+			}
+			if cr == nil {
 				return apierrors.NewNotFound(simCompletionRecords, key.Name)
 			}
 			cr.DeepCopyInto(o)
@@ -1151,10 +1285,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// simWriter is wrapup's client.Writer: it patches and deletes AppWrappers
-// and writes CompletionRecords on the kernel's stores, with the world's
-// faults, and checks every write the API server lets through: the oracle
-// sees it before it lands.
+// simWriter is wrapup's client.Writer: it writes CompletionRecords,
+// patches the mirror on AppWrappers and deletes AppWrappers on the
+// kernel's stores, with the world's faults, and checks every write the
+// API server lets through: the oracle sees it before it lands.
 type simWriter struct {
 	simNoWrites
 	w *simWorld
@@ -1193,25 +1327,40 @@ func (s *simWriter) writeRecord(cr *wrapupv1alpha1.CompletionRecord, update bool
 	in.FinishedAt = metav1.NewMicroTime(in.FinishedAt.Truncate(time.Microsecond))
 	var stored *wrapupv1alpha1.CompletionRecord
 	var err error
+	outcome := false
 	if update {
-		_, stored, err = w.crecs.update(in, func(old, next *wrapupv1alpha1.CompletionRecord) { w.checkCompletionRecord(next, old) })
+		w.checks.updates++
+		_, stored, err = w.crecs.update(in, func(old, next *wrapupv1alpha1.CompletionRecord) { outcome = w.checkCompletionRecord(next, old) })
 	} else {
-		stored, err = w.crecs.create(in, func(next *wrapupv1alpha1.CompletionRecord) { w.checkCompletionRecord(next, nil) })
+		w.checks.creates++
+		stored, err = w.crecs.create(in, func(next *wrapupv1alpha1.CompletionRecord) { outcome = w.checkCompletionRecord(next, nil) })
+		if apierrors.IsAlreadyExists(err) {
+			w.checks.alreadyExists++
+		}
 	}
 	if err != nil {
+		w.logf("wrapup writes CompletionRecord %s: %v", key, err)
 		return err
 	}
-	w.logf("wrapup writes CompletionRecord %s: %s of %s (%s)", key, stored.Outcome, stored.AppWrapper.Name, stored.AppWrapper.UID)
+	w.logf("wrapup writes CompletionRecord %s of %s (%s): %s", key, stored.AppWrapper.Name, stored.AppWrapper.UID, describeCR(stored))
 	if f == "lost" {
 		w.logf("fault: the answer to the CompletionRecord write %s is lost", key)
+		if outcome {
+			w.checks.lostAnswers++
+		}
 		return simLostAnswer()
+	}
+	w.checks.lastWrite = simWriteMark{stored.AppWrapper.UID, w.now}
+	if outcome {
+		// wrapup counts it once it has the answer, in this reconcile.
+		w.checks.uncounted = append(w.checks.uncounted, stored.Rule+"/"+string(stored.Outcome))
 	}
 	stored.DeepCopyInto(cr)
 	return nil
 }
 
-// Patch writes wrapup's records on AppWrappers; each must carry a
-// resourceVersion precondition.
+// Patch writes the mirror of wrapup's records on AppWrappers: a merge
+// patch of the mirror's keys, which the oracle checks.
 func (s *simWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
 	w := s.w
 	in, ok := obj.(*awv1beta2.AppWrapper)
@@ -1228,46 +1377,65 @@ func (s *simWriter) Patch(_ context.Context, obj client.Object, patch client.Pat
 	if err != nil {
 		return err
 	}
-	rv := patchPrecondition(data)
-	if rv == "" {
-		w.fail("wrapup patched %s without a resourceVersion precondition: %s", key, data)
-	}
-	cur, next, err := w.aws.patch(key, data, w.checkRecordWrite)
-	if apierrors.IsConflict(err) {
-		w.logf("wrapup PATCH %s: conflict (resourceVersion %s, now %s)", key, rv, cur.ResourceVersion)
-	}
+	_, next, err := w.aws.patch(key, data, func(cur, next *awv1beta2.AppWrapper) { w.checkMirror(cur, next, data) })
 	if err != nil {
+		w.logf("wrapup PATCH %s: %v", key, err)
 		return err
 	}
-	w.logf("wrapup PATCH %s: record %s -> %s", key, describeRecord(decision.ReadRecord(cur)), describeRecord(decision.ReadRecord(next)))
-	w.watchAhead()
+	w.logf("wrapup mirrors on %s (%s): %v", key, next.UID, simMeta(next))
+	if m := w.models[next.UID]; m != nil {
+		m.mirrors = append(m.mirrors, simMeta(next))
+	}
 	if f == "lost" {
 		w.logf("fault: the answer to PATCH %s is lost", key)
-		w.checks.lostRecordWrites++
 		return simLostAnswer()
 	}
 	next.DeepCopyInto(in)
 	return nil
 }
 
-func describeRecord(r *decision.Record) string {
-	if r == nil {
-		return "none"
+// simMeta is aw's wrapup.dev/* labels and annotations (but the opt-out
+// and the trigger annotation), as label/key or annotation/key.
+func simMeta(aw *awv1beta2.AppWrapper) map[string]string {
+	out := map[string]string{}
+	for k, v := range aw.Labels {
+		if strings.HasPrefix(k, "wrapup.dev/") {
+			out["label/"+k] = v
+		}
 	}
-	if len(r.Triggers) > 0 {
-		return fmt.Sprintf("%s(%s by %s at %s)", r.Outcome, simTriggersOf(r), r.Rule, r.FinishedAt.Sub(simStart))
+	for k, v := range aw.Annotations {
+		if strings.HasPrefix(k, "wrapup.dev/") && k != wrapupv1alpha1.IgnoreAnnotation && k != wrapupv1alpha1.TriggerAnnotation {
+			out["annotation/"+k] = v
+		}
 	}
-	return fmt.Sprintf("%s(%s by %s at %s)", r.Outcome, r.TriggerUID, r.Rule, r.FinishedAt.Sub(simStart))
+	return out
 }
 
-// simTriggersOf is the policy and the candidates a record names, as
-// policy:index=uid,...
-func simTriggersOf(r *decision.Record) string {
-	parts := make([]string, len(r.Triggers))
-	for i, t := range r.Triggers {
-		parts[i] = fmt.Sprintf("%d=%s", t.Index, t.UID)
+// setMeta replaces aw's wrapup.dev/* labels and annotations (but the
+// opt-out and the trigger annotation) with meta (simMeta's form).
+func setMeta(aw *awv1beta2.AppWrapper, meta map[string]string) {
+	for k := range simMeta(aw) {
+		kind, name, _ := strings.Cut(k, "/")
+		if kind == "label" {
+			delete(aw.Labels, name)
+		} else {
+			delete(aw.Annotations, name)
+		}
 	}
-	return string(r.Policy) + ":" + strings.Join(parts, ",")
+	if aw.Labels == nil {
+		aw.Labels = map[string]string{}
+	}
+	if aw.Annotations == nil {
+		aw.Annotations = map[string]string{}
+	}
+	for k, v := range meta {
+		kind, name, _ := strings.Cut(k, "/")
+		if kind == "label" {
+			aw.Labels[name] = v
+		} else {
+			aw.Annotations[name] = v
+		}
+	}
 }
 
 // Delete deletes AppWrappers: each deletion with UID and resourceVersion
