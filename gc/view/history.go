@@ -43,6 +43,13 @@ func DescribeRecord(cr *wrapupv1alpha1.CompletionRecord) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "AppWrapper: %s/%s (uid %s): gone; its CompletionRecord %s\n", cr.Namespace, cr.AppWrapper.Name, cr.AppWrapper.UID, cr.Name)
 	fmt.Fprintf(&b, "Outcome:    %s by rule %s at %s\n", cr.Outcome, cr.Rule, cr.FinishedAt.UTC().Format(time.RFC3339))
+	if c := cr.Cleared; c != nil {
+		fmt.Fprintf(&b, "Cleared:    at %s, the outcome no longer held", c.At.UTC().Format(time.RFC3339))
+		if c.Message != "" {
+			fmt.Fprintf(&b, ": %s", c.Message)
+		}
+		b.WriteString("; no later outcome was recorded\n")
+	}
 	if cr.Message != "" {
 		fmt.Fprintf(&b, "Message:    %s\n", cr.Message)
 	}
@@ -124,7 +131,11 @@ func HistoryTable(records []wrapupv1alpha1.CompletionRecord, withNamespace, wide
 		if !wide {
 			msg = decision.Truncate(msg, 60)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\t%s", cr.AppWrapper.Name, cr.Outcome, cr.Rule, action,
+		outcome := string(cr.Outcome)
+		if cr.Cleared != nil {
+			outcome = "Cleared (was " + outcome + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\t%s", cr.AppWrapper.Name, outcome, cr.Rule, action,
 			now.Sub(cr.FinishedAt.Time).Round(time.Second), msg)
 		if wide {
 			queue := cr.AppWrapper.QueueName
