@@ -44,7 +44,7 @@ func DescribeRecord(cr *wrapupv1alpha1.CompletionRecord) string {
 	fmt.Fprintf(&b, "AppWrapper: %s/%s (uid %s): gone; its CompletionRecord %s\n", cr.Namespace, cr.AppWrapper.Name, cr.AppWrapper.UID, cr.Name)
 	fmt.Fprintf(&b, "Outcome:    %s by rule %s at %s\n", cr.Outcome, cr.Rule, cr.FinishedAt.UTC().Format(time.RFC3339))
 	if c := cr.Cleared; c != nil {
-		fmt.Fprintf(&b, "Cleared:    at %s, the outcome no longer held", c.At.UTC().Format(time.RFC3339))
+		fmt.Fprintf(&b, "Cleared:    the outcome was cleared at %s: it no longer held", c.At.UTC().Format(time.RFC3339))
 		if c.Message != "" {
 			fmt.Fprintf(&b, ": %s", c.Message)
 		}
@@ -87,9 +87,14 @@ func DescribeRecord(cr *wrapupv1alpha1.CompletionRecord) string {
 		}
 		_ = tw.Flush()
 	}
-	fmt.Fprintf(&b, "Kept:       until %s, and among the newest %d of rule %s in the namespace\n",
-		cr.FinishedAt.Add(time.Duration(cr.Retention.TTLSecondsAfterFinished)*time.Second).UTC().Format(time.RFC3339),
-		cr.Retention.LimitPerNamespace, cr.Rule)
+	if cr.Retention.TTLSecondsAfterFinished > 0 {
+		fmt.Fprintf(&b, "Kept:       %s after the AppWrapper is gone (not before %s), and among the newest %d of rule %s in the namespace\n",
+			time.Duration(cr.Retention.TTLSecondsAfterFinished)*time.Second,
+			cr.FinishedAt.Add(time.Duration(cr.Retention.TTLSecondsAfterFinished)*time.Second).UTC().Format(time.RFC3339),
+			cr.Retention.LimitPerNamespace, cr.Rule)
+	} else {
+		b.WriteString("Kept:       while the AppWrapper exists (its rule keeps no history)\n")
+	}
 	return b.String()
 }
 
