@@ -248,3 +248,27 @@ func recordNames(t *testing.T, c client.Client) []string {
 	}
 	return names
 }
+
+// A run whose stamp's deletion was due long before its AppWrapper went
+// (its user opted it out after it was recorded, its rule was blocked, its
+// own failure hold outlasted the TTL, wrapup was down) keeps its record
+// its TTL after the AppWrapper's end, as any other: the record outlives
+// its AppWrapper by the history retention, and is not deleted the moment
+// the AppWrapper goes.
+func TestHistoryKeepsTheRecordTTLAfterALateEnd(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	fc := historyBed(t)
+	finished := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	cr := completionRecord("ns", "run", "jobs", finished, 100)
+	cr.Action = wrapupv1alpha1.RecordedAction{Rule: "jobs", RuleUID: cr.RuleUID, Action: wrapupv1alpha1.ActionDeleteAll,
+		TTLSecondsAfterFinished: ptr.To[int32](600), DeleteAfter: ptr.To(metav1.NewMicroTime(finished.Add(10 * time.Minute)))}
+	g.Expect(fc.Create(ctx, cr)).To(Succeed())
+	// The AppWrapper lived 5 hours past its due time, then went.
+	clock := clocktesting.NewFakeClock(finished.Add(5 * time.Hour))
+	r := &historyReconciler{Client: fc, Clock: clock}
+	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cr)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(records(t, fc)).To(Equal(1), "deleted as its AppWrapper went, not its TTL (1h) after")
+	g.Expect(res.RequeueAfter).To(Equal(time.Hour))
+}

@@ -1046,6 +1046,47 @@ func (w *simWorld) newAppWrapper(key types.NamespacedName) {
 	w.aws.put(aw)
 }
 
+// upgrade leaves, as an earlier version of wrapup would have, records on
+// some AppWrappers that have none: a CompletionRecord without a rule UID
+// (which this version decides afresh on, and replaces when it records)
+// and the record on the AppWrapper's metadata that the earlier version
+// read (which this one never reads). Their outcome is the world's, or one
+// the earlier version took from a tenant's forgery.
+func (w *simWorld) upgrade() {
+	w.logf("wrapup is an upgrade: the earlier version's records stay")
+	for _, key := range sortedNames(w.aws.objs) {
+		aw := w.aws.objs[key]
+		m := w.models[aw.UID]
+		if m == nil || w.recordOf(aw) != nil || !aw.DeletionTimestamp.IsZero() || w.rng.Intn(2) == 0 {
+			continue
+		}
+		t := &m.trigs[w.rng.Intn(len(m.trigs))]
+		outcome := wrapupv1alpha1.OutcomeSucceeded
+		if w.rng.Intn(3) == 0 {
+			outcome = wrapupv1alpha1.OutcomeFailed
+		}
+		var uid types.UID
+		if live := w.live(m, t); live != nil {
+			uid = live.GetUID()
+			if o := trigState(live); o != "" && w.rng.Intn(2) == 0 {
+				outcome = o
+			}
+		}
+		rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "r0"}}
+		at := w.now.Add(-time.Duration(w.rng.Int63n(int64(time.Hour))))
+		cr := util.MakeRecord(aw, rule, outcome, at).Trigger(t.index, uid).Message("recorded by the earlier version").Obj()
+		if _, err := w.crecs.create(cr, nil); err != nil {
+			w.fail("the earlier version's record of %s: %v", key, err)
+			return
+		}
+		aw = aw.DeepCopy()
+		ww := &util.AppWrapperWrapper{AppWrapper: *aw}
+		ww.Recorded(outcome, at, uid).RecordedBy("r0", t.ref()).RecordedOn(aw.UID)
+		w.logf("the earlier version's record of %s: %s, and on its metadata %v", key, describeCR(cr), simMeta(&ww.AppWrapper))
+		w.aws.put(&ww.AppWrapper)
+	}
+}
+
 // simForgedMarker is in every message a tenant forges: no record wrapup
 // writes may carry it.
 const simForgedMarker = "forged by a tenant"
