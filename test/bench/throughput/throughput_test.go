@@ -938,6 +938,11 @@ var _ = Describe("wrapup's throughput against the API server's", Ordered, func()
 		for _, r := range append(append([]Rate{}, res.Wrapup...), res.TTL...) {
 			Expect(r.PerSecond).To(BeNumerically(">", 0), r.What)
 		}
+		for _, r := range res.Wrapup {
+			// wrapup's steps were seen: its final check's read, its create
+			// of a CompletionRecord, its delete.
+			Expect([]time.Duration{r.FirstRead, r.FirstRecord, r.FirstRequest}).To(HaveEach(BeNumerically(">", 0)), "wrapup, %d workers: first read, record, delete", r.Concurrency)
+		}
 		for _, s := range res.Steady {
 			Expect(s.Deleted.Count+s.Undeleted).To(Equal(s.N), "%s at %.0f%%: every completion measured or counted as not deleted", s.What, 100*s.Fraction)
 			Expect(s.Deleted.Count).To(BeNumerically(">", 0), "%s at %.0f%%", s.What, 100*s.Fraction)
