@@ -41,9 +41,8 @@ type historyReconciler struct {
 	Clock clock.PassiveClock
 
 	// gone is when this process first saw the AppWrapper of a record gone,
-	// by the record's UID, for records whose action deleted nothing (whose
-	// AppWrapper someone else deleted, at a time the record does not
-	// say); lost on a restart, which only keeps such records longer.
+	// by the record's UID, until the record expires: lost on a restart,
+	// which only keeps records longer (the count limit bounds them).
 	mu   sync.Mutex
 	gone map[types.UID]time.Time
 }
@@ -142,9 +141,10 @@ func (r *historyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return ctrl.Result{RequeueAfter: expires.Sub(now)}, nil
 }
 
-// goneAt is when cr's AppWrapper ended: zero while it exists; for a run
-// whose action deleted it, when it was due (the record's deleteAfter);
-// else when this process first saw it gone.
+// goneAt is when cr's AppWrapper ended, at the earliest: zero while it
+// exists; else when this process first saw it gone (its deletion's
+// event, or a look after a restart), which is never before it ended. (The
+// record's deleteAfter is not: a deletion can come long after it was due.)
 func (r *historyReconciler) goneAt(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) (time.Time, error) {
 	aw := &awv1beta2.AppWrapper{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: cr.Namespace, Name: cr.AppWrapper.Name}, aw)
@@ -153,9 +153,6 @@ func (r *historyReconciler) goneAt(ctx context.Context, cr *wrapupv1alpha1.Compl
 		return time.Time{}, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return time.Time{}, fmt.Errorf("reading the AppWrapper of CompletionRecord %s/%s: %w", cr.Namespace, cr.Name, err)
-	}
-	if a := cr.Action; a.DeleteAfter != nil && !a.DryRun && a.Action == wrapupv1alpha1.ActionDeleteAll && cr.Cleared == nil {
-		return a.DeleteAfter.Time, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

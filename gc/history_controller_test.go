@@ -147,8 +147,8 @@ func TestHistoryKeepsALiveRunsRecordAndExpiresItAfterItsEnd(t *testing.T) {
 		// after the finish; gone is when it is first seen gone.
 		end, gone time.Duration
 	}{
-		{name: "deleted by its stamp, due 10 min after the finish", edit: func(cr *wrapupv1alpha1.CompletionRecord) { deleting(cr, finished.Add(10*time.Minute)) },
-			end: 10 * time.Minute, gone: 30 * time.Minute},
+		{name: "deleted by its stamp, due 10 min after the finish, seen gone 30 min after", edit: func(cr *wrapupv1alpha1.CompletionRecord) { deleting(cr, finished.Add(10*time.Minute)) },
+			end: 30 * time.Minute, gone: 30 * time.Minute},
 		{name: "recorded only (UpdateStatus), deleted by its user", edit: func(cr *wrapupv1alpha1.CompletionRecord) {
 			cr.Action = wrapupv1alpha1.RecordedAction{Rule: cr.Rule, Action: wrapupv1alpha1.ActionUpdateStatus}
 		}, end: 3 * time.Hour, gone: 3 * time.Hour},
