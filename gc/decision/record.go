@@ -214,6 +214,8 @@ func (d *Decision) store(in Input) {
 	case d.Clear && old != nil:
 		cr := old.DeepCopy()
 		cr.Cleared = &wrapupv1alpha1.RecordCleared{At: metav1.NewMicroTime(in.Now), Message: Truncate(d.Reason, MaxMessage)}
+		// Not an outcome of the run any more: not found by one.
+		delete(cr.Labels, wrapupv1alpha1.OutcomeLabel)
 		d.Store = cr
 	case d.Stamp != nil && old != nil:
 		cr := old.DeepCopy()

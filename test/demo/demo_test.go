@@ -177,9 +177,7 @@ var _ = Describe("wrapup", Ordered, func() {
 			cr := &wrapupv1alpha1.CompletionRecord{}
 			if !recorded && c.Get(ctx, types.NamespacedName{Namespace: first.Namespace, Name: wrapupv1alpha1.RecordName(first.Name, first.UID)}, cr) == nil {
 				recorded = true
-				// The record's own label, as README.md shows it.
-				say("  +%4dms wrapup recorded the outcome: %s=%s, %q", since(),
-					wrapupv1alpha1.OutcomeLabel, cr.Labels[wrapupv1alpha1.OutcomeLabel], cr.Message)
+				say("  +%4dms wrapup recorded the outcome in the run's CompletionRecord %s: %s, %q", since(), cr.Name, cr.Outcome, cr.Message)
 			}
 			if err == nil && !deleted && !got.DeletionTimestamp.IsZero() {
 				deleted = true
