@@ -1275,8 +1275,11 @@ func plainClient(ctx context.Context, c client.Client, conc int, runs []*run, wi
 	return bench.Parallel(conc, runs, func(r *run) error {
 		aw := r.aw
 		if with.reads {
-			// As wrapup's final check: the record's GET, then the
-			// trigger's GET sent with the rules' LIST.
+			// As wrapup's final check: the AppWrapper's GET and the
+			// record's, then the trigger's GET sent with the rules' LIST.
+			if err := c.Get(ctx, r.key, &awv1beta2.AppWrapper{}); err != nil {
+				return fmt.Errorf("reading %s: %w", r.key, err)
+			}
 			err := c.Get(ctx, types.NamespacedName{Namespace: aw.Namespace, Name: wrapupv1alpha1.RecordName(aw.Name, aw.UID)}, &wrapupv1alpha1.CompletionRecord{})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("reading the record of %s: %w", r.key, err)
