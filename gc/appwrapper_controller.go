@@ -144,6 +144,10 @@ func (r *appWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents 
 		Watches(&corev1.Namespace{},
 			handler.EnqueueRequestsFromMapFunc(r.appWrappersInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		// The run's record is its memory: a decision made on a cache that
+		// lagged behind it (a clear not seen yet, say) is made again once
+		// the cache has it.
+		Watches(&wrapupv1alpha1.CompletionRecord{}, handler.EnqueueRequestsFromMapFunc(recordsAppWrapper)).
 		WatchesRawSource(source.Channel(triggerEvents, &handler.EnqueueRequestForObject{}, wanted))
 	if kinds, ok := r.Triggers.(kindLister); ok {
 		// Decide once the rules' trigger kinds have listed, not twice.
@@ -241,6 +245,15 @@ func (readyChanged) Update(e event.UpdateEvent) bool {
 	a := apimeta.FindStatusCondition(o.Status.Conditions, wrapupv1alpha1.ConditionReady)
 	b := apimeta.FindStatusCondition(n.Status.Conditions, wrapupv1alpha1.ConditionReady)
 	return (a == nil) != (b == nil) || a != nil && (a.Status != b.Status || a.Reason != b.Reason)
+}
+
+// recordsAppWrapper is the AppWrapper of a CompletionRecord.
+func recordsAppWrapper(_ context.Context, obj client.Object) []ctrl.Request {
+	cr, ok := obj.(*wrapupv1alpha1.CompletionRecord)
+	if !ok || cr.AppWrapper.Name == "" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: cr.Namespace, Name: cr.AppWrapper.Name}}}
 }
 
 func (r *appWrapperReconciler) allAppWrappers(ctx context.Context, _ client.Object) []ctrl.Request {
@@ -526,7 +539,8 @@ func (r *appWrapperReconciler) store(ctx context.Context, cr *wrapupv1alpha1.Com
 // outcome.
 func (r *appWrapperReconciler) mirror(ctx context.Context, aw *awv1beta2.AppWrapper, rec *decision.Record) {
 	labels, annotations := decision.Mirror(rec)
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels, "annotations": annotations}})
+	// The UID makes the patch fail on another AppWrapper of the name.
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": aw.UID, "labels": labels, "annotations": annotations}})
 	if err == nil {
 		err = r.Writer.Patch(ctx, aw.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
 	}
@@ -543,6 +557,9 @@ func (r *appWrapperReconciler) decideFresh(ctx context.Context, key types.Namesp
 	if err != nil || in.AppWrapper == nil {
 		return in, decision.Decision{}, err
 	}
+	// The API server may have another AppWrapper of the name than the
+	// cache: nothing remembered of the cache's counts for it.
+	mem.scope(in.AppWrapper.UID, &in)
 	d := decision.Decide(ctx, in)
 	r.observed("fresh", in, d)
 	return in, d, nil

@@ -41,10 +41,16 @@ type historyReconciler struct {
 	Clock clock.PassiveClock
 
 	// gone is when this process first saw the AppWrapper of a record gone,
-	// by the record's UID, until the record expires: lost on a restart,
-	// which only keeps records longer (the count limit bounds them).
+	// by the record's name and UID, until the record goes: lost on a
+	// restart, which only keeps records longer (the count limit bounds
+	// them).
 	mu   sync.Mutex
-	gone map[types.UID]time.Time
+	gone map[types.NamespacedName]seenGone
+}
+
+type seenGone struct {
+	uid types.UID
+	at  time.Time
 }
 
 // limitDelay is how long after a record is written the count limit of its
@@ -117,6 +123,9 @@ func (r *historyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	cr := &wrapupv1alpha1.CompletionRecord{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetGone(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cr.Retention.TTLSecondsAfterFinished <= 0 && len(cr.OwnerReferences) > 0 {
@@ -135,7 +144,7 @@ func (r *historyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	expires := from.Add(time.Duration(cr.Retention.TTLSecondsAfterFinished) * time.Second)
 	if !now.Before(expires) {
-		r.forgetGone(cr.UID)
+		r.forgetGone(client.ObjectKeyFromObject(cr))
 		return ctrl.Result{}, r.expire(ctx, cr, "TTL")
 	}
 	return ctrl.Result{RequeueAfter: expires.Sub(now)}, nil
@@ -148,8 +157,12 @@ func (r *historyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 func (r *historyReconciler) goneAt(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) (time.Time, error) {
 	aw := &awv1beta2.AppWrapper{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: cr.Namespace, Name: cr.AppWrapper.Name}, aw)
+	key := client.ObjectKeyFromObject(cr)
 	switch {
 	case err == nil && aw.UID == cr.AppWrapper.UID:
+		// (A time seen while the cache lagged behind the AppWrapper is
+		// dropped.)
+		r.forgetGone(key)
 		return time.Time{}, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return time.Time{}, fmt.Errorf("reading the AppWrapper of CompletionRecord %s/%s: %w", cr.Namespace, cr.Name, err)
@@ -157,20 +170,20 @@ func (r *historyReconciler) goneAt(ctx context.Context, cr *wrapupv1alpha1.Compl
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gone == nil {
-		r.gone = map[types.UID]time.Time{}
+		r.gone = map[types.NamespacedName]seenGone{}
 	}
-	t, ok := r.gone[cr.UID]
-	if !ok {
-		t = r.Clock.Now()
-		r.gone[cr.UID] = t
+	g, ok := r.gone[key]
+	if !ok || g.uid != cr.UID {
+		g = seenGone{uid: cr.UID, at: r.Clock.Now()}
+		r.gone[key] = g
 	}
-	return t, nil
+	return g.at, nil
 }
 
-func (r *historyReconciler) forgetGone(uid types.UID) {
+func (r *historyReconciler) forgetGone(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.gone, uid)
+	delete(r.gone, key)
 }
 
 // limit deletes the oldest records of rule in namespace past the rule's
@@ -198,7 +211,7 @@ func (r *historyReconciler) limit(ctx context.Context, namespace, rule string) e
 				// Its AppWrapper exists: kept.
 				continue
 			}
-			r.forgetGone(o.UID)
+			r.forgetGone(client.ObjectKeyFromObject(o))
 			if err := r.expire(ctx, o.DeepCopy(), "Limit"); err != nil {
 				return err
 			}

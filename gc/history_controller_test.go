@@ -130,15 +130,14 @@ func TestHistoryLimitSkipsLiveAppWrappers(t *testing.T) {
 // A record is never deleted while its AppWrapper (the same name and UID)
 // exists, however long past its TTL: its deletion brings the record back.
 // Once it is gone, the record is deleted its TTL after the later of the
-// run's finish and the AppWrapper's end: for a run whose stamp deleted the
-// AppWrapper, when that was due; for any other, when the history
-// controller first saw it gone.
+// run's finish and the AppWrapper's end, when the history controller
+// first saw it gone (whoever deleted it, whenever it was due).
 func TestHistoryKeepsALiveRunsRecordAndExpiresItAfterItsEnd(t *testing.T) {
 	ctx := context.Background()
 	finished := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	deleting := func(cr *wrapupv1alpha1.CompletionRecord, due time.Time) {
 		cr.Action = wrapupv1alpha1.RecordedAction{Rule: cr.Rule, RuleUID: cr.RuleUID, Action: wrapupv1alpha1.ActionDeleteAll,
-			TTLSecondsAfterFinished: ptr.To[int32](600), DeleteAfter: ptr.To(metav1.NewMicroTime(due))}
+			TTLSecondsAfterFinished: ptr.To[int32](600), DeleteAfter: ptr.To(metav1.NewTime(due))}
 	}
 	for _, tc := range []struct {
 		name string
@@ -262,7 +261,7 @@ func TestHistoryKeepsTheRecordTTLAfterALateEnd(t *testing.T) {
 	finished := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	cr := completionRecord("ns", "run", "jobs", finished, 100)
 	cr.Action = wrapupv1alpha1.RecordedAction{Rule: "jobs", RuleUID: cr.RuleUID, Action: wrapupv1alpha1.ActionDeleteAll,
-		TTLSecondsAfterFinished: ptr.To[int32](600), DeleteAfter: ptr.To(metav1.NewMicroTime(finished.Add(10 * time.Minute)))}
+		TTLSecondsAfterFinished: ptr.To[int32](600), DeleteAfter: ptr.To(metav1.NewTime(finished.Add(10 * time.Minute)))}
 	g.Expect(fc.Create(ctx, cr)).To(Succeed())
 	// The AppWrapper lived 5 hours past its due time, then went.
 	clock := clocktesting.NewFakeClock(finished.Add(5 * time.Hour))

@@ -85,7 +85,7 @@ func BenchmarkCachedCompletionRecord(b *testing.B) {
 		Rule: "benchmarks", RuleUID: "3c5d7e9f-0000-4000-8000-000000000000", Policy: wrapupv1alpha1.TriggerPolicyOne,
 		Outcome: wrapupv1alpha1.OutcomeSucceeded, Message: "benchmark run-0-bench: 1 succeeded, 0 failed",
 		FinishedAt: metav1.NowMicro(),
-		Action:     wrapupv1alpha1.RecordedAction{Rule: "benchmarks", RuleUID: "3c5d7e9f-0000-4000-8000-000000000000", Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](0), DeleteAfter: ptr.To(metav1.NowMicro())},
+		Action:     wrapupv1alpha1.RecordedAction{Rule: "benchmarks", RuleUID: "3c5d7e9f-0000-4000-8000-000000000000", Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](0), DeleteAfter: ptr.To(metav1.Now())},
 		Triggers: []wrapupv1alpha1.RecordedTrigger{{APIVersion: "batch/v1", Kind: "Job", Name: "run-0-bench", UID: "9d2f0b1e-0000-4000-8000-000000000000",
 			State: "Succeeded", Decided: true, Conditions: []wrapupv1alpha1.RecordedCondition{
 				{Type: "SuccessCriteriaMet", Status: "True", Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods"},

@@ -63,6 +63,11 @@ type RecordedAppWrapper struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	Labels map[string]string `json:"labels,omitempty"`
+	// retries is the AppWrapper controller's status.retries when the
+	// outcome was recorded: a new attempt since (a reset) clears a
+	// recorded failure, whichever component the rule takes.
+	// +optional
+	Retries int32 `json:"retries,omitempty"`
 	// queueName is the Kueue LocalQueue the AppWrapper came through
 	// (its kueue.x-k8s.io/queue-name label), if any.
 	// +optional
@@ -93,12 +98,15 @@ type RecordedAction struct {
 	// dryRun is true when the rule was in dry-run mode: nothing was deleted.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`
-	// deleteAfter is when a DeleteAll deletes the AppWrapper at the earliest
-	// (the trigger finished, plus the TTL; or, after a change that would
-	// make it sooner, when wrapup saw the change plus the TTL); absent when
-	// nothing is deleted (UpdateStatus, dryRun).
+	// since is when the TTL of a DeleteAll counts from: the run's finish,
+	// or when wrapup saw a change that would have made the deletion
+	// sooner; absent when nothing is deleted (UpdateStatus, dryRun).
 	// +optional
-	DeleteAfter *metav1.MicroTime `json:"deleteAfter,omitempty"`
+	Since *metav1.MicroTime `json:"since,omitempty"`
+	// deleteAfter is when a DeleteAll deletes the AppWrapper at the
+	// earliest (since plus the TTL, rounded up to the second), for people.
+	// +optional
+	DeleteAfter *metav1.Time `json:"deleteAfter,omitempty"`
 }
 
 // RecordCleared says that a recorded outcome no longer holds: its trigger

@@ -301,6 +301,10 @@ func (in *RecordedAction) DeepCopyInto(out *RecordedAction) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.Since != nil {
+		in, out := &in.Since, &out.Since
+		*out = (*in).DeepCopy()
+	}
 	if in.DeleteAfter != nil {
 		in, out := &in.DeleteAfter, &out.DeleteAfter
 		*out = (*in).DeepCopy()

@@ -904,6 +904,10 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 		evalErr = evalErr || c.state == liveError
 		replaced = replaced || present && c.info.UID != t.UID
 	}
+	// The AppWrapper controller reset the AppWrapper since the outcome
+	// was recorded (status.retries went up): a new attempt, whichever
+	// component the rule now takes.
+	reset := aw.Status.Retries > rec.Retries
 	switch {
 	case again != nil:
 		d.clear(fmt.Sprintf("the trigger %s is running again: the recorded outcome %s no longer holds", again.name(), rec.Outcome))
@@ -912,7 +916,7 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 		d.Verdict = VerdictWaitingForTrigger
 		d.Reason = fmt.Sprintf("the evaluation of a trigger that decided failed, which counts as not finished (Warning Event EvaluationError): the recorded outcome %s stays, and nothing is deleted until it evaluates again", rec.Outcome)
 		return
-	case replaced && rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed:
+	case (replaced || reset) && rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed:
 		// The AppWrapper controller made a new attempt after the recorded
 		// failure (a retry, or a re-admission): evaluated afresh.
 		for i := range d.Candidates {
@@ -932,6 +936,9 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 		restart = startedAgain(aw)
 		if replaced && restart == "" && !finishedPhase(aw) {
 			restart = "a new trigger replaced the one whose success was recorded: the run started again"
+		}
+		if reset && restart == "" && !finishedPhase(aw) {
+			restart = fmt.Sprintf("the AppWrapper controller reset the AppWrapper after its recorded success (status.retries %d, %d when recorded): the run started again", aw.Status.Retries, rec.Retries)
 		}
 	}
 	d.act(in, rule, rec, restart)
@@ -991,7 +998,7 @@ func (d *Decision) holdRecordedFailure(in Input, grace time.Duration) bool {
 // record decides to record outcome for the trigger uid, then to act on it.
 func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, message string, uid types.UID) {
 	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, RuleUID: rule.UID, FinishedAt: in.Now.UTC().Truncate(time.Microsecond), Message: message,
-		Policy: Policy(rule), Triggers: []RecordedTrigger{{Index: d.Trigger.Index, UID: uid}}})
+		Policy: Policy(rule), Triggers: []RecordedTrigger{{Index: d.Trigger.Index, UID: uid}}, Retries: in.AppWrapper.Status.Retries})
 }
 
 // recordRec decides to write rec, then to act on it.
@@ -1083,7 +1090,7 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 	ttl := stamp.ttl()
 	notBefore := stamp.DueAt
 	why := fmt.Sprintf("rule %s deletes the AppWrapper %s after it finished (ttlSecondsAfterFinished)", rule.Name, ttl)
-	if natural := ceilMicro(rec.FinishedAt.Add(ttl)); notBefore.After(natural) {
+	if stamp.Since.After(rec.FinishedAt) {
 		why = fmt.Sprintf("rule %s deletes the AppWrapper %s after wrapup saw its action in force for this run, after the run was recorded (the record's action.deleteAfter: no change makes a deletion sooner)",
 			rule.Name, ttl)
 	}

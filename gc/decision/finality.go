@@ -3,11 +3,12 @@ package decision
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
 // What a decision allows for of the AppWrapper controller's timing (v1.2,
@@ -44,16 +45,19 @@ const (
 )
 
 // ReadsAppWrapperAnnotation says whether a decision reads the AppWrapper
-// annotation key: wrapup's own (its record, wrapup.dev/ignore), and those
-// of the AppWrapper controller that say how it retries and holds a failed
-// run. wrapup's cache keeps no other annotation of an AppWrapper; a read
-// of another one here must be added to this list.
+// annotation key: the user's switches (wrapup.dev/ignore, and
+// wrapup.dev/trigger where it names no component), and those of the
+// AppWrapper controller that say how it retries and holds a failed run.
+// The mirror of the run's record (wrapup.dev/rule, finished-at, message)
+// is never read. wrapup's cache keeps no other annotation of an
+// AppWrapper; a read of another one here must be added to this list.
 func ReadsAppWrapperAnnotation(key string) bool {
 	switch key {
-	case awv1beta2.RetryLimitAnnotation, awv1beta2.FailureGracePeriodDurationAnnotation, awv1beta2.DeletionOnFailureGracePeriodAnnotation:
+	case awv1beta2.RetryLimitAnnotation, awv1beta2.FailureGracePeriodDurationAnnotation, awv1beta2.DeletionOnFailureGracePeriodAnnotation,
+		wrapupv1alpha1.IgnoreAnnotation, wrapupv1alpha1.TriggerAnnotation:
 		return true
 	}
-	return strings.HasPrefix(key, "wrapup.dev/")
+	return false
 }
 
 // annotationDuration reads a duration annotation of aw as the AppWrapper

@@ -40,6 +40,8 @@ type Record struct {
 	// and Any's failure, the one that decided for All's failure and Any's
 	// success; every candidate when the AppWrapper's phase decided.
 	Triggers []RecordedTrigger
+	// Retries is the AppWrapper's status.retries when it was recorded.
+	Retries int32
 	// Stamp is the action in force for the run.
 	Stamp Stamp
 }
@@ -63,9 +65,10 @@ type Stamp struct {
 	RuleUID types.UID
 	Action  wrapupv1alpha1.ActionSpec
 	DryRun  bool
-	// DueAt is when the AppWrapper is deleted at the earliest; zero when
-	// the stamp deletes nothing.
-	DueAt time.Time
+	// Since is when its TTL counts from, and DueAt when the AppWrapper is
+	// deleted at the earliest (Since plus the TTL); both zero when the
+	// stamp deletes nothing.
+	Since, DueAt time.Time
 }
 
 // deletes says whether s deletes the AppWrapper.
@@ -81,42 +84,45 @@ func (s Stamp) ttl() time.Duration {
 func (s Stamp) Same(o Stamp) bool {
 	return s.RuleUID == o.RuleUID && s.Rule == o.Rule && s.Action.Action == o.Action.Action &&
 		ptr.Deref(s.Action.TTLSecondsAfterFinished, 0) == ptr.Deref(o.Action.TTLSecondsAfterFinished, 0) &&
-		s.DryRun == o.DryRun && s.DueAt.Equal(o.DueAt)
+		s.DryRun == o.DryRun && s.Since.Equal(o.Since) && s.DueAt.Equal(o.DueAt)
 }
 
-// StampFor is the stamp of the action cur (its DueAt ignored) for the run
-// rec at now. The deletion is due ttlSecondsAfterFinished after the run
-// finished, unless rec's stamp says otherwise: a change of the action
-// in force (another rule, the action, the TTL, dryRun) that makes the
-// deletion later takes effect at once; one that would make it sooner
-// counts the TTL from now, when wrapup sees it.
+// StampFor is the stamp of the action cur (its times ignored) for the run
+// rec at now. Its TTL counts from the run's finish, unless rec's stamp
+// says otherwise: a change of the action in force (another rule, the
+// action, the TTL, dryRun) that makes the deletion later, and not past,
+// takes effect at once; any other counts the TTL from now, when wrapup
+// sees it. (A run kept past its due time, by no rule applying for a
+// while, is thus never deleted at once by the rule that takes it over.)
 func StampFor(cur Stamp, rec *Record, now time.Time) Stamp {
-	cur.DueAt = time.Time{}
+	cur.Since, cur.DueAt = time.Time{}, time.Time{}
 	if !cur.deletes() {
 		return cur
 	}
 	old := rec.Stamp
-	natural := ceilMicro(rec.FinishedAt.Add(cur.ttl()))
+	ttl := cur.ttl()
+	natural := rec.FinishedAt.Add(ttl)
 	switch {
-	case old.RuleUID == "":
+	case old.Action.Action == "":
 		// A new record: its own.
-		cur.DueAt = natural
-	case sameAction(old, cur) && !old.DueAt.IsZero():
-		cur.DueAt = old.DueAt
-	case old.deletes() && !old.DueAt.IsZero() && !natural.Before(old.DueAt):
-		cur.DueAt = natural
+		cur.Since = ceilMicro(rec.FinishedAt)
+	case sameAction(old, cur) && !old.Since.IsZero():
+		cur.Since = old.Since
+	case old.deletes() && !natural.Before(old.DueAt) && !natural.Before(now):
+		cur.Since = ceilMicro(rec.FinishedAt)
 	default:
 		seen := now
 		if seen.Before(rec.FinishedAt) {
 			seen = rec.FinishedAt
 		}
-		cur.DueAt = ceilMicro(seen.Add(cur.ttl()))
+		cur.Since = ceilMicro(seen)
 	}
+	cur.DueAt = cur.Since.Add(ttl)
 	return cur
 }
 
 func sameAction(a, b Stamp) bool {
-	a.DueAt, b.DueAt = time.Time{}, time.Time{}
+	a.Since, a.DueAt, b.Since, b.DueAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	return a.Same(b)
 }
 
@@ -140,10 +146,15 @@ func RecordOf(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper) *Re
 		return nil
 	}
 	rec := &Record{Outcome: cr.Outcome, Rule: cr.Rule, RuleUID: cr.RuleUID, FinishedAt: cr.FinishedAt.Time, Message: cr.Message, Policy: cr.Policy,
+		Retries: cr.AppWrapper.Retries,
 		Stamp: Stamp{Rule: cr.Action.Rule, RuleUID: cr.Action.RuleUID, DryRun: cr.Action.DryRun,
 			Action: wrapupv1alpha1.ActionSpec{Action: cr.Action.Action, TTLSecondsAfterFinished: cr.Action.TTLSecondsAfterFinished}}}
-	if cr.Action.DeleteAfter != nil {
-		rec.Stamp.DueAt = cr.Action.DeleteAfter.Time
+	if rec.Stamp.deletes() {
+		rec.Stamp.Since = rec.FinishedAt
+		if cr.Action.Since != nil {
+			rec.Stamp.Since = cr.Action.Since.Time
+		}
+		rec.Stamp.DueAt = rec.Stamp.Since.Add(rec.Stamp.ttl())
 	}
 	for _, t := range cr.Triggers {
 		if t.Decided {
@@ -226,8 +237,13 @@ func (d *Decision) store(in Input) {
 
 func recordedAction(s Stamp) wrapupv1alpha1.RecordedAction {
 	a := wrapupv1alpha1.RecordedAction{Rule: s.Rule, RuleUID: s.RuleUID, Action: s.Action.Action, TTLSecondsAfterFinished: s.Action.TTLSecondsAfterFinished, DryRun: s.DryRun}
-	if !s.DueAt.IsZero() {
-		a.DeleteAfter = ptr.To(metav1.NewMicroTime(s.DueAt))
+	if s.deletes() {
+		a.Since = ptr.To(metav1.NewMicroTime(s.Since))
+		due := s.DueAt.Truncate(time.Second)
+		if due.Before(s.DueAt) {
+			due = due.Add(time.Second)
+		}
+		a.DeleteAfter = ptr.To(metav1.NewTime(due))
 	}
 	return a
 }
@@ -247,7 +263,7 @@ func CompletionRecordOf(in Input, d Decision, rec *Record) *wrapupv1alpha1.Compl
 	}
 	cr := &wrapupv1alpha1.CompletionRecord{
 		ObjectMeta: metav1.ObjectMeta{Namespace: aw.Namespace, Name: RecordName(aw.Name, string(aw.UID)), Labels: map[string]string{}},
-		AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: aw.Name, UID: aw.UID, QueueName: aw.Labels["kueue.x-k8s.io/queue-name"]},
+		AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: aw.Name, UID: aw.UID, Retries: rec.Retries, QueueName: aw.Labels["kueue.x-k8s.io/queue-name"]},
 		Rule:       rec.Rule,
 		RuleUID:    rec.RuleUID,
 		Policy:     rec.Policy,

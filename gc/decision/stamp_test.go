@@ -20,8 +20,13 @@ import (
 const day = 24 * time.Hour
 
 // deleting is the stamp of rule uid-jobs's DeleteAll after ttl, due at due.
+// Its TTL counts from due less ttl.
 func deleting(ttl time.Duration, due time.Time) Stamp {
-	return Stamp{Rule: "jobs", RuleUID: "uid-jobs", Action: wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To(int32(ttl / time.Second))}, DueAt: due}
+	s := Stamp{Rule: "jobs", RuleUID: "uid-jobs", Action: wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To(int32(ttl / time.Second))}, DueAt: due}
+	if !due.IsZero() {
+		s.Since = due.Add(-ttl)
+	}
+	return s
 }
 
 // TestStampFor holds StampFor's rule on its own: the due time of the action
@@ -59,13 +64,16 @@ func TestStampFor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &Record{FinishedAt: tc.finished, Stamp: tc.old}
 			cur := tc.cur
-			cur.DueAt = now.Add(-100 * day) // ignored
+			cur.Since, cur.DueAt = now.Add(-101*day), now.Add(-100*day) // ignored
 			got := StampFor(cur, rec, tc.now)
 			if !got.DueAt.Equal(tc.want) {
 				t.Errorf("due %s, want %s", got.DueAt, tc.want)
 			}
 			want := tc.cur
 			want.DueAt = tc.want
+			if !tc.want.IsZero() {
+				want.Since = tc.want.Add(-want.ttl())
+			}
 			if !got.Same(want) {
 				t.Errorf("stamp %+v, want %+v", got, want)
 			}

@@ -209,7 +209,7 @@ var _ = Describe("The run's memory", func() {
 				Rule:       rule.Name, Outcome: wrapupv1alpha1.OutcomeSucceeded, FinishedAt: metav1.NewMicroTime(finished),
 				Message: "recorded by the earlier version",
 				Action: wrapupv1alpha1.RecordedAction{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](ttl),
-					DeleteAfter: ptr.To(metav1.NewMicroTime(finished.Add(ttl * time.Second)))},
+					DeleteAfter: ptr.To(metav1.NewTime(finished.Add(ttl * time.Second)))},
 				Triggers: []wrapupv1alpha1.RecordedTrigger{{APIVersion: "batch/v1", Kind: "Job", Name: genuineJob.Name, UID: genuineJob.UID,
 					State: "Succeeded", Decided: true}},
 				Retention: wrapupv1alpha1.RecordRetention{TTLSecondsAfterFinished: wrapupv1alpha1.DefaultHistoryTTLSeconds, LimitPerNamespace: wrapupv1alpha1.DefaultHistoryLimit},

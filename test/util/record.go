@@ -79,7 +79,15 @@ func (w *RecordWrapper) Message(m string) *RecordWrapper {
 func (w *RecordWrapper) Stamp(rule string, uid types.UID, a wrapupv1alpha1.ActionSpec, dryRun bool, due *time.Time) *RecordWrapper {
 	w.Action = wrapupv1alpha1.RecordedAction{Rule: rule, RuleUID: uid, Action: a.Action, TTLSecondsAfterFinished: a.TTLSecondsAfterFinished, DryRun: dryRun}
 	if due != nil {
-		w.Action.DeleteAfter = ptr.To(metav1.NewMicroTime(due.UTC()))
+		// The TTL counts from due less the TTL; deleteAfter says due,
+		// rounded up to the second, as wrapup writes it.
+		since := due.UTC().Add(-time.Duration(ptr.Deref(a.TTLSecondsAfterFinished, 0)) * time.Second)
+		w.Action.Since = ptr.To(metav1.NewMicroTime(since))
+		d := due.UTC().Truncate(time.Second)
+		if d.Before(*due) {
+			d = d.Add(time.Second)
+		}
+		w.Action.DeleteAfter = ptr.To(metav1.NewTime(d))
 	}
 	return w
 }

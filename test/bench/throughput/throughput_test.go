@@ -1301,7 +1301,7 @@ func plainClient(ctx context.Context, c client.Client, conc int, runs []*run, wi
 		rec := &decision.Record{Outcome: wrapupv1alpha1.OutcomeSucceeded, Rule: "throughput", RuleUID: plainRuleUID, FinishedAt: at,
 			Message: "Job " + aw.Name + "-trigger succeeded", Policy: wrapupv1alpha1.TriggerPolicyOne,
 			Triggers: []decision.RecordedTrigger{{Index: 0, UID: "9d2f0b1e-0000-4000-8000-000000000000"}},
-			Stamp: decision.Stamp{Rule: "throughput", RuleUID: plainRuleUID, DueAt: at,
+			Stamp: decision.Stamp{Rule: "throughput", RuleUID: plainRuleUID, Since: at, DueAt: at,
 				Action: wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](0)}}}
 		cr := record(aw, rec)
 		if err := c.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -1351,7 +1351,7 @@ func record(aw *awv1beta2.AppWrapper, rec *decision.Record) *wrapupv1alpha1.Comp
 		AppWrapper: wrapupv1alpha1.RecordedAppWrapper{Name: aw.Name, UID: aw.UID, Labels: aw.Labels},
 		Rule:       rec.Rule, RuleUID: rec.RuleUID, Policy: rec.Policy, Outcome: rec.Outcome, Message: rec.Message, FinishedAt: metav1.NewMicroTime(rec.FinishedAt),
 		Action: wrapupv1alpha1.RecordedAction{Rule: rec.Stamp.Rule, RuleUID: rec.Stamp.RuleUID, Action: rec.Stamp.Action.Action,
-			TTLSecondsAfterFinished: rec.Stamp.Action.TTLSecondsAfterFinished, DeleteAfter: ptr.To(metav1.NewMicroTime(rec.Stamp.DueAt))},
+			TTLSecondsAfterFinished: rec.Stamp.Action.TTLSecondsAfterFinished, Since: ptr.To(metav1.NewMicroTime(rec.Stamp.Since)), DeleteAfter: ptr.To(metav1.NewTime(rec.Stamp.DueAt))},
 		Triggers: []wrapupv1alpha1.RecordedTrigger{{ComponentIndex: int32(t.Index), APIVersion: "batch/v1", Kind: "Job", Name: aw.Name + "-trigger", UID: t.UID,
 			State: "Succeeded", Decided: true, Conditions: []wrapupv1alpha1.RecordedCondition{
 				{Type: "SuccessCriteriaMet", Status: "True", Reason: "CompletionsReached", Message: "Reached expected number of succeeded pods"},
