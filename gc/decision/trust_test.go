@@ -86,7 +86,7 @@ func rewrite(aw *awv1beta2.AppWrapper, r *rand.Rand) {
 }
 
 // forgery is a shape of record a tenant writes on the AppWrapper's
-// metadata (issue 48's review).
+// metadata.
 type forgery struct {
 	name  string
 	apply func(w *util.AppWrapperWrapper) *util.AppWrapperWrapper

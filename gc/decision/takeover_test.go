@@ -15,7 +15,7 @@ import (
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
-// TestReviewPreviousVersionRecordDecodes: the previous version (3768e4a,
+// TestPreviousVersionRecordDecodes: the previous version (3768e4a,
 // gc/decision/history.go, CompletionRecordOf) wrote action.deleteAfter of
 // every DeleteAll record as a metav1.Time, to the second
 // ("2026-12-01T13:00:00Z"). The API server keeps it as written (the CRD
@@ -24,7 +24,7 @@ import (
 // kubectl wrapup) decodes through the scheme's codec into a MicroTime,
 // which accepts only six fraction digits: the list of the informer fails
 // as a whole, so the cache never syncs, and no AppWrapper is decided.
-func TestReviewPreviousVersionRecordDecodes(t *testing.T) {
+func TestPreviousVersionRecordDecodes(t *testing.T) {
 	// The JSON of a record of the previous version, as it marshalled it.
 	old := struct {
 		APIVersion string `json:"apiVersion"`
@@ -72,7 +72,7 @@ func TestReviewPreviousVersionRecordDecodes(t *testing.T) {
 	}
 }
 
-// TestReviewTakeoverAfterNoRuleDeletesAtOnce: the run was recorded by
+// TestTakeoverOfARunKeptPastItsDue: the run was recorded by
 // rule jobs (DeleteAll after an hour) ten days ago; then nothing deleted
 // it: no rule selected it any more (here: jobs deleted; the same holds
 // for a selector narrowed, the AppWrapper relabelled, or
@@ -82,9 +82,9 @@ func TestReviewPreviousVersionRecordDecodes(t *testing.T) {
 // run over from now (now + 30m); the same rule with a TTL of two hours
 // deletes it at once, because its natural due (finish + 2h) is "not
 // before" the stamped one: a longer TTL deletes sooner, and a run kept
-// for days is deleted the instant another rule takes it over (the case
-// issue 48 names). The change is seen now: not due before now + the TTL.
-func TestReviewTakeoverAfterNoRuleDeletesAtOnce(t *testing.T) {
+// for days would be deleted the instant another rule takes it over. The
+// change is seen now: not due before now + the TTL.
+func TestTakeoverOfARunKeptPastItsDue(t *testing.T) {
 	finished := now.Add(-10 * day)
 	recordedBy := jobs().OnSuccess(wrapupv1alpha1.ActionDeleteAll, 3600).Obj()
 	for _, ttl := range []time.Duration{30 * time.Minute, 2 * time.Hour} {
@@ -101,7 +101,7 @@ func TestReviewTakeoverAfterNoRuleDeletesAtOnce(t *testing.T) {
 	}
 }
 
-// TestReviewRetryUnderAnotherComponentIsDeleted: rule pods decided a
+// TestRetryUnderAnotherComponentIsANewAttempt: rule pods decided a
 // failure of the Pod worker (component 2) an hour ago, final by the
 // grace (the AppWrapper stayed Running). Since, rule jobs (component 1)
 // wins, and the AppWrapper controller made a new attempt (status.retries
@@ -111,7 +111,7 @@ func TestReviewTakeoverAfterNoRuleDeletesAtOnce(t *testing.T) {
 // candidates, the recorded failure stands, and the retry in progress is
 // deleted: the failure defeats the AppWrapper controller's retry (DESIGN
 // section 2).
-func TestReviewRetryUnderAnotherComponentIsDeleted(t *testing.T) {
+func TestRetryUnderAnotherComponentIsANewAttempt(t *testing.T) {
 	pods := util.MakeRule("pods").UID("uid-pods").TriggerKind("", "Pod", "").Obj()
 	aw := runWith(util.MakeObject("batch/v1", "Job", "bench").Obj(), util.MakeObject("v1", "Pod", "worker").Obj()).Retries(1).Obj()
 	cr := util.MakeRecord(aw, pods, wrapupv1alpha1.OutcomeFailed, now.Add(-time.Hour)).Trigger(2, "pod-uid-1").ResourceVersion("5").Obj()
