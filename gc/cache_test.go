@@ -160,9 +160,11 @@ func TestCachedAppWrapperDecidesAsWhole(t *testing.T) {
 // the annotations no decision reads), change the mirror's keys and nothing
 // else the API server holds; the patch carries no resourceVersion, so that
 // a cache behind the AppWrapper costs no conflict (no decision reads the
-// mirror back), and a mirror of an AppWrapper gone is no error.
+// mirror back), but the AppWrapper's UID, so that it never lands on
+// another AppWrapper of the name; a mirror of an AppWrapper gone is no
+// error.
 func TestMirrorTouchesOnlyItsKeys(t *testing.T) {
-	live := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns",
+	live := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "aw-uid",
 		Labels:      map[string]string{"team": "x"},
 		Annotations: map[string]string{awv1beta2.TerminalExitCodesAnnotation: "1", "example.com/keep": "true"}}}
 	c := fake.NewClientBuilder().WithScheme(util.Scheme()).WithObjects(live).Build()
@@ -237,7 +239,16 @@ func TestMirrorTouchesOnlyItsKeys(t *testing.T) {
 				t.Errorf("patch %d writes %s: %v", i, k, p)
 				continue
 			}
+			if uid := meta["uid"]; uid != "aw-uid" {
+				t.Errorf("patch %d names the UID %v, want the AppWrapper's", i, uid)
+			}
+			if rv, ok := meta["resourceVersion"]; ok {
+				t.Errorf("patch %d carries the resourceVersion %v", i, rv)
+			}
 			for mk, mv := range meta {
+				if mk == "uid" || mk == "resourceVersion" {
+					continue
+				}
 				keys, ok := mv.(map[string]any)
 				if !ok {
 					t.Errorf("patch %d writes metadata.%s: %v", i, mk, p)

@@ -19,7 +19,9 @@ package gc
 //     current object, then Store.Update with the result, so that a
 //     metadata.resourceVersion the patch carries is a precondition
 //     (Conflict when it is not the current one), and a patch without one
-//     applies to whatever is current.
+//     applies to whatever is current; a metadata.uid it carries that is
+//     not the current one is refused (Invalid: the UID is immutable,
+//     pkg/api/validation/objectmeta.go, ValidateObjectMetaUpdate).
 //   - delete (store.go, Store.Delete; pkg/registry/rest/delete.go,
 //     BeforeDelete): NotFound when there is none; Conflict when a
 //     precondition does not hold, the UID's checked first, then the
@@ -154,13 +156,21 @@ func (s *simStore[T]) update(obj T, admit func(old, next T)) (old, next T, err e
 // patchPrecondition is the resourceVersion a JSON merge patch carries, its
 // precondition; "" when it carries none.
 func patchPrecondition(data []byte) string {
+	rv, _ := patchMeta(data)
+	return rv
+}
+
+// patchMeta is the resourceVersion and the UID a JSON merge patch carries
+// ("" for none).
+func patchMeta(data []byte) (rv string, uid types.UID) {
 	var p struct {
 		Metadata struct {
-			ResourceVersion string `json:"resourceVersion"`
+			ResourceVersion string    `json:"resourceVersion"`
+			UID             types.UID `json:"uid"`
 		} `json:"metadata"`
 	}
 	_ = json.Unmarshal(data, &p)
-	return p.Metadata.ResourceVersion
+	return p.Metadata.ResourceVersion, p.Metadata.UID
 }
 
 // patch applies the JSON merge patch data to the object key, as the API
@@ -171,8 +181,13 @@ func (s *simStore[T]) patch(key types.NamespacedName, data []byte, admit func(cu
 	if !ok {
 		return cur, next, apierrors.NewNotFound(s.gr, key.Name)
 	}
-	if rv := patchPrecondition(data); rv != "" && rv != cur.GetResourceVersion() {
+	rv, uid := patchMeta(data)
+	if rv != "" && rv != cur.GetResourceVersion() {
 		return cur, next, apierrors.NewConflict(s.gr, key.Name, errors.New(simOptimisticLock))
+	}
+	if uid != "" && uid != cur.GetUID() {
+		return cur, next, apierrors.NewInvalid(schema.GroupKind{Group: s.gr.Group, Kind: s.gr.Resource}, key.Name,
+			field.ErrorList{field.Invalid(field.NewPath("metadata").Child("uid"), uid, "field is immutable")})
 	}
 	orig, err := json.Marshal(cur)
 	if err != nil {
@@ -263,11 +278,17 @@ func TestSimStore(t *testing.T) {
 	if err := patch(`{"metadata":{"labels":{"x":null}}}`); err != nil || s.objs[key].Labels["x"] != "" {
 		t.Errorf("a patch without a precondition applies to what is current: %v, labels %v", err, s.objs[key].Labels)
 	}
+	if err := patch(`{"metadata":{"uid":"uid-other","labels":{"x":"2"}}}`); !apierrors.IsInvalid(err) {
+		t.Errorf("a patch of another UID: %v, want Invalid", err)
+	}
+	if err := patch(`{"metadata":{"uid":"uid-a","labels":{"y":"1"}}}`); err != nil || s.objs[key].Labels["y"] != "1" {
+		t.Errorf("a patch that names the UID: %v, labels %v", err, s.objs[key].Labels)
+	}
 	if _, _, err := s.patch(types.NamespacedName{Namespace: "ns", Name: "none"}, []byte(`{}`), admit); !apierrors.IsNotFound(err) {
 		t.Errorf("a patch of nothing: %v, want NotFound", err)
 	}
-	if admitted != 2 {
-		t.Errorf("admit saw %d patches, want the 2 that landed", admitted)
+	if admitted != 3 {
+		t.Errorf("admit saw %d patches, want the 3 that landed", admitted)
 	}
 
 	cur := s.objs[key]
@@ -304,8 +325,8 @@ func TestSimStore(t *testing.T) {
 	if _, err := s.delete(key, nil, nil); err != nil || len(removed) != 2 {
 		t.Errorf("a delete without finalizers: %v, removals seen %v", err, removed)
 	}
-	if len(stored) != 6 {
-		t.Errorf("the watch saw %d stores (%v), want 6: a put, 2 patches, a put, a deletion marked, a put", len(stored), stored)
+	if len(stored) != 7 {
+		t.Errorf("the watch saw %d stores (%v), want 7: a put, 3 patches, a put, a deletion marked, a put", len(stored), stored)
 	}
 
 	crs := newSimStore(&k, simCompletionRecords, "crec", func() *wrapupv1alpha1.CompletionRecord { return &wrapupv1alpha1.CompletionRecord{} })

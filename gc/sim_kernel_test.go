@@ -162,24 +162,40 @@ func (k *simKernel) advance(t time.Time, next func() (time.Time, func()), tick f
 
 // --- wrapup's work queue ---
 
-// simQueue is wrapup's work queue, as controller-runtime's: one entry per
-// AppWrapper, the earliest due time wins; a reconcile that fails (or asks
-// to be requeued) comes back after a backoff of 5 ms that doubles with
-// each failure in a row, up to 5 ms<<13; one that succeeds forgets the
-// failures, and comes back after its RequeueAfter if it asks.
+// simQueue is wrapup's work queue, as controller-runtime's (client-go's
+// delaying, rate-limiting queue): an event adds its AppWrapper at once, at
+// most once however many come before it is reconciled; a reconcile that
+// asks to be called again after a while (RequeueAfter), or that fails or
+// asks to be requeued (a backoff of 5 ms that doubles with each failure in
+// a row, up to 5 ms<<13), adds it after that delay, which waits apart:
+// of the delayed adds of one AppWrapper only the earliest is kept, and a
+// reconcile before it is due leaves it due (client-go
+// util/workqueue/delaying_queue.go, waitingLoop: an entry waiting is
+// replaced only by an earlier one, and is added when ready whatever
+// was processed meanwhile). A reconcile that succeeds forgets the
+// failures.
 type simQueue struct {
-	due      map[types.NamespacedName]time.Time
-	failures map[types.NamespacedName]int
+	now func() time.Time
+	// ready are the AppWrappers added, and when; waiting, those added
+	// after a delay, and when that ends.
+	ready, waiting map[types.NamespacedName]time.Time
+	failures       map[types.NamespacedName]int
 }
 
-func newSimQueue() *simQueue {
-	return &simQueue{due: map[types.NamespacedName]time.Time{}, failures: map[types.NamespacedName]int{}}
+func newSimQueue(now func() time.Time) *simQueue {
+	return &simQueue{now: now, ready: map[types.NamespacedName]time.Time{}, waiting: map[types.NamespacedName]time.Time{},
+		failures: map[types.NamespacedName]int{}}
 }
 
-// add queues key at at, unless it is queued earlier.
+// add queues key at at: at once when at is now (or past), else after the
+// delay, unless it waits already for an earlier time.
 func (q *simQueue) add(key types.NamespacedName, at time.Time) {
-	if cur, ok := q.due[key]; !ok || at.Before(cur) {
-		q.due[key] = at
+	m := q.ready
+	if at.After(q.now()) {
+		m = q.waiting
+	}
+	if cur, ok := m[key]; !ok || at.Before(cur) {
+		m[key] = at
 	}
 }
 
@@ -188,16 +204,24 @@ func (q *simQueue) next() (types.NamespacedName, time.Time, bool) {
 	var best types.NamespacedName
 	var at time.Time
 	found := false
-	for k, t := range q.due {
-		if !found || t.Before(at) || t.Equal(at) && k.String() < best.String() {
-			best, at, found = k, t, true
+	for _, m := range []map[types.NamespacedName]time.Time{q.ready, q.waiting} {
+		for k, t := range m {
+			if !found || t.Before(at) || t.Equal(at) && k.String() < best.String() {
+				best, at, found = k, t, true
+			}
 		}
 	}
 	return best, at, found
 }
 
-// take takes key off the queue, to reconcile it.
-func (q *simQueue) take(key types.NamespacedName) { delete(q.due, key) }
+// take takes key off the queue, to reconcile it: it is added no more,
+// and its delayed add is done if it was due.
+func (q *simQueue) take(key types.NamespacedName) {
+	delete(q.ready, key)
+	if t, ok := q.waiting[key]; ok && !t.After(q.now()) {
+		delete(q.waiting, key)
+	}
+}
 
 // reconcile runs r on key at the kernel's time, which clock shows it, and
 // queues key again as the result asks. It returns, when it failed, the

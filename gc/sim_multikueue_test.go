@@ -372,7 +372,7 @@ func (w *mkWorld) sortedAWs() []*awv1beta2.AppWrapper {
 
 func (w *mkWorld) startWrapup() {
 	w.clock = clocktesting.NewFakeClock(w.now)
-	w.queue = newSimQueue()
+	w.queue = newSimQueue(func() time.Time { return w.now })
 	for _, wk := range w.sortedWorkers() {
 		wk.claims = map[triggers.Owner]bool{}
 		wk.cache = map[types.NamespacedName]*unstructured.Unstructured{}

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -423,6 +424,8 @@ type simRun struct {
 	triggers []simRecTrig
 	// many: the rule that decided had several candidates.
 	many bool
+	// retries are the AppWrapper's status.retries when it was recorded.
+	retries int32
 	// cleared: wrapup cleared the outcome since.
 	cleared bool
 	// forces are the actions in force for the run, each from when the
@@ -473,6 +476,34 @@ func recordedAmong(run *simRun, cs []simCand) []simCand {
 		}
 	}
 	return out
+}
+
+// newAttempt says why the AppWrapper controller is making a new attempt
+// at aw (of the model m) since run was recorded, whichever rule decides
+// now and whichever components it takes: it reset aw (its retries grew),
+// or a component whose trigger decided has a new object (a retry, or a
+// re-admission after Kueue suspended it); "" when it is not. aw's
+// phase Failed is final: no attempt follows.
+func (w *simWorld) newAttempt(aw *awv1beta2.AppWrapper, m *simAW, run *simRun) string {
+	if aw.Status.Phase == awv1beta2.AppWrapperFailed {
+		return ""
+	}
+	if aw.Status.Retries > run.retries {
+		return fmt.Sprintf("retries %d, %d when recorded", aw.Status.Retries, run.retries)
+	}
+	for _, t := range run.triggers {
+		for i := range m.trigs {
+			if m.trigs[i].index != t.index {
+				continue
+			}
+			if live := w.live(m, &m.trigs[i]); live != nil && live.GetUID() != t.uid {
+				if tr := w.truth[live.GetUID()]; tr != nil && tr.aw == aw.UID {
+					return fmt.Sprintf("component %d's trigger %s replaced by %s", t.index, t.uid, live.GetUID())
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // simForce is the action in force for a recorded run, as the world holds
@@ -550,9 +581,14 @@ func (w *simWorld) noteForces() {
 // dueBound is the earliest time the deletion of run may be due under the
 // action in force now (the last of run.forces), by the rule that no
 // change makes a deletion sooner: the run's own TTL counts from its
-// finish; a change of the action in force whose TTL from the finish is not
-// before the due time so far takes effect at once; any other change counts
-// its TTL from when it was made (wrapup sees it then, or later). wrapup
+// finish; a change of the rule's own action (its TTL, its action, its
+// dryRun) whose TTL from the finish is not before the due time so far
+// takes effect at once, and so does another rule taking the run over
+// whose TTL from the finish is not before that due time nor before the
+// takeover (a run kept past its due, by no rule or a rule that kept it,
+// is not deleted the instant another takes it over); any other change
+// counts its TTL from when it was made (wrapup sees it then, or later).
+// wrapup
 // may see only some of the world's changes (two in a row within a cache's
 // lag): the bound is the earliest over every sequence of them it may have
 // seen, from the one in force at the record to the one in force now.
@@ -581,7 +617,13 @@ func (run *simRun) dueBound() (due time.Time, deletes bool) {
 				next = state{f, s.due, s.deletes}
 			case !f.deletes():
 				next = state{f: f}
-			case s.deletes && !natural(f).Before(s.due):
+			case s.deletes && f.rule == s.f.rule && f.ruleUID == s.f.ruleUID && !natural(f).Before(s.due):
+				// The rule's own action, made later.
+				next = state{f, natural(f), true}
+			case s.deletes && !natural(f).Before(s.due) && !natural(f).Before(f.at):
+				// Another rule takes over a run that was not due yet
+				// when it did: its TTL from the finish, no sooner than
+				// the one it took over from.
 				next = state{f, natural(f), true}
 			default:
 				from := f.at
@@ -720,13 +762,25 @@ func (w *simWorld) checkStampOf(cr *wrapupv1alpha1.CompletionRecord, f simForce,
 		return
 	}
 	switch {
-	case !f.deletes() && a.DeleteAfter != nil:
-		w.fail("%s stamps a deletion at %s under %s, which deletes nothing", what, a.DeleteAfter.Sub(simStart), f)
-	case f.deletes() && a.DeleteAfter == nil:
+	case !f.deletes() && (a.DeleteAfter != nil || a.Since != nil):
+		w.fail("%s stamps a deletion (since %v, after %v) under %s, which deletes nothing", what, a.Since, a.DeleteAfter, f)
+	case f.deletes() && (a.DeleteAfter == nil || a.Since == nil):
 		w.fail("%s stamps no deletion under %s", what, f)
-	case f.deletes() && a.DeleteAfter.Time.Before(bound):
-		w.fail("%s stamps the deletion at %s, before %s: sooner than the changes of the action in force allow", what, a.DeleteAfter.Sub(simStart), bound.Sub(simStart))
+	case f.deletes() && a.Since.Add(f.ttl).Before(bound):
+		w.fail("%s stamps the deletion at %s, before %s: sooner than the changes of the action in force allow", what, a.Since.Add(f.ttl).Sub(simStart), bound.Sub(simStart))
+	case f.deletes() && !a.DeleteAfter.Time.Equal(ceilSecond(a.Since.Add(f.ttl))):
+		w.fail("%s says the deletion is due at %s, its TTL since %s is %s", what, a.DeleteAfter.UTC().Format(time.RFC3339Nano),
+			a.Since.UTC().Format(time.RFC3339Nano), f.ttl)
 	}
+}
+
+// ceilSecond is t rounded up to the second.
+func ceilSecond(t time.Time) time.Time {
+	r := t.Truncate(time.Second)
+	if r.Before(t) {
+		r = r.Add(time.Second)
+	}
+	return r
 }
 
 // checkOutcome judges a new outcome recorded (over old, when it replaces
@@ -798,11 +852,14 @@ func (w *simWorld) checkOutcome(aw *awv1beta2.AppWrapper, m *simAW, cr, old *wra
 		return
 	}
 	f := w.force(aw, cr.Outcome)
-	run = &simRun{outcome: cr.Outcome, finishedAt: finished, triggers: rts, many: len(cs) > 1, forces: []simForce{f}}
+	run = &simRun{outcome: cr.Outcome, finishedAt: finished, triggers: rts, many: len(cs) > 1, retries: aw.Status.Retries, forces: []simForce{f}}
 	bound, _ := run.dueBound()
 	w.checkStampOf(cr, f, bound, what)
-	if a := cr.Action.DeleteAfter; a != nil && !a.Time.Equal(bound) {
-		w.fail("%s, due at %s: a new record is due its TTL after it finished (%s)", what, a.Sub(simStart), bound.Sub(simStart))
+	if a := cr.Action.Since; a != nil && !a.Time.Equal(finished) {
+		w.fail("%s, its TTL counted from %s: a new record's counts from its finish", what, a.Sub(simStart))
+	}
+	if cr.AppWrapper.Retries != aw.Status.Retries {
+		w.fail("%s, with retries %d: the AppWrapper's are %d", what, cr.AppWrapper.Retries, aw.Status.Retries)
 	}
 	w.checks.runs[aw.UID] = run
 	w.checks.written++
@@ -919,8 +976,14 @@ func (w *simWorld) checkClear(aw *awv1beta2.AppWrapper, m *simAW, cr, old *wrapu
 		w.fail("wrapup cleared the record %s of %s, which the oracle holds as %s", describeCR(old), key, w.checks.runs[aw.UID].describe())
 		return
 	}
-	if !simSameBut(cr, old, func(c *wrapupv1alpha1.CompletionRecord) { c.Cleared = nil }) {
-		w.fail("wrapup cleared the record %s of %s and changed it besides: %+v", describeCR(old), key, cr)
+	if _, ok := cr.Labels[wrapupv1alpha1.OutcomeLabel]; ok {
+		w.fail("wrapup cleared the record %s of %s and kept its outcome label: a search by outcome would find it", describeCR(old), key)
+	}
+	if !simSameBut(cr, old, func(c *wrapupv1alpha1.CompletionRecord) {
+		c.Cleared = nil
+		delete(c.Labels, wrapupv1alpha1.OutcomeLabel)
+	}) {
+		w.fail("wrapup cleared the record %s of %s and changed it besides (-old +new):\n%s", describeCR(old), key, cmp.Diff(old, cr))
 	}
 	r, cs, ok := w.decides(aw, m, "wrapup cleared the record of")
 	if !ok {
@@ -932,7 +995,7 @@ func (w *simWorld) checkClear(aw *awv1beta2.AppWrapper, m *simAW, cr, old *wrapu
 		w.checks.manyCleared++
 	}
 	phase := aw.Status.Phase
-	cause := false
+	cause := run.outcome == wrapupv1alpha1.OutcomeFailed && w.newAttempt(aw, m, run) != ""
 	for _, d := range recordedAmong(run, cs) {
 		cause = cause || phase != awv1beta2.AppWrapperFailed && (d.recorded != "" && d.uid() == d.recorded && d.eval == "Running" ||
 			run.outcome == wrapupv1alpha1.OutcomeFailed && d.obj != nil && d.uid() != d.recorded)
@@ -953,7 +1016,7 @@ func (w *simWorld) checkStamp(aw *awv1beta2.AppWrapper, m *simAW, cr, old *wrapu
 		return
 	}
 	if !simSameBut(cr, old, func(c *wrapupv1alpha1.CompletionRecord) { c.Action = wrapupv1alpha1.RecordedAction{} }) {
-		w.fail("wrapup stamped the record %s of %s and changed it besides: %+v", describeCR(old), key, cr)
+		w.fail("wrapup stamped the record %s of %s and changed it besides (-old +new):\n%s", describeCR(old), key, cmp.Diff(old, cr))
 	}
 	if apiequality.Semantic.DeepEqual(cr.Action, old.Action) {
 		w.fail("wrapup rewrote the record %s of %s without a change", describeCR(old), key)
@@ -1085,6 +1148,9 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 		if w.willRetry(cur, ds) {
 			w.fail("wrapup deleted the failed %s while the AppWrapper controller retries it (phase %s, retries %d of %d)", key, phase, cur.Status.Retries, simRetryLimit(cur))
 		}
+		if why := w.newAttempt(cur, m, run); why != "" {
+			w.fail("wrapup deleted %s on the failure %s while the AppWrapper controller makes a new attempt (%s; rule %s, candidates %s)", key, run.describe(), why, r.name, describeCands(cs))
+		}
 		for _, d := range ds {
 			if d.obj != nil && d.uid() != d.recorded && phase != awv1beta2.AppWrapperFailed {
 				w.fail("wrapup deleted %s on a failure of trigger %d (%s) while a new attempt (%s) runs", key, d.t.index, d.recorded, d.uid())
@@ -1098,7 +1164,7 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	if a.Action == wrapupv1alpha1.ActionUpdateStatus || r.dryRun {
 		w.fail("wrapup deleted %s, but rule %s says %s (dryRun %v) for %s", key, r.name, a.Action, r.dryRun, run.outcome)
 	}
-	if again := simStartedAgain(cur, run, ds); again != "" {
+	if again := w.simStartedAgain(cur, m, run); again != "" {
 		// A success recorded, then a new attempt: the components are
 		// torn down and would run again; the TTL has nothing left to keep.
 		w.checks.deletedAgain++
@@ -1130,13 +1196,13 @@ func (w *simWorld) checkDelete(cur *awv1beta2.AppWrapper) {
 	}
 }
 
-// simStartedAgain says, for an AppWrapper cur whose success run is
-// recorded (ds: the candidates the record names, as they are now), why
-// its run started again; "" when it did not: Kueue suspended it or is
-// suspending it, the AppWrapper controller resets it (or resumes it after
-// that), or, while it is not finished, a candidate that decided was
-// replaced by a new object.
-func simStartedAgain(cur *awv1beta2.AppWrapper, run *simRun, ds []simCand) string {
+// simStartedAgain says, for an AppWrapper cur (of the model m) whose
+// success run is recorded, why its run started again; "" when it did not:
+// Kueue suspended it or is suspending it, the AppWrapper controller resets
+// it (or resumes it after that), or, while it is not finished, the
+// AppWrapper controller made a new attempt (newAttempt: it reset it, or a
+// component whose trigger decided has a new object).
+func (w *simWorld) simStartedAgain(cur *awv1beta2.AppWrapper, m *simAW, run *simRun) string {
 	if run.outcome != wrapupv1alpha1.OutcomeSucceeded {
 		return ""
 	}
@@ -1148,12 +1214,7 @@ func simStartedAgain(cur *awv1beta2.AppWrapper, run *simRun, ds []simCand) strin
 	case p == awv1beta2.AppWrapperFailed, p == awv1beta2.AppWrapperSucceeded:
 		return ""
 	}
-	for _, d := range ds {
-		if d.obj != nil && d.uid() != d.recorded {
-			return "replaced"
-		}
-	}
-	return ""
+	return w.newAttempt(cur, m, run)
 }
 
 // --- once the world settled ---
@@ -1265,7 +1326,7 @@ func (w *simWorld) checkSettled() {
 			case again:
 				w.fail("%s: the record %s stands, and rule %s says its trigger runs again (candidates %s)", k, run.describe(), r.name, describeCands(cs))
 				return
-			case run.outcome == wrapupv1alpha1.OutcomeFailed && replaced && phase != awv1beta2.AppWrapperFailed:
+			case run.outcome == wrapupv1alpha1.OutcomeFailed && (replaced && phase != awv1beta2.AppWrapperFailed || w.newAttempt(aw, m, run) != ""):
 				// A new attempt, evaluated afresh.
 				outcome = settledOutcome(r, cs, phase)
 				if outcome == "" {
@@ -1497,8 +1558,8 @@ func describeCR(cr *wrapupv1alpha1.CompletionRecord) string {
 		}
 	}
 	s := fmt.Sprintf("%s(%s:%s by %s at %s, %s of %s", cr.Outcome, cr.Policy, strings.Join(parts, ","), cr.Rule, cr.FinishedAt.Sub(simStart), cr.Action.Action, cr.Action.Rule)
-	if a := cr.Action.DeleteAfter; a != nil {
-		s += fmt.Sprintf(" due %s", a.Sub(simStart))
+	if a := cr.Action.Since; a != nil {
+		s += fmt.Sprintf(" ttl %ds since %s", ptr.Deref(cr.Action.TTLSecondsAfterFinished, 0), a.Sub(simStart))
 	}
 	if cr.Action.DryRun {
 		s += " dryRun"

@@ -98,7 +98,7 @@ func (w *simWorld) startWrapup() {
 	clock := clocktesting.NewFakeClock(w.now)
 	triggers := &simTriggers{w: w, syncAt: w.now.Add(time.Duration(w.rng.Int63n(int64(3 * time.Second)))),
 		waiters: map[types.NamespacedName]bool{}, claims: map[triggers.Owner]schema.GroupKind{}}
-	wr := &simWrapup{w: w, deleted: map[types.UID]bool{}, triggers: triggers, clock: clock, queue: newSimQueue(), restarts: restarts}
+	wr := &simWrapup{w: w, deleted: map[types.UID]bool{}, triggers: triggers, clock: clock, queue: newSimQueue(func() time.Time { return w.now }), restarts: restarts}
 	wr.r = &appWrapperReconciler{
 		Cache:     w.reader(false, false),
 		Writer:    &simWriter{w: w},
@@ -330,7 +330,14 @@ func (w *simWorld) applyDelivery(c *simCache) {
 			w.wr.queue.add(key, w.now)
 		}
 	case w.crecCache:
-		// The AppWrapper controller does not watch CompletionRecords.
+		// The AppWrapper controller watches CompletionRecords: a decision
+		// on a cache behind a record is made again once the cache has it
+		// (recordsAppWrapper).
+		for _, o := range []client.Object{old, d.obj} {
+			if cr, ok := o.(*wrapupv1alpha1.CompletionRecord); ok && cr.AppWrapper.Name != "" {
+				w.wr.queue.add(types.NamespacedName{Namespace: cr.Namespace, Name: cr.AppWrapper.Name}, w.now)
+			}
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ package gc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"sort"
@@ -1363,11 +1364,13 @@ func (s *simWriter) writeRecord(cr *wrapupv1alpha1.CompletionRecord, update bool
 		w.logf("fault: CompletionRecord write %s refused", key)
 		return simUnavailable()
 	}
-	in := cr.DeepCopy()
-	// The API server keeps a MicroTime to the microsecond.
-	in.FinishedAt = metav1.NewMicroTime(in.FinishedAt.Truncate(time.Microsecond))
+	// The API server keeps what the JSON keeps: a MicroTime to the
+	// microsecond, a Time to the second.
+	in, err := simRoundTrip(cr)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
 	var stored *wrapupv1alpha1.CompletionRecord
-	var err error
 	outcome := false
 	if update {
 		w.checks.updates++
@@ -1398,6 +1401,17 @@ func (s *simWriter) writeRecord(cr *wrapupv1alpha1.CompletionRecord, update bool
 	}
 	stored.DeepCopyInto(cr)
 	return nil
+}
+
+// simRoundTrip is obj as the API server keeps it: through its JSON.
+func simRoundTrip[T client.Object](obj T) (T, error) {
+	out := obj.DeepCopyObject().(T)
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return out, err
+	}
+	err = json.Unmarshal(raw, out)
+	return out, err
 }
 
 // Patch writes the mirror of wrapup's records on AppWrappers: a merge
