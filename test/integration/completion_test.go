@@ -159,9 +159,10 @@ var _ = Describe("Completing AppWrappers", func() {
 			got := &wrapupv1alpha1.CompletionRecord{}
 			g.Expect(k8sClient.Get(ctx, recordKey(aw), got)).To(Succeed())
 			g.Expect(got.Action.Action).To(Equal(wrapupv1alpha1.ActionDeleteAll))
-			g.Expect(got.Action.DeleteAfter).NotTo(BeNil())
+			g.Expect(got.Action.Since).NotTo(BeNil())
 			g.Expect(got.FinishedAt.Time).To(Equal(cr.FinishedAt.Time), "the run's end is kept")
-			due = got.Action.DeleteAfter.Time
+			// The TTL counts from since (deleteAfter is it, to the second, for people).
+			due = got.Action.Since.Add(6 * time.Second)
 		}, util.Timeout, util.Interval).Should(Succeed())
 		Expect(due).To(BeTemporally(">=", changed.Add(6*time.Second)))
 

@@ -149,9 +149,9 @@ var _ = Describe("kubectl wrapup explain", func() {
 		}, util.Timeout, util.Interval).Should(Succeed())
 		By("the action in force, as the run's CompletionRecord keeps it")
 		cr := expectRecord(aw, wrapupv1alpha1.OutcomeSucceeded)
-		Expect(cr.Action.DeleteAfter).NotTo(BeNil())
+		Expect(cr.Action.Since).NotTo(BeNil())
 		Expect(explain(aw).String()).To(ContainSubstring("In force:   rule %s's DeleteAll, deleting from %s (the run's CompletionRecord)\n",
-			rule.Name, cr.Action.DeleteAfter.UTC().Format(time.RFC3339Nano)))
+			rule.Name, cr.Action.Since.Add(600*time.Second).UTC().Format(time.RFC3339Nano)))
 		Consistently(func(g Gomega) {
 			got := &awv1beta2.AppWrapper{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)).To(Succeed())

@@ -237,9 +237,9 @@ var _ = Describe("The run's memory", func() {
 		Expect(cr.UID).To(Equal(legacy.UID), "updated in place")
 		Expect(cr.Triggers).To(ConsistOf(And(HaveField("ComponentIndex", int32(1)), HaveField("UID", genuineJob.UID), HaveField("Decided", true))))
 		Expect(cr.FinishedAt.Time).To(BeTemporally(">=", upgraded.Truncate(time.Microsecond)), "recorded again now: its TTL counts from now, later, never sooner")
-		Expect(cr.Action.DeleteAfter).NotTo(BeNil())
+		Expect(cr.Action.Since).NotTo(BeNil())
 		util.ExpectGone(ctx, k8sClient, genuine, util.LongTimeout)
-		Expect(deletedAt(genuine)).To(BeTemporally(">=", cr.Action.DeleteAfter.Time.Truncate(time.Microsecond)))
+		Expect(deletedAt(genuine)).To(BeTemporally(">=", cr.Action.Since.Add(time.Duration(*cr.Action.TTLSecondsAfterFinished)*time.Second)))
 
 		By("the forged ones: nothing recorded or deleted while their triggers run")
 		expectUntouched(running, otherUID)
