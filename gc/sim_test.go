@@ -758,11 +758,22 @@ var regressionSeeds = []int64{
 	// and the run, started again, is deleted (the oracle held that no rule
 	// could act on it).
 	668, 687, 1868, 1959,
+	// Another rule takes over a run, its TTL from the finish not before
+	// the stamped due time, but past when it takes over: deleted at once
+	// (the rule that no change makes a deletion sooner counts its TTL
+	// from the takeover).
+	361, 433, 584, 745, 995,
+	// A failure recorded under a rule of one component; a rule of another
+	// wins, and the AppWrapper controller resets the AppWrapper: the
+	// failure stood, and the new attempt was lost (a reset is a new
+	// attempt, whichever component the rule takes).
+	1712, 3175,
 }
 
 // harshRegressionSeeds are harsh histories that once failed.
 var harshRegressionSeeds = []int64{
-	1000019, 1000140, 1000152, // the same
+	1000019, 1000140, 1000152, // the annotated ConfigMap, as above
+	1000022, 1000090, 1000210, 1000244, // a takeover, as above
 }
 
 // simWorldFor is the world of one history, harsh or not.
