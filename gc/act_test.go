@@ -438,3 +438,40 @@ func TestActDeletesNothingWithoutTheRecord(t *testing.T) {
 	g.Expect(b.appWrapper()).To(BeNil())
 	g.Expect(b.counted).To(Equal([]string{"jobs/Succeeded"}))
 }
+
+// A failure recorded under a rule of one component (the RayJob, whose
+// failure the AppWrapper controller does not see, final once the
+// AppWrapper stayed Running past its grace); since, a rule of another
+// component (the Job) wins, and Kueue preempted the AppWrapper and
+// admitted it again: its controller re-created every component (the
+// RayJob has a new object; status.retries did not move, as no reset was
+// made). That is a new attempt, as it is under the rule that recorded the
+// failure (the recorded component's new object): the failure is not the
+// new attempt's, and the new attempt is not deleted on it.
+func TestActReadmissionAfterAFailureUnderAnotherRule(t *testing.T) {
+	b := newActBed(t)
+	g := b.g
+	aw := b.appWrapper()
+	aw.Spec.Components = append(aw.Spec.Components, jobComponent(t, "ray.io/v1", "RayJob", "ray"))
+	g.Expect(b.fc.Update(b.ctx, aw)).To(Succeed())
+	rays := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "rays", UID: "rays-uid"},
+		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "ray.io", Kind: "RayJob"},
+			OnFailure: wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](300)}}}
+	b.store(util.MakeRecord(aw, rays, wrapupv1alpha1.OutcomeFailed, actStart.Add(-time.Hour)).Trigger(1, "ray-1").Obj())
+	// Re-admitted: both components have new objects, running.
+	b.job("job-2", "")
+	ray := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "ray.io/v1", "kind": "RayJob",
+		"status": map[string]any{"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}}}
+	ray.SetName("ray")
+	ray.SetNamespace("ns")
+	ray.SetUID("ray-2")
+	ray.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: "run"})
+	ray.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: "run", UID: "aw-uid", Controller: ptr.To(true)}})
+	b.jobs["RayJob.ray.io/ns/ray"] = ray
+	for _, at := range []time.Duration{0, 300 * time.Second, time.Hour} {
+		b.reconcile(at)
+		cr := b.record()
+		g.Expect(b.appWrapper()).NotTo(BeNil(), "%s after the re-admission: the new attempt deleted on the failure before it (record %s by %s, cleared %v)",
+			at, cr.Outcome, cr.Rule, cr.Cleared != nil)
+	}
+}
