@@ -457,8 +457,16 @@ func TestActReadmissionAfterAFailureUnderAnotherRule(t *testing.T) {
 	rays := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "rays", UID: "rays-uid"},
 		Spec: wrapupv1alpha1.CompletionRuleSpec{Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "ray.io", Kind: "RayJob"},
 			OnFailure: wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionDeleteAll, TTLSecondsAfterFinished: ptr.To[int32](300)}}}
-	b.store(util.MakeRecord(aw, rays, wrapupv1alpha1.OutcomeFailed, actStart.Add(-time.Hour)).Trigger(1, "ray-1").Obj())
-	// Re-admitted: both components have new objects, running.
+	cr := util.MakeRecord(aw, rays, wrapupv1alpha1.OutcomeFailed, actStart.Add(-time.Hour)).Trigger(1, "ray-1").Obj()
+	cr.AppWrapper.DeployedAt = &metav1.Time{Time: actStart.Add(-2 * time.Hour)}
+	b.store(cr)
+	// Re-admitted: the AppWrapper controller deployed the components again
+	// (its ResourcesDeployed condition True since, on Resuming), and both
+	// have new objects, running.
+	aw = b.appWrapper()
+	aw.Status.Conditions = append(aw.Status.Conditions, metav1.Condition{Type: string(awv1beta2.ResourcesDeployed), Status: metav1.ConditionTrue,
+		Reason: string(awv1beta2.AppWrapperResuming), LastTransitionTime: metav1.NewTime(actStart.Add(-time.Minute))})
+	g.Expect(b.fc.Update(b.ctx, aw)).To(Succeed())
 	b.job("job-2", "")
 	ray := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "ray.io/v1", "kind": "RayJob",
 		"status": map[string]any{"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}}}

@@ -79,9 +79,11 @@ func slimCompletionRecord(obj any) (any, error) {
 }
 
 // keptConditions are the AppWrapper conditions decisions read: Unhealthy
-// (its controller is about to retry or fail it) and DeletingResources (when
-// it started holding a failed AppWrapper for debugging).
-var keptConditions = []awv1beta2.AppWrapperCondition{awv1beta2.Unhealthy, awv1beta2.DeletingResources}
+// (its controller is about to retry or fail it), DeletingResources (when
+// it started holding a failed AppWrapper for debugging) and
+// ResourcesDeployed (when it last deployed the components: a later
+// deployment than a record's is a new attempt).
+var keptConditions = []awv1beta2.AppWrapperCondition{awv1beta2.Unhealthy, awv1beta2.DeletingResources, awv1beta2.ResourcesDeployed}
 
 // templateIdentity is what wrapup reads of a component template.
 type templateIdentity struct {

@@ -68,6 +68,13 @@ type RecordedAppWrapper struct {
 	// recorded failure, whichever component the rule takes.
 	// +optional
 	Retries int32 `json:"retries,omitempty"`
+	// deployedAt is when the AppWrapper controller last deployed the
+	// components before the outcome was recorded (its ResourcesDeployed
+	// condition's lastTransitionTime): a deployment since (a reset, or a
+	// re-admission after Kueue preempted it) is a new attempt, whichever
+	// component the rule takes.
+	// +optional
+	DeployedAt *metav1.Time `json:"deployedAt,omitempty"`
 	// queueName is the Kueue LocalQueue the AppWrapper came through
 	// (its kueue.x-k8s.io/queue-name label), if any.
 	// +optional

@@ -905,9 +905,11 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 		replaced = replaced || present && c.info.UID != t.UID
 	}
 	// The AppWrapper controller reset the AppWrapper since the outcome
-	// was recorded (status.retries went up): a new attempt, whichever
-	// component the rule now takes.
-	reset := aw.Status.Retries > rec.Retries
+	// was recorded (status.retries went up), or deployed its components
+	// again (a reset, or a re-admission after Kueue preempted it): a new
+	// attempt, whichever component the rule now takes.
+	deployedNow := deployedAt(aw)
+	reset := aw.Status.Retries > rec.Retries || !rec.DeployedAt.IsZero() && deployedNow.After(rec.DeployedAt)
 	switch {
 	case again != nil:
 		d.clear(fmt.Sprintf("the trigger %s is running again: the recorded outcome %s no longer holds", again.name(), rec.Outcome))
@@ -938,7 +940,8 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 			restart = "a new trigger replaced the one whose success was recorded: the run started again"
 		}
 		if reset && restart == "" && !finishedPhase(aw) {
-			restart = fmt.Sprintf("the AppWrapper controller reset the AppWrapper after its recorded success (status.retries %d, %d when recorded): the run started again", aw.Status.Retries, rec.Retries)
+			restart = fmt.Sprintf("the AppWrapper controller deployed the components again after the recorded success (status.retries %d, %d when recorded; deployed at %s): the run started again",
+				aw.Status.Retries, rec.Retries, deployedNow.UTC().Format(time.RFC3339))
 		}
 	}
 	d.act(in, rule, rec, restart)
@@ -998,7 +1001,7 @@ func (d *Decision) holdRecordedFailure(in Input, grace time.Duration) bool {
 // record decides to record outcome for the trigger uid, then to act on it.
 func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, message string, uid types.UID) {
 	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, RuleUID: rule.UID, FinishedAt: in.Now.UTC().Truncate(time.Microsecond), Message: message,
-		Policy: Policy(rule), Triggers: []RecordedTrigger{{Index: d.Trigger.Index, UID: uid}}, Retries: in.AppWrapper.Status.Retries})
+		Policy: Policy(rule), Triggers: []RecordedTrigger{{Index: d.Trigger.Index, UID: uid}}, Retries: in.AppWrapper.Status.Retries, DeployedAt: deployedAt(in.AppWrapper)})
 }
 
 // recordRec decides to write rec, then to act on it.

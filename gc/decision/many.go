@@ -266,7 +266,7 @@ func (d *Decision) recordMany(in Input, rule *wrapupv1alpha1.CompletionRule, out
 		message = Truncate(strings.Join(msgs, "; "), MaxMessage)
 	}
 	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, RuleUID: rule.UID, FinishedAt: in.Now.UTC().Truncate(time.Microsecond), Message: message,
-		Triggers: ts, Policy: Policy(rule), Retries: in.AppWrapper.Status.Retries})
+		Triggers: ts, Policy: Policy(rule), Retries: in.AppWrapper.Status.Retries, DeployedAt: deployedAt(in.AppWrapper)})
 }
 
 func allOf(cs []observed) []int {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,8 +41,11 @@ type Record struct {
 	// and Any's failure, the one that decided for All's failure and Any's
 	// success; every candidate when the AppWrapper's phase decided.
 	Triggers []RecordedTrigger
-	// Retries is the AppWrapper's status.retries when it was recorded.
-	Retries int32
+	// Retries is the AppWrapper's status.retries when it was recorded, and
+	// DeployedAt when its components were last deployed then (zero: not
+	// known).
+	Retries    int32
+	DeployedAt time.Time
 	// Stamp is the action in force for the run.
 	Stamp Stamp
 }
@@ -146,7 +150,7 @@ func RecordOf(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper) *Re
 		return nil
 	}
 	rec := &Record{Outcome: cr.Outcome, Rule: cr.Rule, RuleUID: cr.RuleUID, FinishedAt: cr.FinishedAt.Time, Message: cr.Message, Policy: cr.Policy,
-		Retries: cr.AppWrapper.Retries,
+		Retries: cr.AppWrapper.Retries, DeployedAt: timeOf(cr.AppWrapper.DeployedAt),
 		Stamp: Stamp{Rule: cr.Action.Rule, RuleUID: cr.Action.RuleUID, DryRun: cr.Action.DryRun,
 			Action: wrapupv1alpha1.ActionSpec{Action: cr.Action.Action, TTLSecondsAfterFinished: cr.Action.TTLSecondsAfterFinished}}}
 	if rec.Stamp.deletes() {
@@ -162,6 +166,28 @@ func RecordOf(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper) *Re
 		}
 	}
 	return rec
+}
+
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.Time
+}
+
+// deployedAt is when the AppWrapper controller last deployed aw's
+// components (its ResourcesDeployed condition True, since); zero when they
+// are not deployed, or it does not say. It sets that condition True only
+// when it deploys them (appwrapper v1.2.2
+// internal/controller/appwrapper/appwrapper_controller.go, Reconcile, on
+// Resuming: first, after a reset, and after Kueue admits it again), so a
+// later time than a record's is a new attempt.
+func deployedAt(aw *awv1beta2.AppWrapper) time.Time {
+	c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.ResourcesDeployed))
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return time.Time{}
+	}
+	return c.LastTransitionTime.Time
 }
 
 // recorded is the recorded trigger of component index, if rec names it.
@@ -272,6 +298,9 @@ func CompletionRecordOf(in Input, d Decision, rec *Record) *wrapupv1alpha1.Compl
 		FinishedAt: metav1.NewMicroTime(rec.FinishedAt),
 		Action:     recordedAction(rec.Stamp),
 		Retention:  ret,
+	}
+	if !rec.DeployedAt.IsZero() {
+		cr.AppWrapper.DeployedAt = &metav1.Time{Time: rec.DeployedAt}
 	}
 	if !keep {
 		// Kept while the AppWrapper exists, and gone with it.
