@@ -34,6 +34,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +45,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
@@ -945,6 +947,7 @@ func runMKHistory(seed int64, steps int) *mkWorld {
 // TestSimulationMultiKueue runs random MultiKueue histories (seeded) and
 // checks the oracle's invariants in each.
 func TestSimulationMultiKueue(t *testing.T) {
+	logf.SetLogger(logr.Discard())
 	if *simMKSeed != 0 {
 		w := runMKHistory(*simMKSeed, *simSteps)
 		t.Log("\n" + strings.Join(w.trace, "\n"))

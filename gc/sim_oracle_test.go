@@ -805,7 +805,7 @@ func (w *simWorld) checkOutcome(aw *awv1beta2.AppWrapper, m *simAW, cr, old *wra
 			w.fail("%s, over the standing record %s (the oracle's %s), phase %s", what, describeCR(old), run.describe(), phase)
 			return
 		}
-		replaced := false
+		replaced := w.newAttempt(aw, m, run) != ""
 		for _, d := range recordedAmong(run, cs) {
 			replaced = replaced || d.obj != nil && d.uid() != d.recorded
 		}

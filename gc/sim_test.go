@@ -768,12 +768,18 @@ var regressionSeeds = []int64{
 	// failure stood, and the new attempt was lost (a reset is a new
 	// attempt, whichever component the rule takes).
 	1712, 3175,
+	// The same after Kueue suspended the AppWrapper and admitted it again
+	// (its components re-created, status.retries as it was): the failure
+	// stood under the rule of another component, which deleted the new
+	// attempt.
+	11675,
 }
 
 // harshRegressionSeeds are harsh histories that once failed.
 var harshRegressionSeeds = []int64{
 	1000019, 1000140, 1000152, // the annotated ConfigMap, as above
 	1000022, 1000090, 1000210, 1000244, // a takeover, as above
+	1005140, // a reset under a rule of another component, as above, and the new attempt's outcome recorded over the failure
 }
 
 // simWorldFor is the world of one history, harsh or not.
