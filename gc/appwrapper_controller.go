@@ -145,9 +145,12 @@ func (r *appWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents 
 			handler.EnqueueRequestsFromMapFunc(r.appWrappersInNamespace),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		// The run's record is its memory: a decision made on a cache that
-		// lagged behind it (a clear not seen yet, say) is made again once
-		// the cache has it.
-		Watches(&wrapupv1alpha1.CompletionRecord{}, handler.EnqueueRequestsFromMapFunc(recordsAppWrapper)).
+		// lagged behind a change of it (a clear, a new stamp, a deletion
+		// not seen yet) is made again once the cache has it. A create
+		// needs none: a decision on a cache without the record writes it,
+		// and the final check finds it.
+		Watches(&wrapupv1alpha1.CompletionRecord{}, handler.EnqueueRequestsFromMapFunc(recordsAppWrapper),
+			builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
 		WatchesRawSource(source.Channel(triggerEvents, &handler.EnqueueRequestForObject{}, wanted))
 	if kinds, ok := r.Triggers.(kindLister); ok {
 		// Decide once the rules' trigger kinds have listed, not twice.
