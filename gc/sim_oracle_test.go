@@ -424,8 +424,10 @@ type simRun struct {
 	triggers []simRecTrig
 	// many: the rule that decided had several candidates.
 	many bool
-	// retries are the AppWrapper's status.retries when it was recorded.
+	// retries are the AppWrapper's status.retries when it was recorded,
+	// deploys the deployments its controller had begun then.
 	retries int32
+	deploys int
 	// cleared: wrapup cleared the outcome since.
 	cleared bool
 	// forces are the actions in force for the run, each from when the
@@ -481,15 +483,20 @@ func recordedAmong(run *simRun, cs []simCand) []simCand {
 // newAttempt says why the AppWrapper controller is making a new attempt
 // at aw (of the model m) since run was recorded, whichever rule decides
 // now and whichever components it takes: it reset aw (its retries grew),
-// or a component whose trigger decided has a new object (a retry, or a
-// re-admission after Kueue suspended it); "" when it is not. aw's
-// phase Failed is final: no attempt follows.
+// the components it deploys now were deployed since (after a reset, or
+// after Kueue suspended it and admitted it again), or a component whose
+// trigger decided has a new object; "" when it is not. aw's phase Failed
+// is final: no attempt follows. (An attempt made since and torn down
+// again, Kueue having suspended aw once more, is no attempt under way.)
 func (w *simWorld) newAttempt(aw *awv1beta2.AppWrapper, m *simAW, run *simRun) string {
 	if aw.Status.Phase == awv1beta2.AppWrapperFailed {
 		return ""
 	}
 	if aw.Status.Retries > run.retries {
 		return fmt.Sprintf("retries %d, %d when recorded", aw.Status.Retries, run.retries)
+	}
+	if m.deploys > run.deploys && simDeployed(aw) {
+		return fmt.Sprintf("deployed %d times, %d when recorded", m.deploys, run.deploys)
 	}
 	for _, t := range run.triggers {
 		for i := range m.trigs {
@@ -852,7 +859,7 @@ func (w *simWorld) checkOutcome(aw *awv1beta2.AppWrapper, m *simAW, cr, old *wra
 		return
 	}
 	f := w.force(aw, cr.Outcome)
-	run = &simRun{outcome: cr.Outcome, finishedAt: finished, triggers: rts, many: len(cs) > 1, retries: aw.Status.Retries, forces: []simForce{f}}
+	run = &simRun{outcome: cr.Outcome, finishedAt: finished, triggers: rts, many: len(cs) > 1, retries: aw.Status.Retries, deploys: m.deploys, forces: []simForce{f}}
 	bound, _ := run.dueBound()
 	w.checkStampOf(cr, f, bound, what)
 	if a := cr.Action.Since; a != nil && !a.Time.Equal(finished) {

@@ -192,6 +192,9 @@ type simAW struct {
 	// createdAt is when it last created its components: its cache may
 	// not have them yet for a moment (see awController, Running).
 	createdAt time.Time
+	// deploys counts the deployments it began (Resuming: the first, after
+	// a reset, after Kueue admitted it again).
+	deploys int
 	// inferenceFailed: the inference component failed (until the next attempt).
 	inferenceFailed bool
 	// mirrors are the mirrors of its record wrapup wrote on its metadata,
@@ -237,7 +240,7 @@ func (w *simWorld) recreate(s simSaved) {
 	aw := &awv1beta2.AppWrapper{ObjectMeta: metav1.ObjectMeta{Name: s.aw.Name, Namespace: s.aw.Namespace,
 		Labels: s.aw.Labels, Annotations: s.aw.Annotations, CreationTimestamp: metav1.NewTime(w.now.Truncate(time.Second))}, Spec: s.aw.Spec}
 	m := s.m.clone()
-	m.uid, m.next, m.holdStart, m.inferenceFailed, m.attempts, m.deployed = w.newUID("aw"), time.Time{}, time.Time{}, false, 0, false
+	m.uid, m.next, m.holdStart, m.inferenceFailed, m.attempts, m.deployed, m.deploys = w.newUID("aw"), time.Time{}, time.Time{}, false, 0, false, 0
 	for i := range m.trigs {
 		if m.trigs[i].generated {
 			m.trigs[i].name = ""
@@ -582,8 +585,11 @@ func (w *simWorld) wake(m *simAW, after time.Duration) {
 	}
 }
 
+// setCond sets the condition t of aw, its time (to the second, as the API
+// server keeps it) moved only when its status changes
+// (meta.SetStatusCondition).
 func setCond(aw *awv1beta2.AppWrapper, t awv1beta2.AppWrapperCondition, status metav1.ConditionStatus, reason string, now time.Time) {
-	c := metav1.Condition{Type: string(t), Status: status, Reason: reason, LastTransitionTime: metav1.NewTime(now)}
+	c := metav1.Condition{Type: string(t), Status: status, Reason: reason, LastTransitionTime: metav1.NewTime(now.Truncate(time.Second))}
 	apimeta.SetStatusCondition(&aw.Status.Conditions, c)
 }
 
@@ -691,6 +697,18 @@ func (w *simWorld) awController(m *simAW) {
 		m.deployed = false
 		return true
 	}
+	// undeploy deletes the components it deployed (ResourcesDeployed
+	// True), and says when they are gone (ResourcesDeployed False, with
+	// the phase as its reason), as each phase that tears them down does.
+	undeploy := func() bool {
+		if m.deployed && !deleteComponents() {
+			return false
+		}
+		if apimeta.IsStatusConditionTrue(aw.Status.Conditions, string(awv1beta2.ResourcesDeployed)) {
+			setCond(aw, awv1beta2.ResourcesDeployed, metav1.ConditionFalse, string(aw.Status.Phase), w.now)
+		}
+		return true
+	}
 	resetOrFail := func() {
 		if aw.Status.Retries < simRetryLimit(aw) {
 			aw.Status.Retries++
@@ -701,7 +719,7 @@ func (w *simWorld) awController(m *simAW) {
 	}
 	if !aw.DeletionTimestamp.IsZero() {
 		// Its finalizer: Terminating until the components are gone.
-		if !deleteComponents() {
+		if !deleteComponents() || !undeploy() {
 			if aw.Status.Phase != awv1beta2.AppWrapperTerminating {
 				transition(awv1beta2.AppWrapperTerminating)
 			}
@@ -721,6 +739,9 @@ func (w *simWorld) awController(m *simAW) {
 		}
 		aw.Finalizers = []string{"workload.codeflare.dev/finalizer"}
 		setCond(aw, awv1beta2.Unhealthy, metav1.ConditionFalse, "Resuming", w.now)
+		// "begin deployment": ResourcesDeployed True, since now.
+		setCond(aw, awv1beta2.ResourcesDeployed, metav1.ConditionTrue, "Resuming", w.now)
+		m.deploys++
 		transition(awv1beta2.AppWrapperResuming)
 	case awv1beta2.AppWrapperResuming:
 		if aw.Spec.Suspend {
@@ -803,7 +824,7 @@ func (w *simWorld) awController(m *simAW) {
 		}
 	case awv1beta2.AppWrapperSuspending:
 		// Undeploys whatever the suspend bit says now.
-		if m.deployed && !deleteComponents() {
+		if !undeploy() {
 			w.aws.put(aw)
 			return
 		}
@@ -814,7 +835,7 @@ func (w *simWorld) awController(m *simAW) {
 			transition(awv1beta2.AppWrapperSuspending)
 			return
 		}
-		if m.deployed && !deleteComponents() {
+		if !undeploy() {
 			w.aws.put(aw)
 			return
 		}
@@ -824,9 +845,15 @@ func (w *simWorld) awController(m *simAW) {
 			deadline = c.LastTransitionTime.Add(90 * time.Second) // retryPausePeriod
 		}
 		if w.now.Before(deadline) {
+			if !apiequality.Semantic.DeepEqual(aw.Status, aw0.Status) {
+				w.aws.put(aw)
+			}
 			m.next = deadline
 			return
 		}
+		// "Reset complete; resuming": ResourcesDeployed True, since now.
+		setCond(aw, awv1beta2.ResourcesDeployed, metav1.ConditionTrue, "Resuming", w.now)
+		m.deploys++
 		transition(awv1beta2.AppWrapperResuming)
 	case awv1beta2.AppWrapperFailed:
 		// The deletion hold, as v1.2.2 keeps it: DeletingResources
@@ -852,7 +879,7 @@ func (w *simWorld) awController(m *simAW) {
 				return
 			}
 		}
-		if m.deployed && !deleteComponents() {
+		if !undeploy() {
 			w.aws.put(aw)
 			return
 		}
