@@ -330,9 +330,13 @@ func (w *simWorld) applyDelivery(c *simCache) {
 			w.wr.queue.add(key, w.now)
 		}
 	case w.crecCache:
-		// The AppWrapper controller watches CompletionRecords: a decision
-		// on a cache behind a record is made again once the cache has it
+		// The AppWrapper controller watches the changes and deletions of
+		// CompletionRecords, not their creates: a decision on a cache
+		// behind a record is made again once the cache has it
 		// (recordsAppWrapper).
+		if old == nil {
+			return
+		}
 		for _, o := range []client.Object{old, d.obj} {
 			if cr, ok := o.(*wrapupv1alpha1.CompletionRecord); ok && cr.AppWrapper.Name != "" {
 				w.wr.queue.add(types.NamespacedName{Namespace: cr.Namespace, Name: cr.AppWrapper.Name}, w.now)
