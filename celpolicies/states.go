@@ -1,0 +1,159 @@
+package celpolicies
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// KindStates says what a built-in kind's own controller writes in its status.
+type KindStates struct {
+	// ConditionTypes: every condition type the controller sets (empty if the
+	// kind reports no conditions).
+	ConditionTypes []string
+	// StateField: the dotted path of the phase/state field ("status.phase",
+	// "status.state.phase", "status.applicationState.state",
+	// "status.jobDeploymentStatus"...), "" if none.
+	StateField string
+	// States: every value the controller writes in StateField, "" included
+	// when the field is left empty before the controller first sees the
+	// object.
+	States []string
+	// MoreStates: other state fields the controller writes, dotted path to
+	// every value it writes there (RayJob's "status.jobStatus", JobSet's
+	// "status.terminalState").
+	MoreStates map[string][]string
+	// Transient: condition types or state values the controller moves on
+	// from, which are never final (Restarting, FailureTarget,
+	// SuccessCriteriaMet, Suspended, Aborted, PENDING_RERUN,
+	// SUBMISSION_FAILED...). A condition with a reason is spelled
+	// "Type/Reason" ("Failed/MPIJobEvicted"): that condition with that
+	// reason is not final though the type otherwise is.
+	Transient []string
+	// Source: upstream file and function the lists come from.
+	Source string
+}
+
+// kindStates lists, for each built-in kind, what its controller writes, read
+// from the controller's code at the version named in Source.
+var kindStates = map[schema.GroupKind]KindStates{
+	{Group: "batch", Kind: "Job"}: {
+		ConditionTypes: []string{"Suspended", "FailureTarget", "SuccessCriteriaMet", "Complete", "Failed"},
+		Transient:      []string{"Suspended", "FailureTarget", "SuccessCriteriaMet"},
+		Source: "k8s.io/api batch/v1 types.go (JobConditionType); kubernetes pkg/controller/job/job_controller.go " +
+			"(syncJob, trackJobStatusAndRemoveFinalizers: Complete after SuccessCriteriaMet and Failed after " +
+			"FailureTarget once no pod is terminating)",
+	},
+	{Group: "jobset.x-k8s.io", Kind: "JobSet"}: {
+		ConditionTypes: []string{"Completed", "Failed", "Suspended", "StartupPolicyInProgress", "StartupPolicyCompleted"},
+		MoreStates:     map[string][]string{"status.terminalState": {"", "Completed", "Failed"}},
+		Transient:      []string{"Suspended", "StartupPolicyInProgress", "StartupPolicyCompleted"},
+		Source: "sigs.k8s.io/jobset api/jobset/v1alpha2/jobset_types.go (JobSetConditionType); " +
+			"pkg/controllers/jobset_controller.go (setJobSetCompletedCondition, setJobSetFailedCondition, " +
+			"failure_policy.go executeFailurePolicy: a failed child Job restarts the JobSet while restarts remain)",
+	},
+	{Group: "kubeflow.org", Kind: "PyTorchJob"}: trainingOperatorV1States,
+	{Group: "kubeflow.org", Kind: "TFJob"}:      trainingOperatorV1States,
+	{Group: "kubeflow.org", Kind: "XGBoostJob"}: trainingOperatorV1States,
+	{Group: "kubeflow.org", Kind: "JAXJob"}:     trainingOperatorV1States,
+	{Group: "kubeflow.org", Kind: "PaddleJob"}:  trainingOperatorV1States,
+	{Group: "kubeflow.org", Kind: "MPIJob"}: {
+		ConditionTypes: []string{"Created", "Running", "Restarting", "Succeeded", "Suspended", "Failed"},
+		Transient:      []string{"Created", "Running", "Restarting", "Suspended", "Failed/MPIJobEvicted"},
+		Source: "github.com/kubeflow/mpi-operator v0.8.0 pkg/apis/kubeflow/v2beta1/types.go (JobConditionType); " +
+			"pkg/controller/mpi_job_controller.go (updateMPIJobStatus: Failed/MPIJobEvicted on an evicted launcher " +
+			"without completionTime while the launcher Job may still succeed)",
+	},
+	{Group: "trainer.kubeflow.org", Kind: "TrainJob"}: {
+		ConditionTypes: []string{"Suspended", "Complete", "Failed"},
+		Transient:      []string{"Suspended"},
+		Source: "github.com/kubeflow/trainer/v2 v2.2.0 pkg/apis/trainer/v1alpha1/trainjob_types.go " +
+			"(TrainJobSuspended, TrainJobComplete, TrainJobFailed); pkg/runtime/framework/plugins/jobset " +
+			"(Status: Complete and Failed copied from the JobSet's terminal conditions)",
+	},
+	{Group: "ray.io", Kind: "RayJob"}: {
+		StateField: "status.jobDeploymentStatus",
+		States: []string{"", "Initializing", "Running", "Complete", "Failed", "ValidationFailed",
+			"Suspending", "Suspended", "Retrying", "Waiting"},
+		MoreStates: map[string][]string{
+			"status.jobStatus": {"", "PENDING", "RUNNING", "STOPPED", "SUCCEEDED", "FAILED"},
+		},
+		Transient: []string{"", "Initializing", "Running", "ValidationFailed", "Suspending", "Suspended",
+			"Retrying", "Waiting", "PENDING", "RUNNING"},
+		Source: "github.com/ray-project/kuberay/ray-operator v1.6.0 apis/ray/v1/rayjob_types.go " +
+			"(JobDeploymentStatus, JobStatus, IsJobDeploymentTerminal); controllers/ray/rayjob_controller.go (Reconcile)",
+	},
+	{Group: "", Kind: "Pod"}: {
+		ConditionTypes: []string{"PodScheduled", "PodReadyToStartContainers", "Initialized", "ContainersReady",
+			"Ready", "DisruptionTarget", "PodResizePending", "PodResizeInProgress"},
+		StateField: "status.phase",
+		States:     []string{"Pending", "Running", "Succeeded", "Failed", "Unknown"},
+		Transient: []string{"Pending", "Running", "Unknown", "PodScheduled", "PodReadyToStartContainers",
+			"Initialized", "ContainersReady", "Ready", "DisruptionTarget", "PodResizePending", "PodResizeInProgress"},
+		Source: "k8s.io/api core/v1 types.go (PodPhase, PodConditionType); kubernetes pkg/kubelet/kubelet_pods.go " +
+			"(getPhase: Succeeded or Failed once every container has terminated and none will restart)",
+	},
+	{Group: "argoproj.io", Kind: "Workflow"}: {
+		ConditionTypes: []string{"PodRunning", "Completed", "SpecWarning", "SpecError", "MetricsError", "ArtifactGCError"},
+		StateField:     "status.phase",
+		States:         []string{"", "Pending", "Running", "Succeeded", "Failed", "Error"},
+		Transient:      []string{"", "Pending", "Running", "PodRunning"},
+		Source: "github.com/argoproj/argo-workflows pkg/apis/workflow/v1alpha1/workflow_types.go (WorkflowPhase, " +
+			"ConditionType); workflow/controller/operator.go (markWorkflowPhase)",
+	},
+	{Group: "batch.volcano.sh", Kind: "Job"}: {
+		StateField: "status.state.phase",
+		States: []string{"", "Pending", "Aborting", "Aborted", "Running", "Restarting", "Completing",
+			"Completed", "Terminating", "Terminated", "Failed"},
+		Transient: []string{"", "Pending", "Aborting", "Aborted", "Running", "Restarting", "Completing",
+			"Terminating"},
+		Source: "volcano.sh/apis v1.14.0 pkg/apis/batch/v1alpha1/job.go (JobPhase); volcano-sh/volcano " +
+			"pkg/controllers/job/state/*.go (NewState, each state's Execute)",
+	},
+	{Group: "sparkoperator.k8s.io", Kind: "SparkApplication"}: {
+		StateField: "status.applicationState.state",
+		States: []string{"", "SUBMITTED", "RUNNING", "COMPLETED", "FAILED", "SUBMISSION_FAILED",
+			"PENDING_RERUN", "INVALIDATING", "SUCCEEDING", "FAILING", "UNKNOWN", "SUSPENDING", "SUSPENDED", "RESUMING"},
+		Transient: []string{"", "SUBMITTED", "RUNNING", "SUBMISSION_FAILED", "PENDING_RERUN", "INVALIDATING",
+			"SUCCEEDING", "FAILING", "UNKNOWN", "SUSPENDING", "SUSPENDED", "RESUMING"},
+		Source: "github.com/kubeflow/spark-operator/v2 api/v1beta2/sparkapplication_types.go (ApplicationStateType); " +
+			"internal/controller/sparkapplication/controller.go (Reconcile)",
+	},
+	{Group: "tekton.dev", Kind: "PipelineRun"}: tektonStates,
+	{Group: "tekton.dev", Kind: "TaskRun"}:     tektonStates,
+}
+
+var trainingOperatorV1States = KindStates{
+	ConditionTypes: []string{"Created", "Running", "Restarting", "Succeeded", "Suspended", "Failed"},
+	Transient:      []string{"Created", "Running", "Restarting", "Suspended"},
+	Source: "github.com/kubeflow/training-operator v1.9.3 pkg/apis/kubeflow.org/v1/common_types.go " +
+		"(JobConditionType); pkg/controller.v1/common/job.go (ReconcileJobs)",
+}
+
+// tektonStates: Tekton reports one condition, Succeeded, as Knative does:
+// Unknown while running, True or False once done.
+var tektonStates = KindStates{
+	ConditionTypes: []string{"Succeeded"},
+	Source: "github.com/tektoncd/pipeline pkg/apis/pipeline/v1 pipelinerun_types.go and taskrun_types.go " +
+		"(PipelineRunReason, TaskRunReason); knative.dev/pkg apis/condition_set.go (ConditionSucceeded)",
+}
+
+// StatesOf returns the known states of a built-in kind. The lists are the
+// caller's to keep or change.
+func StatesOf(gk schema.GroupKind) (KindStates, bool) {
+	s, ok := kindStates[gk]
+	if !ok {
+		return KindStates{}, false
+	}
+	s.ConditionTypes = slices.Clone(s.ConditionTypes)
+	s.States = slices.Clone(s.States)
+	s.Transient = slices.Clone(s.Transient)
+	if s.MoreStates != nil {
+		more := make(map[string][]string, len(s.MoreStates))
+		for field, values := range s.MoreStates {
+			more[field] = slices.Clone(values)
+		}
+		s.MoreStates = more
+	}
+	return s, true
+}
