@@ -216,6 +216,20 @@ func TestRun(t *testing.T) {
 			wantErr: []string{"6 expectations met\n"},
 		},
 		{
+			// Rules read from files have no UID: each is still evaluated
+			// with its own expressions, as the controller evaluates it.
+			name: "explain offline: a folder of rules of several kinds, each with expressions of its own",
+			args: []string{"explain", "-f", td("kinds"), "--rules", td("kinds/rules"),
+				"--expect", td("kinds/expect.yaml"), "--now", "2026-12-03T10:00:00Z"},
+			wantCode: exitOK,
+			wantOut: []string{
+				"Message:    load test load done\n",
+				"AppWrapper: team-b/train (phase Running) at 2026-12-03T10:00:00Z\nVerdict:    Delete\n",
+				"AppWrapper: team-b/eval (phase Running) at 2026-12-03T10:00:00Z\nVerdict:    RecordOnly\n",
+			},
+			wantErr: []string{"3 expectations met\n"},
+		},
+		{
 			name: "explain offline: an expectation not met fails",
 			args: []string{"explain", "-f", td("offline"), "--rules", td("offline/rules"), "sample-job", "-n", "team-a",
 				"--expect", "sample-job=Delete", "--now", "2026-12-03T10:00:00Z"},

@@ -173,8 +173,20 @@ func (o *offlineObjects) addRule(rule *wrapupv1alpha1.CompletionRule, where stri
 	if slices.ContainsFunc(o.rules, func(r wrapupv1alpha1.CompletionRule) bool { return r.Name == rule.Name }) {
 		return fmt.Errorf("%s: a second CompletionRule named %s", where, rule.Name)
 	}
+	// Compiled programs are cached by UID, as the controller caches them:
+	// a rule of a file has none (or one copied beside another's), and
+	// would be evaluated with the expressions of another rule sharing it.
+	if rule.UID == "" || slices.ContainsFunc(o.rules, func(r wrapupv1alpha1.CompletionRule) bool { return r.UID == rule.UID }) {
+		rule.UID = offlineRuleUID(rule.Name)
+	}
 	o.rules = append(o.rules, *rule)
 	return nil
+}
+
+// offlineRuleUID is the UID given to a CompletionRule of a file that has
+// none: one per name, as the API server gives one per rule.
+func offlineRuleUID(name string) types.UID {
+	return types.UID("offline-rule-" + name)
 }
 
 // add adds u, read at where, to the objects, in namespace ns when it
