@@ -23,13 +23,23 @@ type KindStates struct {
 	// every value it writes there (RayJob's "status.jobStatus", JobSet's
 	// "status.terminalState").
 	MoreStates map[string][]string
+	// OtherConditions: other writers add condition types of their own (a
+	// Pod's readiness gates), so a type not in ConditionTypes may still be
+	// set.
+	OtherConditions bool
 	// Transient: condition types or state values the controller moves on
 	// from, which are never final (Restarting, FailureTarget,
 	// SuccessCriteriaMet, Suspended, Aborted, PENDING_RERUN,
 	// SUBMISSION_FAILED...). A condition with a reason is spelled
 	// "Type/Reason" ("Failed/MPIJobEvicted"): that condition with that
-	// reason is not final though the type otherwise is.
+	// reason is not final though the type otherwise is. A condition with a
+	// status is spelled "Type=Status" ("Succeeded=Unknown", Tekton's
+	// condition while the run goes on).
 	Transient []string
+	// Final: what the kind's built-in expressions read as final, in words,
+	// where it is more than a state or condition above (an MPIJob's Failed
+	// is final only with status.completionTime).
+	Final string
 	// Source: upstream file and function the lists come from.
 	Source string
 }
@@ -60,6 +70,7 @@ var kindStates = map[schema.GroupKind]KindStates{
 	{Group: "kubeflow.org", Kind: "MPIJob"}: {
 		ConditionTypes: []string{"Created", "Running", "Restarting", "Succeeded", "Suspended", "Failed"},
 		Transient:      []string{"Created", "Running", "Restarting", "Suspended", "Failed/MPIJobEvicted"},
+		Final:          "Succeeded=True; Failed=True once status.completionTime is set (the launcher Job failed)",
 		Source: "github.com/kubeflow/mpi-operator v0.8.0 pkg/apis/kubeflow/v2beta1/types.go (JobConditionType); " +
 			"pkg/controller/mpi_job_controller.go (updateMPIJobStatus: Failed/MPIJobEvicted on an evicted launcher " +
 			"without completionTime while the launcher Job may still succeed)",
@@ -85,11 +96,13 @@ var kindStates = map[schema.GroupKind]KindStates{
 	},
 	{Group: "", Kind: "Pod"}: {
 		ConditionTypes: []string{"PodScheduled", "PodReadyToStartContainers", "Initialized", "ContainersReady",
-			"Ready", "DisruptionTarget", "PodResizePending", "PodResizeInProgress"},
-		StateField: "status.phase",
+			"Ready", "DisruptionTarget", "PodResizePending", "PodResizeInProgress", "AllContainersRestarting"},
+		OtherConditions: true,
+		StateField:      "status.phase",
 		States:     []string{"Pending", "Running", "Succeeded", "Failed", "Unknown"},
 		Transient: []string{"Pending", "Running", "Unknown", "PodScheduled", "PodReadyToStartContainers",
-			"Initialized", "ContainersReady", "Ready", "DisruptionTarget", "PodResizePending", "PodResizeInProgress"},
+			"Initialized", "ContainersReady", "Ready", "DisruptionTarget", "PodResizePending", "PodResizeInProgress",
+			"AllContainersRestarting"},
 		Source: "k8s.io/api core/v1 types.go (PodPhase, PodConditionType); kubernetes pkg/kubelet/kubelet_pods.go " +
 			"(getPhase: Succeeded or Failed once every container has terminated and none will restart)",
 	},
@@ -134,6 +147,8 @@ var trainingOperatorV1States = KindStates{
 // Unknown while running, True or False once done.
 var tektonStates = KindStates{
 	ConditionTypes: []string{"Succeeded"},
+	Transient:      []string{"Succeeded=Unknown"},
+	Final:          "Succeeded=True is a success; Succeeded=False (failed, cancelled, timed out) a failure",
 	Source: "github.com/tektoncd/pipeline pkg/apis/pipeline/v1 pipelinerun_types.go and taskrun_types.go " +
 		"(PipelineRunReason, TaskRunReason); knative.dev/pkg apis/condition_set.go (ConditionSucceeded)",
 }
