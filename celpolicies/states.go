@@ -99,7 +99,7 @@ var kindStates = map[schema.GroupKind]KindStates{
 			"Ready", "DisruptionTarget", "PodResizePending", "PodResizeInProgress", "AllContainersRestarting"},
 		OtherConditions: true,
 		StateField:      "status.phase",
-		States:     []string{"Pending", "Running", "Succeeded", "Failed", "Unknown"},
+		States:          []string{"Pending", "Running", "Succeeded", "Failed", "Unknown"},
 		Transient: []string{"Pending", "Running", "Unknown", "PodScheduled", "PodReadyToStartContainers",
 			"Initialized", "ContainersReady", "Ready", "DisruptionTarget", "PodResizePending", "PodResizeInProgress",
 			"AllContainersRestarting"},
