@@ -6,10 +6,20 @@
 # that holds the binaries (the value for KUBEBUILDER_ASSETS) on stdout;
 # progress goes to stderr.
 #
+# WRAPUP_CONTROLPLANE_SKIP names tools not to build, such as "helm", which
+# make demo and make up do not use. WRAPUP_CONTROLPLANE_QUIET=1 says nothing
+# of what is cached, only of what it builds.
+#
 # The first build takes about 17-22 minutes on 2 cores (kube-apiserver alone ~7-10).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
+
+cached() {
+	if [[ -z "${WRAPUP_CONTROLPLANE_QUIET:-}" ]]; then
+		echo "controlplane: $1 cached in ${out}" >&2
+	fi
+}
 
 k8s_version="$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' go.mod)"
 etcd_version="$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2; exit}' go.mod)"
@@ -33,7 +43,7 @@ k8s_ldflags="-s -w \
 build() {
 	local name="$1" pkg="$2" ldflags="$3"
 	if [[ -x "${out}/${name}" ]]; then
-		echo "controlplane: ${name} ${k8s_version} cached in ${out}" >&2
+		cached "${name} ${k8s_version}"
 		return
 	fi
 	echo "controlplane: building ${name} (${pkg}); the first build of the control plane takes ~17-22 minutes on 2 cores" >&2
@@ -55,10 +65,13 @@ build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$k8s_ldflags"
 # (simulated nodes and pods for the test bed that runs pods).
 tool() {
 	local name="$1" module="$2" pkg="$3" ldflags="$4"
+	if [[ " ${WRAPUP_CONTROLPLANE_SKIP:-} " == *" ${name} "* ]]; then
+		return
+	fi
 	local version
 	version="$(awk -v m="$module" '{for (i = 1; i < NF; i++) if ($i == m) {print $(i+1); exit}}' "../tools/${name}/go.mod")"
 	if [[ -x "${out}/${name}" && "$(cat "${out}/.${name}.version" 2>/dev/null)" == "$version" ]]; then
-		echo "controlplane: ${name} ${version} cached in ${out}" >&2
+		cached "${name} ${version}"
 		return
 	fi
 	echo "controlplane: building ${name} ${version} (test/tools/${name})" >&2
