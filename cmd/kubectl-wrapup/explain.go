@@ -193,11 +193,11 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, cluster clientGetter, 
 	cmd.Flags().StringSliceVar(&o.rules.Filenames, "rules", nil, "Offline: a file or folder of CompletionRules; repeatable.")
 	cmd.Flags().StringArrayVar(&o.expect, "expect", nil, "Offline: the verdict expected, as [NAMESPACE/]NAME=VERDICT, or a YAML file of NAME: {verdict: V, rule: R, trigger: T}; repeatable. Exit 1 when one is not met.")
 	cmd.Flags().StringVar(&o.at, "now", "", "Offline: decide at this instant (RFC 3339) rather than now, for stable tests.")
-	cmd.Flags().StringVar(&o.sa, "wrapup-service-account", defaultServiceAccount, "wrapup's ServiceAccount, as NAMESPACE:NAME: explain decides with its rights (which trigger kinds it may list), asked with a SubjectAccessReview.")
+	cmd.Flags().StringVar(&o.sa, "wrapup-service-account", "", saFlagUsage("explain decides with its rights (which trigger kinds it may list), asked with a SubjectAccessReview"))
 	_ = cmd.MarkFlagFilename("rules", "yaml", "yml", "json")
 	cmd.Flags().StringToStringVar(&o.workerFiles, "worker-kubeconfig", nil,
 		"For an AppWrapper that MultiKueue dispatched: the kubeconfig file of its worker cluster, as MULTIKUEUECLUSTER=PATH (repeatable; default: wrapup's kubeconfig Secret of that name, see --worker-secrets-namespace).")
-	cmd.Flags().StringVar(&o.workerSecrets, "worker-secrets-namespace", "wrapup-system", "Where wrapup keeps the kubeconfig Secrets of MultiKueue's worker clusters: the namespace it is installed in (the Helm release's).")
+	cmd.Flags().StringVar(&o.workerSecrets, "worker-secrets-namespace", "", workerSecretsUsage)
 	return cmd
 }
 
@@ -220,7 +220,7 @@ func (o *explainOptions) Validate() error {
 	if len(o.args) != 1 {
 		return errors.New("explain needs an AppWrapper's name, or -f FILE to explain the AppWrappers of files offline")
 	}
-	if err := checkServiceAccount(o.sa); err != nil {
+	if err := checkServiceAccount(o.sa); o.sa != "" && err != nil {
 		return err
 	}
 	if strings.Contains(o.args[0], "/") {
@@ -241,7 +241,12 @@ func (o *explainOptions) Run(ctx context.Context) error {
 	}
 	out := o.streams.Out
 	key := types.NamespacedName{Namespace: ns, Name: o.args[0]}
-	ex, err := view.ExplainWith(ctx, c, view.ExplainOptions{Workers: workerReaders(c, o.workerFiles, o.workerSecrets), Access: serviceAccountAccess(c, o.sa)}, nil, key, time.Now())
+	sa := findServiceAccount(ctx, c, o.sa)
+	opts := view.ExplainOptions{Workers: workerReaders(c, o.workerFiles, secretsNamespace(o.workerSecrets, sa)), Access: sa.access(c)}
+	ex, err := view.ExplainWith(ctx, c, opts, nil, key, time.Now())
+	if err == nil && sa.note != "" {
+		ex.Notes = append(ex.Notes, sa.note)
+	}
 	if apierrors.IsNotFound(err) {
 		// Gone: its CompletionRecord says how its run ended.
 		records, lerr := view.Records(ctx, c, ns, key.Name, nil)
@@ -511,6 +516,29 @@ func printRecords(w io.Writer, format string, records []wrapupv1alpha1.Completio
 // defaultServiceAccount is wrapup's ServiceAccount as the kustomize and
 // Helm installs (a release named wrapup) create it.
 const defaultServiceAccount = "wrapup-system:wrapup-controller"
+
+// saFlagUsage is the usage of --wrapup-service-account.
+func saFlagUsage(what string) string {
+	return "wrapup's ServiceAccount, as NAMESPACE:NAME: " + what + ". Default: the one wrapup's manager Deployment " +
+		"(labelled app.kubernetes.io/name=wrapup) runs as, else the one bound to wrapup's manager ClusterRole, else " +
+		defaultServiceAccount + " if it exists; when none is found, the rights are not checked and a note says so."
+}
+
+// workerSecretsUsage is the usage of --worker-secrets-namespace.
+const workerSecretsUsage = "Where wrapup keeps the kubeconfig Secrets of MultiKueue's worker clusters: the namespace it is installed in " +
+	"(default: its ServiceAccount's, else wrapup-system)."
+
+// secretsNamespace is --worker-secrets-namespace, or the namespace wrapup's
+// ServiceAccount is in (the Helm release's), or the default install's.
+func secretsNamespace(flag string, sa serviceAccount) string {
+	switch {
+	case flag != "":
+		return flag
+	case sa.namespace() != "":
+		return sa.namespace()
+	}
+	return "wrapup-system"
+}
 
 // serviceAccountAccess asks the API server, with a SubjectAccessReview,
 // whether wrapup's ServiceAccount sa ("NAMESPACE:NAME") may list and watch

@@ -33,6 +33,12 @@ import (
 // when allowed.
 func fakeCluster(t *testing.T, allowed bool) clientGetter {
 	t.Helper()
+	return fakeClusterWith(t, allowed, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "wrapup-system", Name: "wrapup-controller"}})
+}
+
+// fakeClusterWith is fakeCluster with more objects (wrapup's install).
+func fakeClusterWith(t *testing.T, allowed bool, install ...client.Object) clientGetter {
+	t.Helper()
 	now := time.Now()
 	sweep := util.MakeAppWrapper("sweep", "bench").UID("aw-uid").Trigger(util.MakeJob("load").Obj()).Phase(awv1beta2.AppWrapperRunning).Obj()
 	job := util.MakeJob("load").UID("job-uid").OwnedBy(sweep).Complete(now.Add(-time.Minute)).Obj()
@@ -43,7 +49,7 @@ func fakeCluster(t *testing.T, allowed bool) clientGetter {
 	mapper := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{batchv1.SchemeGroupVersion, awv1beta2.GroupVersion})
 	mapper.Add(batchv1.SchemeGroupVersion.WithKind("Job"), apimeta.RESTScopeNamespace)
 	mapper.Add(awv1beta2.GroupVersion.WithKind("AppWrapper"), apimeta.RESTScopeNamespace)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(sweep, job, other, rule, ns).
+	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(append([]client.Object{sweep, job, other, rule, ns}, install...)...).
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if sar, ok := obj.(*authorizationv1.SubjectAccessReview); ok {
 				// The API server answers an access review; it stores none.
@@ -97,6 +103,30 @@ func TestExplainOnAGivenCluster(t *testing.T) {
 	v, notes := verdict(false)
 	if v != string(decision.VerdictBlocked) || !strings.Contains(notes, "wrapup may not list jobs.batch") {
 		t.Errorf("with Jobs not listable by wrapup: verdict %s, notes %q; want %s and a note", v, notes, decision.VerdictBlocked)
+	}
+}
+
+// explain on a cluster where wrapup's ServiceAccount is not found (not
+// installed as config/default or the chart installs it, nor named): what
+// an access review of a ServiceAccount that does not exist answers is no
+// evidence, so the verdict is not Blocked, and a note says what to pass.
+func TestExplainWithoutWrapupServiceAccount(t *testing.T) {
+	for _, args := range [][]string{{}, {"--wrapup-service-account", "platform:batchgc-wrapup-controller"}} {
+		code, out, errOut := runWith(t, fakeClusterWith(t, false), append([]string{"explain", "sweep", "-o", "json"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("explain %v: exit %d: %s", args, code, errOut)
+		}
+		var ex struct {
+			Verdict string   `json:"verdict"`
+			Notes   []string `json:"notes"`
+		}
+		if err := json.Unmarshal([]byte(out), &ex); err != nil {
+			t.Fatalf("explain -o json: %v\n%s", err, out)
+		}
+		notes := strings.Join(ex.Notes, "\n")
+		if ex.Verdict != string(decision.VerdictDelete) || !strings.Contains(notes, "was not found") || !strings.Contains(notes, "pass --wrapup-service-account NAMESPACE:NAME") {
+			t.Errorf("explain %v: verdict %s, notes %q; want %s and a note that wrapup's ServiceAccount was not found", args, ex.Verdict, notes, decision.VerdictDelete)
+		}
 	}
 }
 

@@ -79,8 +79,8 @@ func newPlanCommand(cf *genericclioptions.ConfigFlags, cluster clientGetter, str
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: a table).")
 	cmd.Flags().StringToStringVar(&o.workerFiles, "worker-kubeconfig", nil,
 		"For AppWrappers that MultiKueue dispatched: the kubeconfig file of a worker cluster, as MULTIKUEUECLUSTER=PATH (repeatable; default: wrapup's kubeconfig Secret of that name).")
-	cmd.Flags().StringVar(&o.workerSecrets, "worker-secrets-namespace", "wrapup-system", "Where wrapup keeps the kubeconfig Secrets of MultiKueue's worker clusters.")
-	cmd.Flags().StringVar(&o.sa, "wrapup-service-account", defaultServiceAccount, "wrapup's ServiceAccount, as NAMESPACE:NAME: decisions are made with its rights (which trigger kinds it may list).")
+	cmd.Flags().StringVar(&o.workerSecrets, "worker-secrets-namespace", "", workerSecretsUsage)
+	cmd.Flags().StringVar(&o.sa, "wrapup-service-account", "", saFlagUsage("decisions are made with its rights (which trigger kinds it may list)"))
 	return cmd
 }
 
@@ -91,6 +91,9 @@ func (o *planOptions) Validate() error {
 	}
 	if err := checkOutput(o.output, "json", "yaml"); err != nil {
 		return err
+	}
+	if o.sa == "" {
+		return nil
 	}
 	return checkServiceAccount(o.sa)
 }
@@ -126,7 +129,11 @@ func (o *planOptions) Run(ctx context.Context) error {
 	if o.cf.Namespace != nil {
 		ns = *o.cf.Namespace
 	}
-	opts := view.ExplainOptions{Workers: workerReaders(c, o.workerFiles, o.workerSecrets), Access: serviceAccountAccess(c, o.sa)}
+	sa := findServiceAccount(ctx, c, o.sa)
+	if sa.note != "" {
+		fmt.Fprintf(o.streams.ErrOut, "Note: %s\n", sa.note)
+	}
+	opts := view.ExplainOptions{Workers: workerReaders(c, o.workerFiles, secretsNamespace(o.workerSecrets, sa)), Access: sa.access(c)}
 	p, err := planChange(ctx, c, opts, objs.rules, o.remove, ns, time.Now())
 	if err != nil {
 		return failed("%v", err)
