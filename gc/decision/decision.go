@@ -525,8 +525,23 @@ func (s liveState) present() bool {
 //     manager, the eviction API, the pod GC, the kubelet's node-pressure
 //     eviction and node shutdown), possibly left Failed or Succeeded
 //     without being deleted.
+//
+// A Job finished before its deletion began is not torn down: it is how
+// the Job's own TTL removes it. The TTL-after-finished controller deletes
+// only a finished Job, with Foreground propagation, so that it is seen with
+// a deletionTimestamp while its pods go (k8s v1.37.2
+// pkg/controller/ttlafterfinished/ttlafterfinished_controller.go,
+// processJob), and the Job controller never changes a finished Job again
+// (pkg/controller/job/job_controller.go, syncJob returns at
+// IsJobFinished). Its terminal condition must be from a second strictly
+// before the deletionTimestamp: both are kept to the second, and a Job
+// deleted while it runs may still be finished by its controller on the
+// way (syncJob goes on for a Job being deleted), within the same second.
 func tornDown(obj *unstructured.Unstructured) string {
 	if ts := obj.GetDeletionTimestamp(); ts != nil {
+		if finishedBefore(obj, ts.Time) {
+			return ""
+		}
 		return "is being deleted (deletionTimestamp " + ts.UTC().Format(time.RFC3339) + ")"
 	}
 	if obj.GetKind() != "Pod" || obj.GroupVersionKind().Group != "" {
@@ -541,6 +556,27 @@ func tornDown(obj *unstructured.Unstructured) string {
 		}
 	}
 	return ""
+}
+
+// finishedBefore says whether obj is a batch/v1 Job whose terminal
+// condition (Complete or Failed, True) is from a second before deleted.
+func finishedBefore(obj *unstructured.Unstructured, deleted time.Time) bool {
+	if obj.GetKind() != "Job" || obj.GroupVersionKind().Group != "batch" {
+		return false
+	}
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["status"] != string(corev1.ConditionTrue) || (m["type"] != "Complete" && m["type"] != "Failed") {
+			continue
+		}
+		s, _ := m["lastTransitionTime"].(string)
+		at, err := time.Parse(time.RFC3339, s)
+		if err == nil && at.Truncate(time.Second).Before(deleted.Truncate(time.Second)) {
+			return true
+		}
+	}
+	return false
 }
 
 // MisplacedTriggerAnnotation says why wrapup.dev/trigger on an

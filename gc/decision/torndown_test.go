@@ -226,3 +226,38 @@ func TestSuccessThenFailedWithHold(t *testing.T) {
 		t.Fatalf("%s after %s, want %s after 9m (the hold): %s", d.Verdict, d.After, VerdictDeleteAfterTTL, d.Reason)
 	}
 }
+
+// A Job its own TTL removes (the TTL-after-finished controller deletes a
+// finished Job with Foreground propagation, so that it is seen with a
+// deletionTimestamp while its pods go) finished before its deletion began:
+// its outcome is a completion. A Job finished in the second of its
+// deletion or after it is torn down: its controller may have finished it
+// on the way.
+func TestJobRemovedByItsOwnTTL(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		job  *util.JobWrapper
+		want wrapupv1alpha1.Outcome // "" for torn down: nothing recorded
+	}{
+		{"complete, then deleted 5 s later", bench(jobUID).Complete(now.Add(-10 * time.Second)).Deleting(now.Add(-5 * time.Second)), wrapupv1alpha1.OutcomeSucceeded},
+		{"complete, then deleted the next second", bench(jobUID).Complete(now.Add(-1100 * time.Millisecond)).Deleting(now.Add(-100 * time.Millisecond)), wrapupv1alpha1.OutcomeSucceeded},
+		{"failed, then deleted", bench(jobUID).Failed(now.Add(-time.Hour)).Deleting(now.Add(-time.Minute)), wrapupv1alpha1.OutcomeFailed},
+		{"complete in the second of its deletion", bench(jobUID).Complete(now.Add(-900 * time.Millisecond)).Deleting(now.Add(-time.Second)), ""},
+		{"complete after its deletion began", bench(jobUID).Complete(now).Deleting(now.Add(-3 * time.Second)), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(t, appWrapper().Obj(), trigger(tc.job), jobs().Obj())
+			in.FailureSeen = FailureSeen{TriggerUID: jobUID, At: now.Add(-time.Hour)}
+			d := Decide(context.Background(), in)
+			if tc.want == "" {
+				if d.Write != nil || d.Verdict != VerdictWaitingForTrigger || !strings.Contains(d.Reason, "being deleted") {
+					t.Fatalf("%s, write %+v; want %s, the Job being deleted: %s", d.Verdict, d.Write, VerdictWaitingForTrigger, d.Reason)
+				}
+				return
+			}
+			if d.Write == nil || d.Write.Outcome != tc.want {
+				t.Fatalf("%s, write %+v; want %s recorded: %s", d.Verdict, d.Write, tc.want, d.Reason)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +26,27 @@ import (
 )
 
 const nsLabel = "wrapup.test/namespace"
+
+// kubeletHold is a finalizer that stands for a pod's kubelet, still
+// stopping it: the garbage collector's Foreground deletion of its owner
+// waits for the pod.
+const kubeletHold = "wrapup.test/kubelet-stopping"
+
+// releasePod removes kubeletHold from pod, as its kubelet does once the
+// pod has stopped.
+func releasePod(pod *corev1.Pod) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		got := &corev1.Pod{}
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), got)
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		got.Finalizers = slices.DeleteFunc(got.Finalizers, func(f string) bool { return f == kubeletHold })
+		g.Expect(client.IgnoreNotFound(k8sClient.Update(ctx, got))).To(Succeed())
+	}, util.Timeout, util.Interval).Should(Succeed())
+}
 
 var _ = Describe("Completing AppWrappers", func() {
 	var ns *corev1.Namespace
@@ -90,6 +113,43 @@ var _ = Describe("Completing AppWrappers", func() {
 			g.Expect(got.Status.Failed).To(BeZero())
 			g.Expect(got.Status.MatchedAppWrappers).To(BeZero())
 		}, util.Timeout, util.Interval).Should(Succeed())
+	})
+
+	It("takes a Job that its own TTL removes, seen only while it is deleted, as the success it was", func() {
+		aw := util.MakeAppWrapper("ttl1", ns.Name).Label("llm-d.ai/role", "benchmark").
+			Component(util.MakeDeployment("ttl1-inference", 1), nil).
+			Component(util.MakeJob("ttl1-benchmark").Obj(), nil).Obj()
+		createRunning(aw)
+		job := types.NamespacedName{Namespace: ns.Name, Name: "ttl1-benchmark"}
+		j := expectJob(job)
+		j.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("Job"))
+
+		By("the Job's pod, which the kubelet is still stopping, holding the Job's Foreground deletion")
+		pod := util.CreatePod(ctx, k8sClient, ns.Name, "ttl1-benchmark-0", aw.Name, j, corev1.PodSucceeded)
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+			pod.Finalizers = append(pod.Finalizers, kubeletHold)
+			g.Expect(k8sClient.Update(ctx, pod)).To(Succeed())
+		}, util.Timeout, util.Interval).Should(Succeed())
+		DeferCleanup(func() { releasePod(pod) })
+
+		By("the Job completing 10 s ago, and the TTL-after-finished controller deleting it with Foreground propagation, as processJob does")
+		util.JobCompleteAt(ctx, k8sClient, job, time.Now().Add(-10*time.Second))
+		Expect(k8sClient.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationForeground),
+			client.Preconditions{UID: &j.UID})).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &batchv1.Job{}
+			g.Expect(k8sClient.Get(ctx, job, got)).To(Succeed())
+			g.Expect(got.DeletionTimestamp).NotTo(BeNil())
+		}, util.Timeout, util.Interval).Should(Succeed())
+
+		By("a rule for the run's Job, made only now: wrapup sees the Job first while it is deleted")
+		createReadyRule(ns, makeRule("ttl").AppWrapperLabels(map[string]string{"llm-d.ai/role": "benchmark"}).TriggerKind("batch", "Job", ""))
+		expectRecord(aw, wrapupv1alpha1.OutcomeSucceeded)
+
+		By("the pod gone, the Job and the AppWrapper going")
+		releasePod(pod)
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
 	})
 
 	It("records the outcome in the run's CompletionRecord, and mirrors it on the AppWrapper's metadata for people", func() {

@@ -44,6 +44,13 @@ func JobComplete(ctx context.Context, c client.Client, key types.NamespacedName)
 	updateJobStatus(ctx, c, key, func(j *batchv1.Job) { completeJob(j, metav1.Now()) })
 }
 
+// JobCompleteAt writes the status the Job controller writes when a Job
+// succeeds, as it wrote it at at.
+func JobCompleteAt(ctx context.Context, c client.Client, key types.NamespacedName, at time.Time) {
+	ginkgo.GinkgoHelper()
+	updateJobStatus(ctx, c, key, func(j *batchv1.Job) { completeJob(j, metav1.NewTime(at)) })
+}
+
 // completeJob gives j the status the Job controller writes when it
 // succeeds at now (pkg/controller/job/job_controller.go, syncJob: the
 // SuccessCriteriaMet condition, then Complete once its pods are done).
