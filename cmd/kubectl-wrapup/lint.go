@@ -108,15 +108,27 @@ func lintRule(rule *wrapupv1alpha1.CompletionRule, opts lintSchemas, at func(fie
 	// expressions: selectors that do not parse, a name the API server
 	// refuses, a kind that cannot be in its group (errors), a near miss of
 	// a built-in kind that may be a kind of its own (a warning).
+	t := spec.Trigger
+	gk := schema.GroupKind{Group: t.APIGroup, Kind: t.Kind}
 	for _, p := range decision.RuleProblems(rule) {
 		sev := sevWarning
 		if p.Fatal {
 			sev = sevError
 		}
-		add(sev, p.Field, "%s", p.Message)
+		msg := p.Message
+		if !p.Fatal && strings.HasPrefix(p.Field, "spec.trigger.") {
+			// A kind of the same name as a built-in kind of another group
+			// (Volcano's batch.volcano.sh Job beside batch's): no mistake
+			// when the named group has it.
+			if knownKind(opts, gk) {
+				continue
+			}
+			if opts.where != "cluster" {
+				msg += fmt.Sprintf(" (if your cluster serves %s, --server-schema finds it there and says nothing of this)", kindName(gk))
+			}
+		}
+		add(sev, p.Field, "%s", msg)
 	}
-	t := spec.Trigger
-	gk := schema.GroupKind{Group: t.APIGroup, Kind: t.Kind}
 	_, _, hasBuiltin := celpolicies.BuiltinFor(gk)
 
 	// The expressions, compiled as the controller compiles them.
@@ -170,6 +182,16 @@ func lintRule(rule *wrapupv1alpha1.CompletionRule, opts lintSchemas, at func(fie
 		add(sevWarning, "spec.variables", "variable %q is never used by success, failure, message or a later variable", name)
 	}
 	return sortFindings(out)
+}
+
+// knownKind says whether the schemas lint checks against know gk: a
+// schema of it is shipped, or the cluster serves it.
+func knownKind(opts lintSchemas, gk schema.GroupKind) bool {
+	if opts.schemaFor == nil || gk.Kind == "" {
+		return false
+	}
+	gvk, _, _, ok := opts.schemaFor(gk)
+	return ok || gvk.Kind != ""
 }
 
 // sortFindings puts errors first, each kind in the order of the spec.

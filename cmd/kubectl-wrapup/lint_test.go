@@ -8,6 +8,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
 // lintText lints one file's text, named rule.yaml, with the shipped schemas.
@@ -339,5 +345,33 @@ func TestLintSelectorsKindsAndStrict(t *testing.T) {
 		if !strings.Contains(joined, want) {
 			t.Errorf("findings:\n%s\nwant one containing %q", joined, want)
 		}
+	}
+}
+
+// A kind of the same name as a built-in kind of another group is no
+// mistake where the group names it (Volcano's Job beside batch's): lint
+// suggests no other group when its schemas know the kind there (the
+// cluster serves it), and says how to check it when they do not.
+func TestLintKindOfAnotherGroup(t *testing.T) {
+	rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}, Spec: wrapupv1alpha1.CompletionRuleSpec{
+		Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: "example.com", Kind: "Job"}, Success: "object.?status.?state.orValue('') == 'Completed'"}}
+	at := func(field string) string { return "rule.yaml:1:1" }
+	served := lintSchemas{where: "cluster", schemaFor: func(gk schema.GroupKind) (schema.GroupVersionKind, *spec.Schema, string, bool) {
+		if gk == (schema.GroupKind{Group: "example.com", Kind: "Job"}) {
+			return gk.WithVersion("v1alpha1"), nil, "the cluster publishes no schema of example.com/v1alpha1, Kind=Job", false
+		}
+		return schema.GroupVersionKind{}, nil, "the cluster does not serve " + gk.String(), false
+	}}
+	for _, f := range lintRule(rule, served, at) {
+		if strings.Contains(f.Message, "did you mean") {
+			t.Errorf("the cluster serves example.com/Job, and lint says: %s", f)
+		}
+	}
+	var found []string
+	for _, f := range lintRule(rule, offlineSchemas(), at) {
+		found = append(found, f.String())
+	}
+	if joined := strings.Join(found, "\n"); !strings.Contains(joined, "did you mean apiGroup: batch? (if your cluster serves example.com/Job, --server-schema finds it there") {
+		t.Errorf("offline, without a schema of example.com/Job: findings\n%s\nwant the suggestion and how to check it", joined)
 	}
 }
