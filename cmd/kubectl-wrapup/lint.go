@@ -317,6 +317,7 @@ func lintDocuments(ctx context.Context, docs []*document, opts lintSchemas) ([]f
 // how many it read.
 func lintAll(ctx context.Context, docs []*document, opts lintSchemas) ([]finding, int, int) {
 	var out []finding
+	var usableRules []linted
 	seen := map[string]string{}
 	n, aws := 0, 0
 	rs, err := loadRuleSchema()
@@ -389,8 +390,12 @@ func lintAll(ctx context.Context, docs []*document, opts lintSchemas) ([]finding
 			} else {
 				seen[it.rule.Name] = it.at("metadata.name")
 			}
+			if usable(it.fs) {
+				usableRules = append(usableRules, linted{it.rule, it.at})
+			}
 		}
 	}
+	out = append(out, tieFindings(usableRules)...)
 	return out, n, aws
 }
 

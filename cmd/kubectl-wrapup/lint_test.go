@@ -375,3 +375,37 @@ func TestLintKindOfAnotherGroup(t *testing.T) {
 		t.Errorf("offline, without a schema of example.com/Job: findings\n%s\nwant the suggestion and how to check it", joined)
 	}
 }
+
+// selectorsOverlap finds label sets both selectors select, or a key on
+// which they contradict.
+func TestSelectorsOverlap(t *testing.T) {
+	sel := func(labels map[string]string, exprs ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: labels, MatchExpressions: exprs}
+	}
+	req := func(key string, op metav1.LabelSelectorOperator, values ...string) metav1.LabelSelectorRequirement {
+		return metav1.LabelSelectorRequirement{Key: key, Operator: op, Values: values}
+	}
+	tests := []struct {
+		name string
+		a, b *metav1.LabelSelector
+		want bool
+	}{
+		{"both absent", nil, nil, true},
+		{"one empty", sel(nil), sel(map[string]string{"role": "a"}), true},
+		{"other keys", sel(map[string]string{"role": "a"}), sel(map[string]string{"team": "x"}), true},
+		{"other values of a key", sel(map[string]string{"role": "a"}), sel(map[string]string{"role": "b"}), false},
+		{"In and NotIn of the same values", sel(nil, req("role", metav1.LabelSelectorOpIn, "a", "b")), sel(nil, req("role", metav1.LabelSelectorOpNotIn, "a", "b")), false},
+		{"In and NotIn leave a value", sel(nil, req("role", metav1.LabelSelectorOpIn, "a", "b")), sel(nil, req("role", metav1.LabelSelectorOpNotIn, "a")), true},
+		{"Exists and DoesNotExist", sel(nil, req("role", metav1.LabelSelectorOpExists)), sel(nil, req("role", metav1.LabelSelectorOpDoesNotExist)), false},
+		{"a value and DoesNotExist", sel(map[string]string{"role": "a"}), sel(nil, req("role", metav1.LabelSelectorOpDoesNotExist)), false},
+		{"NotIn and DoesNotExist", sel(nil, req("role", metav1.LabelSelectorOpNotIn, "a")), sel(nil, req("role", metav1.LabelSelectorOpDoesNotExist)), true},
+	}
+	for _, tc := range tests {
+		if got := selectorsOverlap(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: overlap %v, want %v", tc.name, got, tc.want)
+		}
+		if got := selectorsOverlap(tc.b, tc.a); got != tc.want {
+			t.Errorf("%s (the other way): overlap %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -333,6 +333,16 @@ func TestRun(t *testing.T) {
 			wantOut:  []string{"1 rule in 1 file: 0 errors, 0 warnings\n"},
 		},
 		{
+			name:     "lint: rules of the same priority over the same AppWrappers that do different things",
+			args:     []string{"lint", "-f", td("lint/ties.yaml")},
+			wantCode: exitOK,
+			wantOut: []string{
+				"testdata/lint/ties.yaml:9:13: warning: spec.priority: ties with rule jobs (testdata/lint/ties.yaml:16:18): the same priority 10, selectors that can both select an AppWrapper, and this rule has onSuccess UpdateStatus where jobs has DeleteAll after 60s; where both apply, jobs wins (a tie goes to the name that sorts first, as the controller breaks it): give the rule meant to win a higher priority (rule keep-benchmarks)\n",
+				"testdata/lint/ties.yaml:26:13: warning: spec.priority: ties with rule jobs (testdata/lint/ties.yaml:16:18): the same priority 10, selectors that can both select an AppWrapper, and this rule has onSuccess UpdateStatus where jobs has DeleteAll after 60s; where both apply, jobs wins (a tie goes to the name that sorts first, as the controller breaks it): give the rule meant to win a higher priority (rule serving)\n",
+				"4 rules in 1 file: 0 errors, 2 warnings\n",
+			},
+		},
+		{
 			name:     "lint: unreachable parts are warnings",
 			args:     []string{"lint", "-f", td("lint/unreachable.yaml")},
 			wantCode: exitOK,
@@ -342,7 +352,8 @@ func TestRun(t *testing.T) {
 				"testdata/lint/unreachable.yaml:30:62: warning: spec.onSuccess.ttlSecondsAfterFinished: is never used: UpdateStatus deletes nothing, so there is nothing to wait for (rule record-only-with-ttl)\n",
 				"testdata/lint/unreachable.yaml:39:12: warning: spec.failure: is never evaluated: success is the literal true and success wins over failure (rule always-succeeds)\n",
 				"testdata/lint/unreachable.yaml:37:42: note: spec.trigger.kind: no schema of example.com/EvalRun is shipped",
-				"4 rules in 1 file: 0 errors, 4 warnings\n",
+				"testdata/lint/unreachable.yaml:28:1: warning: spec.priority: ties with rule never-fails (testdata/lint/unreachable.yaml:6:9): the same priority 0, selectors that can both select an AppWrapper, and this rule has onSuccess UpdateStatus where never-fails has DeleteAll; where both apply, never-fails wins (a tie goes to the name that sorts first, as the controller breaks it): give the rule meant to win a higher priority (rule record-only-with-ttl)\n",
+				"4 rules in 1 file: 0 errors, 5 warnings\n",
 			},
 		},
 		{
