@@ -27,11 +27,23 @@ type builtinSource struct {
 // Only terminal condition types are passed in: transient ones (Suspended,
 // Restarting, FailureTarget, SuccessCriteriaMet) must not finish anything.
 func conditionTrue(t string) string {
-	return fmt.Sprintf("object.?status.?conditions.orValue([]).exists(c, c.type == '%s' && c.status == 'True')", t)
+	return conditionIs(t, "True")
+}
+
+// conditionIs is true once the object has condition t with the given
+// status.
+func conditionIs(t, status string) string {
+	return fmt.Sprintf("object.?status.?conditions.orValue([]).exists(c, c.type == '%s' && c.status == '%s')", t, status)
 }
 
 // conditionMessage is "reason: message" of the True conditions of type t.
 func conditionMessage(t string) func(map[string]any) string {
+	return conditionStatusMessage(t, "True")
+}
+
+// conditionStatusMessage is "reason: message" of the conditions of type t
+// with the given status.
+func conditionStatusMessage(t, want string) func(map[string]any) string {
 	return func(object map[string]any) string {
 		status, _ := object["status"].(map[string]any)
 		conds, _ := status["conditions"].([]any)
@@ -41,7 +53,7 @@ func conditionMessage(t string) func(map[string]any) string {
 			if typ, _ := m["type"].(string); typ != t {
 				continue
 			}
-			if s, _ := m["status"].(string); s != "True" {
+			if s, _ := m["status"].(string); s != want {
 				continue
 			}
 			if msg := reasonMessage(m); msg != "" {
@@ -57,6 +69,22 @@ func conditionMessage(t string) func(map[string]any) string {
 func statusMessage(object map[string]any) string {
 	status, _ := object["status"].(map[string]any)
 	return reasonMessage(status)
+}
+
+// volcanoMessage is "reason: message" from a Volcano Job's status.state.
+func volcanoMessage(object map[string]any) string {
+	status, _ := object["status"].(map[string]any)
+	state, _ := status["state"].(map[string]any)
+	return reasonMessage(state)
+}
+
+// sparkMessage is the error message of a SparkApplication's
+// status.applicationState (the operator writes no reason).
+func sparkMessage(object map[string]any) string {
+	status, _ := object["status"].(map[string]any)
+	state, _ := status["applicationState"].(map[string]any)
+	message, _ := state["errorMessage"].(string)
+	return message
 }
 
 // reasonMessage joins the reason and message fields of m that are set.
@@ -85,28 +113,70 @@ func conditionKind(succeeded, failed string) builtinSource {
 // builtinSources must list the same kinds as the x-kubernetes-validations
 // rule on CompletionRuleSpec, which lets a rule omit spec.success only for
 // these; a test keeps the two in step.
+//
+// Each expression says what the kind's own controller treats as final: a
+// state it moves on from (a retry, a resubmission, a resume, an evicted
+// worker) is never an outcome. The upstream file and function that make a
+// state final are cited beside each; KindStates lists every state the
+// controller writes, and the samples in builtin_samples_test.go hold one
+// object per state.
 var builtinSources = map[schema.GroupKind]builtinSource{
-	// The Job controller adds Complete after SuccessCriteriaMet and Failed
-	// after FailureTarget, once the pods are gone; Suspended is not final.
-	{Group: "batch", Kind: "Job"}:              conditionKind("Complete", "Failed"),
+	// kubernetes pkg/controller/job/job_controller.go: syncJob sets
+	// FailureTarget or SuccessCriteriaMet first, and enactJobFinished adds
+	// Complete or Failed once no pod of the Job is terminating; a Job never
+	// leaves either. Suspended is not final (the Job resumes).
+	{Group: "batch", Kind: "Job"}: conditionKind("Complete", "Failed"),
+	// jobset pkg/controllers/jobset_controller.go setJobSetCompletedCondition
+	// and failure_policy.go setJobSetFailedCondition, the latter only once
+	// executeFailurePolicy has no restart left (failurePolicyRecreateAll
+	// restarts the JobSet below maxRestarts, with no Failed condition);
+	// jobSetFinished stops the reconcile of a JobSet with either.
 	{Group: "jobset.x-k8s.io", Kind: "JobSet"}: conditionKind("Completed", "Failed"),
-	// The training operator (v1) and the MPI operator (v2beta1) write the
-	// same condition types; Restarting is not final.
-	// (training-operator v1.9.3 pkg/apis/kubeflow.org/v1/common_types.go,
-	// JobConditionType, for every v1 kind Kueue also admits: PyTorchJob,
-	// TFJob, XGBoostJob, JAXJob, PaddleJob.)
-	{Group: "kubeflow.org", Kind: "PyTorchJob"}:       conditionKind("Succeeded", "Failed"),
-	{Group: "kubeflow.org", Kind: "TFJob"}:            conditionKind("Succeeded", "Failed"),
-	{Group: "kubeflow.org", Kind: "XGBoostJob"}:       conditionKind("Succeeded", "Failed"),
-	{Group: "kubeflow.org", Kind: "JAXJob"}:           conditionKind("Succeeded", "Failed"),
-	{Group: "kubeflow.org", Kind: "PaddleJob"}:        conditionKind("Succeeded", "Failed"),
-	{Group: "kubeflow.org", Kind: "MPIJob"}:           conditionKind("Succeeded", "Failed"),
+	// training-operator v1.9.3 pkg/apis/kubeflow.org/v1/common_types.go
+	// (JobConditionType), for every v1 kind Kueue also admits. Each kind's
+	// UpdateJobStatus (pkg/controller.v1/pytorch/pytorchjob_controller.go
+	// and its siblings) sets Restarting while a replica restarts (not
+	// final) and Failed only when no restart is left; common/job.go
+	// ReconcileJobs sets Failed on a backoff limit or deadline and, once
+	// IsFinished, only cleans up.
+	{Group: "kubeflow.org", Kind: "PyTorchJob"}: conditionKind("Succeeded", "Failed"),
+	{Group: "kubeflow.org", Kind: "TFJob"}:      conditionKind("Succeeded", "Failed"),
+	{Group: "kubeflow.org", Kind: "XGBoostJob"}: conditionKind("Succeeded", "Failed"),
+	{Group: "kubeflow.org", Kind: "JAXJob"}:     conditionKind("Succeeded", "Failed"),
+	{Group: "kubeflow.org", Kind: "PaddleJob"}:  conditionKind("Succeeded", "Failed"),
+	// mpi-operator v0.8.0 pkg/controller/mpi_job_controller.go
+	// updateMPIJobStatus sets Failed=True with reason MPIJobEvicted when a
+	// worker is evicted, without completionTime, and keeps the launcher
+	// running: a later launcher success sets Succeeded (and Failed back to
+	// False). updateMPIJobFailedStatus, called once the launcher Job has
+	// Failed (its backoffLimit reached), sets completionTime with Failed;
+	// syncHandler stops once a finished MPIJob has completionTime. So a
+	// failure is final only with completionTime (its reason may still read
+	// MPIJobEvicted: the eviction check runs after it in the same pass),
+	// and never beside Succeeded (an evicted worker pod that remains sets
+	// Failed again after a success).
+	{Group: "kubeflow.org", Kind: "MPIJob"}: {
+		success: conditionTrue("Succeeded"),
+		failure: conditionTrue("Failed") + " && object.?status.?completionTime.hasValue() && !" +
+			conditionTrue("Succeeded"),
+		successMessage: conditionMessage("Succeeded"),
+		failureMessage: conditionMessage("Failed"),
+	},
+	// trainer v2.2.0 pkg/runtime/framework/plugins/jobset/jobset.go Status
+	// copies the JobSet's terminal Completed (as Complete) and Failed;
+	// pkg/controller/trainjob_controller.go reconcileDeadline sets Failed
+	// with DeadlineExceeded, and Reconcile sets Failed for a runtime it does
+	// not support (runtimeRef is immutable). Suspended is not final.
 	{Group: "trainer.kubeflow.org", Kind: "TrainJob"}: conditionKind("Complete", "Failed"),
-	// KubeRay sets jobDeploymentStatus Complete once the Ray job is
-	// terminal (SUCCEEDED or STOPPED) and Failed once it FAILED or the
-	// submission failed; releases before 1.3 reported a FAILED job as
-	// Complete. Retrying (backoffLimit) and ValidationFailed are not final
-	// for KubeRay (IsJobDeploymentTerminal), so not here either.
+	// kuberay v1.6.0 controllers/ray/rayjob_controller.go: Reconcile sets
+	// jobDeploymentStatus Complete once the Ray job is terminal (SUCCEEDED
+	// or STOPPED) and Failed once it FAILED, its submission or deadline
+	// failed; checkBackoffLimitAndUpdateStatusIfNeeded turns Failed into
+	// Retrying in the same write while spec.backoffLimit allows, so a
+	// Failed that is written is final (apis/ray/v1/rayjob_types.go
+	// IsJobDeploymentTerminal). Releases before 1.3 reported a FAILED job as
+	// Complete. ValidationFailed, Retrying, Suspending and Suspended are
+	// not final.
 	{Group: "ray.io", Kind: "RayJob"}: {
 		success: "object.?status.?jobDeploymentStatus.orValue('') == 'Complete' && " +
 			"object.?status.?jobStatus.orValue('') == 'SUCCEEDED'",
@@ -116,20 +186,68 @@ var builtinSources = map[schema.GroupKind]builtinSource{
 		successMessage: statusMessage,
 		failureMessage: statusMessage,
 	},
+	// kubernetes pkg/kubelet/kubelet_pods.go getPhase: Succeeded or Failed
+	// once every container has terminated and none will restart; the
+	// status manager refuses to move a Pod out of a terminal phase.
 	{Group: "", Kind: "Pod"}: {
 		success:        "object.?status.?phase.orValue('') == 'Succeeded'",
 		failure:        "object.?status.?phase.orValue('') == 'Failed'",
 		successMessage: statusMessage,
 		failureMessage: statusMessage,
 	},
-	// Error is Argo's phase for a workflow that could not run its steps.
-	// Argo writes no status.reason.
+	// argo-workflows workflow/controller/operator.go markWorkflowPhase;
+	// pkg/apis/workflow/v1alpha1/workflow_phase.go Completed: Succeeded,
+	// Failed and Error (a workflow that could not run its steps). The
+	// controller does not retry a completed workflow; `argo retry` is a
+	// user's act. Argo writes no status.reason.
 	{Group: "argoproj.io", Kind: "Workflow"}: {
 		success:        "object.?status.?phase.orValue('') == 'Succeeded'",
 		failure:        "object.?status.?phase.orValue('') in ['Failed', 'Error']",
 		successMessage: statusMessage,
 		failureMessage: statusMessage,
 	},
+	// volcano pkg/controllers/job/state/factory.go NewState maps Completed,
+	// Failed and Terminated to finishedState, whose Execute only kills the
+	// remaining pods: no action leaves them. running.go sets Completed or
+	// Failed from the succeeded pods, restarting.go Failed once maxRetry
+	// restarts are spent, terminating.go Terminated once no pod is alive
+	// after a TerminateJob action. Aborted is not final: aborted.go moves it
+	// to Restarting on ResumeJob (vcctl job suspend and resume).
+	{Group: "batch.volcano.sh", Kind: "Job"}: {
+		success:        "object.?status.?state.?phase.orValue('') == 'Completed'",
+		failure:        "object.?status.?state.?phase.orValue('') in ['Failed', 'Terminated']",
+		successMessage: volcanoMessage,
+		failureMessage: volcanoMessage,
+	},
+	// spark-operator v2.5.0 internal/controller/sparkapplication/controller.go:
+	// reconcileSucceedingSparkApplication and
+	// reconcileFailingSparkApplication move to COMPLETED or FAILED only when
+	// util.ShouldRetry says no (restartPolicy), otherwise to PENDING_RERUN;
+	// reconcileFailedSubmissionSparkApplication resubmits SUBMISSION_FAILED
+	// while onSubmissionFailureRetries remain and then writes FAILED. Only
+	// COMPLETED and FAILED are terminal (pkg/util/sparkapplication.go
+	// IsTerminated).
+	{Group: "sparkoperator.k8s.io", Kind: "SparkApplication"}: {
+		success:        "object.?status.?applicationState.?state.orValue('') == 'COMPLETED'",
+		failure:        "object.?status.?applicationState.?state.orValue('') == 'FAILED'",
+		successMessage: sparkMessage,
+		failureMessage: sparkMessage,
+	},
+	// tektoncd/pipeline pkg/apis/pipeline/v1/pipelinerun_types.go and
+	// taskrun_types.go: one condition, Succeeded (knative.dev/pkg
+	// apis.NewBatchConditionSet), Unknown while running (also while a
+	// cancellation, a retry or the finally tasks are under way), True once
+	// succeeded (MarkSucceeded), False once failed, cancelled or timed out
+	// (MarkFailed, with completionTime). Tekton sets no Failed condition.
+	{Group: "tekton.dev", Kind: "PipelineRun"}: tektonBuiltin,
+	{Group: "tekton.dev", Kind: "TaskRun"}:     tektonBuiltin,
+}
+
+var tektonBuiltin = builtinSource{
+	success:        conditionIs("Succeeded", "True"),
+	failure:        conditionIs("Succeeded", "False"),
+	successMessage: conditionStatusMessage("Succeeded", "True"),
+	failureMessage: conditionStatusMessage("Succeeded", "False"),
 }
 
 // BuiltinFor returns the built-in success and failure expressions for a

@@ -4,8 +4,10 @@ package celpolicies
 // its Go types, the samples are built from them and converted the way the
 // controller sees them (runtime.DefaultUnstructuredConverter), with the
 // condition types, reasons and messages the operator writes; Argo Workflows
-// have no Go types in this module graph, so those samples are written by
-// hand after Argo's documented status.
+// and Tekton runs have no Go types in this module graph (their modules are
+// heavy), so those samples are written as unstructured maps after the
+// upstream types cited beside them. builtin_samples_test.go holds the
+// samples of every state, kind by kind.
 
 import (
 	"fmt"
@@ -29,18 +31,22 @@ import (
 )
 
 var (
-	gkJob        = schema.GroupKind{Group: "batch", Kind: "Job"}
-	gkJobSet     = schema.GroupKind{Group: "jobset.x-k8s.io", Kind: "JobSet"}
-	gkPyTorchJob = schema.GroupKind{Group: "kubeflow.org", Kind: "PyTorchJob"}
-	gkMPIJob     = schema.GroupKind{Group: "kubeflow.org", Kind: "MPIJob"}
-	gkTFJob      = schema.GroupKind{Group: "kubeflow.org", Kind: "TFJob"}
-	gkXGBoostJob = schema.GroupKind{Group: "kubeflow.org", Kind: "XGBoostJob"}
-	gkJAXJob     = schema.GroupKind{Group: "kubeflow.org", Kind: "JAXJob"}
-	gkPaddleJob  = schema.GroupKind{Group: "kubeflow.org", Kind: "PaddleJob"}
-	gkTrainJob   = schema.GroupKind{Group: "trainer.kubeflow.org", Kind: "TrainJob"}
-	gkRayJob     = schema.GroupKind{Group: "ray.io", Kind: "RayJob"}
-	gkPod        = schema.GroupKind{Group: "", Kind: "Pod"}
-	gkWorkflow   = schema.GroupKind{Group: "argoproj.io", Kind: "Workflow"}
+	gkJob         = schema.GroupKind{Group: "batch", Kind: "Job"}
+	gkJobSet      = schema.GroupKind{Group: "jobset.x-k8s.io", Kind: "JobSet"}
+	gkPyTorchJob  = schema.GroupKind{Group: "kubeflow.org", Kind: "PyTorchJob"}
+	gkMPIJob      = schema.GroupKind{Group: "kubeflow.org", Kind: "MPIJob"}
+	gkTFJob       = schema.GroupKind{Group: "kubeflow.org", Kind: "TFJob"}
+	gkXGBoostJob  = schema.GroupKind{Group: "kubeflow.org", Kind: "XGBoostJob"}
+	gkJAXJob      = schema.GroupKind{Group: "kubeflow.org", Kind: "JAXJob"}
+	gkPaddleJob   = schema.GroupKind{Group: "kubeflow.org", Kind: "PaddleJob"}
+	gkTrainJob    = schema.GroupKind{Group: "trainer.kubeflow.org", Kind: "TrainJob"}
+	gkRayJob      = schema.GroupKind{Group: "ray.io", Kind: "RayJob"}
+	gkPod         = schema.GroupKind{Group: "", Kind: "Pod"}
+	gkWorkflow    = schema.GroupKind{Group: "argoproj.io", Kind: "Workflow"}
+	gkVolcanoJob  = schema.GroupKind{Group: "batch.volcano.sh", Kind: "Job"}
+	gkSparkApp    = schema.GroupKind{Group: "sparkoperator.k8s.io", Kind: "SparkApplication"}
+	gkPipelineRun = schema.GroupKind{Group: "tekton.dev", Kind: "PipelineRun"}
+	gkTaskRun     = schema.GroupKind{Group: "tekton.dev", Kind: "TaskRun"}
 )
 
 var (
@@ -198,7 +204,7 @@ func jobSetRunning(js *jobsetv1alpha2.JobSet) {
 	js.Status.ReplicatedJobsStatus = []jobsetv1alpha2.ReplicatedJobStatus{{Name: "workers", Ready: 2, Active: 2}}
 }
 
-// --- Kubeflow training operator (PyTorchJob, MPIJob) ---
+// --- Kubeflow training operator v1 (PyTorchJob, TFJob, XGBoostJob, JAXJob, PaddleJob) ---
 
 // kubeflowStatus replays the condition updates the training operator makes,
 // through its own helper, so the conditions carry its exact transitions
@@ -238,17 +244,6 @@ func pyTorchJob(t testing.TB, status kftov1.JobStatus) map[string]any {
 		ObjectMeta: objectMeta("benchmark"),
 		Spec: kftov1.PyTorchJobSpec{PyTorchReplicaSpecs: map[kftov1.ReplicaType]*kftov1.ReplicaSpec{
 			kftov1.PyTorchJobReplicaTypeMaster: {Replicas: ptr.To[int32](1), Template: podTemplate()},
-		}},
-		Status: status,
-	})
-}
-
-func mpiJob(t testing.TB, status kftov1.JobStatus) map[string]any {
-	return toUnstructured(t, &kftov1.MPIJob{
-		TypeMeta:   metav1.TypeMeta{APIVersion: kftov1.GroupVersion.String(), Kind: kftov1.MPIJobKind},
-		ObjectMeta: objectMeta("benchmark"),
-		Spec: kftov1.MPIJobSpec{MPIReplicaSpecs: map[kftov1.ReplicaType]*kftov1.ReplicaSpec{
-			kftov1.MPIJobReplicaTypeLauncher: {Replicas: ptr.To[int32](1), Template: podTemplate()},
 		}},
 		Status: status,
 	})

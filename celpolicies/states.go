@@ -68,8 +68,8 @@ var kindStates = map[schema.GroupKind]KindStates{
 	{Group: "kubeflow.org", Kind: "JAXJob"}:     trainingOperatorV1States,
 	{Group: "kubeflow.org", Kind: "PaddleJob"}:  trainingOperatorV1States,
 	{Group: "kubeflow.org", Kind: "MPIJob"}: {
-		ConditionTypes: []string{"Created", "Running", "Restarting", "Succeeded", "Suspended", "Failed"},
-		Transient:      []string{"Created", "Running", "Restarting", "Suspended", "Failed/MPIJobEvicted"},
+		ConditionTypes: []string{"Created", "Running", "Succeeded", "Suspended", "Failed"},
+		Transient:      []string{"Created", "Running", "Suspended", "Failed/MPIJobEvicted"},
 		Final:          "Succeeded=True; Failed=True once status.completionTime is set (the launcher Job failed)",
 		Source: "github.com/kubeflow/mpi-operator v0.8.0 pkg/apis/kubeflow/v2beta1/types.go (JobConditionType); " +
 			"pkg/controller/mpi_job_controller.go (updateMPIJobStatus: Failed/MPIJobEvicted on an evicted launcher " +
@@ -146,8 +146,8 @@ var trainingOperatorV1States = KindStates{
 // tektonStates: Tekton reports one condition, Succeeded, as Knative does:
 // Unknown while running, True or False once done.
 var tektonStates = KindStates{
-	ConditionTypes: []string{"Succeeded"},
-	Transient:      []string{"Succeeded=Unknown"},
+	ConditionTypes: []string{"Succeeded", "TrustedResourcesVerified"},
+	Transient:      []string{"Succeeded=Unknown", "TrustedResourcesVerified"},
 	Final:          "Succeeded=True is a success; Succeeded=False (failed, cancelled, timed out) a failure",
 	Source: "github.com/tektoncd/pipeline pkg/apis/pipeline/v1 pipelinerun_types.go and taskrun_types.go " +
 		"(PipelineRunReason, TaskRunReason); knative.dev/pkg apis/condition_set.go (ConditionSucceeded)",

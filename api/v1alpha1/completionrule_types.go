@@ -121,7 +121,7 @@ type ActionSpec struct {
 
 // CompletionRuleSpec says which AppWrappers a rule applies to, which of their
 // components is the trigger, what "finished" means and what happens then.
-// +kubebuilder:validation:XValidation:rule="!has(self.trigger) || !has(self.trigger.kind) || (has(self.success) && size(self.success) > 0) || ((has(self.trigger.apiGroup) ? self.trigger.apiGroup + '/' : '/') + self.trigger.kind) in ['batch/Job', 'jobset.x-k8s.io/JobSet', 'kubeflow.org/PyTorchJob', 'kubeflow.org/TFJob', 'kubeflow.org/XGBoostJob', 'kubeflow.org/JAXJob', 'kubeflow.org/PaddleJob', 'kubeflow.org/MPIJob', 'trainer.kubeflow.org/TrainJob', 'ray.io/RayJob', '/Pod', 'argoproj.io/Workflow']",message="a trigger kind with no built-in expression needs spec.success"
+// +kubebuilder:validation:XValidation:rule="!has(self.trigger) || !has(self.trigger.kind) || (has(self.success) && size(self.success) > 0) || ((has(self.trigger.apiGroup) ? self.trigger.apiGroup + '/' : '/') + self.trigger.kind) in ['batch/Job', 'jobset.x-k8s.io/JobSet', 'kubeflow.org/PyTorchJob', 'kubeflow.org/TFJob', 'kubeflow.org/XGBoostJob', 'kubeflow.org/JAXJob', 'kubeflow.org/PaddleJob', 'kubeflow.org/MPIJob', 'trainer.kubeflow.org/TrainJob', 'ray.io/RayJob', '/Pod', 'argoproj.io/Workflow', 'batch.volcano.sh/Job', 'sparkoperator.k8s.io/SparkApplication', 'tekton.dev/PipelineRun', 'tekton.dev/TaskRun']",message="a trigger kind with no built-in expression needs spec.success"
 type CompletionRuleSpec struct {
 	// appWrapperSelector selects the AppWrappers this rule applies to, by
 	// their labels. Empty or absent selects every AppWrapper.
