@@ -1097,3 +1097,30 @@ func podWithConditions(t testing.TB, phase corev1.PodPhase, conditions ...corev1
 	_ = unstructured.SetNestedField(m, c["conditions"], "status", "conditions")
 	return m
 }
+
+// TestBuiltinSuccessAndFailureExclusive: on no sample do a kind's built-in
+// success and failure both hold. Evaluate lets success win, but a user who
+// copies one of the two into a rule of their own gets it alone.
+func TestBuiltinSuccessAndFailureExclusive(t *testing.T) {
+	for gk, cases := range builtinSamples(t) {
+		success, failure, _ := BuiltinFor(gk)
+		alone := func(expr string) *Policy {
+			p, err := Compile(&v1alpha1.CompletionRuleSpec{Success: expr})
+			if err != nil {
+				t.Fatalf("%s: compiling %s: %v", kindKey(gk), expr, err)
+			}
+			return p
+		}
+		s, f := alone(success), alone(failure)
+		for _, tc := range cases {
+			sr, err1 := s.Evaluate(context.Background(), gk, tc.input, appWrapper())
+			fr, err2 := f.Evaluate(context.Background(), gk, tc.input, appWrapper())
+			if err1 != nil || err2 != nil {
+				t.Fatalf("%s %q: %v, %v", kindKey(gk), tc.name, err1, err2)
+			}
+			if sr.Outcome == OutcomeSucceeded && fr.Outcome == OutcomeSucceeded {
+				t.Errorf("%s %q: the built-in success and failure both hold", kindKey(gk), tc.name)
+			}
+		}
+	}
+}
