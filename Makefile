@@ -140,9 +140,28 @@ bench-gpu: ## GPU-utilization benchmark on the bed that runs pods: GPU_NODES nod
 build: ## Build the manager binary.
 	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/manager ./cmd/manager
 
+# make demo and make up use neither helm nor the LeaderWorkerSet controller: a
+# cold run builds neither.
+demo up: export WRAPUP_CONTROLPLANE_SKIP := helm lws
+demo up: export WRAPUP_CONTROLPLANE_QUIET := 1
+
 .PHONY: demo
-demo: ## Show wrapup at work with Kueue on a local control plane: a finished benchmark frees its quota.
-	$(call with-controlplane,go test -count=1 -v $(GO_TEST_FLAGS) ./test/demo/ -run TestDemo)
+demo: ## Show wrapup at work with Kueue on a local cluster, with the commands an admin runs: a finished benchmark hands its GPUs to the next.
+	@$(MAKE) -s build-plugin
+	@go build -o $(LOCALBIN)/wrapup-demo ./test/demo
+	@$(call with-controlplane,$(LOCALBIN)/wrapup-demo -plugin $(LOCALBIN)/kubectl-wrapup -log $(LOCALBIN)/demo.log)
+
+# The state folder of make up: its kubeconfig, the pids of what it started, its log.
+UP_DIR ?= $(LOCALBIN)/up
+
+.PHONY: up
+up: ## Start the demo's local cluster (wrapup, Kueue, the AppWrapper controller, a GPU node) and leave it running; prints its KUBECONFIG.
+	@$(MAKE) -s build-plugin
+	@UP_DIR="$(UP_DIR)" PLUGIN="$(LOCALBIN)/kubectl-wrapup" test/up/up.sh
+
+.PHONY: down
+down: ## Stop the local cluster of make up: every process it started, by the pids it recorded.
+	@UP_DIR="$(UP_DIR)" test/up/down.sh
 
 IMG ?= ghcr.io/wrapup-dev/wrapup:latest
 
