@@ -1,6 +1,7 @@
 package celpolicies
 
 import (
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -111,5 +112,51 @@ func TestStatesOfReturnsACopy(t *testing.T) {
 	again, _ := StatesOf(gk)
 	if again.States[0] == "changed" || again.Transient[0] == "changed" || again.MoreStates["status.jobStatus"][0] == "changed" {
 		t.Errorf("StatesOf shares its lists: %+v", again)
+	}
+}
+
+// TestDocsListEveryKindsStates: docs/writing-rules.md has a row for each
+// built-in kind in its table of built-in kinds, and the row names every
+// condition type and state value the kind's controller writes, so that the
+// table and KindStates do not drift apart.
+func TestDocsListEveryKindsStates(t *testing.T) {
+	data, err := os.ReadFile("../docs/writing-rules.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "## Built-in kinds and their states")
+	if !ok {
+		t.Fatal("docs/writing-rules.md has no section on the built-in kinds and their states")
+	}
+	var rows []string
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| kind ") {
+			rows = append(rows, line)
+		}
+	}
+	for _, gk := range BuiltinKinds() {
+		group := gk.Group
+		if group == "" {
+			group = "v1"
+		}
+		i := slices.IndexFunc(rows, func(r string) bool {
+			first, _, _ := strings.Cut(strings.TrimPrefix(r, "| "), " |")
+			return (strings.HasPrefix(first, group+" ") || strings.HasPrefix(first, group+"/")) && strings.Contains(first, gk.Kind)
+		})
+		if i < 0 {
+			t.Errorf("%s: no row in the table of built-in kinds", kindKey(gk))
+			continue
+		}
+		ks, _ := StatesOf(gk)
+		values := slices.Clone(ks.ConditionTypes)
+		values = append(values, ks.States...)
+		for _, v := range ks.MoreStates {
+			values = append(values, v...)
+		}
+		for _, v := range values {
+			if v != "" && !strings.Contains(rows[i], "`"+v+"`") {
+				t.Errorf("%s: its row does not name `%s`", kindKey(gk), v)
+			}
+		}
 	}
 }
