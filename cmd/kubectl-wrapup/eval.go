@@ -65,16 +65,35 @@ func (rep *evalReport) output() map[string]any {
 		out["error"] = rep.Err.Error()
 	case rep.Result.Outcome != celpolicies.OutcomeRunning:
 		out["message"] = rep.Result.Message
-		out["then"] = rep.then(wrapupv1alpha1.Outcome(rep.Result.Outcome))
 	}
 	if rep.Note != "" {
 		out["note"] = rep.Note
 	}
 	if rep.Verdict != "" {
+		// The decision on the AppWrapper says what follows.
 		out["verdict"], out["reason"] = string(rep.Verdict), rep.Reason
-		delete(out, "then")
+	} else {
+		out["then"] = rep.thenLine()
 	}
 	return out
+}
+
+// thenLine says what follows the evaluation, as the text output's "then"
+// line: the controller's decision on the AppWrapper when eval made it,
+// else what the rule does with the outcome.
+func (rep *evalReport) thenLine() string {
+	if rep.Verdict != "" {
+		return fmt.Sprintf("%s: %s", rep.Verdict, rep.Reason)
+	}
+	switch {
+	case rep.Err != nil:
+		return "nothing: a runtime error counts as not finished, and the controller emits an EvaluationError Event"
+	case rep.Result.Outcome == celpolicies.OutcomeSucceeded:
+		return rep.then(wrapupv1alpha1.OutcomeSucceeded)
+	case rep.Result.Outcome == celpolicies.OutcomeFailed:
+		return rep.then(wrapupv1alpha1.OutcomeFailed)
+	}
+	return "nothing yet: the trigger is not finished"
 }
 
 // evaluate compiles rule exactly as the controller does and evaluates it
@@ -156,20 +175,7 @@ func (rep *evalReport) print(w io.Writer) {
 		line("message from", "nowhere: the rule has no message, and the outcome is not a built-in expression's")
 	}
 
-	then := "nothing yet: the trigger is not finished"
-	switch {
-	case rep.Err != nil:
-		then = "nothing: a runtime error counts as not finished, and the controller emits an EvaluationError Event"
-	case res.Outcome == celpolicies.OutcomeSucceeded:
-		then = rep.then(wrapupv1alpha1.OutcomeSucceeded)
-	case res.Outcome == celpolicies.OutcomeFailed:
-		then = rep.then(wrapupv1alpha1.OutcomeFailed)
-	}
-	if rep.Verdict != "" {
-		// The decision on the AppWrapper, not the rule's action alone.
-		then = fmt.Sprintf("%s: %s", rep.Verdict, rep.Reason)
-	}
-	line("then", "%s", then)
+	line("then", "%s", rep.thenLine())
 }
 
 func kindName(gk schema.GroupKind) string {

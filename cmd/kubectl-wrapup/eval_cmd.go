@@ -88,7 +88,7 @@ func newEvalCommand(cf *genericclioptions.ConfigFlags, cluster clientGetter, str
 	cmd.Flags().StringVar(&o.ruleName, "rule", "", "Read the CompletionRule of this name from the cluster.")
 	cmd.Flags().StringVar(&o.triggerFile, "trigger", "", "File with the trigger object, status included (e.g. kubectl get job NAME -o yaml); - reads stdin.")
 	cmd.Flags().StringVar(&o.appWrapper, "appwrapper", "", "[NAMESPACE/]NAME of a live AppWrapper whose trigger to read from the cluster; or a file with the AppWrapper for the appWrapper variable.")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: for people).")
+	addOutputFlag(cmd, &o.output, "Output format: json or yaml (default: for people).", "json", "yaml")
 	_ = cmd.MarkFlagFilename("trigger", "yaml", "yml", "json")
 	_ = cmd.RegisterFlagCompletionFunc("appwrapper", completeAppWrappers(cluster))
 	_ = cmd.RegisterFlagCompletionFunc("rule", completeRules(cluster))

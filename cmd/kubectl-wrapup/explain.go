@@ -188,7 +188,7 @@ func newExplainCommand(cf *genericclioptions.ConfigFlags, cluster clientGetter, 
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: for people).")
+	addOutputFlag(cmd, &o.output, "Output format: json or yaml (default: for people).", "json", "yaml")
 	addSourceFlags(cmd, &o.src, "AppWrappers and the objects beside them (triggers, Namespaces, rules): explain offline")
 	cmd.Flags().StringSliceVar(&o.rules.Filenames, "rules", nil, "Offline: a file or folder of CompletionRules; repeatable.")
 	cmd.Flags().StringArrayVar(&o.expect, "expect", nil, "Offline: the verdict expected, as [NAMESPACE/]NAME=VERDICT, or a YAML file of NAME: {verdict: V, rule: R, trigger: T}; repeatable. Exit 1 when one is not met.")
@@ -450,7 +450,7 @@ The same records as kubectl get completionrecords, newest first.`,
 	cmd.Flags().BoolVarP(&o.all, "all-namespaces", "A", false, "Runs of every namespace.")
 	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "Label selector over the records' labels: the AppWrappers' own, and wrapup.dev/outcome, wrapup.dev/rule, wrapup.dev/appwrapper.")
 	cmd.Flags().StringVar(&o.appWrapper, "appwrapper", "", "Only the runs of the AppWrapper of this name.")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: wide, json, yaml or name (default: a table).")
+	addOutputFlag(cmd, &o.output, "Output format: wide, json, yaml or name (default: a table).", "wide", "json", "yaml", "name")
 	_ = cmd.RegisterFlagCompletionFunc("appwrapper", completeAppWrappers(cluster))
 	return cmd
 }

@@ -86,7 +86,7 @@ func newLintCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.
 	cmd.Flags().BoolVar(&o.serverSchema, "server-schema", false, "Type-check against the trigger kinds' schemas that the cluster publishes (/openapi/v3), as the controller does, instead of the shipped ones.")
 	cmd.Flags().BoolVar(&o.allowEmpty, "allow-no-rules", false, "Succeed when the input holds no CompletionRule.")
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "Fail (exit 1) on warnings too, for CI.")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: one line per finding, as compilers print them).")
+	addOutputFlag(cmd, &o.output, "Output format: json or yaml (default: one line per finding, as compilers print them).", "json", "yaml")
 	return cmd
 }
 

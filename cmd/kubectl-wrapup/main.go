@@ -191,6 +191,12 @@ func addSourceFlags(cmd *cobra.Command, src *sources, what string) {
 	_ = cmd.MarkFlagDirname("kustomize")
 }
 
+// addOutputFlag adds -o, taking formats, which shell completion offers.
+func addOutputFlag(cmd *cobra.Command, p *string, usage string, formats ...string) {
+	cmd.Flags().StringVarP(p, "output", "o", "", usage)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
+}
+
 // checkOutput accepts an -o of formats, or none (the default output).
 func checkOutput(output string, formats ...string) error {
 	if output == "" || slices.Contains(formats, output) {

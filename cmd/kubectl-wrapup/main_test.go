@@ -54,6 +54,19 @@ func TestRun(t *testing.T) {
 			notOut:   []string{"message:"},
 		},
 		{
+			name:     "eval -o json: a running Job, and what follows",
+			args:     []string{"eval", "-f", sample("benchmarks.yaml"), "--trigger", td("job-running.yaml"), "-o", "json"},
+			wantCode: exitOK,
+			wantOut:  []string{`"outcome": "Running"`, `"then": "nothing yet: the trigger is not finished"`},
+			notOut:   []string{`"message"`},
+		},
+		{
+			name:     "eval -o yaml: an evaluation that fails, and what follows",
+			args:     []string{"eval", "-f", td("rules/runtime-error.yaml"), "--trigger", td("job-complete.yaml"), "-o", "yaml"},
+			wantCode: exitFail,
+			wantOut:  []string{"outcome: Running\n", "then: 'nothing: a runtime error counts as not finished"},
+		},
+		{
 			name:     "eval: the benchmarks sample on a failed Job",
 			args:     []string{"eval", "-f", sample("benchmarks.yaml"), "--trigger", td("job-failed.yaml")},
 			wantCode: exitOK,

@@ -253,3 +253,15 @@ func TestCompleteEvalFlags(t *testing.T) {
 		}
 	}
 }
+
+// -o completes to the formats each command takes, and to no file.
+func TestCompleteOutputFormats(t *testing.T) {
+	for cmd, want := range map[string]string{"eval": "json,yaml", "explain": "json,yaml", "history": "wide,json,yaml,name", "lint": "json,yaml", "plan": "json,yaml"} {
+		_, out, _ := runWith(t, fakeCluster(t, true), "__complete", cmd, "-o", "")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		got, directive := lines[:len(lines)-1], lines[len(lines)-1]
+		if strings.Join(got, ",") != want || directive != ":4" {
+			t.Errorf("%s -o: completions %q, directive %s; want %q and :4 (no file completion)", cmd, got, directive, want)
+		}
+	}
+}

@@ -76,7 +76,7 @@ func newPlanCommand(cf *genericclioptions.ConfigFlags, cluster clientGetter, str
 	addSourceFlags(cmd, &o.src, "the CompletionRules to apply")
 	cmd.Flags().StringSliceVar(&o.remove, "delete", nil, "Plan the removal of the cluster's CompletionRule of this name; repeatable.")
 	cmd.Flags().BoolVar(&o.all, "all", false, "List every AppWrapper, not only those the change changes.")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: a table).")
+	addOutputFlag(cmd, &o.output, "Output format: json or yaml (default: a table).", "json", "yaml")
 	cmd.Flags().StringToStringVar(&o.workerFiles, "worker-kubeconfig", nil,
 		"For AppWrappers that MultiKueue dispatched: the kubeconfig file of a worker cluster, as MULTIKUEUECLUSTER=PATH (repeatable; default: wrapup's kubeconfig Secret of that name).")
 	cmd.Flags().StringVar(&o.workerSecrets, "worker-secrets-namespace", "", workerSecretsUsage)
