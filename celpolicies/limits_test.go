@@ -131,3 +131,32 @@ func TestRulesAtTheLimits(t *testing.T) {
 		t.Errorf("result = %+v, want Succeeded with message %d", res, 1+MaxVariables)
 	}
 }
+
+// TestEveryBuiltinOverALongStatus: each kind's built-in expressions over a
+// status of 10,000 conditions that mean nothing to them, and a state field
+// of 64 KiB, decide Running without an error, within the deadline of a
+// reconcile (their work is linear in the conditions).
+func TestEveryBuiltinOverALongStatus(t *testing.T) {
+	p, err := Compile(&v1alpha1.CompletionRuleSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := jobWithConditions(10000, "Progress")
+	status := long["status"].(map[string]any)
+	status["phase"] = strings.Repeat("p", 64<<10)
+	status["state"] = map[string]any{"phase": strings.Repeat("p", 64<<10)}
+	status["applicationState"] = map[string]any{"state": strings.Repeat("p", 64<<10)}
+	status["jobDeploymentStatus"] = strings.Repeat("p", 64<<10)
+	for _, gk := range BuiltinKinds() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		start := time.Now()
+		got, err := p.Evaluate(ctx, gk, long, nil)
+		cancel()
+		if err != nil || got.Outcome != OutcomeRunning {
+			t.Errorf("%s: %+v, %v; want Running", kindKey(gk), got, err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%s: %v over 10,000 conditions", kindKey(gk), d)
+		}
+	}
+}
