@@ -61,8 +61,8 @@ build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$k8s_ldflags"
 
 # Tools whose Kubernetes libraries differ from the project's and the control
 # plane's, each built in a module of its own under ../tools and cached beside
-# the others under its own version: helm (the chart's tests) and kwok
-# (simulated nodes and pods for the test bed that runs pods).
+# the others under its own version: helm (the chart's tests), kwok
+# (simulated nodes and pods for the test bed that runs pods) and lws.
 tool() {
 	local name="$1" module="$2" pkg="$3" ldflags="$4"
 	if [[ " ${WRAPUP_CONTROLPLANE_SKIP:-} " == *" ${name} "* ]]; then
@@ -83,5 +83,9 @@ tool() {
 }
 tool helm helm.sh/helm/v4 helm.sh/helm/v4/cmd/helm "-X helm.sh/helm/v4/internal/version.version=VERSION"
 tool kwok sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=VERSION"
+# The LeaderWorkerSet controller manager (controllers and webhooks), for the
+# bed's LeaderWorkerSet specs (test/framework/leaderworkerset.go): ~7 minutes
+# the first time on 2 cores.
+tool lws sigs.k8s.io/lws sigs.k8s.io/lws/cmd "-X sigs.k8s.io/lws/pkg/version.GitVersion=VERSION"
 
 echo "$out"

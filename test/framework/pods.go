@@ -43,9 +43,10 @@ const (
 )
 
 // podControllers are the kube-controller-manager controllers that make and
-// finish pods; nodelifecycle removes the not-ready taint the API server puts
-// on new nodes.
-var podControllers = []string{"job", "replicaset", "deployment", "nodelifecycle"}
+// finish pods (statefulset for the groups of a LeaderWorkerSet, see
+// StartLeaderWorkerSet); nodelifecycle removes the not-ready taint the API
+// server puts on new nodes.
+var podControllers = []string{"job", "replicaset", "deployment", "statefulset", "nodelifecycle"}
 
 // startPodBed starts kube-scheduler and kwok.
 func (f *Framework) startPodBed(assets string) {
