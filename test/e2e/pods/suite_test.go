@@ -1,8 +1,9 @@
 // Package pods runs the end-to-end story on a bed that runs pods: the real
 // kube-scheduler binds them to fake GPU nodes that kwok plays, the real Job,
-// ReplicaSet and Deployment controllers make and finish them, Kueue admits
-// by GPU quota, the AppWrapper controller deploys, and wrapup finishes. No
-// test writes a pod's or a Job's status.
+// ReplicaSet, Deployment and StatefulSet controllers and the LeaderWorkerSet
+// controller make and finish them, Kueue admits by GPU quota, the
+// AppWrapper controller deploys, and wrapup finishes. No test writes a
+// pod's or a Job's status.
 package pods
 
 import (
@@ -21,6 +22,7 @@ import (
 
 var (
 	fwk       *framework.Framework
+	lws       *framework.LeaderWorkerSetController
 	cfg       *rest.Config
 	k8sClient client.Client
 	ctx       context.Context
@@ -29,16 +31,17 @@ var (
 
 func TestPods(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "End-to-end Suite with pods (kube-scheduler, kwok, Job and Deployment controllers, Kueue, AppWrapper, wrapup)")
+	RunSpecs(t, "End-to-end Suite with pods (kube-scheduler, kwok, Job, Deployment and LeaderWorkerSet controllers, Kueue, AppWrapper, wrapup)")
 }
 
 var _ = BeforeSuite(func() {
 	ctx, cancel = context.WithCancel(context.Background())
 	fwk = &framework.Framework{
-		CRDPaths: []string{framework.KueueCRDs()},
+		CRDPaths: []string{framework.KueueCRDs(), framework.LeaderWorkerSetCRDs()},
 		Pods:     true,
 	}
 	cfg = fwk.Init()
+	lws = fwk.StartLeaderWorkerSet()
 	var err error
 	k8sClient, err = client.New(cfg, client.Options{Scheme: framework.Scheme})
 	Expect(err).NotTo(HaveOccurred())
@@ -48,6 +51,9 @@ var _ = BeforeSuite(func() {
 var _ = AfterSuite(func() {
 	if cancel != nil {
 		cancel()
+	}
+	if lws != nil {
+		lws.Stop()
 	}
 	if fwk != nil {
 		fwk.Teardown()
