@@ -27,8 +27,10 @@ var finishedStatuses = []struct {
 		withField(conds("Completed"), "terminalState", "Completed"), withField(conds("Failed"), "terminalState", "Failed")},
 	{"kubeflow.org/v1", "PyTorchJob",
 		conds("Created", "Running", "Succeeded"), conds("Created", "Running", "Failed")},
+	// mpi-operator's Failed is final only with completionTime (an evicted
+	// worker sets Failed without it, and the launcher goes on).
 	{"kubeflow.org/v2beta1", "MPIJob",
-		conds("Created", "Running", "Succeeded"), conds("Created", "Running", "Failed")},
+		conds("Created", "Running", "Succeeded"), withField(conds("Created", "Running", "Failed"), "completionTime", "2026-03-01T10:42:00Z")},
 	{"trainer.kubeflow.org/v1alpha1", "TrainJob",
 		conds("Complete"), conds("Failed")},
 	{"ray.io/v1", "RayJob",
