@@ -7,8 +7,10 @@
 // live trigger), appWrapper, and variables (the rule's named expressions,
 // evaluated lazily, at most once per evaluation, as in a
 // ValidatingAdmissionPolicy). Kinds with well-known status (batch Jobs,
-// JobSets, Kubeflow jobs, RayJobs, Pods, Argo Workflows) have built-in
-// success and failure expressions, used when the rule leaves them empty.
+// JobSets, Kubeflow jobs, TrainJobs, RayJobs, Pods, Argo Workflows, Volcano
+// Jobs, SparkApplications, Tekton PipelineRuns and TaskRuns) have built-in
+// success and failure expressions, used when the rule leaves them empty;
+// StatesOf says what each of their controllers writes in its status.
 // Those are fixed and linear in the object's conditions, so they run without
 // cost tracking, which would otherwise take most of their time.
 //
