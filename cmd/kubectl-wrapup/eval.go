@@ -35,6 +35,9 @@ type evalReport struct {
 	// than what the rule's action is.
 	Verdict decision.Verdict
 	Reason  string
+	// Disagreement says how the kind's built-in expressions judge the
+	// trigger otherwise than the rule's own; "" when they agree.
+	Disagreement string
 }
 
 // then says what the rule does once the trigger finished with outcome.
@@ -68,6 +71,9 @@ func (rep *evalReport) output() map[string]any {
 	}
 	if rep.Note != "" {
 		out["note"] = rep.Note
+	}
+	if rep.Disagreement != "" {
+		out["builtinDisagrees"] = rep.Disagreement
 	}
 	if rep.Verdict != "" {
 		// The decision on the AppWrapper says what follows.
@@ -119,6 +125,9 @@ func evaluate(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, trigger 
 		rep.Name, _ = md["name"].(string)
 	}
 	rep.Result, rep.Err = policy.Evaluate(ctx, gvk.GroupKind(), trigger, appWrapper)
+	if rep.Err == nil {
+		rep.Disagreement = builtinDisagreement(ctx, gvk.GroupKind(), trigger, rep.Result.Outcome, rep.Result.BuiltinSuccess, rep.Result.BuiltinFailure)
+	}
 	return rep, nil
 }
 
@@ -142,6 +151,9 @@ func (rep *evalReport) print(w io.Writer) {
 		line("error", "%v", rep.Err)
 	} else {
 		line("outcome", "%s", res.Outcome)
+	}
+	if rep.Disagreement != "" {
+		line("built-in", "%s", rep.Disagreement)
 	}
 	if finished {
 		line("message", "%s", res.Message)

@@ -244,8 +244,13 @@ func (o *explainOptions) Run(ctx context.Context) error {
 	sa := findServiceAccount(ctx, c, o.sa)
 	opts := view.ExplainOptions{Workers: workerReaders(c, o.workerFiles, secretsNamespace(o.workerSecrets, sa)), Access: sa.access(c)}
 	ex, err := view.ExplainWith(ctx, c, opts, nil, key, time.Now())
-	if err == nil && sa.note != "" {
-		ex.Notes = append(ex.Notes, sa.note)
+	if err == nil {
+		present(ctx, c, ex)
+		for _, n := range []string{readyNote(ex, false), sa.note} {
+			if n != "" {
+				ex.Notes = append(ex.Notes, n)
+			}
+		}
 	}
 	if apierrors.IsNotFound(err) {
 		// Gone: its CompletionRecord says how its run ended.

@@ -95,8 +95,8 @@ func TestExplainOnAGivenCluster(t *testing.T) {
 		}
 		return ex.Verdict, strings.Join(ex.Notes, "\n")
 	}
-	if v, _ := verdict(true); v != string(decision.VerdictDelete) {
-		t.Errorf("a finished Job under a DeleteAll rule: verdict %s, want %s", v, decision.VerdictDelete)
+	if v, notes := verdict(true); v != string(decision.VerdictDelete) || !strings.Contains(notes, "Ready -: the controller has not written the rule's status yet") {
+		t.Errorf("a finished Job under a DeleteAll rule without status: verdict %s, notes %q; want %s and what Ready - means", v, notes, decision.VerdictDelete)
 	}
 	// The rule names a kind wrapup cannot watch: it blocks, as the
 	// controller's rule would, rather than waiting for a Job it never sees.

@@ -243,6 +243,39 @@ func TestRun(t *testing.T) {
 			wantErr: []string{"3 expectations met\n"},
 		},
 		{
+			name: "explain offline: a tie won by name, and a rule whose own expression misses what the built-in sees",
+			args: []string{"explain", "-f", td("disagree/appwrapper.yaml"), "--rules", td("disagree/rules.yaml"), "--now", "2026-12-03T10:00:00Z"},
+			wantCode: exitOK,
+			wantOut: []string{
+				"Verdict:    WaitingForTrigger\n",
+				"  * benchmarks   priority 10  Ready -  wins: the highest priority (10) is shared with delete-runs, and benchmarks sorts first by name\n",
+				"Note:       the rule's own expressions say Running, and the built-in expressions of batch/Job say Succeeded on the same object: if the run is finished, the rule's own expressions miss it, and its AppWrapper keeps its resources\n",
+				"\nNote: Ready -: a rule read from a file has no status (the controller sets Ready once it compiled the rule); the rules above compile, as lint checks them\n",
+			},
+			notOut: []string{"highest priority of"},
+		},
+		{
+			name:     "eval: the built-in expressions disagree with the rule's own",
+			args:     []string{"eval", "-f", td("disagree/rules.yaml"), "--name", "benchmarks", "--trigger", td("job-complete.yaml")},
+			wantCode: exitOK,
+			wantOut: []string{
+				"outcome:      Running\n",
+				"built-in:     the rule's own expressions say Running, and the built-in expressions of batch/Job say Succeeded on the same object: if the run is finished, the rule's own expressions miss it, and its AppWrapper keeps its resources\n",
+			},
+		},
+		{
+			name:     "eval -o json: the built-in expressions disagree with the rule's own",
+			args:     []string{"eval", "-f", td("disagree/rules.yaml"), "--name", "benchmarks", "--trigger", td("job-complete.yaml"), "-o", "json"},
+			wantCode: exitOK,
+			wantOut:  []string{`"builtinDisagrees": "the rule's own expressions say Running, and the built-in expressions of batch/Job say Succeeded on the same object`},
+		},
+		{
+			name:     "eval: a rule's own expressions that agree with the built-in say nothing of it",
+			args:     []string{"eval", "-f", sample("benchmarks.yaml"), "--trigger", td("job-running.yaml")},
+			wantCode: exitOK,
+			notOut:   []string{"built-in:  "},
+		},
+		{
 			name: "explain offline: an expectation not met fails",
 			args: []string{"explain", "-f", td("offline"), "--rules", td("offline/rules"), "sample-job", "-n", "team-a",
 				"--expect", "sample-job=Delete", "--now", "2026-12-03T10:00:00Z"},

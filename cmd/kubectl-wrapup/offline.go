@@ -537,6 +537,11 @@ func explainOffline(ctx context.Context, cf *genericclioptions.ConfigFlags, stre
 		if err != nil {
 			return failed("%v", err)
 		}
+		present(ctx, objs, ex)
+		if n := readyNote(ex, true); n != "" && !slices.Contains(objs.notes, n) {
+			// Said once, after every explanation.
+			objs.notes = append(objs.notes, n)
+		}
 		if e, ok := expected[key]; ok {
 			if why := e.unmet(ex); why != "" {
 				unmet = append(unmet, fmt.Sprintf("%s: %s", key, why))
