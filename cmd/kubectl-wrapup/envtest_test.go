@@ -131,7 +131,9 @@ func TestExplainOnAHelmReleaseOfAnotherName(t *testing.T) {
 		return ex.Verdict, strings.Join(ex.Notes, "\n")
 	}
 
-	quiet := func(notes string) bool { return !strings.Contains(notes, "ServiceAccount") && !strings.Contains(notes, "may not") }
+	quiet := func(notes string) bool {
+		return !strings.Contains(notes, "ServiceAccount") && !strings.Contains(notes, "may not")
+	}
 	if v, notes := explain(); v != string(decision.VerdictDelete) || !quiet(notes) {
 		t.Errorf("explain with the release's ServiceAccount found: verdict %s, notes %q; want %s and no note", v, notes, decision.VerdictDelete)
 	}

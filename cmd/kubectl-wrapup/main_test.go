@@ -243,8 +243,8 @@ func TestRun(t *testing.T) {
 			wantErr: []string{"3 expectations met\n"},
 		},
 		{
-			name: "explain offline: a tie won by name, and a rule whose own expression misses what the built-in sees",
-			args: []string{"explain", "-f", td("disagree/appwrapper.yaml"), "--rules", td("disagree/rules.yaml"), "--now", "2026-12-03T10:00:00Z"},
+			name:     "explain offline: a tie won by name, and a rule whose own expression misses what the built-in sees",
+			args:     []string{"explain", "-f", td("disagree/appwrapper.yaml"), "--rules", td("disagree/rules.yaml"), "--now", "2026-12-03T10:00:00Z"},
 			wantCode: exitOK,
 			wantOut: []string{
 				"Verdict:    WaitingForTrigger\n",
