@@ -81,8 +81,9 @@ type simChecks struct {
 	// started again (before its TTL); held, deletions and stamps that a
 	// change of the action in force made later than the run's own TTL;
 	// tornDown counts triggers the kubelet made terminal while they were
-	// deleted.
-	deletedAgain, held, tornDown int
+	// deleted; ttlFinished, records of a Job seen while its own TTL
+	// deletes it.
+	deletedAgain, held, tornDown, ttlFinished int
 	// forgeries counts the tenants' writes of wrapup.dev/* metadata;
 	// blind, the decisions decided again on rewritten metadata; mirrors,
 	// wrapup's mirror patches.
@@ -126,6 +127,7 @@ func (c *simChecks) add(o *simChecks) {
 	c.deletedAgain += o.deletedAgain
 	c.held += o.held
 	c.tornDown += o.tornDown
+	c.ttlFinished += o.ttlFinished
 	c.forgeries += o.forgeries
 	c.blind += o.blind
 	c.mirrors += o.mirrors
@@ -145,11 +147,11 @@ func (c *simChecks) summary() string {
 	out := fmt.Sprintf("%d outcomes recorded (%d over an earlier record), %d cleared, %d restamped, %d lost answers to outcome writes; "+
 		"%d CompletionRecord creates (%d AlreadyExists), %d updates; %d deletions (%d of a success whose run started again, %d later than the run's own TTL by a change of the action in force); "+
 		"%d explain checks, %d settled AppWrappers checked; of several candidates: %d decisions, %d records written, %d cleared, %d deletions, %d settled AppWrappers; "+
-		"%d triggers made terminal while deleted; %d tenant writes of wrapup.dev/* metadata, %d decisions decided again on rewritten metadata, %d mirrors; "+
+		"%d triggers made terminal while deleted, %d records of a Job its own TTL deletes; %d tenant writes of wrapup.dev/* metadata, %d decisions decided again on rewritten metadata, %d mirrors; "+
 		"%d echoes of wrapup's deletions dropped; verdicts:",
 		c.written, c.replaced, c.cleared, c.restamped, c.lostAnswers, c.creates, c.alreadyExists, c.updates, c.deletes, c.deletedAgain, c.held,
 		c.explained, c.settled, c.manyDecisions, c.manyWritten, c.manyCleared, c.manyDeletes, c.settledMany,
-		c.tornDown, c.forgeries, c.blind, c.mirrors, c.echoes)
+		c.tornDown, c.ttlFinished, c.forgeries, c.blind, c.mirrors, c.echoes)
 	for _, v := range vs {
 		out += fmt.Sprintf(" %s %d", v, c.verdicts[decision.Verdict(v)])
 	}
@@ -870,6 +872,11 @@ func (w *simWorld) checkOutcome(aw *awv1beta2.AppWrapper, m *simAW, cr, old *wra
 	}
 	w.checks.runs[aw.UID] = run
 	w.checks.written++
+	for _, d := range ds {
+		if d.obj != nil && d.obj.GetDeletionTimestamp() != nil {
+			w.checks.ttlFinished++
+		}
+	}
 }
 
 // checkOneRecord checks a record written for the single candidate c of

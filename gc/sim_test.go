@@ -490,7 +490,11 @@ func (w *simWorld) step() {
 			finished := w.trigsWhere(m, true)
 			t := finished[w.rng.Intn(len(finished))]
 			w.logf("trigger %s/%s deleted by its own TTL", m.key, t.name)
-			w.gracefulDelete(trigKey(t.kind, m.key.Namespace, t.name), "")
+			if k := trigKey(t.kind, m.key.Namespace, t.name); t.kind == "Job" {
+				w.ttlDelete(k)
+			} else {
+				w.gracefulDelete(k, "")
+			}
 		}
 	case n < 47: // Kueue admits a queued AppWrapper
 		aw, _ := w.pickAW(func(aw *awv1beta2.AppWrapper, m *simAW) bool { return aw.Spec.Suspend && aw.DeletionTimestamp.IsZero() })

@@ -488,6 +488,33 @@ func (w *simWorld) gracefulDelete(k, disruption string) {
 	w.kubelet[k] = w.now.Add(time.Duration(w.rng.Int63n(int64(3 * time.Second))))
 }
 
+// ttlDelete is the TTL-after-finished controller deleting the finished
+// Job k once its TTL passed: with Foreground propagation, so that the Job
+// stays, with a deletionTimestamp and the foregroundDeletion finalizer,
+// until the garbage collector has deleted its pods, then goes (k8s v1.37.2
+// pkg/controller/ttlafterfinished/ttlafterfinished_controller.go,
+// processJob). The Job controller leaves a finished Job as it is (syncJob
+// returns at IsJobFinished).
+func (w *simWorld) ttlDelete(k string) {
+	u, ok := w.trigs[k]
+	if !ok || u.GetDeletionTimestamp() != nil {
+		return
+	}
+	u = u.DeepCopy()
+	ts := metav1.NewTime(w.now)
+	u.SetDeletionTimestamp(&ts)
+	u.SetDeletionGracePeriodSeconds(ptr.To(int64(0)))
+	u.SetFinalizers([]string{metav1.FinalizerDeleteDependents})
+	uid := u.GetUID()
+	w.putTrigger(u)
+	w.later(time.Duration(w.rng.Int63n(int64(3*time.Second))), func() {
+		if cur, ok := w.trigs[k]; ok && cur.GetUID() == uid {
+			w.logf("garbage collector: the pods of Job %s (%s) are gone, so is it", k, uid)
+			w.deleteTrigger(k)
+		}
+	})
+}
+
 func addPodCondition(u *unstructured.Unstructured, typ, reason string) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	conds = append(conds, map[string]any{"type": typ, "status": "True", "reason": reason})
@@ -527,12 +554,15 @@ func (w *simWorld) kubeletTerminate(k string) {
 
 // tornDownTrig says whether a trigger object is being torn down (oracle
 // side): being deleted, or a Pod disrupted (DisruptionTarget True).
+//
+// A Job whose terminal condition is from a second before its deletion
+// began is not torn down: its own TTL removes it.
 func tornDownTrig(u *unstructured.Unstructured) bool {
 	if u == nil {
 		return false
 	}
-	if u.GetDeletionTimestamp() != nil {
-		return true
+	if ts := u.GetDeletionTimestamp(); ts != nil {
+		return !(u.GetKind() == "Job" && trigState(u) != "" && finishedSecond(u).Before(ts.Time))
 	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
@@ -541,6 +571,20 @@ func tornDownTrig(u *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// finishedSecond is the time, to the second, of a Job's terminal
+// condition; the zero time when it has none.
+func finishedSecond(u *unstructured.Unstructured) time.Time {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if (m["type"] == "Complete" || m["type"] == "Failed") && m["status"] == "True" {
+			at, _ := time.Parse(time.RFC3339, fmt.Sprint(m["lastTransitionTime"]))
+			return at
+		}
+	}
+	return time.Time{}
 }
 
 // live is the live object of the trigger component t of the AppWrapper
@@ -959,8 +1003,12 @@ func (w *simWorld) finishTrigger(k string, outcome wrapupv1alpha1.Outcome) {
 		if outcome == wrapupv1alpha1.OutcomeFailed {
 			first, last = "FailureTarget", "Failed"
 		}
+		// The Job controller writes the conditions' times to the second
+		// (metav1.Time).
+		at := metav1.NewTime(w.now).UTC().Format(time.RFC3339)
 		_ = unstructured.SetNestedSlice(u.Object, []any{
-			map[string]any{"type": first, "status": "True"}, map[string]any{"type": last, "status": "True"},
+			map[string]any{"type": first, "status": "True", "lastTransitionTime": at},
+			map[string]any{"type": last, "status": "True", "lastTransitionTime": at},
 		}, "status", "conditions")
 		_ = unstructured.SetNestedField(u.Object, int64(0), "status", "active")
 	}
