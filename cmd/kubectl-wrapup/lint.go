@@ -156,6 +156,12 @@ func lintRule(rule *wrapupv1alpha1.CompletionRule, opts lintSchemas, at func(fie
 		}
 	}
 
+	// Comparisons with states the kind never has, and outcomes on states
+	// its controller moves on from.
+	for _, f := range stateFindings(rule) {
+		add(f.Severity, f.Field, "%s", f.Message)
+	}
+
 	// Parts that can never take effect.
 	switch {
 	case isBoolLiteral(spec.Success, false):

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/celpolicies/schemas"
 )
 
@@ -408,5 +410,35 @@ func TestSelectorsOverlap(t *testing.T) {
 		if got := selectorsOverlap(tc.b, tc.a); got != tc.want {
 			t.Errorf("%s (the other way): overlap %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The built-in expressions, written as a rule's own, compare only states
+// their kind has, and finish runs only on final ones.
+func TestLintStatesOfTheBuiltins(t *testing.T) {
+	for _, gk := range celpolicies.BuiltinKinds() {
+		success, failure, _ := celpolicies.BuiltinFor(gk)
+		rule := &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: "builtin"}, Spec: wrapupv1alpha1.CompletionRuleSpec{
+			Trigger: wrapupv1alpha1.TriggerSpec{APIGroup: gk.Group, Kind: gk.Kind}, Success: success, Failure: failure}}
+		for _, f := range stateFindings(rule) {
+			t.Errorf("%s: %s", kindName(gk), f)
+		}
+	}
+}
+
+// comparisons finds what an expression compares with string literals:
+// conditions' fields through a comprehension over them or an index, and
+// fields under object, read plainly or optionally.
+func TestComparisons(t *testing.T) {
+	got := comparisons("object.?status.?conditions.orValue([]).exists(c, c.type in ['A', 'B'] && c.status != 'True') || " +
+		"!(object.status.phase == 'P') || object.status.conditions[0].reason == 'R' || 'S' == object.?status.?state.orValue('')")
+	var out []string
+	for _, c := range got {
+		out = append(out, fmt.Sprintf("%s %s %v %s", c.what, c.lit, c.positive, c.at))
+	}
+	want := []string{"type A true 1:61", "type B true 1:66", "status True false 1:86", "status.phase P false 1:122",
+		"reason R true 1:168", "status.state S true 1:175"}
+	if strings.Join(out, "; ") != strings.Join(want, "; ") {
+		t.Errorf("comparisons:\n%s\nwant:\n%s", strings.Join(out, "\n"), strings.Join(want, "\n"))
 	}
 }
