@@ -171,7 +171,7 @@ func unwrapOrValue(e celast.Expr) celast.Expr {
 }
 
 // objectPath is the dotted path under object that e reads
-// (object.status.phase, object.?status.?phase.orValue(''): "status.phase").
+// (object.status.phase, object.?status.?phase.orValue(”): "status.phase").
 func objectPath(e celast.Expr) (string, bool) {
 	e = unwrapOrValue(e)
 	if e.Kind() == celast.IdentKind {
