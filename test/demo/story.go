@@ -165,6 +165,8 @@ func (s *story) tell(b *bed.Bed) {
 	util.ExpectWorkloadCondition(ctx, c, secondAW, kueue.WorkloadQuotaReserved, "False")
 	s.run("kubectl", "get", "appwrappers")
 	s.run("kubectl", "wrapup", "explain", second)
+	s.say("  explain says which rule wins and why the other does not apply, which component is the trigger, and")
+	s.say("  what wrapup waits for: Kueue admits the AppWrapper, then its Job exists and finishes.")
 
 	s.step("4. guidellm finishes. wrapup records the run, deletes the AppWrapper, and the next benchmark starts.")
 	var t timeline
@@ -175,6 +177,7 @@ func (s *story) tell(b *bed.Bed) {
 	}
 	gomega.Expect(t.err).NotTo(gomega.HaveOccurred(), "watching the handoff")
 	s.run("kubectl", "get", "crec")
+	s.say("  The run's CompletionRecord, written before the delete, outlives the AppWrapper: its outcome and message.")
 	s.run("kubectl", "wrapup", "history")
 	s.run("kubectl", "get", "pods")
 	s.ruleStatus(func(r *wrapupv1alpha1.CompletionRule) bool {
