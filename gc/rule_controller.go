@@ -221,7 +221,6 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	log := logf.FromContext(ctx).WithValues("rule", klog.KObj(rule))
 	if !rule.DeletionTimestamp.IsZero() {
 		r.forget(rule.Name)
 		return ctrl.Result{}, nil
@@ -230,86 +229,11 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		r.Policies.Forget(old.(types.UID)) // deleted and re-created under the same name
 	}
 	orig := rule.DeepCopy()
-
-	cond := metav1.Condition{Type: wrapupv1alpha1.ConditionReady, ObservedGeneration: rule.Generation}
-	var terminal, typeCheckErr error
-	rule.Status.TypeChecking = nil
-	policy, compileErr := r.Policies.Get(rule)
-	selectorErr := selectorsError(rule)
-	var watchable, unprotected *metav1.Condition
-	switch {
-	case compileErr != nil:
-		r.Watches.Release(triggers.RuleOwner(rule.Name))
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidExpression, decision.Truncate(compileErr.Error(), 32*1024-8)
-		terminal = compileErr
-	case selectorErr != nil:
-		r.Watches.Release(triggers.RuleOwner(rule.Name))
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidSelector, decision.Truncate(selectorErr.Error(), 32*1024-8)
-		terminal = selectorErr
-	case rule.Spec.Trigger.Kind != "":
-		gk := decision.RuleKind(rule)
-		err := r.Watches.Ensure(triggers.RuleOwner(rule.Name), gk, decision.TriggerFields(policy, gk))
-		var nf *triggers.KindNotFoundError
-		switch {
-		case errors.As(err, &nf):
-			cond.Status, cond.Reason = metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotFound
-			cond.Message = fmt.Sprintf("trigger kind %s is not served by the API server (is its CRD installed?); the rule starts working when it is", gk)
-		case err != nil:
-			if k := r.Watches.Kind(gk); k.State == decision.KindNotWatchable {
-				cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotWatchable, decision.Truncate(err.Error(), 32*1024-8)
-				break
-			}
-			return ctrl.Result{}, err
-		case r.Watches.Kind(gk).State == decision.KindNotWatchable:
-			cond.Status, cond.Reason = metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotWatchable
-			cond.Message = decision.Truncate(fmt.Sprintf("wrapup may not list and watch %s (grant it through the ClusterRole label wrapup.dev/aggregate-to-trigger-kinds): %s; "+
-				"the rule starts working when it may", gk, r.Watches.Kind(gk).Message), 32*1024-8)
-		default:
-			if r.Watches.StatusUnprotected(gk) {
-				unprotected = &metav1.Condition{Type: wrapupv1alpha1.ConditionTriggerStatusProtected, Status: metav1.ConditionFalse,
-					Reason: wrapupv1alpha1.ReasonNoStatusSubresource, ObservedGeneration: rule.Generation,
-					Message: fmt.Sprintf("the API server serves %s with no status subresource: whoever may update one (not only its controller) writes its status, "+
-						"and so can finish the AppWrapper it is the trigger of; give its CRD subresources.status (see docs/security.md)", gk)}
-			}
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, fmt.Sprintf("expressions compiled; watching %s triggers", gk)
-			rule.Status.TypeChecking, typeCheckErr = r.typeCheck(ctx, rule, gk)
-			if typeCheckErr != nil && orig.Status.ObservedGeneration == rule.Generation {
-				// Not read this time: the last check of this generation
-				// stands until the schema is read again.
-				rule.Status.TypeChecking = orig.Status.TypeChecking.DeepCopy()
-			}
-			if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
-				cond.Message += fmt.Sprintf("; %d expression(s) have warnings against the %s schema: types or cost (see status.typeChecking)", len(tc.ExpressionWarnings), gk)
-			}
-		}
-	default:
-		// The trigger is the annotated component: its AppWrapper holds the watch.
-		r.Watches.Release(triggers.RuleOwner(rule.Name))
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, "expressions compiled; the trigger is the component annotated "+wrapupv1alpha1.TriggerAnnotation
-		watchable = r.annotatedKindsCondition(rule)
+	st, err := r.readiness(ctx, rule, orig)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	if watchable != nil {
-		apimeta.SetStatusCondition(&rule.Status.Conditions, *watchable)
-	} else {
-		apimeta.RemoveStatusCondition(&rule.Status.Conditions, wrapupv1alpha1.ConditionTriggerKindsWatchable)
-	}
-	if unprotected != nil {
-		apimeta.SetStatusCondition(&rule.Status.Conditions, *unprotected)
-	} else {
-		apimeta.RemoveStatusCondition(&rule.Status.Conditions, wrapupv1alpha1.ConditionTriggerStatusProtected)
-	}
-
-	prev := apimeta.FindStatusCondition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady)
-	changed := prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason || prev.Message != cond.Message
-	apimeta.SetStatusCondition(&rule.Status.Conditions, cond)
-	ready := 0.0
-	if cond.Status == metav1.ConditionTrue {
-		ready = 1
-	}
-	ruleReadyGauge.WithLabelValues(rule.Name).Set(ready)
-	if cond.Status == metav1.ConditionTrue {
-		rule.Status.ObservedGeneration = rule.Generation
-	}
+	changed := st.setOn(rule)
 	rule.Status.MatchedAppWrappers = r.Assign.Count(rule.Name)
 	if !equality.Semantic.DeepEqual(orig.Status, rule.Status) {
 		if err := r.Client.Status().Patch(ctx, rule, client.MergeFrom(orig)); err != nil {
@@ -320,30 +244,151 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			return ctrl.Result{}, fmt.Errorf("writing rule status: %w", err)
 		}
 	}
+	r.announce(ctx, rule, orig, st, changed)
+	return r.next(rule, st)
+}
+
+// ruleReadiness is what the rule controller finds of a rule: its Ready
+// condition, the conditions beside it (nil: removed), and why it is not
+// ready for good (terminal) or its type check could not run.
+type ruleReadiness struct {
+	cond                   metav1.Condition
+	watchable, unprotected *metav1.Condition
+	terminal, typeCheckErr error
+}
+
+// readiness compiles rule, checks its selectors, ensures the watch of its
+// trigger kind and type-checks it (into rule.Status.TypeChecking; orig's
+// stands for this generation when the schema cannot be read). An error is
+// the reconcile's.
+func (r *ruleReconciler) readiness(ctx context.Context, rule, orig *wrapupv1alpha1.CompletionRule) (ruleReadiness, error) {
+	st := ruleReadiness{cond: metav1.Condition{Type: wrapupv1alpha1.ConditionReady, ObservedGeneration: rule.Generation}}
+	cond := &st.cond
+	rule.Status.TypeChecking = nil
+	policy, compileErr := r.Policies.Get(rule)
+	selectorErr := selectorsError(rule)
+	switch {
+	case compileErr != nil:
+		r.Watches.Release(triggers.RuleOwner(rule.Name))
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidExpression, decision.Truncate(compileErr.Error(), 32*1024-8)
+		st.terminal = compileErr
+	case selectorErr != nil:
+		r.Watches.Release(triggers.RuleOwner(rule.Name))
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidSelector, decision.Truncate(selectorErr.Error(), 32*1024-8)
+		st.terminal = selectorErr
+	case rule.Spec.Trigger.Kind != "":
+		return st, r.kindReadiness(ctx, rule, orig, policy, &st)
+	default:
+		// The trigger is the annotated component: its AppWrapper holds the watch.
+		r.Watches.Release(triggers.RuleOwner(rule.Name))
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, "expressions compiled; the trigger is the component annotated "+wrapupv1alpha1.TriggerAnnotation
+		st.watchable = r.annotatedKindsCondition(rule)
+	}
+	return st, nil
+}
+
+// kindReadiness is readiness for a rule that names its trigger kind: the
+// kind's watch, and the type check against its schema.
+func (r *ruleReconciler) kindReadiness(ctx context.Context, rule, orig *wrapupv1alpha1.CompletionRule, policy *celpolicies.Policy, st *ruleReadiness) error {
+	cond := &st.cond
+	gk := decision.RuleKind(rule)
+	err := r.Watches.Ensure(triggers.RuleOwner(rule.Name), gk, decision.TriggerFields(policy, gk))
+	var nf *triggers.KindNotFoundError
+	switch {
+	case errors.As(err, &nf):
+		cond.Status, cond.Reason = metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotFound
+		cond.Message = fmt.Sprintf("trigger kind %s is not served by the API server (is its CRD installed?); the rule starts working when it is", gk)
+	case err != nil:
+		if k := r.Watches.Kind(gk); k.State == decision.KindNotWatchable {
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotWatchable, decision.Truncate(err.Error(), 32*1024-8)
+			return nil
+		}
+		return err
+	case r.Watches.Kind(gk).State == decision.KindNotWatchable:
+		cond.Status, cond.Reason = metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotWatchable
+		cond.Message = decision.Truncate(fmt.Sprintf("wrapup may not list and watch %s (grant it through the ClusterRole label wrapup.dev/aggregate-to-trigger-kinds): %s; "+
+			"the rule starts working when it may", gk, r.Watches.Kind(gk).Message), 32*1024-8)
+	default:
+		if r.Watches.StatusUnprotected(gk) {
+			st.unprotected = &metav1.Condition{Type: wrapupv1alpha1.ConditionTriggerStatusProtected, Status: metav1.ConditionFalse,
+				Reason: wrapupv1alpha1.ReasonNoStatusSubresource, ObservedGeneration: rule.Generation,
+				Message: fmt.Sprintf("the API server serves %s with no status subresource: whoever may update one (not only its controller) writes its status, "+
+					"and so can finish the AppWrapper it is the trigger of; give its CRD subresources.status (see docs/security.md)", gk)}
+		}
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, fmt.Sprintf("expressions compiled; watching %s triggers", gk)
+		rule.Status.TypeChecking, st.typeCheckErr = r.typeCheck(ctx, rule, gk)
+		if st.typeCheckErr != nil && orig.Status.ObservedGeneration == rule.Generation {
+			// Not read this time: the last check of this generation
+			// stands until the schema is read again.
+			rule.Status.TypeChecking = orig.Status.TypeChecking.DeepCopy()
+		}
+		if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
+			cond.Message += fmt.Sprintf("; %d expression(s) have warnings against the %s schema: types or cost (see status.typeChecking)", len(tc.ExpressionWarnings), gk)
+		}
+	}
+	return nil
+}
+
+// setOn sets st's conditions on rule (removing those st has none of), its
+// observedGeneration when it is Ready, and the Ready gauge. It says
+// whether the Ready condition changed.
+func (st ruleReadiness) setOn(rule *wrapupv1alpha1.CompletionRule) bool {
+	for _, c := range []struct {
+		typ  string
+		cond *metav1.Condition
+	}{{wrapupv1alpha1.ConditionTriggerKindsWatchable, st.watchable}, {wrapupv1alpha1.ConditionTriggerStatusProtected, st.unprotected}} {
+		if c.cond != nil {
+			apimeta.SetStatusCondition(&rule.Status.Conditions, *c.cond)
+		} else {
+			apimeta.RemoveStatusCondition(&rule.Status.Conditions, c.typ)
+		}
+	}
+	cond := st.cond
+	prev := apimeta.FindStatusCondition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady)
+	changed := prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason || prev.Message != cond.Message
+	apimeta.SetStatusCondition(&rule.Status.Conditions, cond)
+	ready := 0.0
+	if cond.Status == metav1.ConditionTrue {
+		ready = 1
+		rule.Status.ObservedGeneration = rule.Generation
+	}
+	ruleReadyGauge.WithLabelValues(rule.Name).Set(ready)
+	return changed
+}
+
+// announce emits the Events of the rule's status as written: its type
+// check's new warnings, an unprotected status newly found, and its Ready
+// condition when it changed.
+func (r *ruleReconciler) announce(ctx context.Context, rule, orig *wrapupv1alpha1.CompletionRule, st ruleReadiness, changed bool) {
 	if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 &&
 		!equality.Semantic.DeepEqual(orig.Status.TypeChecking, tc) {
 		for _, w := range tc.ExpressionWarnings {
 			r.Recorder.Eventf(rule, nil, corev1.EventTypeWarning, wrapupv1alpha1.ReasonTypeCheckWarning, "TypeCheck", "%s", decision.Truncate(w.FieldRef+": "+w.Warning, decision.MaxMessage))
 		}
 	}
-	if unprotected != nil && apimeta.FindStatusCondition(orig.Status.Conditions, wrapupv1alpha1.ConditionTriggerStatusProtected) == nil {
-		r.Recorder.Eventf(rule, nil, corev1.EventTypeWarning, unprotected.Reason, "Watch", "%s", decision.Truncate(unprotected.Message, decision.MaxMessage))
+	if st.unprotected != nil && apimeta.FindStatusCondition(orig.Status.Conditions, wrapupv1alpha1.ConditionTriggerStatusProtected) == nil {
+		r.Recorder.Eventf(rule, nil, corev1.EventTypeWarning, st.unprotected.Reason, "Watch", "%s", decision.Truncate(st.unprotected.Message, decision.MaxMessage))
 	}
 	if changed {
+		cond := st.cond
 		eventType := corev1.EventTypeNormal
 		if cond.Status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(rule, nil, eventType, cond.Reason, "Compile", "%s", decision.Truncate(cond.Message, decision.MaxMessage))
-		log.Info("Rule status", "ready", cond.Status, "reason", cond.Reason)
+		logf.FromContext(ctx).Info("Rule status", "rule", klog.KObj(rule), "ready", cond.Status, "reason", cond.Reason)
 	}
-	if terminal != nil {
+}
+
+// next is when the rule controller looks at rule again.
+func (r *ruleReconciler) next(rule *wrapupv1alpha1.CompletionRule, st ruleReadiness) (ctrl.Result, error) {
+	switch {
+	case st.terminal != nil:
 		// A user's mistake: retrying cannot fix it, the next edit will.
 		// The rule's status and a Warning Event say it; it is no error of
 		// the manager's, to be logged with a stack trace.
 		return ctrl.Result{}, nil
-	}
-	if cond.Reason == wrapupv1alpha1.ReasonTriggerKindNotFound {
+	case st.cond.Reason == wrapupv1alpha1.ReasonTriggerKindNotFound:
 		// CRD events bring the rule back when its kind appears; discovery
 		// can lag the CRD's Established condition by a little, so look
 		// again soon after a CRD of its group changed, and later anyway.
@@ -351,21 +396,19 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			return ctrl.Result{RequeueAfter: kindNotFoundSoon}, nil
 		}
 		return ctrl.Result{RequeueAfter: kindNotFoundRecheck}, nil
-	}
-	if cond.Reason == wrapupv1alpha1.ReasonTriggerKindNotWatchable {
+	case st.cond.Reason == wrapupv1alpha1.ReasonTriggerKindNotWatchable:
 		// No informer runs for a kind wrapup may not list: nothing tells
 		// the rule of a grant but asking again (Ensure does, once its
 		// last answer is older than triggers.NotWatchableRecheck).
 		return ctrl.Result{RequeueAfter: triggers.NotWatchableRecheck + time.Second}, nil
-	}
-	if typeCheckErr != nil {
+	case st.typeCheckErr != nil:
 		var lag *schemaLagError
-		if errors.As(typeCheckErr, &lag) {
+		if errors.As(st.typeCheckErr, &lag) {
 			return ctrl.Result{RequeueAfter: schemaLagRecheck}, nil
 		}
 		// The rule works (its status says so); only its type check waits,
 		// retried with the controller's backoff.
-		return ctrl.Result{}, typeCheckErr
+		return ctrl.Result{}, st.typeCheckErr
 	}
 	return ctrl.Result{}, nil
 }
