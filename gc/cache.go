@@ -104,6 +104,16 @@ func slimAppWrapper(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
+	slimMetadata(aw)
+	slimConditions(aw)
+	if err := slimComponents(aw); err != nil {
+		return nil, err
+	}
+	return aw, nil
+}
+
+// slimMetadata keeps of aw's metadata what a decision reads, interned.
+func slimMetadata(aw *awv1beta2.AppWrapper) {
 	aw.ManagedFields = nil
 	in := intern.Cache
 	// Labels are kept whole (a rule may select on any), annotations only
@@ -125,6 +135,12 @@ func slimAppWrapper(obj any) (any, error) {
 		o := &aw.OwnerReferences[i]
 		o.APIVersion, o.Kind = in.Str(o.APIVersion), in.Str(o.Kind)
 	}
+}
+
+// slimConditions keeps of aw's status conditions those a decision reads
+// (keptConditions), and its phase, interned.
+func slimConditions(aw *awv1beta2.AppWrapper) {
+	in := intern.Cache
 	var conds []metav1.Condition
 	for _, t := range keptConditions {
 		c := apimeta.FindStatusCondition(aw.Status.Conditions, string(t))
@@ -140,6 +156,13 @@ func slimAppWrapper(obj any) (any, error) {
 	}
 	aw.Status.Conditions = slices.Clip(conds)
 	aw.Status.Phase = awv1beta2.AppWrapperPhase(in.Str(string(aw.Status.Phase)))
+}
+
+// slimComponents keeps of each component of aw its identity (apiVersion,
+// kind, name or generateName, and wrapup.dev/trigger) and annotations, and
+// of its status its name when the template has none.
+func slimComponents(aw *awv1beta2.AppWrapper) error {
+	in := intern.Cache
 	// A component's status is read for its name only, and only when its
 	// template has none (generateName): the others are dropped, and the
 	// slice ends with the last one read.
@@ -165,7 +188,7 @@ func slimAppWrapper(obj any) (any, error) {
 		}
 		raw, err := json.Marshal(id)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if ids == nil {
 			ids = make([]byte, 0, len(raw)*len(aw.Spec.Components))
@@ -184,5 +207,5 @@ func slimAppWrapper(obj any) (any, error) {
 			aw.Status.ComponentStatus[i] = awv1beta2.AppWrapperComponentStatus{Name: statuses[i].Name}
 		}
 	}
-	return aw, nil
+	return nil
 }
