@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/yaml"
@@ -172,7 +173,89 @@ var _ = Describe("GPUs handed to the next benchmark when its inference servers a
 			g.Expect(sets.Items).To(BeEmpty())
 		}, lwsTimeout, util.Interval).Should(Succeed())
 	})
+
+	It("without podSets, admits the sample without the LeaderWorkerSets' GPUs and frees its quota while their pods still run (the AppWrapper controller's behaviour the sample's podSets avoid)", func() {
+		ns := framework.CreateNamespace(ctx, k8sClient, "lws-bare", nil)
+		lq := util.MakeLocalQueue("benchmarks", ns.Name, "lws-gpus")
+		Expect(k8sClient.Create(ctx, lq)).To(Succeed())
+		DeferCleanup(func() {
+			for _, o := range []client.Object{lq, ns} {
+				Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, o))).To(Succeed())
+			}
+		})
+		aw := &awv1beta2.AppWrapper{}
+		readSample(lwsSample, aw)
+		aw.Namespace = ns.Name
+		for i := range aw.Spec.Components {
+			c := &aw.Spec.Components[i]
+			obj := &unstructured.Unstructured{}
+			Expect(obj.UnmarshalJSON(c.Template.Raw)).To(Succeed())
+			switch obj.GetKind() {
+			case "LeaderWorkerSet":
+				c.DeclaredPodSets = nil
+				// Its pods take lwsLinger to stop once deleted, as
+				// servers draining their requests do.
+				for _, t := range []string{"leaderTemplate", "workerTemplate"} {
+					Expect(unstructured.SetNestedField(obj.Object, lwsLinger.String(), "spec", "leaderWorkerTemplate", t, "metadata", "annotations", lwsLingerAnnotation)).To(Succeed())
+				}
+			case "Job":
+				Expect(unstructured.SetNestedField(obj.Object, "1s", "spec", "template", "metadata", "annotations", framework.RunTimeAnnotation)).To(Succeed())
+			}
+			raw, err := obj.MarshalJSON()
+			Expect(err).NotTo(HaveOccurred())
+			c.Template.Raw = raw
+		}
+		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+
+		By("Kueue admits it with the Job's pod set alone: none of the LeaderWorkerSets' 8 GPUs")
+		wl := util.ExpectWorkloadCondition(ctx, k8sClient, aw, kueue.WorkloadQuotaReserved, metav1.ConditionTrue)
+		Expect(wl.Spec.PodSets).To(HaveLen(1))
+		Expect(admittedGPUs(wl)).To(BeZero())
+
+		By("the LeaderWorkerSets' pods run without the AppWrapper's label or the admitted flavor's node selector")
+		var lwsPodNames []string
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns.Name), client.HasLabels{lwsSetLabel})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(4))
+			for _, p := range pods.Items {
+				g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
+				g.Expect(p.Labels).NotTo(HaveKey(awv1beta2.AppWrapperLabel), "pod %s", p.Name)
+				g.Expect(p.Spec.NodeSelector).NotTo(HaveKey(framework.GPUNodeLabel), "pod %s", p.Name)
+			}
+			lwsPodNames = podNames(pods.Items)
+		}, lwsTimeout, util.Interval).Should(Succeed())
+
+		By("the Job completes; wrapup deletes the AppWrapper; it and its Workload go while the LeaderWorkerSets' pods still run")
+		util.AwaitJobComplete(ctx, k8sClient, client.ObjectKey{Namespace: ns.Name, Name: "llama-70b-pd-guidellm"}, lwsTimeout)
+		util.ExpectGone(ctx, k8sClient, aw, lwsTimeout)
+		_, err := workloadNamed(ns.Name, wl.Name)
+		Eventually(func() bool {
+			_, err = workloadNamed(ns.Name, wl.Name)
+			return apierrors.IsNotFound(err)
+		}, lwsTimeout, util.Interval).Should(BeTrue(), "the Workload is still there: %v", err)
+		var left corev1.PodList
+		Expect(k8sClient.List(ctx, &left, client.InNamespace(ns.Name), client.HasLabels{lwsSetLabel})).To(Succeed())
+		Expect(podNames(left.Items)).NotTo(BeEmpty(), "the LeaderWorkerSets' pods %v stopped before the quota was freed", lwsPodNames)
+		GinkgoWriter.Printf("AppWrapper and Workload gone while %d of the LeaderWorkerSets' pods still ran: %v\n", len(left.Items), podNames(left.Items))
+
+		By("the garbage collector takes them down in the end")
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			g.Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns.Name))).To(Succeed())
+			g.Expect(podNames(pods.Items)).To(BeEmpty())
+		}, lwsTimeout, util.Interval).Should(Succeed())
+	})
 })
+
+// lwsLinger is how long the LeaderWorkerSets' pods of the spec without
+// podSets take to stop once deleted (the bed's kwok stage pod-terminate
+// waits lwsLingerAnnotation): long enough that the AppWrapper and its
+// Workload, which do not wait for them, are surely gone first.
+const (
+	lwsLinger           = 20 * time.Second
+	lwsLingerAnnotation = "pod-delete.stage.kwok.x-k8s.io/delay"
+)
 
 // readSample decodes a file of the repository into obj, strictly.
 func readSample(path string, obj any) {
