@@ -281,6 +281,7 @@ type ExpressionWarning struct {
 // +kubebuilder:resource:scope=Cluster,shortName=crule;crules,categories=wrapup
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="Trigger",type=string,JSONPath=`.spec.trigger.kind`
+// +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.trigger.apiGroup`,description="The trigger kind's API group (empty: the core group), which tells batch's Job from batch.volcano.sh's"
 // +kubebuilder:printcolumn:name="On-Success",type=string,JSONPath=`.spec.onSuccess.action`
 // +kubebuilder:printcolumn:name="On-Failure",type=string,JSONPath=`.spec.onFailure.action`,priority=1
 // +kubebuilder:printcolumn:name="DryRun",type=boolean,JSONPath=`.spec.dryRun`

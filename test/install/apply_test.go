@@ -118,7 +118,7 @@ func TestKubectlApply(t *testing.T) {
 		// CRD's defaults filling what the rule leaves out.
 		out = run("get", "completionrules", "-o", "wide")
 		header, row, _ := strings.Cut(out, "\n")
-		if got := strings.Fields(header); !slices.Equal(got[:6], []string{"NAME", "PRIORITY", "TRIGGER", "ON-SUCCESS", "ON-FAILURE", "DRYRUN"}) {
+		if got := strings.Fields(header); !slices.Equal(got[:7], []string{"NAME", "PRIORITY", "TRIGGER", "GROUP", "ON-SUCCESS", "ON-FAILURE", "DRYRUN"}) {
 			t.Errorf("kubectl get completionrules -o wide: columns %v", got)
 		}
 		if got := strings.Fields(row); len(got) < 5 || got[0] != "annotated-triggers" || got[1] != "-1000000" || got[2] != "DeleteAll" || got[3] != "DeleteAll" || got[4] != "false" {
