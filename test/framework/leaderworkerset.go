@@ -102,6 +102,7 @@ func (f *Framework) StartLeaderWorkerSet() *LeaderWorkerSetController {
 	_, err := os.Stat(bin)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "no LeaderWorkerSet controller manager in KUBEBUILDER_ASSETS: run test/controlplane/build.sh")
 
+	start := time.Now()
 	mutating, validating := lwsWebhookConfigurations()
 	hooks := &envtest.WebhookInstallOptions{
 		MutatingWebhooks:   mutating,
@@ -133,7 +134,6 @@ health:
 `, hooks.LocalServingHost, hooks.LocalServingPort, hooks.LocalServingCertDir)
 	gomega.Expect(os.WriteFile(config, []byte(body), 0o600)).To(gomega.Succeed())
 	kubeconfig := f.adminKubeconfig("lws")
-	start := time.Now()
 	l := &LeaderWorkerSetController{
 		p:        f.startProcess(bin, "--config="+config, "--kubeconfig="+kubeconfig, "--zap-log-level=info"),
 		webhooks: hooks,
@@ -150,7 +150,7 @@ health:
 		g.Expect(err).NotTo(gomega.HaveOccurred())
 		_ = conn.Close()
 	}, 2*time.Minute, 50*time.Millisecond).Should(gomega.Succeed(), "the LeaderWorkerSet webhook server at %s", address)
-	fmt.Fprintf(ginkgo.GinkgoWriter, "LeaderWorkerSet controller manager serving its webhooks at %s %s after it started\n",
+	fmt.Fprintf(ginkgo.GinkgoWriter, "LeaderWorkerSet webhooks installed and served at %s %s after StartLeaderWorkerSet began\n",
 		address, time.Since(start).Round(10*time.Millisecond))
 	return l
 }
