@@ -52,73 +52,94 @@ func managerVersion() string {
 	return "devel"
 }
 
-func main() {
-	var (
-		metricsAddr        string
-		probeAddr          string
-		metricsSecure      bool
-		metricsCertDir     string
-		leaderElect        bool
-		leaderElectionNS   string
-		namespace          string
-		failureGracePeriod time.Duration
-		workers            int
-		qps                float64
-		burst              int
-		enableHTTP2        bool
-		compression        bool
-		multiKueue         bool
-		wh                 webhookOptions
-	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
-	flag.BoolVar(&metricsSecure, "metrics-secure", true,
+// managerFlags are the manager's command-line flags.
+type managerFlags struct {
+	metricsAddr        string
+	probeAddr          string
+	metricsSecure      bool
+	metricsCertDir     string
+	leaderElect        bool
+	leaderElectionNS   string
+	namespace          string
+	failureGracePeriod time.Duration
+	workers            int
+	qps                float64
+	burst              int
+	enableHTTP2        bool
+	compression        bool
+	multiKueue         bool
+	showVersion        bool
+	wh                 webhookOptions
+	zap                zap.Options
+}
+
+// bind defines f's flags in fs.
+func (f *managerFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true,
 		"Serve the metrics over HTTPS, to clients the API server authenticates (TokenReview) and authorizes to get /metrics (SubjectAccessReview); false: plain HTTP to anyone.")
-	flag.StringVar(&metricsCertDir, "metrics-cert-dir", "", "Folder of the metrics endpoint's tls.crt and tls.key (default: a self-signed certificate).")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
-	flag.BoolVar(&leaderElect, "leader-elect", true, "Elect a leader, so that only one replica acts.")
-	flag.StringVar(&namespace, "namespace", "", "The namespace wrapup runs in: its webhook's Secret and Service, and its leader-election Lease (default: the pod's).")
-	flag.StringVar(&leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: --namespace).")
-	flag.DurationVar(&failureGracePeriod, "failure-grace-period", gc.DefaultFailureGracePeriod,
+	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "Folder of the metrics endpoint's tls.crt and tls.key (default: a self-signed certificate).")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader, so that only one replica acts.")
+	fs.StringVar(&f.namespace, "namespace", "", "The namespace wrapup runs in: its webhook's Secret and Service, and its leader-election Lease (default: the pod's).")
+	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: --namespace).")
+	fs.DurationVar(&f.failureGracePeriod, "failure-grace-period", gc.DefaultFailureGracePeriod,
 		"How long a Running AppWrapper whose trigger failed, and which its controller does not report Unhealthy, is given to start a retry before the failure is final: the AppWrapper controller's failureGracePeriod, plus its 1m recheck period, plus slack for its latency.")
-	flag.IntVar(&workers, "workers", gc.DefaultWorkers, "How many AppWrappers are reconciled at once.")
-	flag.Float64Var(&qps, "kube-api-qps", -1, "Requests per second to the API server; negative: no client-side limit, the API server's priority and fairness decides (controller-runtime's default).")
-	flag.IntVar(&burst, "kube-api-burst", 0, "Burst above --kube-api-qps, when that is positive.")
-	flag.BoolVar(&compression, "kube-api-compression", false,
+	fs.IntVar(&f.workers, "workers", gc.DefaultWorkers, "How many AppWrappers are reconciled at once.")
+	fs.Float64Var(&f.qps, "kube-api-qps", -1, "Requests per second to the API server; negative: no client-side limit, the API server's priority and fairness decides (controller-runtime's default).")
+	fs.IntVar(&f.burst, "kube-api-burst", 0, "Burst above --kube-api-qps, when that is positive.")
+	fs.BoolVar(&f.compression, "kube-api-compression", false,
 		"Leave gzip to the kubeconfig, as client-go does (the API server then compresses large answers and each informer's first watch); off by default: wrapup runs beside the API server, in its cluster, where compression costs CPU at both ends for bandwidth it does not need.")
-	flag.BoolVar(&enableHTTP2, "enable-http2", false,
+	fs.BoolVar(&f.enableHTTP2, "enable-http2", false,
 		"Serve the metrics and the webhook over HTTP/2 too; off by default, as in Kubernetes' own components, for HTTP/2's stream-reset and rapid-reset weaknesses (CVE-2023-44487, CVE-2023-39325).")
-	flag.BoolVar(&multiKueue, "multikueue", false,
+	fs.BoolVar(&f.multiKueue, "multikueue", false,
 		"On a MultiKueue manager cluster: finish the AppWrappers that MultiKueue dispatches to worker clusters, reading each worker through the kubeconfig Secret named after its MultiKueueCluster in --namespace (see docs/multikueue.md).")
-	wh.bindFlags(flag.CommandLine)
-	showVersion := flag.Bool("version", false, "Print the version and exit.")
-	opts := zap.Options{}
-	opts.BindFlags(flag.CommandLine)
+	f.wh.bindFlags(fs)
+	fs.BoolVar(&f.showVersion, "version", false, "Print the version and exit.")
+	f.zap.BindFlags(fs)
+}
+
+// settle fills in the namespaces a flag left to their defaults, and
+// checks that the flags go together.
+func (f *managerFlags) settle() error {
+	if f.namespace == "" {
+		f.namespace = podNamespace()
+	}
+	if f.leaderElectionNS == "" {
+		f.leaderElectionNS = f.namespace
+	}
+	if f.leaderElect && f.leaderElectionNS == "" {
+		return errors.New("outside a pod, leader election needs --namespace or --leader-election-namespace (or --leader-elect=false)")
+	}
+	return f.wh.check(f.namespace)
+}
+
+func main() {
+	var f managerFlags
+	f.bind(flag.CommandLine)
 	flag.Parse()
-	if *showVersion {
+	if f.showVersion {
 		fmt.Println("wrapup manager", managerVersion())
 		return
 	}
-	logger := quieten(zap.New(zap.UseFlagOptions(&opts)))
+	logger := quieten(zap.New(zap.UseFlagOptions(&f.zap)))
 	ctrl.SetLogger(logger)
 	// client-go's leader election and other klog lines in the same format.
 	klog.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
 	log.Info("wrapup manager", "version", managerVersion())
-	if namespace == "" {
-		namespace = podNamespace()
-	}
-	if leaderElectionNS == "" {
-		leaderElectionNS = namespace
-	}
-	if leaderElect && leaderElectionNS == "" {
-		fmt.Fprintln(os.Stderr, "error: outside a pod, leader election needs --namespace or --leader-election-namespace (or --leader-elect=false)")
-		os.Exit(2)
-	}
-	if err := wh.check(namespace); err != nil {
+	if err := f.settle(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(2)
 	}
+	if err := run(ctrl.SetupSignalHandler(), f, log); err != nil {
+		log.Error(err, "Exiting")
+		os.Exit(1)
+	}
+}
 
+// run runs the manager until ctx ends.
+func run(ctx context.Context, f managerFlags, log logr.Logger) error {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
@@ -127,55 +148,49 @@ func main() {
 	utilruntime.Must(kueue.AddToScheme(scheme))
 
 	cfg := ctrl.GetConfigOrDie()
-	if !compression {
+	if !f.compression {
 		cfg = gc.RESTConfig(cfg)
 	}
-	cfg.QPS, cfg.Burst = float32(qps), burst
-	ctx := ctrl.SetupSignalHandler()
-	if err := waitForAppWrappers(ctx, cfg, probeAddr, log); err != nil {
+	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
+	if err := waitForAppWrappers(ctx, cfg, f.probeAddr, log); err != nil {
 		if ctx.Err() != nil {
 			// Stopped while waiting: a clean exit.
-			return
+			return nil
 		}
-		log.Error(err, "Waiting for the AppWrapper CRD")
-		os.Exit(1)
+		return fmt.Errorf("waiting for the AppWrapper CRD: %w", err)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		// wrapup runs alone in this manager: its cache may drop what it
 		// never reads.
-		Cache:                   cacheOptions(multiKueue),
-		Metrics:                 metricsOptions(metricsAddr, metricsSecure, metricsCertDir, tlsOptions(enableHTTP2)),
-		HealthProbeBindAddress:  probeAddr,
-		LeaderElection:          leaderElect,
+		Cache:                   cacheOptions(f.multiKueue),
+		Metrics:                 metricsOptions(f.metricsAddr, f.metricsSecure, f.metricsCertDir, tlsOptions(f.enableHTTP2)),
+		HealthProbeBindAddress:  f.probeAddr,
+		LeaderElection:          f.leaderElect,
 		LeaderElectionID:        "wrapup.dev",
-		LeaderElectionNamespace: leaderElectionNS,
+		LeaderElectionNamespace: f.leaderElectionNS,
 		// The process exits when it loses the lease, so that a new leader
 		// never races an old one.
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 webhook.NewServer(webhook.Options{Port: wh.port, CertDir: wh.certDir, TLSOpts: tlsOptions(enableHTTP2)}),
+		WebhookServer:                 webhook.NewServer(webhook.Options{Port: f.wh.port, CertDir: f.wh.certDir, TLSOpts: tlsOptions(f.enableHTTP2)}),
 	})
 	if err != nil {
-		log.Error(err, "Creating the manager")
-		os.Exit(1)
+		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := gc.Setup(mgr, gc.Options{FailureGracePeriod: failureGracePeriod, Workers: workers, MultiKueue: multiKueue, Namespace: namespace}); err != nil {
-		log.Error(err, "Setting up the controllers")
-		os.Exit(1)
+	if err := gc.Setup(mgr, gc.Options{FailureGracePeriod: f.failureGracePeriod, Workers: f.workers, MultiKueue: f.multiKueue, Namespace: f.namespace}); err != nil {
+		return fmt.Errorf("setting up the controllers: %w", err)
 	}
-	webhookReady, err := wh.setup(ctx, mgr, namespace, log)
+	webhookReady, err := f.wh.setup(ctx, mgr, f.namespace, log)
 	if err != nil {
-		log.Error(err, "Setting up the webhook")
-		os.Exit(1)
+		return fmt.Errorf("setting up the webhook: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "Adding the health check")
-		os.Exit(1)
+		return fmt.Errorf("adding the health check: %w", err)
 	}
 	// Ready once the webhook serves (a Service routes admission requests
 	// only to ready replicas). The controllers do not wait for it.
 	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
-		if !wh.enabled {
+		if !f.wh.enabled {
 			return nil
 		}
 		select {
@@ -185,14 +200,13 @@ func main() {
 			return errors.New("the webhook's certificate is not ready")
 		}
 	}); err != nil {
-		log.Error(err, "Adding the readiness check")
-		os.Exit(1)
+		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	log.Info("Starting wrapup")
 	if err := mgr.Start(ctx); err != nil {
-		log.Error(err, "Running the manager")
-		os.Exit(1)
+		return fmt.Errorf("running the manager: %w", err)
 	}
+	return nil
 }
 
 // cacheOptions are the manager's cache options: gc's, with Kueue's
