@@ -33,8 +33,16 @@ controller check them:
     server validates a custom resource's, and the trigger kind against its
     group (a core-group kind that is not one, "Job is in batch"): errors,
     as the admission webhook refuses them; a near miss of a built-in kind
-    (PytorchJob) is a warning, or an error when it can never be served;
-  - parts of a rule that can never take effect (warnings);
+    (PytorchJob) is a warning, or an error when it can never be served; a
+    kind of the same name in another group (Volcano's batch.volcano.sh Job)
+    is no mistake where the group has it (a shipped schema, or the cluster
+    serves it with --server-schema);
+  - for built-in kinds, comparisons with a condition type or a state the
+    kind never has, and success or failure on a state its controller moves
+    on from (Restarting, Suspended, Aborted, ...): warnings;
+  - parts of a rule that can never take effect (warnings), and two rules of
+    the same priority over the same AppWrappers that act differently (a
+    warning naming the one that wins, by name);
   - in AppWrappers, a wrapup.dev/trigger that wrapup does not read (on the
     AppWrapper's own metadata: a warning, as the controller's
     TriggerAnnotationMisplaced Event).

@@ -46,6 +46,7 @@ func TestLint(t *testing.T) {
 		want []string
 	}{
 		{name: "a clean rule", spec: "  trigger: {apiGroup: batch, kind: Job}\n", want: nil},
+		{name: "Volcano's Job, not batch's", spec: "  trigger: {apiGroup: batch.volcano.sh, kind: Job}\n", want: nil},
 		{name: "a clean rule without kind", spec: "  success: object.?status.?done.orValue(false) == true\n", want: nil},
 		{name: "a success that is always true, and a failure never evaluated", spec: "  success: 'true'\n  failure: 'false'\n", want: []string{
 			"rule.yaml:7:12: warning: spec.failure: is never evaluated: success is the literal true and success wins over failure (rule r)",
