@@ -23,7 +23,12 @@ up="$(cat "${dir}/up.pid")"
 pids="$(cat "${dir}/pids" 2>/dev/null || true)"
 if ours "${up}"; then
 	# What it started, recorded or not yet (a start cut short).
-	pids="${pids} $(pgrep -P "${up}" || true)"
+	for status in /proc/[0-9]*/status; do
+		if grep -q "^PPid:[[:space:]]*${up}\$" "${status}" 2>/dev/null; then
+			p="${status#/proc/}"
+			pids="${pids} ${p%/status}"
+		fi
+	done
 	kill -TERM "${up}"
 	# It stops the manager, then each process (SIGKILL after 10 s each).
 	for _ in $(seq 1200); do
