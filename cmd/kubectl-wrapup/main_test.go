@@ -255,6 +255,15 @@ func TestRun(t *testing.T) {
 			notOut: []string{"highest priority of"},
 		},
 		{
+			name:     "explain offline: a candidate the built-in expressions judge otherwise than the rule's own",
+			args:     []string{"explain", "-f", td("disagree/candidates.yaml"), "--now", "2026-12-03T10:00:00Z"},
+			wantCode: exitOK,
+			wantOut: []string{
+				"Note:       Pod harness-1: the rule's own expressions say Succeeded, and the built-in expressions of Pod say Failed on the same object: they disagree on how the run ended\n",
+			},
+			notOut: []string{"Pod harness-0:"},
+		},
+		{
 			name:     "eval: the built-in expressions disagree with the rule's own",
 			args:     []string{"eval", "-f", td("disagree/rules.yaml"), "--name", "benchmarks", "--trigger", td("job-complete.yaml")},
 			wantCode: exitOK,

@@ -13,17 +13,25 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // present adds to ex what a reader of explain needs beside the decision:
 // the real reason a tie of priorities was won, and whether the kind's
-// built-in expressions judge the trigger otherwise than the rule's own.
-// r reads the trigger.
+// built-in expressions judge the trigger (or a candidate) otherwise than
+// the rule's own. r reads the triggers.
 func present(ctx context.Context, r client.Reader, ex *view.Explanation) {
 	tieReason(ex)
-	if n := explainDisagreement(ctx, r, ex); n != "" {
-		ex.Notes = append(ex.Notes, n)
+	if t := ex.Trigger; t != nil {
+		if n := explainDisagreement(ctx, r, ex, *t, ex.Evaluation); n != "" {
+			ex.Notes = append(ex.Notes, n)
+		}
+	}
+	for _, c := range ex.Candidates {
+		if n := explainDisagreement(ctx, r, ex, c.TriggerInfo, c.Evaluation); n != "" {
+			ex.Notes = append(ex.Notes, fmt.Sprintf("%s %s: %s", c.GroupVersionKind().Kind, c.Name, n))
+		}
 	}
 }
 
@@ -105,17 +113,13 @@ func builtinDisagreement(ctx context.Context, gk schema.GroupKind, object map[st
 		ruleOutcome, kindName(gk), res.Outcome, what)
 }
 
-// explainDisagreement is builtinDisagreement on the trigger explain
-// evaluated, read again through r.
-func explainDisagreement(ctx context.Context, r client.Reader, ex *view.Explanation) string {
-	e, t := ex.Evaluation, ex.Trigger
-	if e == nil || t == nil || e.Error != "" || e.FromAppWrapperPhase || t.Name == "" || r == nil {
+// explainDisagreement is builtinDisagreement on a trigger t that explain
+// evaluated (e), read again through r.
+func explainDisagreement(ctx context.Context, r client.Reader, ex *view.Explanation, t decision.TriggerInfo, e *decision.Evaluation) string {
+	if e == nil || e.Error != "" || e.FromAppWrapperPhase || t.Name == "" || r == nil || e.BuiltinSuccess && e.BuiltinFailure {
 		return ""
 	}
 	gvk := t.GroupVersionKind()
-	if e.BuiltinSuccess && e.BuiltinFailure {
-		return ""
-	}
 	if _, _, ok := celpolicies.BuiltinFor(gvk.GroupKind()); !ok {
 		return ""
 	}
