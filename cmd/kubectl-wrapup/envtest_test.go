@@ -135,10 +135,10 @@ func TestExplainOnAHelmReleaseOfAnotherName(t *testing.T) {
 		return !strings.Contains(notes, "ServiceAccount") && !strings.Contains(notes, "may not")
 	}
 	if v, notes := explain(); v != string(decision.VerdictDelete) || !quiet(notes) {
-		t.Errorf("explain with the release's ServiceAccount found: verdict %s, notes %q; want %s and no note", v, notes, decision.VerdictDelete)
+		t.Errorf("explain with the release's ServiceAccount found: verdict %s, notes %q; want %s and no note of wrapup's rights", v, notes, decision.VerdictDelete)
 	}
 	if v, notes := explain("--wrapup-service-account", "platform:batchgc-wrapup-controller"); v != string(decision.VerdictDelete) || !quiet(notes) {
-		t.Errorf("explain with the release's ServiceAccount named: verdict %s, notes %q; want %s and no note", v, notes, decision.VerdictDelete)
+		t.Errorf("explain with the release's ServiceAccount named: verdict %s, notes %q; want %s and no note of wrapup's rights", v, notes, decision.VerdictDelete)
 	}
 	v, notes := explain("--wrapup-service-account", defaultServiceAccount)
 	if v != string(decision.VerdictDelete) || !strings.Contains(notes, "ServiceAccount wrapup-system/wrapup-controller (--wrapup-service-account) was not found") {

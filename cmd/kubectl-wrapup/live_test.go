@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +12,12 @@ import (
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -127,6 +131,48 @@ func TestExplainWithoutWrapupServiceAccount(t *testing.T) {
 		if ex.Verdict != string(decision.VerdictDelete) || !strings.Contains(notes, "was not found") || !strings.Contains(notes, "pass --wrapup-service-account NAMESPACE:NAME") {
 			t.Errorf("explain %v: verdict %s, notes %q; want %s and a note that wrapup's ServiceAccount was not found", args, ex.Verdict, notes, decision.VerdictDelete)
 		}
+	}
+}
+
+// forbidInstall is a client of a user who may not read wrapup's install:
+// its ServiceAccounts, Deployments and ClusterRoleBindings.
+type forbidInstall struct{ client.Client }
+
+func (f forbidInstall) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.ServiceAccount); ok {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts"}, key.Name, errors.New("no"))
+	}
+	return f.Client.Get(ctx, key, obj, opts...)
+}
+
+func (f forbidInstall) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	switch list.(type) {
+	case *appsv1.DeploymentList, *rbacv1.ClusterRoleBindingList:
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "list"}, "", errors.New("no"))
+	}
+	return f.Client.List(ctx, list, opts...)
+}
+
+// explain by a user who may not look wrapup's ServiceAccount up: an access
+// review of the default install's denies, but that ServiceAccount may not
+// be wrapup's, so the kind is taken as watchable and a note says that it
+// could not be checked.
+func TestExplainWhereWrapupsServiceAccountCannotBeLookedUp(t *testing.T) {
+	c, _, _ := fakeClusterWith(t, false)()
+	code, out, errOut := runWith(t, func() (client.Client, string, error) { return forbidInstall{c}, "bench", nil }, "explain", "sweep", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("explain: exit %d: %s", code, errOut)
+	}
+	var ex struct {
+		Verdict string   `json:"verdict"`
+		Notes   []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(out), &ex); err != nil {
+		t.Fatalf("explain -o json: %v\n%s", err, out)
+	}
+	notes := strings.Join(ex.Notes, "\n")
+	if ex.Verdict != string(decision.VerdictDelete) || !strings.Contains(notes, "whether wrapup may list jobs.batch could not be checked (ServiceAccount wrapup-system:wrapup-controller may not, but it could not be looked up") {
+		t.Errorf("verdict %s, notes %q; want %s and a note that it could not be checked", ex.Verdict, notes, decision.VerdictDelete)
 	}
 }
 
