@@ -174,38 +174,47 @@ var _ = Describe("GPUs handed to the next benchmark when its inference servers a
 		}, lwsTimeout, util.Interval).Should(Succeed())
 	})
 
+	It("waits, with the sample's podSets, for servers that take their time to stop: the AppWrapper and its quota stay until the last pod is gone", func() {
+		ns := lwsNamespace("lws-drain")
+		aw := applyDrainingLWSSample(ns.Name, true)
+		wl := util.ExpectWorkloadCondition(ctx, k8sClient, aw, kueue.WorkloadQuotaReserved, metav1.ConditionTrue)
+		util.ExpectPodsRunning(ctx, k8sClient, ns.Name, aw.Name, node.Name, lwsPods, lwsTimeout)
+
+		By("the Job completes; wrapup deletes the AppWrapper; its LeaderWorkerSets' pods stop in their time, and only then do the AppWrapper and its Workload go")
+		util.AwaitJobComplete(ctx, k8sClient, client.ObjectKey{Namespace: ns.Name, Name: "llama-70b-pd-guidellm"}, lwsTimeout)
+		heldWhileDraining := false
+		Eventually(func(g Gomega) {
+			// The AppWrapper and the Workload first, the pods after (as
+			// above).
+			got := &awv1beta2.AppWrapper{}
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), got)
+			gone := apierrors.IsNotFound(err)
+			if !gone {
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+			_, err = workloadNamed(ns.Name, wl.Name)
+			wlGone := apierrors.IsNotFound(err)
+			if !wlGone {
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+			var pods corev1.PodList
+			g.Expect(k8sClient.List(ctx, &pods, client.InNamespace(ns.Name), client.HasLabels{lwsSetLabel})).To(Succeed())
+			if len(pods.Items) > 0 && (gone || wlGone) {
+				StopTrying("a LeaderWorkerSet's pod outlived its AppWrapper or its quota").
+					Attach("pods", podNames(pods.Items)).Attach("AppWrapper gone", gone).Attach("workload gone", wlGone).Now()
+			}
+			if !gone && got.DeletionTimestamp != nil && !wlGone && len(pods.Items) > 0 {
+				heldWhileDraining = true
+			}
+			g.Expect(gone).To(BeTrue(), "the AppWrapper is still there; pods %v", podNames(pods.Items))
+			g.Expect(wlGone).To(BeTrue(), "the Workload is still there")
+		}, lwsTimeout, 20*time.Millisecond).Should(Succeed())
+		Expect(heldWhileDraining).To(BeTrue(), "the AppWrapper being deleted and its Workload were never seen held while the pods stopped")
+	})
+
 	It("without podSets, admits the sample without the LeaderWorkerSets' GPUs and frees its quota while their pods still run (the AppWrapper controller's behaviour the sample's podSets avoid)", func() {
-		ns := framework.CreateNamespace(ctx, k8sClient, "lws-bare", nil)
-		lq := util.MakeLocalQueue("benchmarks", ns.Name, "lws-gpus")
-		Expect(k8sClient.Create(ctx, lq)).To(Succeed())
-		DeferCleanup(func() {
-			for _, o := range []client.Object{lq, ns} {
-				Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, o))).To(Succeed())
-			}
-		})
-		aw := &awv1beta2.AppWrapper{}
-		readSample(lwsSample, aw)
-		aw.Namespace = ns.Name
-		for i := range aw.Spec.Components {
-			c := &aw.Spec.Components[i]
-			obj := &unstructured.Unstructured{}
-			Expect(obj.UnmarshalJSON(c.Template.Raw)).To(Succeed())
-			switch obj.GetKind() {
-			case "LeaderWorkerSet":
-				c.DeclaredPodSets = nil
-				// Its pods take lwsLinger to stop once deleted, as
-				// servers draining their requests do.
-				for _, t := range []string{"leaderTemplate", "workerTemplate"} {
-					Expect(unstructured.SetNestedField(obj.Object, lwsLinger.String(), "spec", "leaderWorkerTemplate", t, "metadata", "annotations", lwsLingerAnnotation)).To(Succeed())
-				}
-			case "Job":
-				Expect(unstructured.SetNestedField(obj.Object, "1s", "spec", "template", "metadata", "annotations", framework.RunTimeAnnotation)).To(Succeed())
-			}
-			raw, err := obj.MarshalJSON()
-			Expect(err).NotTo(HaveOccurred())
-			c.Template.Raw = raw
-		}
-		Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+		ns := lwsNamespace("lws-bare")
+		aw := applyDrainingLWSSample(ns.Name, false)
 
 		By("Kueue admits it with the Job's pod set alone: none of the LeaderWorkerSets' 8 GPUs")
 		wl := util.ExpectWorkloadCondition(ctx, k8sClient, aw, kueue.WorkloadQuotaReserved, metav1.ConditionTrue)
@@ -248,14 +257,61 @@ var _ = Describe("GPUs handed to the next benchmark when its inference servers a
 	})
 })
 
-// lwsLinger is how long the LeaderWorkerSets' pods of the spec without
-// podSets take to stop once deleted (the bed's kwok stage pod-terminate
-// waits lwsLingerAnnotation): long enough that the AppWrapper and its
-// Workload, which do not wait for them, are surely gone first.
+// lwsLinger is how long the LeaderWorkerSets' pods of the draining specs
+// take to stop once deleted (the bed's kwok stage pod-terminate waits
+// lwsLingerAnnotation): long enough that an AppWrapper and a Workload that
+// do not wait for them are surely gone first.
 const (
 	lwsLinger           = 20 * time.Second
 	lwsLingerAnnotation = "pod-delete.stage.kwok.x-k8s.io/delay"
 )
+
+// lwsNamespace is a namespace of the spec's own with a LocalQueue named as
+// the sample's, for the ClusterQueue of the LeaderWorkerSet specs.
+func lwsNamespace(prefix string) *corev1.Namespace {
+	GinkgoHelper()
+	ns := framework.CreateNamespace(ctx, k8sClient, prefix, nil)
+	lq := util.MakeLocalQueue("benchmarks", ns.Name, "lws-gpus")
+	Expect(k8sClient.Create(ctx, lq)).To(Succeed())
+	DeferCleanup(func() {
+		for _, o := range []client.Object{lq, ns} {
+			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, o))).To(Succeed())
+		}
+	})
+	return ns
+}
+
+// applyDrainingLWSSample creates the LeaderWorkerSet sample in ns with
+// servers that take lwsLinger to stop once deleted, as servers draining
+// their requests do, and a guidellm run of a second; without podSets when
+// podSets is false.
+func applyDrainingLWSSample(ns string, podSets bool) *awv1beta2.AppWrapper {
+	GinkgoHelper()
+	aw := &awv1beta2.AppWrapper{}
+	readSample(lwsSample, aw)
+	aw.Namespace = ns
+	for i := range aw.Spec.Components {
+		c := &aw.Spec.Components[i]
+		obj := &unstructured.Unstructured{}
+		Expect(obj.UnmarshalJSON(c.Template.Raw)).To(Succeed())
+		switch obj.GetKind() {
+		case "LeaderWorkerSet":
+			if !podSets {
+				c.DeclaredPodSets = nil
+			}
+			for _, t := range []string{"leaderTemplate", "workerTemplate"} {
+				Expect(unstructured.SetNestedField(obj.Object, lwsLinger.String(), "spec", "leaderWorkerTemplate", t, "metadata", "annotations", lwsLingerAnnotation)).To(Succeed())
+			}
+		case "Job":
+			Expect(unstructured.SetNestedField(obj.Object, "1s", "spec", "template", "metadata", "annotations", framework.RunTimeAnnotation)).To(Succeed())
+		}
+		raw, err := obj.MarshalJSON()
+		Expect(err).NotTo(HaveOccurred())
+		c.Template.Raw = raw
+	}
+	Expect(k8sClient.Create(ctx, aw)).To(Succeed())
+	return aw
+}
 
 // readSample decodes a file of the repository into obj, strictly.
 func readSample(path string, obj any) {
