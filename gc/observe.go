@@ -117,8 +117,8 @@ func readCached(ctx context.Context, tc triggerCache, key types.NamespacedName, 
 		t.State = decision.TriggerPending
 		return t, nil
 	case errors.Is(err, triggers.ErrFieldsNotKept):
-		// A rule was changed to read more, and its informer has not been
-		// started again yet: read this one from the API server.
+		// A rule reads more than the kind's informer, started before
+		// it, keeps: read this one from the API server.
 		return live.Trigger(ctx, aw, ref, fields)
 	case err != nil:
 		return t, err

@@ -252,9 +252,9 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 // condition, the conditions beside it (nil: removed), and why it is not
 // ready for good (terminal) or its type check could not run.
 type ruleReadiness struct {
-	cond                   metav1.Condition
-	watchable, unprotected *metav1.Condition
-	terminal, typeCheckErr error
+	cond                           metav1.Condition
+	watchable, unprotected, cached *metav1.Condition
+	terminal, typeCheckErr         error
 }
 
 // readiness compiles rule, checks its selectors, ensures the watch of its
@@ -292,7 +292,8 @@ func (r *ruleReconciler) readiness(ctx context.Context, rule, orig *wrapupv1alph
 func (r *ruleReconciler) kindReadiness(ctx context.Context, rule, orig *wrapupv1alpha1.CompletionRule, policy *celpolicies.Policy, st *ruleReadiness) error {
 	cond := &st.cond
 	gk := decision.RuleKind(rule)
-	err := r.Watches.Ensure(triggers.RuleOwner(rule.Name), gk, decision.TriggerFields(policy, gk))
+	fields := decision.TriggerFields(policy, gk)
+	err := r.Watches.Ensure(triggers.RuleOwner(rule.Name), gk, fields)
 	var nf *triggers.KindNotFoundError
 	switch {
 	case errors.As(err, &nf):
@@ -315,6 +316,12 @@ func (r *ruleReconciler) kindReadiness(ctx context.Context, rule, orig *wrapupv1
 				Message: fmt.Sprintf("the API server serves %s with no status subresource: whoever may update one (not only its controller) writes its status, "+
 					"and so can finish the AppWrapper it is the trigger of; give its CRD subresources.status (see docs/security.md)", gk)}
 		}
+		if !r.Watches.Keeps(gk, fields) {
+			st.cached = &metav1.Condition{Type: wrapupv1alpha1.ConditionTriggerCached, Status: metav1.ConditionFalse,
+				Reason: wrapupv1alpha1.ReasonFieldsReadLive, ObservedGeneration: rule.Generation,
+				Message: fmt.Sprintf("the rule reads %s of its %s triggers, which their informer, started before the rule, does not keep: "+
+					"each decision reads the trigger from the API server, until no rule needs that informer (or wrapup restarts) and the next one keeps them", fields, gk)}
+		}
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, fmt.Sprintf("expressions compiled; watching %s triggers", gk)
 		rule.Status.TypeChecking, st.typeCheckErr = r.typeCheck(ctx, rule, gk)
 		if st.typeCheckErr != nil && orig.Status.ObservedGeneration == rule.Generation {
@@ -336,7 +343,11 @@ func (st ruleReadiness) setOn(rule *wrapupv1alpha1.CompletionRule) bool {
 	for _, c := range []struct {
 		typ  string
 		cond *metav1.Condition
-	}{{wrapupv1alpha1.ConditionTriggerKindsWatchable, st.watchable}, {wrapupv1alpha1.ConditionTriggerStatusProtected, st.unprotected}} {
+	}{
+		{wrapupv1alpha1.ConditionTriggerKindsWatchable, st.watchable},
+		{wrapupv1alpha1.ConditionTriggerStatusProtected, st.unprotected},
+		{wrapupv1alpha1.ConditionTriggerCached, st.cached},
+	} {
 		if c.cond != nil {
 			apimeta.SetStatusCondition(&rule.Status.Conditions, *c.cond)
 		} else {

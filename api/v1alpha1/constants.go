@@ -66,10 +66,21 @@ const (
 	// its controller, writes its status, and so can finish the AppWrapper
 	// it is the trigger of. The rule works all the same.
 	ConditionTriggerStatusProtected = "TriggerStatusProtected"
+	// ConditionTriggerCached is False on a rule that reads a field of its
+	// trigger kind which the kind's informer, started before the rule,
+	// does not keep (reason FieldsReadLive): its decisions read the
+	// trigger from the API server, one request each, until no rule needs
+	// the informer (or wrapup restarts) and the next one keeps the field.
+	// The rule works all the same.
+	ConditionTriggerCached = "TriggerCached"
 )
 
 // ReasonNoStatusSubresource: the trigger kind has no status subresource.
 const ReasonNoStatusSubresource = "NoStatusSubresource"
+
+// ReasonFieldsReadLive: the rule reads trigger fields its kind's informer
+// does not keep.
+const ReasonFieldsReadLive = "FieldsReadLive"
 
 // Event reasons on rules.
 const (

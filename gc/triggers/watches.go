@@ -9,13 +9,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,14 +38,17 @@ import (
 // Watches keeps one informer per trigger kind in use, never one per object.
 // Each informer lists and watches only objects labelled as AppWrapper
 // components, and turns every change into a generic event for the
-// AppWrapper that owns the object. It keeps of each object the top-level
-// fields that its owners' expressions read (the metadata whole, without
-// managedFields, only when one reads it; else what identifies the object
-// and its owner): for the built-ins, the status, and not the spec with
-// its pod template. Kinds are reference-counted by owner (a rule, or an
-// AppWrapper whose annotated component names a kind): an informer stops
-// when no owner needs its kind, and is started again, keeping more, when an
-// owner reads a field it drops.
+// AppWrapper that owns the object. It keeps of each object, from its start
+// and for as long as it runs, the status, what identifies the object and
+// its owner, and the top-level fields that its owners at the start read
+// (the metadata whole, without managedFields, only when one reads it): for
+// the built-ins, the status, and not the spec with its pod template. An
+// informer is never replaced: a field that an owner claiming the kind
+// later reads and it drops is read from the API server, for each decision
+// that reads it (Get says ErrFieldsNotKept, and Keeps tells the rule).
+// Kinds are reference-counted by owner (a rule, or an AppWrapper whose
+// annotated component names a kind): an informer stops when no owner needs
+// its kind, and the next one keeps what the owners then read.
 type Watches struct {
 	// cluster names the worker cluster these watches are on; "" for the
 	// cluster wrapup runs in, the only one its informer metrics describe.
@@ -149,123 +150,6 @@ type kindInformer struct {
 	// listFailed: a list (or watch) failed before the informer first
 	// listed; the reflector tries again with its backoff.
 	listFailed atomic.Bool
-	// held are the triggers its store took and its handler has not told
-	// gone.
-	held *held
-	// replaced are the records (held) of the informers this one replaced
-	// (the kind watched again, to keep more fields), until this one has
-	// listed.
-	replaced []*held
-}
-
-// gone are the AppWrappers of the triggers that the replaced informers'
-// stores took and their handlers did not tell gone, and that store, listed
-// since, lacks or holds as another object (UID) or another AppWrapper's:
-// deleted, or made again, while the kind was watched again, or before and
-// not told, since a stopped informer drops the notifications it has not
-// handed to its handler (client-go tools/cache, processorListener.pop
-// returns when its channel closes, pending notifications and all). A
-// reflector's relist tells its handlers of such triggers the same way.
-func gone(replaced []*held, store cache.Store) []types.NamespacedName {
-	seen := map[types.NamespacedName]bool{}
-	var keys []types.NamespacedName
-	for _, h := range replaced {
-		for _, k := range h.gone(store) {
-			if !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
-		}
-	}
-	return keys
-}
-
-// held are the triggers an informer's store took (from its transform,
-// which every object goes through before the store takes it), by name,
-// each version (object UID and AppWrapper) until its handler has told the
-// controller that it is gone: its delete, or an update to another object
-// or another AppWrapper. A version leaves after its AppWrapper was sent an
-// event, so that an informer stopped with notifications not handed on
-// leaves in held what the controller may not have heard of, whether the
-// store still holds it or not. Usually one version per name; it holds the
-// objects the store holds (or held), nothing more.
-type held struct {
-	mu       sync.Mutex
-	versions map[types.NamespacedName][]*cachedTrigger
-	// stopped is closed when its informer has stopped: its transform
-	// takes nothing more.
-	stopped chan struct{}
-}
-
-func newHeld() *held {
-	return &held{versions: map[types.NamespacedName][]*cachedTrigger{}, stopped: make(chan struct{})}
-}
-
-// sameVersion says whether a and b are the same version of a trigger: the
-// same AppWrapper's, and the same object, when both UIDs are known (the
-// API server gives every object one).
-func sameVersion(a, b *cachedTrigger) bool {
-	if a.owner != b.owner {
-		return false
-	}
-	if a.flags&otherUID == 0 && b.flags&otherUID == 0 {
-		// Canonical UIDs, as 16 bytes (uuid.Nil: none), compared without
-		// making their strings: this runs on every trigger event.
-		return a.uid == uuid.Nil || b.uid == uuid.Nil || a.uid == b.uid
-	}
-	ua, ub := a.getUID(), b.getUID()
-	return ua == "" || ub == "" || ua == ub
-}
-
-// took notes that the store is to take t.
-func (h *held) took(t *cachedTrigger) {
-	if t.owner == "" {
-		return
-	}
-	k := types.NamespacedName{Namespace: t.namespace, Name: t.name}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	vs := h.versions[k]
-	for i, v := range vs {
-		if sameVersion(v, t) {
-			vs[i] = t
-			return
-		}
-	}
-	h.versions[k] = append(vs, t)
-}
-
-// told notes that the controller was told that t is gone: t itself, the
-// object the transform made (the store, the notifications and held share
-// it). A version of the same object and AppWrapper the transform took
-// since, the trigger back as it was, stays.
-func (h *held) told(t *cachedTrigger) {
-	k := types.NamespacedName{Namespace: t.namespace, Name: t.name}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	vs := slices.DeleteFunc(h.versions[k], func(v *cachedTrigger) bool { return v == t })
-	if len(vs) == 0 {
-		delete(h.versions, k)
-	} else {
-		h.versions[k] = vs
-	}
-}
-
-// gone are the AppWrappers of the versions in h that store lacks.
-func (h *held) gone(store cache.Store) []types.NamespacedName {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var keys []types.NamespacedName
-	for k, vs := range h.versions {
-		item, exists, err := store.GetByKey(cache.NewObjectName(k.Namespace, k.Name).String())
-		now, _ := item.(*cachedTrigger)
-		for _, v := range vs {
-			if err != nil || !exists || now == nil || !sameVersion(v, now) {
-				keys = append(keys, types.NamespacedName{Namespace: k.Namespace, Name: v.owner})
-			}
-		}
-	}
-	return keys
 }
 
 // ErrFieldsNotKept says that the informer of a kind drops a field that the
@@ -375,8 +259,8 @@ func (e *KindNotFoundError) Error() string {
 func (e *KindNotFoundError) Unwrap() error { return e.Err }
 
 // Ensure sets the kind that owner needs, and the fields of it that owner
-// reads, and starts its informer if it is missing or drops one of those
-// fields; informers no owner needs any more are stopped. It returns a
+// reads, and starts its informer if it is missing; informers no owner
+// needs any more are stopped. It returns a
 // *KindNotFoundError when the API server does not serve the kind; the
 // owner keeps its claim, so that a later Ensure picks the kind up. The
 // REST mapping and discovery happen outside the lock: a slow API server
@@ -446,15 +330,19 @@ func (w *Watches) Ensure(owner Owner, gk schema.GroupKind, fields celpolicies.Fi
 	return w.startLocked(gk, mapping)
 }
 
-// needsStartLocked says whether gk, claimed, has no informer or one that
-// drops a field an owner reads.
+// needsStartLocked says whether gk, claimed, has no informer.
 func (w *Watches) needsStartLocked(gk schema.GroupKind) bool {
-	kc := w.kinds[gk]
-	if kc == nil {
-		return false
-	}
+	_, ok := w.informers[gk]
+	return w.kinds[gk] != nil && !ok
+}
+
+// Keeps says whether the informer of gk keeps fields; true when none runs
+// (the next one keeps what its owners read).
+func (w *Watches) Keeps(gk schema.GroupKind, fields celpolicies.Fields) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	inf, ok := w.informers[gk]
-	return !ok || !inf.keep.Covers(kc.fields)
+	return !ok || inf.keep.Covers(fields)
 }
 
 // resolve maps gk to its resource and asks the API server whether it serves
@@ -585,13 +473,6 @@ func (w *Watches) releaseLocked(owner Owner) {
 
 func (w *Watches) stopLocked(gk schema.GroupKind, inf *kindInformer) {
 	inf.stop()
-	if replaced := inf.replaced; replaced != nil {
-		// Not announced: tell of what the informers it replaced held,
-		// and it does not, now.
-		inf.replaced = nil
-		store := inf.informer.GetStore()
-		go w.tellGone(replaced, store)
-	}
 	delete(w.informers, gk)
 	if w.cluster == "" {
 		informersGauge.DeleteLabelValues(gk.String())
@@ -712,29 +593,13 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 		// Stopping: Start waits for the informers it has.
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
-	keep := w.kinds[gk].fields
-	var replaced []*held
-	if inf, ok := w.informers[gk]; ok {
-		// An owner reads a field this informer drops: list again, keeping
-		// it. Until the new informer has listed, readers wait (pending).
-		replaced = []*held{inf.held}
-		if inf.replaced != nil && !inf.informer.HasSynced() {
-			// Itself not listed yet: what it took so far, and what the
-			// ones before it took. (Listed, and not announced yet,
-			// announceSync polls: stopLocked tells of the triggers gone
-			// before its list.)
-			replaced = append(replaced, inf.replaced...)
-			inf.replaced = nil
-		}
-		w.stopLocked(gk, inf)
-		logf.FromContext(w.ctx).Info("Watching trigger kind again, to keep more fields", "kind", gk.String(), "fields", keep.String(), "was", inf.keep.String())
-	}
+	// The status always: a built-in, and most rules, read it.
+	keep := w.kinds[gk].fields.Union(celpolicies.FieldsOf("status"))
 	// No index: triggers are read by key only.
 	informer := dynamicinformer.NewFilteredDynamicInformer(w.client, mapping.Resource, metav1.NamespaceAll, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = awv1beta2.AppWrapperLabel }).Informer()
 	ctx, cancel := context.WithCancel(w.ctx)
-	h := newHeld()
-	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep, replaced: replaced, held: h}
+	inf := &kindInformer{gvr: mapping.Resource, informer: informer, stop: cancel, keep: keep}
 	if err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !inf.informer.HasSynced() {
 			inf.listFailed.Store(true)
@@ -758,14 +623,7 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 		cancel()
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
-	transform := keepFields(keep)
-	if err := informer.SetTransform(func(obj any) (any, error) {
-		out, err := transform(obj)
-		if t, ok := out.(*cachedTrigger); ok && err == nil {
-			h.took(t)
-		}
-		return out, err
-	}); err != nil {
+	if err := informer.SetTransform(keepFields(keep)); err != nil {
 		cancel()
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
@@ -773,32 +631,15 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 		AddFunc: func(obj any) { w.enqueue(ctx, obj) },
 		UpdateFunc: func(oldObj, obj any) {
 			was, _ := oldObj.(*cachedTrigger)
-			t, _ := obj.(*cachedTrigger)
-			if was == nil || was.owner == "" || t != nil && sameVersion(was, t) {
-				w.enqueue(ctx, obj)
-				return
-			}
-			if t == nil || t.owner != was.owner {
+			if t, _ := obj.(*cachedTrigger); was != nil && (t == nil || t.owner != was.owner) {
 				// Another AppWrapper's now (a relist found it deleted
 				// and made again for another), or none's: the one it was
-				// of is told too, and then that version is gone.
-				if w.enqueue(ctx, was) != nil {
-					w.enqueue(ctx, obj)
-					h.told(was)
-				}
-				return
+				// of is told first.
+				w.enqueue(ctx, was)
 			}
-			// The same AppWrapper's, another object: one event tells of
-			// both.
-			if w.enqueue(ctx, obj) != nil {
-				h.told(was)
-			}
+			w.enqueue(ctx, obj)
 		},
-		DeleteFunc: func(obj any) {
-			if t := w.enqueue(ctx, obj); t != nil {
-				h.told(t)
-			}
-		},
+		DeleteFunc: func(obj any) { w.enqueue(ctx, obj) },
 	}); err != nil {
 		cancel()
 		return fmt.Errorf("watching %s: %w", gk, err)
@@ -808,7 +649,6 @@ func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) er
 	go func() {
 		defer w.running.Done()
 		informer.RunWithContext(ctx)
-		close(h.stopped)
 	}()
 	go w.announceSync(ctx, gk, inf)
 	if w.cluster == "" {
@@ -844,30 +684,8 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 	delete(w.waiters, gk)
 	rules, owners := w.ownersLocked(gk)
 	keys = append(keys, owners...)
-	replaced := inf.replaced
-	inf.replaced = nil
 	w.mu.Unlock()
-	// On the watches' context: a stop of this informer meanwhile would
-	// carry its store, which no longer holds these triggers.
-	if replaced != nil {
-		store := inf.informer.GetStore()
-		go w.tellGone(replaced, store)
-	}
 	w.send(ctx, keys, rules)
-}
-
-// tellGone sends the events of gone(replaced, store) once the replaced
-// informers have stopped: one stopped a moment ago may still take a list
-// or a watch event it had read, which gone must see.
-func (w *Watches) tellGone(replaced []*held, store cache.Store) {
-	for _, h := range replaced {
-		select {
-		case <-h.stopped:
-		case <-w.ctx.Done():
-			return
-		}
-	}
-	w.send(w.ctx, gone(replaced, store), nil)
 }
 
 // send sends events for AppWrappers and rules, until ctx ends.
@@ -1092,10 +910,9 @@ func (w *Watches) enqueue(ctx context.Context, obj any) *cachedTrigger {
 	case w.events <- AppWrapperEvent(types.NamespacedName{Namespace: t.namespace, Name: t.owner}):
 		return t
 	case <-ctx.Done():
-		// The informer is stopped: the kind released, or watched again
-		// by a new informer whose list brings the events of the triggers
-		// it holds, and announceSync those of the triggers this one took
-		// and did not tell gone, that list lacks (gone).
+		// The informer is stopped: no owner needs the kind any more (the
+		// next informer's list, and announceSync, tell its owners of
+		// every trigger), or the kind is no longer served.
 		return nil
 	}
 }

@@ -99,135 +99,9 @@ func TestWatchesAnnounceTheFirstList(t *testing.T) {
 	g.Expect(syncedSeries("Job.batch")).To(gomega.Equal(ptr.To(1.0)), "wrapup_trigger_informer_synced after the first list")
 }
 
-// A trigger deleted while its kind is watched again, to keep more fields,
-// is told to its AppWrapper: the replaced informer is stopped and the new
-// one's list does not hold it, so that neither sends its event.
-func TestWatchesTellOfATriggerDeletedWhileWatchedAgain(t *testing.T) {
-	g := gomega.NewWithT(t)
-	b := newWatchesBed(t)
-	ctx := context.Background()
-	for _, name := range []string{"run", "kept"} {
-		job := &unstructured.Unstructured{}
-		job.SetAPIVersion("batch/v1")
-		job.SetKind("Job")
-		job.SetNamespace("ns")
-		job.SetName(name + "-bench")
-		job.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: name})
-		_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, job, metav1.CreateOptions{})
-		g.Expect(err).NotTo(gomega.HaveOccurred())
-	}
-	// The watches the informers open, to see the replaced one's stopped.
-	opened := trackerWatches(b)
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
-	for range 2 {
-		g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive())
-	}
-	g.Eventually(func() int { return len(opened()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.BeNumerically(">", 0))
-	replaced := opened()
-
-	// The replaced informer stops its watch, so that it tells nothing of
-	// the delete.
-	watchAgain(g, b, replaced, func() {
-		g.Expect(b.W.Kind(jobGK).State).To(gomega.Equal(decision.KindPending), "watched again")
-		g.Expect(b.W.Events()).NotTo(gomega.Receive())
-		// Through the tracker: the fake client's reactors wait behind the list.
-		g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "run-bench")).To(gomega.Succeed())
-	})
-	got := map[string]bool{}
-	for len(got) < 2 {
-		var e event.GenericEvent
-		g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e), "events so far: %v", got)
-		got[e.Object.GetName()] = true
-	}
-	g.Expect(got).To(gomega.HaveKey("run"), "the deleted trigger's AppWrapper")
-}
-
-// A delete that the replaced informer took from its watch but had not told
-// when it was stopped (its handler waiting for room in the events
-// channel) is told once the new informer has listed: the replaced
-// informer drops what it has not told.
-func TestWatchesTellOfADeleteTheReplacedInformerHadNotTold(t *testing.T) {
-	g := gomega.NewWithT(t)
-	// Room for one event: the delete's waits behind the create's.
-	b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
-	ctx := context.Background()
-	job := &unstructured.Unstructured{}
-	job.SetAPIVersion("batch/v1")
-	job.SetKind("Job")
-	job.SetNamespace("ns")
-	job.SetName("run-bench")
-	job.SetLabels(map[string]string{awv1beta2.AppWrapperLabel: "run"})
-	_, err := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns").Create(ctx, job, metav1.CreateOptions{})
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	opened := trackerWatches(b)
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
-	g.Eventually(func() int { return len(opened()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.BeNumerically(">", 0))
-	replaced := opened()
-
-	// The create's event fills the channel; the delete is taken from the
-	// watch, and its event waits.
-	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "run-bench")).To(gomega.Succeed())
-	g.Eventually(func() bool {
-		obj, _, _ := b.W.Get(jobGK, "ns", "run-bench", celpolicies.FieldsOf("status"))
-		return obj != nil
-	}, 5*time.Second, 10*time.Millisecond).Should(gomega.BeFalse(), "the informer took the delete")
-
-	watchAgain(g, b, replaced, nil)
-	// The create's event, then one more: the delete's, which the replaced
-	// informer dropped.
-	var e event.GenericEvent
-	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e))
-	g.Expect(e.Object.GetName()).To(gomega.Equal("run"))
-	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e), "the delete was not told")
-	g.Expect(e.Object.GetName()).To(gomega.Equal("run"))
-}
-
-// A trigger deleted, made again under its name for another AppWrapper and
-// deleted again while the handler waits: when the informer is replaced
-// after it told the first delete, the second is still told.
-func TestWatchesTellOfASecondDeleteOfATriggerName(t *testing.T) {
-	g := gomega.NewWithT(t)
-	b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
-	ctx := context.Background()
-	job := func(owner string) *unstructured.Unstructured { return benchJob(owner, "", "") }
-	owner := benchOwner(b)
-	jobs := b.Dyn.Resource(triggerstest.JobsGVR).Namespace("ns")
-	_, err := jobs.Create(ctx, job("first"), metav1.CreateOptions{})
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	opened := trackerWatches(b)
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
-	g.Eventually(owner, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal("first"))
-	g.Eventually(func() int { return len(opened()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.BeNumerically(">", 0))
-	replaced := opened()
-
-	// The create's event fills the channel: the first delete's waits, and
-	// the informer takes the rest.
-	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
-	g.Eventually(owner, 5*time.Second, 10*time.Millisecond).Should(gomega.BeEmpty())
-	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, job("second"), "ns")).To(gomega.Succeed())
-	g.Eventually(owner, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal("second"))
-	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
-	g.Eventually(owner, 5*time.Second, 10*time.Millisecond).Should(gomega.BeEmpty())
-	// The create's event taken: the first delete's takes its place, and
-	// the second create's waits.
-	var e event.GenericEvent
-	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e))
-	g.Expect(e.Object.GetName()).To(gomega.Equal("first"))
-	g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
-
-	watchAgain(g, b, replaced, nil)
-	var got []string
-	for !slices.Contains(got, "second") {
-		g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e), "events so far: %v", got)
-		got = append(got, e.Object.GetName())
-	}
-}
-
 // A relist's delete (a tombstone) of a trigger told while a later watched
-// delete of its name waits behind it: the informer replaced then, the
-// later delete is still told. With and without UIDs (the fake API server
+// delete of its name waits behind it: a rule that reads more claiming the
+// kind then (the informer is not replaced), the later delete is still told. With and without UIDs (the fake API server
 // gives none).
 func TestWatchesTellOfADeleteBehindARelistsTombstone(t *testing.T) {
 	for _, uids := range []bool{true, false} {
@@ -266,9 +140,7 @@ func TestWatchesTellOfADeleteBehindARelistsTombstone(t *testing.T) {
 			// The tombstone's event takes its place; c's create waits.
 			g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
 
-			g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
-			g.Eventually(nOpened, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(3))
-			g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+			claimSpec(g, b, nOpened)
 			var got []string
 			for !slices.Contains(got, "c") {
 				g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e), "events after the create's: %v", got)
@@ -276,48 +148,6 @@ func TestWatchesTellOfADeleteBehindARelistsTombstone(t *testing.T) {
 			}
 		})
 	}
-}
-
-// trackerWatches records the watches of Jobs the bed's informers open:
-// the tracker's, so that a test sees when a replaced informer stopped its.
-func trackerWatches(b *triggerstest.Bed) (opened func() []watch.Interface) {
-	var mu sync.Mutex
-	var ws []watch.Interface
-	b.Dyn.PrependWatchReactor("jobs", func(a clienttesting.Action) (bool, watch.Interface, error) {
-		w, err := b.Dyn.Tracker().Watch(triggerstest.JobsGVR, a.GetNamespace())
-		if err == nil {
-			mu.Lock()
-			ws = append(ws, w)
-			mu.Unlock()
-		}
-		return true, w, err
-	})
-	return func() []watch.Interface { mu.Lock(); defer mu.Unlock(); return slices.Clone(ws) }
-}
-
-// watchAgain watches Jobs again, keeping spec too, with the new informer's
-// list held until the watches in replaced are stopped and between (if
-// any) has run; it returns once the new informer has listed.
-func watchAgain(g *gomega.WithT, b *triggerstest.Bed, replaced []watch.Interface, between func()) {
-	release := make(chan struct{})
-	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
-		<-release
-		return false, nil, nil
-	})
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
-	g.Eventually(func() bool {
-		for _, w := range replaced {
-			if !w.(interface{ IsStopped() bool }).IsStopped() {
-				return false
-			}
-		}
-		return true
-	}, 10*time.Second, 10*time.Millisecond).Should(gomega.BeTrue())
-	if between != nil {
-		between()
-	}
-	close(release)
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
 }
 
 // watchJobs watches Jobs (a rule reading their status) and waits until
@@ -328,11 +158,16 @@ func watchJobs(g *gomega.WithT, b *triggerstest.Bed, opened func() int) {
 	g.Eventually(opened, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
 }
 
-// watchAgainNow watches Jobs again, keeping spec too, and waits until the
-// new informer has listed.
-func watchAgainNow(g *gomega.WithT, b *triggerstest.Bed) {
+// claimSpec claims Jobs for a rule that reads their spec too, which the
+// running informer drops: it is not replaced (no watch is opened), and the
+// spec is not read from it.
+func claimSpec(g *gomega.WithT, b *triggerstest.Bed, opened func() int) {
+	before := opened()
 	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	g.Expect(b.W.Keeps(jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.BeFalse())
+	_, _, err := b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("status", "spec"))
+	g.Expect(err).To(gomega.MatchError(triggers.ErrFieldsNotKept))
+	g.Consistently(opened, 200*time.Millisecond, 10*time.Millisecond).Should(gomega.Equal(before), "a watch opened: the informer was replaced")
 }
 
 // deleteWhileExpired deletes the Job bench while the informer's watch is
@@ -402,11 +237,10 @@ func receiveUntil(g *gomega.WithT, w *triggers.Watches, name string) {
 	}
 }
 
-// A relist's delete (a tombstone) that the replaced informer had not told
-// when the kind was watched again: its store no longer held the trigger,
-// and no watch brought the delete; the controller had been told of the
-// trigger, and is told of its delete.
-func TestWatchesTellOfARelistsDeleteTheReplacedInformerHadNotTold(t *testing.T) {
+// A relist's delete (a tombstone) while the handler waits, and a rule that
+// reads more claiming the kind meanwhile: no watch brought the delete; the
+// controller had been told of the trigger, and is told of its delete.
+func TestWatchesTellOfARelistsDelete(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
 	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("b", "", "0b0b0b0b-0000-4000-8000-000000000001"), "ns")).To(gomega.Succeed())
@@ -421,30 +255,11 @@ func TestWatchesTellOfARelistsDeleteTheReplacedInformerHadNotTold(t *testing.T) 
 
 	deleteWhileExpired(g, b, opened, last, func() bool { return !present() })
 
-	watchAgainNow(g, b)
+	claimSpec(g, b, opened)
 	var e event.GenericEvent
 	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e)) // the create's
 	g.Expect(e.Object.GetName()).To(gomega.Equal("b"))
 	receiveUntil(g, b.W, "b")
-}
-
-// A trigger deleted and made again under its name for another AppWrapper
-// while the kind is watched again: the first AppWrapper is told.
-func TestWatchesTellOfATriggerMadeAgainForAnotherAppWrapperWhileWatchedAgain(t *testing.T) {
-	g := gomega.NewWithT(t)
-	b := triggerstest.NewBed(t, triggers.Options{})
-	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("a", "", "0a0a0a0a-0000-4000-8000-000000000001"), "ns")).To(gomega.Succeed())
-	fakeWatches(b) // watches that bring nothing
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
-	var e event.GenericEvent
-	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e))
-	g.Expect(e.Object.GetName()).To(gomega.Equal("a"))
-
-	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
-	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("c", "", "0c0c0c0c-0000-4000-8000-000000000002"), "ns")).To(gomega.Succeed())
-	watchAgainNow(g, b)
-	receiveUntil(g, b.W, "a")
 }
 
 // A relist that finds a trigger's name made again for another AppWrapper
@@ -465,8 +280,9 @@ func TestWatchesTellOfARelistsTriggerOfAnotherAppWrapper(t *testing.T) {
 
 // A trigger the store took, and readers saw, whose create and then a
 // relist's update to another AppWrapper's object of its name were both
-// not told when the kind was watched again: the first AppWrapper is told.
-func TestWatchesTellOfATriggerTakenAndReplacedUntold(t *testing.T) {
+// not told when a rule that reads more claimed the kind: the first
+// AppWrapper is told.
+func TestWatchesTellOfATriggerTakenAndReplacedByARelist(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
 	ctx := context.Background()
@@ -497,14 +313,14 @@ func TestWatchesTellOfATriggerTakenAndReplacedUntold(t *testing.T) {
 	g.Eventually(uid, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(types.UID("0c0c0c0c-0000-4000-8000-000000000002")))
 	g.Eventually(opened, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(2))
 
-	watchAgainNow(g, b)
+	claimSpec(g, b, opened)
 	receiveUntil(g, b.W, "a")
 }
 
 // A trigger's AppWrapper changed and changed back, then the trigger
 // deleted, while the handler waits: telling of the first change does not
-// forget the version back, and the kind watched again, the AppWrapper of
-// the deleted trigger is told.
+// forget the version back, and, a rule that reads more claiming the kind,
+// the AppWrapper of the deleted trigger is told.
 func TestWatchesTellOfATriggerBackToItsAppWrapperThenDeleted(t *testing.T) {
 	g := gomega.NewWithT(t)
 	b := triggerstest.NewBed(t, triggers.Options{EventBuffer: 1})
@@ -532,35 +348,8 @@ func TestWatchesTellOfATriggerBackToItsAppWrapperThenDeleted(t *testing.T) {
 	// and the change back's waits.
 	g.Eventually(func() int { return len(b.W.Events()) }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(1))
 
-	watchAgainNow(g, b)
+	claimSpec(g, b, opened)
 	receiveUntil(g, b.W, "a")
-}
-
-// Watched again twice before the first new informer listed: a trigger
-// deleted meanwhile is told once the last one has listed, from what the
-// first informer told of.
-func TestWatchesTellOfATriggerDeletedWhileWatchedAgainTwice(t *testing.T) {
-	g := gomega.NewWithT(t)
-	b := newWatchesBed(t)
-	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("run", "", "0a0a0a0a-0000-4000-8000-000000000001"), "ns")).To(gomega.Succeed())
-	fakeWatches(b) // watches that bring nothing: the delete is seen by no watch
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
-	var e event.GenericEvent
-	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(&e))
-	g.Expect(e.Object.GetName()).To(gomega.Equal("run"))
-
-	release := make(chan struct{}) // the new informers' lists wait for it
-	b.Dyn.PrependReactor("list", "jobs", func(clienttesting.Action) (bool, apiruntime.Object, error) {
-		<-release
-		return false, nil, nil
-	})
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("status", "spec"))).To(gomega.Succeed())
-	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-meta"), jobGK, celpolicies.FieldsOf("status", "spec", "metadata"))).To(gomega.Succeed())
-	g.Expect(b.Dyn.Tracker().Delete(triggerstest.JobsGVR, "ns", "bench")).To(gomega.Succeed())
-	close(release)
-	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 10*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
-	receiveUntil(g, b.W, "run")
 }
 
 // Listing says whether a kind's informer lists, and whether a list of it
@@ -713,4 +502,31 @@ func TestWatchesEnsureNotServedOnlyOnADefiniteAnswer(t *testing.T) {
 	err = b.W.Ensure(triggers.RuleOwner("evals"), other, celpolicies.Fields{})
 	g.Expect(errors.As(err, &nf)).To(gomega.BeTrue(), "a kind the REST mapper does not know: %v", err)
 	g.Expect(b.W.Kind(other).State).To(gomega.Equal(decision.KindNotServed))
+}
+
+// An informer keeps, for as long as it runs, the status and what its
+// owners at its start read: a rule that reads more claiming the kind later
+// reads the rest from the API server (ErrFieldsNotKept), and the informer
+// started once no owner needs the old one keeps what the owners then read.
+func TestWatchesKeepWhatTheirStartsOwnersRead(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	g.Expect(b.Dyn.Tracker().Create(triggerstest.JobsGVR, benchJob("run", "", "0a0a0a0a-0000-4000-8000-000000000001"), "ns")).To(gomega.Succeed())
+	opened, _ := fakeWatches(b)
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs"), jobGK, celpolicies.FieldsOf("metadata"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	g.Expect(b.W.Keeps(jobGK, celpolicies.FieldsOf("metadata", "status"))).To(gomega.BeTrue(), "the status is kept for every owner")
+	claimSpec(g, b, opened)
+	obj, _, err := b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("status"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(obj).NotTo(gomega.BeNil())
+
+	b.W.Release(triggers.RuleOwner("jobs"))
+	b.W.Release(triggers.RuleOwner("jobs-spec"))
+	g.Expect(b.W.Kinds()).To(gomega.BeEmpty())
+	g.Expect(b.W.Ensure(triggers.RuleOwner("jobs-spec"), jobGK, celpolicies.FieldsOf("spec"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	g.Expect(b.W.Keeps(jobGK, celpolicies.FieldsOf("spec", "status"))).To(gomega.BeTrue())
+	_, _, err = b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("spec"))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
 }

@@ -152,6 +152,28 @@ var _ = Describe("Completing AppWrappers", func() {
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
 	})
 
+	It("reads from the API server the trigger fields its kind's informer, started before the rule, does not keep, and says so on the rule", func() {
+		createReadyRule(ns, makeRule("status").AppWrapperLabels(map[string]string{"llm-d.ai/role": "benchmark"}).TriggerKind("batch", "Job", ""))
+		spec := createReadyRule(ns, makeRule("spec").Priority(10).AppWrapperLabels(map[string]string{"reads": "spec"}).TriggerKind("batch", "Job", "").
+			Success("object.?status.?succeeded.orValue(0) > 0 && object.spec.parallelism == 1"))
+		Eventually(func(g Gomega) {
+			got := &wrapupv1alpha1.CompletionRule{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(spec), got)).To(Succeed())
+			c := apimeta.FindStatusCondition(got.Status.Conditions, wrapupv1alpha1.ConditionTriggerCached)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(wrapupv1alpha1.ReasonFieldsReadLive))
+			g.Expect(c.Message).To(ContainSubstring("spec"))
+		}, util.Timeout, util.Interval).Should(Succeed())
+
+		aw := util.MakeAppWrapper("live1", ns.Name).Label("reads", "spec").Component(util.MakeJob("live1-benchmark").Obj(), nil).Obj()
+		job := runJob(aw, "live1-benchmark")
+		expectNotRecorded(aw)
+		util.JobComplete(ctx, k8sClient, job)
+		Expect(expectRecord(aw, wrapupv1alpha1.OutcomeSucceeded).Rule).To(Equal(spec.Name))
+		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
+	})
+
 	It("records the outcome in the run's CompletionRecord, and mirrors it on the AppWrapper's metadata for people", func() {
 		rule := createReadyRule(ns, util.MakeRule("status").TriggerKind("batch", "Job", "").
 			OnSuccess(wrapupv1alpha1.ActionUpdateStatus, 0).
