@@ -164,6 +164,16 @@ var _ = Describe("GPUs handed to the next benchmark when its inference servers a
 			"its AppWrapper %s, its Workload %s, the next admitted %s, and the next benchmark's pods all seen Running %s later\n",
 			running.Format(time.RFC3339), since(podsGone), since(awGone), since(workloadGone), since(admitted), since(nextRunning))
 
+		By("the sample's rule decided it, on its Job")
+		var records wrapupv1alpha1.CompletionRecordList
+		Expect(k8sClient.List(ctx, &records, client.InNamespace(first.Name))).To(Succeed())
+		Expect(records.Items).To(ConsistOf(And(
+			HaveField("AppWrapper.Name", aw.Name),
+			HaveField("Rule", "benchmarks"),
+			HaveField("Outcome", wrapupv1alpha1.OutcomeSucceeded),
+			HaveField("Message", "benchmark llama-70b-pd-guidellm: 1 succeeded, 0 failed"),
+		)))
+
 		By("the next finishes the same way, and the node is free")
 		util.ExpectGone(ctx, k8sClient, second, lwsTimeout)
 		Eventually(func() int64 { return gpusInUse(node.Name) }, lwsTimeout, util.Interval).Should(BeZero())
