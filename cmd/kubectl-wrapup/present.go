@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,11 +17,9 @@ import (
 )
 
 // present adds to ex what a reader of explain needs beside the decision:
-// the real reason a tie of priorities was won, and whether the kind's
-// built-in expressions judge the trigger (or a candidate) otherwise than
-// the rule's own. r reads the triggers.
+// whether the kind's built-in expressions judge the trigger (or a
+// candidate) otherwise than the rule's own. r reads the triggers.
 func present(ctx context.Context, r client.Reader, ex *view.Explanation) {
-	tieReason(ex)
 	if t := ex.Trigger; t != nil {
 		if n := explainDisagreement(ctx, r, ex, *t, ex.Evaluation); n != "" {
 			ex.Notes = append(ex.Notes, n)
@@ -50,31 +47,6 @@ func readyNote(ex *view.Explanation, offline bool) string {
 		return "Ready -: the controller has not written the rule's status yet (it does once it compiled the rule): is wrapup running?"
 	}
 	return ""
-}
-
-// tieReason says why the winning rule won when another matching valid rule
-// has its priority: the controller breaks the tie by name (decision.Better).
-func tieReason(ex *view.Explanation) {
-	w := -1
-	for i, s := range ex.Rules {
-		if s.Wins {
-			w = i
-		}
-	}
-	if w < 0 || !ex.Rules[w].Valid || !strings.HasPrefix(ex.Rules[w].Why, "wins: highest priority") {
-		return
-	}
-	win := ex.Rules[w]
-	var tied []string
-	for _, s := range ex.Rules {
-		if !s.Wins && s.Matches && s.Valid && s.Priority == win.Priority {
-			tied = append(tied, s.Name)
-		}
-	}
-	if len(tied) == 0 {
-		return
-	}
-	ex.Rules[w].Why = fmt.Sprintf("wins: the highest priority (%d) is shared with %s, and %s sorts first by name", win.Priority, strings.Join(tied, ", "), win.Name)
 }
 
 // builtinPolicy evaluates the kinds' built-in expressions alone.

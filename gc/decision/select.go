@@ -2,9 +2,10 @@ package decision
 
 import (
 	"fmt"
-	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	"sort"
+	"strings"
 
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -162,6 +163,7 @@ func selectRule(rules []Rule, aw *awv1beta2.AppWrapper, nsLabels map[string]stri
 	sel.standings = make([]RuleStanding, 0, len(order))
 	contenders := 0
 	winnerAt := -1
+	var tied []string // the matching valid rules of the winner's priority that lose by name
 	for _, r := range order {
 		rule := r.Rule
 		s := RuleStanding{Name: rule.Name, Priority: rule.Spec.Priority}
@@ -213,6 +215,7 @@ func selectRule(rules []Rule, aw *awv1beta2.AppWrapper, nsLabels map[string]stri
 			s.Why = fmt.Sprintf("loses to %s: lower priority (%d < %d)", sel.winner.Rule.Name, rule.Spec.Priority, sel.winner.Rule.Spec.Priority)
 		default:
 			contenders++
+			tied = append(tied, rule.Name)
 			s.Why = fmt.Sprintf("loses to %s: same priority %d, and %s sorts first by name", sel.winner.Rule.Name, rule.Spec.Priority, sel.winner.Rule.Name)
 		}
 		sel.standings = append(sel.standings, s)
@@ -221,7 +224,10 @@ func selectRule(rules []Rule, aw *awv1beta2.AppWrapper, nsLabels map[string]stri
 		w := sel.standings[winnerAt]
 		if sel.blocked == "" {
 			w.Why = "wins: the only matching valid rule"
-			if contenders > 1 {
+			switch {
+			case len(tied) > 0:
+				w.Why = fmt.Sprintf("wins: the highest priority (%d) is shared with %s, and %s sorts first by name", w.Priority, strings.Join(tied, ", "), w.Name)
+			case contenders > 1:
 				w.Why = fmt.Sprintf("wins: highest priority of %d matching valid rules", contenders)
 			}
 		}

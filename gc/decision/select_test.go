@@ -417,3 +417,13 @@ func TestWarningsSaidOnce(t *testing.T) {
 		t.Errorf("a Warning whose message changed: events %+v, want it said", changed.Events)
 	}
 }
+
+// A rule that wants a component of a kind the AppWrapper has none of says
+// which, with the article its name takes.
+func TestWantedNamesTheKind(t *testing.T) {
+	for kind, want := range map[string]string{"EvalRun": "an EvalRun.example.com component", "Job": "a Job.example.com component"} {
+		if got := wanted(util.MakeRule("r").TriggerKind("example.com", kind, "").Obj()); got != want {
+			t.Errorf("wanted = %q, want %q", got, want)
+		}
+	}
+}

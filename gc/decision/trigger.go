@@ -228,7 +228,7 @@ func wanted(rule *wrapupv1alpha1.CompletionRule) string {
 	t := rule.Spec.Trigger
 	want := fmt.Sprintf("a component annotated %s: \"true\"", wrapupv1alpha1.TriggerAnnotation)
 	if t.Kind != "" {
-		want = fmt.Sprintf("a %s component", schema.GroupKind{Group: t.APIGroup, Kind: t.Kind})
+		want = fmt.Sprintf("%s %s component", article(t.Kind), schema.GroupKind{Group: t.APIGroup, Kind: t.Kind})
 		if t.Name != "" {
 			want += fmt.Sprintf(" named %q", t.Name)
 		}
@@ -295,3 +295,11 @@ func OwnedBy(obj metav1.Object, aw *awv1beta2.AppWrapper) bool {
 
 // Truncate cuts s to at most n bytes, on a character boundary, marking the cut.
 func Truncate(s string, n int) string { return celpolicies.Truncate(s, n) }
+
+// article is "an" before a word that starts with a vowel, else "a".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("AEIOUaeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
+}

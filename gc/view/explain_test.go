@@ -168,6 +168,16 @@ func TestExplain(t *testing.T) {
 			},
 		},
 		{
+			name: "a tie of priorities is won by name, and the winner says so",
+			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Obj(),
+				served(jobRule("b-tied").Priority(10)), served(jobRule("a-tied").Priority(10)), served(jobRule("low").Priority(1))},
+			want: want{verdict: decision.VerdictWaitingForTrigger, winner: "a-tied", reason: "not finished", rules: map[string]string{
+				"a-tied": "wins: the highest priority (10) is shared with b-tied, and a-tied sorts first by name",
+				"b-tied": "loses to a-tied: same priority 10, and a-tied sorts first by name",
+				"low":    "loses to a-tied: lower priority (1 < 10)",
+			}},
+		},
+		{
 			name: "the highest priority wins; an invalid rule below it acts on nothing",
 			objects: []client.Object{exAppWrapper().Obj(), liveJob(exJob, exJobUID).Obj(),
 				served(jobRule("low").Priority(1)), served(jobRule("high").Priority(10)),
