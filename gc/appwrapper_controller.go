@@ -38,8 +38,8 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/read"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
-	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // DefaultFailureGracePeriod is how long a Running AppWrapper with a failed
@@ -113,7 +113,7 @@ type appWrapperReconciler struct {
 	// observe, when set, sees every decision (tests).
 	observe func(stage string, in decision.Input, d decision.Decision)
 	// readAhead, when set, runs the final check's reads ahead of its
-	// triggers (view.Reader.Go); nil runs each in a goroutine.
+	// triggers (read.Reader.Go); nil runs each in a goroutine.
 	readAhead func(func())
 }
 
@@ -336,14 +336,14 @@ func (r *appWrapperReconciler) keepClaims(key types.NamespacedName, claims []sch
 // liveView reads from the API server, triggers at the version the watches
 // read them; an AppWrapper handed to it may be the cache's, which keeps
 // only part of the spec and status.
-func (r *appWrapperReconciler) liveView() *view.Reader {
+func (r *appWrapperReconciler) liveView() *read.Reader {
 	return r.liveViewAhead(nil)
 }
 
 // liveViewAhead is liveView, reading ahead while it lists the rules
-// (view.Reader.Ahead).
-func (r *appWrapperReconciler) liveViewAhead(ahead *view.Ahead) *view.Reader {
-	return &view.Reader{
+// (read.Reader.Ahead).
+func (r *appWrapperReconciler) liveViewAhead(ahead *read.Ahead) *read.Reader {
+	return &read.Reader{
 		Ahead:  ahead,
 		Go:     r.readAhead,
 		Client: r.APIReader,
@@ -358,7 +358,7 @@ func (r *appWrapperReconciler) liveViewAhead(ahead *view.Ahead) *view.Reader {
 			r.rulesOnce.Do(func() { r.rules = newRuleLister(r.APIReader) })
 			return r.rules.List(ctx)
 		},
-		Workers: func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, view.TriggerView) {
+		Workers: func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, read.TriggerView) {
 			w, c := r.readWorker(ctx, true, aw)
 			if c == nil || w.Problem != "" {
 				return w, nil
@@ -370,8 +370,8 @@ func (r *appWrapperReconciler) liveViewAhead(ahead *view.Ahead) *view.Reader {
 
 // workerLiveView reads triggers from a worker's API server, at the
 // version its watches read them.
-func (r *appWrapperReconciler) workerLiveView(c *workerConn) *view.Reader {
-	return &view.Reader{
+func (r *appWrapperReconciler) workerLiveView(c *workerConn) *read.Reader {
+	return &read.Reader{
 		Client: c.reader,
 		Kinds:  c.triggers.Kind,
 		Version: func(gk schema.GroupKind) (string, bool) {
@@ -387,7 +387,7 @@ func (r *appWrapperReconciler) workerLiveView(c *workerConn) *view.Reader {
 // API requests sent from within it.
 const ReconcileFunc = "github.com/wrapup-dev/wrapup/gc.(*appWrapperReconciler).Reconcile"
 
-// Reconcile finishes one AppWrapper. It gathers on the caches (view.Gather
+// Reconcile finishes one AppWrapper. It gathers on the caches (read.Gather
 // through cacheView), decides (decision.Decide) and remembers what the
 // decision says to; when the decision writes the run's CompletionRecord or
 // deletes, it gathers again from the API server and decides again (the
@@ -397,7 +397,7 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	key := req.NamespacedName
 	mem := r.memory.take(key)
 	defer r.memory.settle(key, mem)
-	in, err := view.Gather(ctx, &cacheView{r: r, key: key, mem: mem}, r.Policies, key, nil, r.input(mem))
+	in, err := read.Gather(ctx, &cacheView{r: r, key: key, mem: mem}, r.Policies, key, nil, r.input(mem))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -417,7 +417,7 @@ func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if d.Verdict == decision.VerdictWorkerUnreachable || d.Store == nil && d.Verdict != decision.VerdictDelete {
 		return ctrl.Result{RequeueAfter: d.Requeue}, nil
 	}
-	fin, fd, err := r.decideFresh(ctx, key, mem, view.AheadOf(in))
+	fin, fd, err := r.decideFresh(ctx, key, mem, read.AheadOf(in))
 	if err != nil || fin.AppWrapper == nil {
 		return ctrl.Result{}, err
 	}
@@ -554,9 +554,9 @@ func (r *appWrapperReconciler) mirror(ctx context.Context, aw *awv1beta2.AppWrap
 
 // decideFresh gathers from the API server and decides. The triggers of
 // ahead are read while the rules are listed.
-func (r *appWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, mem *awMemory, ahead *view.Ahead) (decision.Input, decision.Decision, error) {
+func (r *appWrapperReconciler) decideFresh(ctx context.Context, key types.NamespacedName, mem *awMemory, ahead *read.Ahead) (decision.Input, decision.Decision, error) {
 	finalChecksTotal.WithLabelValues().Inc()
-	in, err := view.Gather(ctx, r.liveViewAhead(ahead), r.Policies, key, nil, r.input(mem))
+	in, err := read.Gather(ctx, r.liveViewAhead(ahead), r.Policies, key, nil, r.input(mem))
 	if err != nil || in.AppWrapper == nil {
 		return in, decision.Decision{}, err
 	}

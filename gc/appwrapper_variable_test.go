@@ -10,7 +10,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
-	"github.com/wrapup-dev/wrapup/gc/view"
+	"github.com/wrapup-dev/wrapup/gc/read"
 )
 
 // countingReader answers every Get with live and counts the Gets.
@@ -55,7 +55,7 @@ func TestAppWrapperVariableReadsWhatTheCacheDrops(t *testing.T) {
 			t.Fatalf("%s: %v", expr, err)
 		}
 		r := &countingReader{live: live}
-		if _, err := view.FullAppWrapperVariable(context.Background(), r, cached, p); err != nil {
+		if _, err := read.FullAppWrapperVariable(context.Background(), r, cached, p); err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
 		if got := r.gets > 0; got != wantLive {

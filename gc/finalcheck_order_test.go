@@ -23,7 +23,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
-	"github.com/wrapup-dev/wrapup/gc/view"
+	"github.com/wrapup-dev/wrapup/gc/read"
 )
 
 // A final check that reads the AppWrapper lists the rules only once the
@@ -41,25 +41,25 @@ func TestFinalCheckListsTheRulesAfterItReadsTheAppWrapper(t *testing.T) {
 	if err := fc.Create(ctx, aw); err != nil {
 		t.Fatal(err)
 	}
-	var read, listed atomic.Bool
+	var awRead, listed atomic.Bool
 	reader := interceptor.NewClient(fc, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if _, ok := obj.(*unstructured.Unstructured); ok {
-				if !read.Load() {
+				if !awRead.Load() {
 					t.Error("a trigger was read ahead before the AppWrapper was read")
 				}
 				return apierrors.NewNotFound(schema.GroupResource{Group: "batch", Resource: "jobs"}, key.Name)
 			}
 			err := c.Get(ctx, key, obj, opts...)
 			if _, ok := obj.(*awv1beta2.AppWrapper); ok {
-				read.Store(true)
+				awRead.Store(true)
 			}
 			return err
 		},
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			if _, ok := list.(*wrapupv1alpha1.CompletionRuleList); ok {
 				listed.Store(true)
-				if !read.Load() {
+				if !awRead.Load() {
 					t.Error("the rules were listed before the AppWrapper was read")
 				}
 			}
@@ -71,11 +71,11 @@ func TestFinalCheckListsTheRulesAfterItReadsTheAppWrapper(t *testing.T) {
 	r.defaults()
 	// The reads ahead are sent as they are started, so that one started
 	// too soon is seen to be.
-	r.readAhead = func(read func()) { read() }
+	r.readAhead = func(start func()) { start() }
 	var mem awMemory
 	// A trigger read ahead is read after the AppWrapper too: it would
 	// otherwise be older than the AppWrapper decided on.
-	ahead := &view.Ahead{Refs: []decision.Ref{{Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench", Template: "bench"}}}
+	ahead := &read.Ahead{Refs: []decision.Ref{{Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: "bench", Template: "bench"}}}
 	in, _, err := r.decideFresh(ctx, types.NamespacedName{Namespace: "ns", Name: "run"}, &mem, ahead)
 	if err != nil {
 		t.Fatal(err)
@@ -149,8 +149,8 @@ func readAheadBed(t *testing.T, get func(ctx context.Context, name string), list
 
 // aheadOfJob is a read ahead of the Job name, chosen on rule as the
 // caches had it.
-func aheadOfJob(name string, rule *wrapupv1alpha1.CompletionRule) *view.Ahead {
-	return &view.Ahead{Refs: []decision.Ref{{Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: name, Template: name}},
+func aheadOfJob(name string, rule *wrapupv1alpha1.CompletionRule) *read.Ahead {
+	return &read.Ahead{Refs: []decision.Ref{{Kind: schema.GroupKind{Group: "batch", Kind: "Job"}, Version: "v1", Name: name, Template: name}},
 		Rules: map[types.UID]string{rule.UID: rule.ResourceVersion}}
 }
 
@@ -197,14 +197,14 @@ func TestFinalCheckReadsTheTriggerWhileItListsTheRules(t *testing.T) {
 func TestFinalCheckDropsAReadAheadThePlanDoesNotRead(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
-	var read []string
+	var readJobs []string
 	r, aw, rule := readAheadBed(t, func(ctx context.Context, name string) {
 		if name == "other" {
 			<-ctx.Done()
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		read = append(read, name)
+		readJobs = append(readJobs, name)
 	}, nil)
 	var mem awMemory
 	in, d, err := r.decideFresh(ctx, client.ObjectKeyFromObject(aw), &mem, aheadOfJob("other", rule))
@@ -216,9 +216,9 @@ func TestFinalCheckDropsAReadAheadThePlanDoesNotRead(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	slices.Sort(read)
-	if !slices.Equal(read, []string{"bench", "other"}) {
-		t.Fatalf("the final check's reads of Jobs ended by the time it returned: %v, want bench and other", read)
+	slices.Sort(readJobs)
+	if !slices.Equal(readJobs, []string{"bench", "other"}) {
+		t.Fatalf("the final check's reads of Jobs ended by the time it returned: %v, want bench and other", readJobs)
 	}
 }
 
@@ -237,24 +237,24 @@ func TestFinalCheckReadsTheTriggerAgainAfterARuleChange(t *testing.T) {
 		edit []func(*wrapupv1alpha1.CompletionRule)
 		// cached makes what the caches had from the rule and the
 		// Namespace as created.
-		cached func(rule *wrapupv1alpha1.CompletionRule, ns *corev1.Namespace) *view.Ahead
+		cached func(rule *wrapupv1alpha1.CompletionRule, ns *corev1.Namespace) *read.Ahead
 		again  bool
 	}{{
 		name: "the caches' rules",
-		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *view.Ahead {
+		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *read.Ahead {
 			return aheadOfJob("bench", rule)
 		},
 	}, {
 		name: "the caches' rules and Namespace",
 		edit: []func(*wrapupv1alpha1.CompletionRule){selects},
-		cached: func(rule *wrapupv1alpha1.CompletionRule, ns *corev1.Namespace) *view.Ahead {
+		cached: func(rule *wrapupv1alpha1.CompletionRule, ns *corev1.Namespace) *read.Ahead {
 			a := aheadOfJob("bench", rule)
 			a.Namespace = ns.ResourceVersion
 			return a
 		},
 	}, {
 		name: "a rule changed",
-		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *view.Ahead {
+		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *read.Ahead {
 			a := aheadOfJob("bench", rule)
 			a.Rules[rule.UID] = "0"
 			return a
@@ -262,7 +262,7 @@ func TestFinalCheckReadsTheTriggerAgainAfterARuleChange(t *testing.T) {
 		again: true,
 	}, {
 		name: "a rule deleted, another created",
-		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *view.Ahead {
+		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *read.Ahead {
 			a := aheadOfJob("bench", rule)
 			a.Rules = map[types.UID]string{"uid-before": rule.ResourceVersion}
 			return a
@@ -270,7 +270,7 @@ func TestFinalCheckReadsTheTriggerAgainAfterARuleChange(t *testing.T) {
 		again: true,
 	}, {
 		name: "a rule deleted",
-		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *view.Ahead {
+		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *read.Ahead {
 			a := aheadOfJob("bench", rule)
 			a.Rules["uid-deleted"] = "3"
 			return a
@@ -279,7 +279,7 @@ func TestFinalCheckReadsTheTriggerAgainAfterARuleChange(t *testing.T) {
 	}, {
 		name: "the Namespace changed",
 		edit: []func(*wrapupv1alpha1.CompletionRule){selects},
-		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *view.Ahead {
+		cached: func(rule *wrapupv1alpha1.CompletionRule, _ *corev1.Namespace) *read.Ahead {
 			a := aheadOfJob("bench", rule)
 			a.Namespace = "0"
 			return a

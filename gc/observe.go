@@ -13,8 +13,8 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/read"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
-	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // cacheView reads from the controller's caches: the manager's for
@@ -34,7 +34,7 @@ type cacheView struct {
 // AppWrapper reads the AppWrapper from the cache; one that wrapup deleted
 // counts as gone.
 func (v *cacheView) AppWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error) {
-	aw, err := (&view.Reader{Client: v.r.Cache}).AppWrapper(ctx, key)
+	aw, err := (&read.Reader{Client: v.r.Cache}).AppWrapper(ctx, key)
 	switch {
 	case err != nil:
 		return nil, err
@@ -48,20 +48,20 @@ func (v *cacheView) AppWrapper(ctx context.Context, key types.NamespacedName) (*
 
 // Record reads the run's CompletionRecord from the cache.
 func (v *cacheView) Record(ctx context.Context, aw *awv1beta2.AppWrapper) (*wrapupv1alpha1.CompletionRecord, error) {
-	return view.ReadRecord(ctx, v.r.Cache, aw)
+	return read.ReadRecord(ctx, v.r.Cache, aw)
 }
 
 func (v *cacheView) Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
-	return (&view.Reader{Client: v.r.Cache}).Rules(ctx)
+	return (&read.Reader{Client: v.r.Cache}).Rules(ctx)
 }
 
 func (v *cacheView) Namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
-	return view.ReadNamespace(ctx, v.r.Cache, name)
+	return read.ReadNamespace(ctx, v.r.Cache, name)
 }
 
 func (v *cacheView) Kind(gk schema.GroupKind) decision.Kind { return v.r.Triggers.Kind(gk) }
 
-func (v *cacheView) Worker(ctx context.Context, key types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, view.TriggerView) {
+func (v *cacheView) Worker(ctx context.Context, key types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, read.TriggerView) {
 	w, c := v.r.readWorker(ctx, false, aw)
 	if c == nil || w.Problem != "" {
 		return w, nil
@@ -107,7 +107,7 @@ func (v *workerCacheView) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper,
 
 // readCached reads the trigger ref of aw (the AppWrapper key) from the
 // trigger cache tc, or through live when tc drops fields it reads.
-func readCached(ctx context.Context, tc triggerCache, key types.NamespacedName, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields, live view.TriggerView) (decision.Trigger, error) {
+func readCached(ctx context.Context, tc triggerCache, key types.NamespacedName, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields, live read.TriggerView) (decision.Trigger, error) {
 	t := decision.Trigger{Ref: ref}
 	obj, synced, err := tc.Get(ref.Kind, aw.Namespace, ref.Name, fields)
 	switch {
@@ -158,7 +158,7 @@ func (v *cacheView) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 // AppWrapperVariable returns the appWrapper variable of aw: wrapup's
 // cache (CacheOptions) keeps of the annotations, spec and status only what
 // wrapup reads, so a rule that reads them is given the AppWrapper read
-// from the API server (view.FullAppWrapperVariable).
+// from the API server (read.FullAppWrapperVariable).
 func (v *cacheView) AppWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, p *celpolicies.Policy) (map[string]any, error) {
-	return view.FullAppWrapperVariable(ctx, v.r.APIReader, aw, p)
+	return read.FullAppWrapperVariable(ctx, v.r.APIReader, aw, p)
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/gc/triggers/triggerstest"
-	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // A rule whose kind wrapup may not list is not watched (no informer), and
@@ -36,7 +35,7 @@ func TestRuleOfAKindNotWatchableComesBackWhenGranted(t *testing.T) {
 		if allowed.Load() {
 			return true, "", nil
 		}
-		return false, view.DeniedList("list", schema.GroupResource{Group: "batch", Resource: "jobs"}), nil
+		return false, triggers.DeniedList("list", schema.GroupResource{Group: "batch", Resource: "jobs"}), nil
 	}})
 	scheme := runtime.NewScheme()
 	if err := wrapupv1alpha1.AddToScheme(scheme); err != nil {

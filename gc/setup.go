@@ -17,8 +17,8 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/read"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
-	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // Options tune the controllers.
@@ -114,7 +114,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if opts.Namespace == "" {
 			return errors.New("MultiKueue support needs wrapup's namespace, where the workers' kubeconfig Secrets are")
 		}
-		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kueue.Workload{}, view.WorkloadOwnerIndex, view.WorkloadController); err != nil {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kueue.Workload{}, read.WorkloadOwnerIndex, read.WorkloadController); err != nil {
 			return fmt.Errorf("indexing Kueue Workloads (is Kueue installed?): %w", err)
 		}
 		ws := newWorkerClusters(mgr.GetAPIReader(), opts.Namespace)

@@ -35,6 +35,7 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/read"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/gc/view"
 	"github.com/wrapup-dev/wrapup/test/util"
@@ -1421,9 +1422,9 @@ func (w *simWorld) checkExplain(stage string, in decision.Input, d decision.Deci
 			return
 		}
 	}
-	v := &view.Reader{Client: w.reader(true, true), Labelled: true}
+	v := &read.Reader{Client: w.reader(true, true), Labelled: true}
 	v.Kinds = view.ServedKinds(context.Background(), v.Client, nil, nil)
-	ein, err := view.Gather(context.Background(), v, w.explainPolicies, client.ObjectKeyFromObject(aw), nil,
+	ein, err := read.Gather(context.Background(), v, w.explainPolicies, client.ObjectKeyFromObject(aw), nil,
 		decision.Input{Now: in.Now, FailureSeen: in.FailureSeen, HoldStart: in.HoldStart, FailureGracePeriod: in.FailureGracePeriod})
 	if err != nil {
 		w.fail("explain of %s: %v", client.ObjectKeyFromObject(aw), err)

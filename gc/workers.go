@@ -27,8 +27,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/read"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
-	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // Timings of the worker connections.
@@ -56,7 +56,7 @@ type workerClusters struct {
 	// Secrets reads the kubeconfig Secrets (uncached: wrapup neither lists
 	// nor watches Secrets).
 	Secrets client.Reader
-	// Cache finds Workloads here by their controller (view.WorkloadOwnerIndex);
+	// Cache finds Workloads here by their controller (read.WorkloadOwnerIndex);
 	// Live reads them from the API server.
 	Cache, Live client.Reader
 	// Namespace is where the Secrets are: wrapup's own.
@@ -166,7 +166,7 @@ func (ws *workerClusters) conn(ctx context.Context, cluster string) (*workerConn
 	key := types.NamespacedName{Namespace: ws.Namespace, Name: cluster}
 	if err := ws.Secrets.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("no kubeconfig Secret %s for worker cluster %s: create it with key %q (see docs/multikueue.md)", key, cluster, view.KubeconfigKey)
+			return nil, fmt.Errorf("no kubeconfig Secret %s for worker cluster %s: create it with key %q (see docs/multikueue.md)", key, cluster, read.KubeconfigKey)
 		}
 		return nil, fmt.Errorf("reading the kubeconfig Secret %s of worker cluster %s: %w", key, cluster, err)
 	}
@@ -176,9 +176,9 @@ func (ws *workerClusters) conn(ctx context.Context, cluster string) (*workerConn
 		c.checked = ws.now()
 		return c, nil
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[view.KubeconfigKey])
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[read.KubeconfigKey])
 	if err != nil {
-		return nil, fmt.Errorf("the kubeconfig Secret %s of worker cluster %s: key %q: %w", key, cluster, view.KubeconfigKey, err)
+		return nil, fmt.Errorf("the kubeconfig Secret %s of worker cluster %s: key %q: %w", key, cluster, read.KubeconfigKey, err)
 	}
 	nc, err := ws.connect(base, cluster, cfg)
 	if err != nil {
@@ -295,9 +295,9 @@ func (ws *workerClusters) release(cluster string, owner triggers.Owner) {
 
 func (ws *workerClusters) workload(ctx context.Context, aw *awv1beta2.AppWrapper, live bool) (*kueue.Workload, error) {
 	if live {
-		return view.FindWorkload(ctx, ws.Cache, ws.Live, aw)
+		return read.FindWorkload(ctx, ws.Cache, ws.Live, aw)
 	}
-	return view.FindWorkload(ctx, ws.Cache, nil, aw)
+	return read.FindWorkload(ctx, ws.Cache, nil, aw)
 }
 
 // slimWorkload is the cache transform of Workloads: wrapup reads their
@@ -344,7 +344,7 @@ func (r *appWrapperReconciler) readWorker(ctx context.Context, live bool, aw *aw
 	}
 	wl, err := r.Clusters.workload(ctx, aw, live)
 	var c *workerConn
-	w = view.WorkerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
+	w = read.WorkerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
 		var err error
 		if c, err = r.Clusters.conn(ctx, cluster); err != nil {
 			return nil, err

@@ -25,8 +25,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/read"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
-	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 const kubeconfigFor = `apiVersion: v1
@@ -45,7 +45,7 @@ current-context: c
 
 func workerSecret(name, server string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "wrapup-system"},
-		Data: map[string][]byte{view.KubeconfigKey: []byte(strings.ReplaceAll(kubeconfigFor, "%s", server))}}
+		Data: map[string][]byte{read.KubeconfigKey: []byte(strings.ReplaceAll(kubeconfigFor, "%s", server))}}
 }
 
 // TestWorkerConnections: a worker is reached through wrapup's Secret of its
@@ -122,7 +122,7 @@ func TestWorkerConnections(t *testing.T) {
 		t.Error("the old connection's watches still run")
 	}
 
-	cur.Data = map[string][]byte{view.KubeconfigKey: []byte("not: [a kubeconfig")}
+	cur.Data = map[string][]byte{read.KubeconfigKey: []byte("not: [a kubeconfig")}
 	if err := c.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
@@ -182,23 +182,23 @@ func TestFindWorkload(t *testing.T) {
 	}
 	mine, other := wl("appwrapper-run-1", "aw-uid", "worker-1"), wl("appwrapper-run-2", "old-uid", "worker-2")
 	cache := fake.NewClientBuilder().WithScheme(s).WithObjects(mine.DeepCopy(), other.DeepCopy()).
-		WithIndex(&kueue.Workload{}, view.WorkloadOwnerIndex, view.WorkloadController).Build()
+		WithIndex(&kueue.Workload{}, read.WorkloadOwnerIndex, read.WorkloadController).Build()
 	dispatched := mine.DeepCopy()
 	dispatched.Status.ClusterName = ptr.To("worker-2")
 	live := fake.NewClientBuilder().WithScheme(s).WithObjects(dispatched, other.DeepCopy()).Build()
 	ctx := context.Background()
-	got, err := view.FindWorkload(ctx, cache, nil, aw)
+	got, err := read.FindWorkload(ctx, cache, nil, aw)
 	if err != nil || got == nil || got.Name != mine.Name || *got.Status.ClusterName != "worker-1" {
 		t.Fatalf("from the cache: %v, %v; want %s on worker-1", got, err, mine.Name)
 	}
-	if got, err = view.FindWorkload(ctx, cache, live, aw); err != nil || got == nil || *got.Status.ClusterName != "worker-2" {
+	if got, err = read.FindWorkload(ctx, cache, live, aw); err != nil || got == nil || *got.Status.ClusterName != "worker-2" {
 		t.Fatalf("for the final check: %v, %v; want it as the API server has it (worker-2)", got, err)
 	}
-	empty := fake.NewClientBuilder().WithScheme(s).WithIndex(&kueue.Workload{}, view.WorkloadOwnerIndex, view.WorkloadController).Build()
-	if got, err = view.FindWorkload(ctx, empty, nil, aw); err != nil || got != nil {
+	empty := fake.NewClientBuilder().WithScheme(s).WithIndex(&kueue.Workload{}, read.WorkloadOwnerIndex, read.WorkloadController).Build()
+	if got, err = read.FindWorkload(ctx, empty, nil, aw); err != nil || got != nil {
 		t.Fatalf("an empty cache: %v, %v; want none", got, err)
 	}
-	if got, err = view.FindWorkload(ctx, empty, live, aw); err != nil || got == nil || got.Name != mine.Name {
+	if got, err = read.FindWorkload(ctx, empty, live, aw); err != nil || got == nil || got.Name != mine.Name {
 		t.Fatalf("not in the cache yet, for the final check: %v, %v; want %s from the API server", got, err, mine.Name)
 	}
 }

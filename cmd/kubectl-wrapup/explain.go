@@ -31,6 +31,8 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/read"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
@@ -70,7 +72,7 @@ func workerReaders(c client.Reader, files map[string]string, secretsNS string) v
 			if err := c.Get(ctx, types.NamespacedName{Namespace: secretsNS, Name: cluster}, secret); err != nil {
 				return nil, fmt.Errorf("worker cluster %s: reading wrapup's kubeconfig Secret %s/%s: %w (or give --worker-kubeconfig %s=PATH)", cluster, secretsNS, cluster, err, cluster)
 			}
-			if cfg, err = clientcmd.RESTConfigFromKubeConfig(secret.Data[view.KubeconfigKey]); err != nil {
+			if cfg, err = clientcmd.RESTConfigFromKubeConfig(secret.Data[read.KubeconfigKey]); err != nil {
 				return nil, fmt.Errorf("worker cluster %s: the kubeconfig in Secret %s/%s: %w", cluster, secretsNS, cluster, err)
 			}
 		}
@@ -550,7 +552,7 @@ func secretsNamespace(flag string, sa serviceAccount) string {
 // a resource in every namespace: explain then decides with wrapup's rights,
 // not the user's. The user needs to be allowed to create
 // SubjectAccessReviews; when not, explain says it could not check.
-func serviceAccountAccess(c client.Client, sa string) view.AccessReview {
+func serviceAccountAccess(c client.Client, sa string) triggers.AccessReview {
 	ns, name, _ := strings.Cut(sa, ":")
 	user := "system:serviceaccount:" + ns + ":" + name
 	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
@@ -587,7 +589,7 @@ func reviewAccess(ctx context.Context, c client.Client, user string, groups []st
 				return false, "", fmt.Errorf("asking whether %s may %s %s: %w", user, verb, gvr.GroupResource(), err)
 			}
 			if !review.Status.Allowed {
-				return false, view.DeniedList(verb, gvr.GroupResource()), nil
+				return false, triggers.DeniedList(verb, gvr.GroupResource()), nil
 			}
 		}
 		return true, "", nil

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/wrapup-dev/wrapup/gc/view"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 )
 
 // managerSelector selects wrapup's manager Deployment, as the kustomize
@@ -144,7 +144,7 @@ var errUnconfirmed = errors.New("it could not be looked up")
 // sa was not found (the reader's view then stands). A denial for a
 // ServiceAccount that could not be confirmed is not taken as wrapup's: it
 // may not be wrapup's at all.
-func (sa serviceAccount) access(c client.Client) view.AccessReview {
+func (sa serviceAccount) access(c client.Client) triggers.AccessReview {
 	if sa.name == "" {
 		return nil
 	}

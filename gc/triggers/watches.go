@@ -32,7 +32,6 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
-	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // Watches keeps one informer per trigger kind in use, never one per object.
@@ -73,7 +72,7 @@ type Watches struct {
 	// watch a resource in every namespace, before an informer is started
 	// for it (an informer that may not list would retry, and log, for as
 	// long as it runs); nil: not asked.
-	access view.AccessReview
+	access AccessReview
 	clock  clock.PassiveClock
 	// retryAt says when a kind found not watchable is asked about again.
 	retryAt map[schema.GroupKind]time.Time
@@ -163,7 +162,7 @@ type Options struct {
 	Cluster string
 	// Access, when set, asks whether wrapup may list and watch a kind's
 	// resource before its informer starts (SelfAccessReview).
-	Access view.AccessReview
+	Access AccessReview
 	// Clock defaults to the real clock; it says when a kind found not
 	// watchable is asked about again.
 	Clock clock.PassiveClock
@@ -421,7 +420,7 @@ func KindState(err error) bool {
 // SelfAccessReview asks the API server, through client, whether the caller
 // may list and watch a resource in every namespace (SelfSubjectAccessReview,
 // which every authenticated user may create).
-func SelfAccessReview(client dynamic.Interface) view.AccessReview {
+func SelfAccessReview(client dynamic.Interface) AccessReview {
 	ssar := schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
 	return func(ctx context.Context, gvr schema.GroupVersionResource) (bool, string, error) {
 		for _, verb := range []string{"list", "watch"} {
@@ -434,7 +433,7 @@ func SelfAccessReview(client dynamic.Interface) view.AccessReview {
 				return false, "", err
 			}
 			if allowed, _, _ := unstructured.NestedBool(res.Object, "status", "allowed"); !allowed {
-				return false, view.DeniedList(verb, gvr.GroupResource()), nil
+				return false, DeniedList(verb, gvr.GroupResource()), nil
 			}
 		}
 		return true, "", nil
@@ -942,7 +941,7 @@ func keepFields(keep celpolicies.Fields) cache.TransformFunc {
 		}
 		keep.Keep(u.Object)
 		if keep.Has("metadata") {
-			view.StripMetadata(u)
+			StripMetadata(u)
 			return newCachedTrigger(u)
 		}
 		return newIdentityTrigger(identityOnly(u))
@@ -1002,4 +1001,28 @@ func (w *Watches) UnwatchableClaims(keep func(types.NamespacedName) bool) []stri
 		}
 	}
 	return out
+}
+
+// AccessReview says whether wrapup may list and watch a resource in every
+// namespace: SelfAccessReview for the controller itself, or a
+// SubjectAccessReview for wrapup's ServiceAccount in a tool.
+type AccessReview func(ctx context.Context, gvr schema.GroupVersionResource) (allowed bool, why string, err error)
+
+// DeniedList is what wrapup says of a resource it may not verb in every
+// namespace: the same words from the controller and from a tool.
+func DeniedList(verb string, gr schema.GroupResource) string {
+	return fmt.Sprintf("wrapup may not %s %s in every namespace (RBAC); grant it through the ClusterRole label wrapup.dev/aggregate-to-trigger-kinds", verb, gr)
+}
+
+// StripMetadata drops managedFields and the last-applied annotation, the
+// largest parts of most objects' metadata, which no expression reads.
+func StripMetadata(u *unstructured.Unstructured) *unstructured.Unstructured {
+	u.SetManagedFields(nil)
+	if ann := u.GetAnnotations(); ann != nil {
+		if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+			u.SetAnnotations(ann)
+		}
+	}
+	return u
 }

@@ -1,3 +1,7 @@
+// Package view shows wrapup's decisions to people: the explanation of a
+// decision (Explain, made as the controller makes it, reading through
+// package read) and the CompletionRecords' history. The kubectl plugin
+// and the tests read through it; it writes nothing.
 package view
 
 import (
@@ -17,6 +21,8 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/read"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 )
 
 // Explanation is what wrapup decides for one AppWrapper at one instant, and
@@ -35,11 +41,6 @@ type Explanation struct {
 	Notes []string
 }
 
-// AccessReview says whether wrapup may list and watch a resource in every
-// namespace: triggers.SelfAccessReview for the controller itself, or a
-// SubjectAccessReview for wrapup's ServiceAccount in a tool.
-type AccessReview func(ctx context.Context, gvr schema.GroupVersionResource) (allowed bool, why string, err error)
-
 // ExplainOptions are what a tool may give Explain besides its reader.
 type ExplainOptions struct {
 	// Workers reads MultiKueue's worker clusters (see ExplainWithWorkers).
@@ -47,13 +48,7 @@ type ExplainOptions struct {
 	// Access, when set, says which trigger kinds wrapup may list, so that
 	// the decision is made with wrapup's rights rather than the reader's:
 	// a kind it may not list is not watchable, as the controller finds it.
-	Access AccessReview
-}
-
-// DeniedList is what wrapup says of a resource it may not verb in every
-// namespace: the same words from the controller and from a tool.
-func DeniedList(verb string, gr schema.GroupResource) string {
-	return fmt.Sprintf("wrapup may not %s %s in every namespace (RBAC); grant it through the ClusterRole label wrapup.dev/aggregate-to-trigger-kinds", verb, gr)
+	Access triggers.AccessReview
 }
 
 // Explain says what wrapup does with the AppWrapper key at now, and why. It
@@ -94,13 +89,13 @@ func ExplainWith(ctx context.Context, r client.Reader, opts ExplainOptions, poli
 		policies = &celpolicies.Cache{}
 	}
 	var notes []string
-	v := &Reader{Client: r, Labelled: true, Kinds: ServedKinds(ctx, r, opts.Access, &notes), RuleStatus: true}
+	v := &read.Reader{Client: r, Labelled: true, Kinds: ServedKinds(ctx, r, opts.Access, &notes), RuleStatus: true}
 	if workers != nil {
-		v.Workers = func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView) {
+		v.Workers = func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, read.TriggerView) {
 			return explainWorker(ctx, r, workers, aw)
 		}
 	}
-	in, err := Gather(ctx, v, policies, key, nil, decision.Input{Now: now})
+	in, err := read.Gather(ctx, v, policies, key, nil, decision.Input{Now: now})
 	if err != nil {
 		return nil, err
 	}
@@ -116,11 +111,11 @@ func ExplainWith(ctx context.Context, r client.Reader, opts ExplainOptions, poli
 // explainWorker reads, for Explain, the worker cluster of aw: its Workload
 // through r (listed, as a tool has no index), the copy and the triggers
 // through the worker's reader.
-func explainWorker(ctx context.Context, r client.Reader, workers WorkerReader, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView) {
+func explainWorker(ctx context.Context, r client.Reader, workers WorkerReader, aw *awv1beta2.AppWrapper) (*decision.Worker, read.TriggerView) {
 	// A tool has no index: the Workloads are listed.
-	wl, err := FindWorkload(ctx, emptyReader{}, r, aw)
+	wl, err := read.FindWorkload(ctx, emptyReader{}, r, aw)
 	var wr client.Reader
-	w := WorkerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
+	w := read.WorkerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
 		var err error
 		wr, err = workers(ctx, cluster)
 		return wr, err
@@ -128,7 +123,7 @@ func explainWorker(ctx context.Context, r client.Reader, workers WorkerReader, a
 	if w.Problem != "" || wr == nil {
 		return w, nil
 	}
-	return w, &Reader{Client: wr, Labelled: true, Kinds: ServedKinds(ctx, wr, nil, nil)}
+	return w, &read.Reader{Client: wr, Labelled: true, Kinds: ServedKinds(ctx, wr, nil, nil)}
 }
 
 // emptyReader is a cache with nothing in it.
@@ -145,7 +140,7 @@ func (emptyReader) List(context.Context, client.ObjectList, ...client.ListOption
 // With access, a kind wrapup may not list is not watchable, as the
 // controller's own access review finds it, and a note says so; a review
 // that cannot be made is a note too (the reader's view then stands).
-func ServedKinds(ctx context.Context, r client.Reader, access AccessReview, notes *[]string) func(schema.GroupKind) decision.Kind {
+func ServedKinds(ctx context.Context, r client.Reader, access triggers.AccessReview, notes *[]string) func(schema.GroupKind) decision.Kind {
 	m, ok := r.(interface{ RESTMapper() apimeta.RESTMapper })
 	if !ok || m.RESTMapper() == nil {
 		return nil

@@ -24,6 +24,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/read"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 
@@ -622,13 +623,13 @@ func TestExplainKindTheControllerCannotWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The controller: the same reads, with its watches' view of the kind.
-	v := &Reader{Client: c, Labelled: true, Kinds: func(gk schema.GroupKind) decision.Kind {
+	v := &read.Reader{Client: c, Labelled: true, Kinds: func(gk schema.GroupKind) decision.Kind {
 		if gk.Kind == "ConfigMap" {
 			return decision.Kind{State: decision.KindNotWatchable, Message: "configmaps is forbidden"}
 		}
 		return decision.Kind{State: decision.KindWatched}
 	}}
-	in, err := Gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
+	in, err := read.Gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -709,8 +710,8 @@ func TestNamespaceReadOnlyForNamespaceSelectors(t *testing.T) {
 					}
 					return c.Get(ctx, key, obj, opts...)
 				}}).Build()
-			v := &Reader{Client: c, Labelled: true}
-			in, err := Gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
+			v := &read.Reader{Client: c, Labelled: true}
+			in, err := read.Gather(context.Background(), v, &celpolicies.Cache{}, client.ObjectKeyFromObject(aw), nil, decision.Input{Now: exNow})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -27,7 +27,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/wrapup-dev/wrapup/gc"
-	"github.com/wrapup-dev/wrapup/gc/view"
+	"github.com/wrapup-dev/wrapup/gc/read"
 	"github.com/wrapup-dev/wrapup/test/framework"
 )
 
@@ -171,12 +171,12 @@ func setWrapupSecret(w *cluster, mutate func(*rest.Config)) {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: w.name, Namespace: framework.ControllerNamespace}}
 	err = manager.client.Get(ctx, client.ObjectKeyFromObject(s), s)
 	if apierrors.IsNotFound(err) {
-		s.Data = map[string][]byte{view.KubeconfigKey: kc}
+		s.Data = map[string][]byte{read.KubeconfigKey: kc}
 		Expect(manager.client.Create(ctx, s)).To(Succeed())
 		return
 	}
 	Expect(err).NotTo(HaveOccurred())
-	s.Data = map[string][]byte{view.KubeconfigKey: kc}
+	s.Data = map[string][]byte{read.KubeconfigKey: kc}
 	Expect(manager.client.Update(ctx, s)).To(Succeed())
 }
 

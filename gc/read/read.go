@@ -1,9 +1,9 @@
-// Package view is the read side of wrapup: it gathers what a decision
-// needs (Gather) through a View (the controller's caches, the API server,
-// or a tool's reader), explains a decision for people (Explain), and
-// renders CompletionRecords. The controllers in package gc and the
-// kubectl plugin both read through it; it writes nothing.
-package view
+// Package read is the read side of wrapup's decisions: it gathers what a
+// decision needs (Gather) through a View (the controller's caches, the API
+// server, or a tool's reader), and finds MultiKueue's worker of an
+// AppWrapper. The controllers in package gc and the explanations of
+// package view both read through it; it writes nothing.
+package read
 
 import (
 	"context"
@@ -25,6 +25,7 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
+	"github.com/wrapup-dev/wrapup/gc/triggers"
 )
 
 // A View is where observations come from: the controller's caches, the API
@@ -499,7 +500,7 @@ func (v *Reader) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref deci
 		t.Note = fmt.Sprintf("%s %s lacks the label %s, so wrapup's watch does not see it", ref.Kind.Kind, ref.Name, awv1beta2.AppWrapperLabel)
 		return t, nil
 	}
-	StripMetadata(u)
+	triggers.StripMetadata(u)
 	t.State, t.Object = decision.TriggerPresent, u
 	return t, nil
 }
@@ -541,17 +542,4 @@ func AppWrapperMap(aw *awv1beta2.AppWrapper) (map[string]any, error) {
 	}
 	m["apiVersion"], m["kind"] = awv1beta2.GroupVersion.String(), "AppWrapper"
 	return m, nil
-}
-
-// StripMetadata drops managedFields and the last-applied annotation, the
-// largest parts of most objects' metadata, which no expression reads.
-func StripMetadata(u *unstructured.Unstructured) *unstructured.Unstructured {
-	u.SetManagedFields(nil)
-	if ann := u.GetAnnotations(); ann != nil {
-		if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
-			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-			u.SetAnnotations(ann)
-		}
-	}
-	return u
 }
