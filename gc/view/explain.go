@@ -192,22 +192,36 @@ func ExplainInput(ctx context.Context, in decision.Input) *Explanation {
 // describe.
 func (ex *Explanation) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "AppWrapper: %s (phase %s) at %s\n", ex.AppWrapper, phaseOrNone(ex.Phase), ex.At.UTC().Format(time.RFC3339))
-	fmt.Fprintf(&b, "Verdict:    %s", ex.Verdict)
+	for _, section := range []func(*strings.Builder){ex.writeVerdict, ex.writeRules, ex.writeTrigger, ex.writeWorker, ex.writeCandidates, ex.writeEvaluation, ex.writeRecorded} {
+		section(&b)
+	}
+	for _, n := range ex.Notes {
+		fmt.Fprintf(&b, "Note:       %s\n", n)
+	}
+	return b.String()
+}
+
+// writeVerdict writes the AppWrapper, the verdict and its reason.
+func (ex *Explanation) writeVerdict(b *strings.Builder) {
+	fmt.Fprintf(b, "AppWrapper: %s (phase %s) at %s\n", ex.AppWrapper, phaseOrNone(ex.Phase), ex.At.UTC().Format(time.RFC3339))
+	fmt.Fprintf(b, "Verdict:    %s", ex.Verdict)
 	switch {
 	case ex.After > 0 && ex.Verdict == decision.VerdictWaitingForRetries:
-		fmt.Fprintf(&b, " (final in at most %s)", ex.After.Round(time.Second))
+		fmt.Fprintf(b, " (final in at most %s)", ex.After.Round(time.Second))
 	case ex.After > 0:
-		fmt.Fprintf(&b, " (in %s)", ex.After.Round(time.Second))
+		fmt.Fprintf(b, " (in %s)", ex.After.Round(time.Second))
 	}
-	fmt.Fprintf(&b, "\n            %s\n", ex.Reason)
+	fmt.Fprintf(b, "\n            %s\n", ex.Reason)
+}
 
+// writeRules writes the rules, the winner marked.
+func (ex *Explanation) writeRules(b *strings.Builder) {
 	b.WriteString("Rules:")
 	if len(ex.Rules) == 0 {
 		b.WriteString("      none\n")
 	} else {
 		b.WriteString("\n")
-		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 		for _, v := range ex.Rules {
 			mark := " "
 			if v.Wins {
@@ -221,7 +235,10 @@ func (ex *Explanation) String() string {
 		}
 		_ = tw.Flush()
 	}
+}
 
+// writeTrigger writes the trigger, when there is one.
+func (ex *Explanation) writeTrigger(b *strings.Builder) {
 	if t := ex.Trigger; t != nil {
 		how := "by kind"
 		if t.Annotated {
@@ -232,35 +249,41 @@ func (ex *Explanation) String() string {
 			name = "(name not generated yet)"
 		}
 		gvk := t.GroupVersionKind()
-		fmt.Fprintf(&b, "Trigger:    %s %s %s, component %d (%s)", gvk.GroupVersion(), gvk.Kind, name, t.Index, how)
+		fmt.Fprintf(b, "Trigger:    %s %s %s, component %d (%s)", gvk.GroupVersion(), gvk.Kind, name, t.Index, how)
 		if t.UID != "" {
-			fmt.Fprintf(&b, ", uid %s", t.UID)
+			fmt.Fprintf(b, ", uid %s", t.UID)
 		}
 		b.WriteString("\n")
 		if t.Problem != "" {
-			fmt.Fprintf(&b, "            not evaluated: %s\n", t.Problem)
+			fmt.Fprintf(b, "            not evaluated: %s\n", t.Problem)
 		}
 	}
+}
 
+// writeWorker writes MultiKueue's worker, for an AppWrapper it dispatches.
+func (ex *Explanation) writeWorker(b *strings.Builder) {
 	if w := ex.Worker; w != nil {
 		switch {
 		case w.Cluster == "":
 			b.WriteString("Worker:     none: MultiKueue has not dispatched the AppWrapper yet\n")
 		case w.CopyUID != "" && w.Problem == "":
-			fmt.Fprintf(&b, "Worker:     %s (MultiKueue): its copy uid %s, phase %s; the trigger was read there\n", w.Cluster, w.CopyUID, phaseOrNone(w.CopyPhase))
+			fmt.Fprintf(b, "Worker:     %s (MultiKueue): its copy uid %s, phase %s; the trigger was read there\n", w.Cluster, w.CopyUID, phaseOrNone(w.CopyPhase))
 		case w.CopyUID != "":
-			fmt.Fprintf(&b, "Worker:     %s (MultiKueue): an AppWrapper of this name, uid %s, phase %s\n", w.Cluster, w.CopyUID, phaseOrNone(w.CopyPhase))
+			fmt.Fprintf(b, "Worker:     %s (MultiKueue): an AppWrapper of this name, uid %s, phase %s\n", w.Cluster, w.CopyUID, phaseOrNone(w.CopyPhase))
 		default:
-			fmt.Fprintf(&b, "Worker:     %s (MultiKueue)\n", w.Cluster)
+			fmt.Fprintf(b, "Worker:     %s (MultiKueue)\n", w.Cluster)
 		}
 		if w.Problem != "" && w.Cluster != "" {
-			fmt.Fprintf(&b, "            %s\n", w.Problem)
+			fmt.Fprintf(b, "            %s\n", w.Problem)
 		}
 	}
+}
 
+// writeCandidates writes the candidates of a rule of several triggers.
+func (ex *Explanation) writeCandidates(b *strings.Builder) {
 	if len(ex.Candidates) > 0 {
-		fmt.Fprintf(&b, "Triggers:   %d candidates, policy %s (* decided the outcome)\n", len(ex.Candidates), ex.Policy)
-		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(b, "Triggers:   %d candidates, policy %s (* decided the outcome)\n", len(ex.Candidates), ex.Policy)
+		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 		for _, c := range ex.Candidates {
 			mark := " "
 			if c.Decided {
@@ -284,44 +307,46 @@ func (ex *Explanation) String() string {
 		}
 		_ = tw.Flush()
 	}
+}
 
+// writeEvaluation writes the evaluation of the trigger.
+func (ex *Explanation) writeEvaluation(b *strings.Builder) {
 	if e := ex.Evaluation; e != nil {
 		switch {
 		case e.FromAppWrapperPhase:
-			fmt.Fprintf(&b, "Evaluation: %s, from the AppWrapper's phase (the trigger is not evaluated)\n", e.Outcome)
+			fmt.Fprintf(b, "Evaluation: %s, from the AppWrapper's phase (the trigger is not evaluated)\n", e.Outcome)
 		case e.Error != "":
-			fmt.Fprintf(&b, "Evaluation: not finished: %s\n", e.Error)
+			fmt.Fprintf(b, "Evaluation: not finished: %s\n", e.Error)
 		default:
-			fmt.Fprintf(&b, "Evaluation: %s (cost %d; success %s, failure %s)\n", e.Outcome, e.Cost, builtinOrRule(e.BuiltinSuccess), builtinOrRule(e.BuiltinFailure))
+			fmt.Fprintf(b, "Evaluation: %s (cost %d; success %s, failure %s)\n", e.Outcome, e.Cost, builtinOrRule(e.BuiltinSuccess), builtinOrRule(e.BuiltinFailure))
 		}
 		if e.Message != "" {
-			fmt.Fprintf(&b, "Message:    %s\n", e.Message)
+			fmt.Fprintf(b, "Message:    %s\n", e.Message)
 		}
 	}
+}
 
+// writeRecorded writes the run's recorded outcome and the action in force.
+func (ex *Explanation) writeRecorded(b *strings.Builder) {
 	if rec := ex.Recorded; rec != nil {
-		fmt.Fprintf(&b, "Recorded:   %s by rule %s at %s", rec.Outcome, rec.Rule, rec.FinishedAt.UTC().Format(time.RFC3339Nano))
+		fmt.Fprintf(b, "Recorded:   %s by rule %s at %s", rec.Outcome, rec.Rule, rec.FinishedAt.UTC().Format(time.RFC3339Nano))
 		if rec.Message != "" {
-			fmt.Fprintf(&b, ": %s", rec.Message)
+			fmt.Fprintf(b, ": %s", rec.Message)
 		}
 		b.WriteString("\n")
 		if st := rec.Stamp; st.Rule != "" {
-			fmt.Fprintf(&b, "In force:   rule %s's %s", st.Rule, st.Action.Action)
+			fmt.Fprintf(b, "In force:   rule %s's %s", st.Rule, st.Action.Action)
 			switch {
 			case st.DryRun:
 				b.WriteString(" in dry-run mode")
 			case !st.DueAt.IsZero():
-				fmt.Fprintf(&b, ", deleting from %s", st.DueAt.UTC().Format(time.RFC3339Nano))
+				fmt.Fprintf(b, ", deleting from %s", st.DueAt.UTC().Format(time.RFC3339Nano))
 			}
 			b.WriteString(" (the run's CompletionRecord)\n")
 		}
 	} else {
 		b.WriteString("Recorded:   no outcome\n")
 	}
-	for _, n := range ex.Notes {
-		fmt.Fprintf(&b, "Note:       %s\n", n)
-	}
-	return b.String()
 }
 
 func builtinOrRule(builtin bool) string {
