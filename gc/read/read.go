@@ -98,45 +98,76 @@ func Gather(ctx context.Context, v View, policies *celpolicies.Cache, key types.
 	if err != nil {
 		return in, err
 	}
-	in.Rules = make([]decision.Rule, len(rules))
-	in.Kinds = map[schema.GroupKind]decision.Kind{}
-	for i := range rules {
-		p, err := policies.Get(&rules[i])
-		in.Rules[i] = decision.Rule{Rule: &rules[i], Policy: p, Err: err}
-		if gk := decision.RuleKind(&rules[i]); gk.Kind != "" {
-			if k, ok := in.Kinds[gk]; !ok || k.State == decision.KindWatched {
-				in.Kinds[gk] = v.RuleKind(&rules[i], gk)
-			}
-		}
-	}
+	in.Rules, in.Kinds = compiled(v, policies, rules)
 	if len(rules) == 0 {
 		return in, nil
 	}
-	// A rule with a namespaceSelector needs the Namespace's labels: without
-	// them, a rule that excludes it could not be told from one that
-	// selects it. Without such a rule, they change nothing, and the read
-	// (one request per final check) is saved.
-	if slices.ContainsFunc(rules, func(r wrapupv1alpha1.CompletionRule) bool { return r.Spec.NamespaceSelector != nil }) {
-		ns, err := v.Namespace(ctx, aw.Namespace)
-		if err != nil {
-			return in, err
-		}
-		if ns == nil {
-			return in, fmt.Errorf("reading namespace %s: not found", aw.Namespace)
-		}
-		in.Namespace = ns
+	if in.Namespace, err = namespaceFor(ctx, v, rules, aw.Namespace); err != nil {
+		return in, err
 	}
-
 	if a, ok := v.(aheadReader); ok {
 		a.readBefore(rules, in.Namespace)
 	}
+	plan, tv, err := planTriggers(ctx, v, key, &in)
+	if err != nil {
+		return in, err
+	}
+	if err := readTriggers(ctx, tv, plan, &in); err != nil {
+		return in, err
+	}
+	if plan.ReadAppWrapper {
+		return in, readAppWrapperVariable(ctx, v, plan, &in)
+	}
+	return in, nil
+}
 
-	plan := decision.Plan(in)
+// compiled pairs each rule with its compiled policy, and says how far the
+// kind each names can be read (as the first rule to name it that is not
+// watched says, else watched).
+func compiled(v View, policies *celpolicies.Cache, rules []wrapupv1alpha1.CompletionRule) ([]decision.Rule, map[schema.GroupKind]decision.Kind) {
+	out := make([]decision.Rule, len(rules))
+	kinds := map[schema.GroupKind]decision.Kind{}
+	for i := range rules {
+		p, err := policies.Get(&rules[i])
+		out[i] = decision.Rule{Rule: &rules[i], Policy: p, Err: err}
+		if gk := decision.RuleKind(&rules[i]); gk.Kind != "" {
+			if k, ok := kinds[gk]; !ok || k.State == decision.KindWatched {
+				kinds[gk] = v.RuleKind(&rules[i], gk)
+			}
+		}
+	}
+	return out, kinds
+}
+
+// namespaceFor reads the Namespace name when a rule has a
+// namespaceSelector: without its labels, a rule that excludes it could not
+// be told from one that selects it. Without such a rule, they change
+// nothing, and the read (one request per final check) is saved: nil.
+func namespaceFor(ctx context.Context, v View, rules []wrapupv1alpha1.CompletionRule, name string) (*corev1.Namespace, error) {
+	if !slices.ContainsFunc(rules, func(r wrapupv1alpha1.CompletionRule) bool { return r.Spec.NamespaceSelector != nil }) {
+		return nil, nil
+	}
+	ns, err := v.Namespace(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if ns == nil {
+		return nil, fmt.Errorf("reading namespace %s: not found", name)
+	}
+	return ns, nil
+}
+
+// planTriggers says which triggers the decision on in reads, and where:
+// through v, or, for an AppWrapper MultiKueue dispatched, on its worker
+// cluster (in.Worker), whose kinds it claims there before any is read.
+func planTriggers(ctx context.Context, v View, key types.NamespacedName, in *decision.Input) (decision.Needs, TriggerView, error) {
+	aw := in.AppWrapper
+	plan := decision.Plan(*in)
 	var tv TriggerView = v
-	if rule := plan.Rule; rule != nil && decision.WorkerToRead(in) {
+	if rule := plan.Rule; rule != nil && decision.WorkerToRead(*in) {
 		// MultiKueue dispatched it: its triggers are on a worker cluster.
 		in.Worker, tv = v.Worker(ctx, key, aw)
-		plan = decision.Plan(in)
+		plan = decision.Plan(*in)
 		if c, ok := tv.(Claimer); ok && len(plan.Refs) == 0 {
 			// Not read there yet (no copy of it, or not started): its
 			// triggers' kinds are watched there all the same, so that the
@@ -144,11 +175,17 @@ func Gather(ctx context.Context, v View, policies *celpolicies.Cache, key types.
 			refs, _ := decision.FindTriggers(aw, rule.Rule)
 			for _, ref := range refs {
 				if err := c.Claim(ref.Kind, decision.TriggerFields(rule.Policy, ref.Kind)); err != nil {
-					return in, err
+					return plan, tv, err
 				}
 			}
 		}
 	}
+	return plan, tv, nil
+}
+
+// readTriggers reads the triggers plan names through tv into in.
+func readTriggers(ctx context.Context, tv TriggerView, plan decision.Needs, in *decision.Input) error {
+	aw := in.AppWrapper
 	for _, ref := range plan.Refs {
 		t, err := tv.Trigger(ctx, aw, ref, decision.TriggerFields(plan.Rule.Policy, ref.Kind))
 		if in.Worker != nil {
@@ -171,27 +208,32 @@ func Gather(ctx context.Context, v View, policies *celpolicies.Cache, key types.
 			continue
 		}
 		if err != nil {
-			return in, err
+			return err
 		}
 		in.Triggers = append(in.Triggers, t)
 		if ref.Annotated {
 			in.Kinds[ref.Kind] = tv.Kind(ref.Kind)
 		}
 	}
-	if plan.ReadAppWrapper {
-		if in.AppWrapperVariable, err = v.AppWrapperVariable(ctx, aw, plan.Rule.Policy); err != nil {
-			return in, err
-		}
-		if st, ok := decision.StatusForRules(in); ok {
-			// Under MultiKueue, the status of the copy that runs it.
-			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
-			if err != nil {
-				return in, err
-			}
-			in.AppWrapperVariable["status"] = m
-		}
+	return nil
+}
+
+// readAppWrapperVariable reads the appWrapper variable of in's AppWrapper
+// for plan's rule; under MultiKueue, with the status of the copy that runs
+// it.
+func readAppWrapperVariable(ctx context.Context, v View, plan decision.Needs, in *decision.Input) error {
+	var err error
+	if in.AppWrapperVariable, err = v.AppWrapperVariable(ctx, in.AppWrapper, plan.Rule.Policy); err != nil {
+		return err
 	}
-	return in, nil
+	if st, ok := decision.StatusForRules(*in); ok {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+		if err != nil {
+			return err
+		}
+		in.AppWrapperVariable["status"] = m
+	}
+	return nil
 }
 
 // Reader reads everything from one client.Reader: the API server for
