@@ -664,22 +664,8 @@ func decideOn(ctx context.Context, in Input) Decision {
 		}
 		return d
 	}
-	if MultiKueueManaged(aw) {
-		d.Worker = workerInfo(in)
-		// (Whatever the AppWrapper's status says: with the worker
-		// unread, it is the status of no copy known to be this one's.)
-		if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil && !(d.Recorded != nil && d.Recorded.Outcome == wrapupv1alpha1.OutcomeSucceeded) {
-			// (A recorded success is final, worker or not: it is deleted
-			// when due. Waiting for the worker would outlast Kueue's
-			// workerLostTimeout, after which MultiKueue dispatches the
-			// finished run again elsewhere.)
-			d.Verdict, d.Requeue = VerdictWorkerUnreachable, WorkerBackoff(in.WorkerFailures+1)
-			d.WorkerFailures = in.WorkerFailures + 1
-			d.Reason = fmt.Sprintf("MultiKueue dispatched the AppWrapper to worker cluster %s, which wrapup cannot read: %s; nothing is recorded or deleted until it can",
-				in.Worker.Cluster, problem)
-			d.warn(WarningWorkerUnreachable, d.Reason)
-			return d
-		}
+	if MultiKueueManaged(aw) && d.workerUnreachable(in) {
+		return d
 	}
 	if len(refs) > 1 {
 		d.decideMany(ctx, in, sel.winner, refs)
@@ -687,25 +673,55 @@ func decideOn(ctx context.Context, in Input) Decision {
 	}
 	ref := refs[0]
 	d.Trigger = &TriggerInfo{Ref: ref}
-	if ref.Annotated && deployed(aw) {
-		gk := ref.Kind
-		d.Claims = []schema.GroupKind{gk}
-		if k, ok := in.Kinds[gk]; ok && !k.usable() {
-			d.Verdict = VerdictTriggerNotWatchable
-			d.Reason = fmt.Sprintf("the annotated trigger's kind %s is not served by the API server (is its CRD installed?)", gk)
-			if k.State == KindNotWatchable {
-				d.Reason = fmt.Sprintf("wrapup cannot watch the annotated trigger's kind %s: %s", gk, k.Message)
-			}
-			d.Trigger.Problem = d.Reason
-			d.Requeue = NotWatchableRetry
-			d.warn(WarningTriggerKindNotWatched, d.Reason)
-			return d
-		}
+	if ref.Annotated && deployed(aw) && d.annotatedKindOfOneUnusable(in, ref) {
+		return d
 	}
-
 	state, res := d.observe(ctx, in, policy, ref)
 	d.decide(in, rule, state, res)
 	return d
+}
+
+// workerUnreachable decides, for an AppWrapper that MultiKueue dispatches,
+// that it waits while its worker cluster cannot be read (unless its
+// success is recorded), and says whether it did. d.Worker is set either
+// way.
+func (d *Decision) workerUnreachable(in Input) bool {
+	d.Worker = workerInfo(in)
+	// (Whatever the AppWrapper's status says: with the worker
+	// unread, it is the status of no copy known to be this one's.)
+	if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil && !(d.Recorded != nil && d.Recorded.Outcome == wrapupv1alpha1.OutcomeSucceeded) {
+		// (A recorded success is final, worker or not: it is deleted
+		// when due. Waiting for the worker would outlast Kueue's
+		// workerLostTimeout, after which MultiKueue dispatches the
+		// finished run again elsewhere.)
+		d.Verdict, d.Requeue = VerdictWorkerUnreachable, WorkerBackoff(in.WorkerFailures+1)
+		d.WorkerFailures = in.WorkerFailures + 1
+		d.Reason = fmt.Sprintf("MultiKueue dispatched the AppWrapper to worker cluster %s, which wrapup cannot read: %s; nothing is recorded or deleted until it can",
+			in.Worker.Cluster, problem)
+		d.warn(WarningWorkerUnreachable, d.Reason)
+		return true
+	}
+	return false
+}
+
+// annotatedKindOfOneUnusable decides, when the kind of the annotated
+// trigger ref is not served or not watchable, that the AppWrapper waits
+// for it, and says whether it did. The kind is claimed either way.
+func (d *Decision) annotatedKindOfOneUnusable(in Input, ref Ref) bool {
+	gk := ref.Kind
+	d.Claims = []schema.GroupKind{gk}
+	if k, ok := in.Kinds[gk]; ok && !k.usable() {
+		d.Verdict = VerdictTriggerNotWatchable
+		d.Reason = fmt.Sprintf("the annotated trigger's kind %s is not served by the API server (is its CRD installed?)", gk)
+		if k.State == KindNotWatchable {
+			d.Reason = fmt.Sprintf("wrapup cannot watch the annotated trigger's kind %s: %s", gk, k.Message)
+		}
+		d.Trigger.Problem = d.Reason
+		d.Requeue = NotWatchableRetry
+		d.warn(WarningTriggerKindNotWatched, d.Reason)
+		return true
+	}
+	return false
 }
 
 // observe evaluates the live trigger, when there is one.
@@ -822,7 +838,6 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, state l
 	}
 	rec := d.Recorded
 	uid := d.Trigger.UID
-	phase := aw.Status.Phase
 
 	if state == liveError {
 		evalErr := d.Evaluation.Error
@@ -858,7 +873,13 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, state l
 		})
 		return
 	}
+	d.decideAfresh(in, rule, state, res, grace)
+}
 
+// decideAfresh decides for an AppWrapper whose run has no record, on its
+// single trigger in the live state.
+func (d *Decision) decideAfresh(in Input, rule *wrapupv1alpha1.CompletionRule, state liveState, res celpolicies.Result, grace time.Duration) {
+	aw, now, uid, phase := in.AppWrapper, in.Now, d.Trigger.UID, in.AppWrapper.Status.Phase
 	switch state {
 	case liveSucceeded:
 		d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, res.Message, uid)
@@ -1137,29 +1158,9 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 		// The user asked the AppWrapper controller to keep a failed
 		// AppWrapper for debugging: never delete it before that ends,
 		// whatever the trigger said (another component may have failed).
-		if t := rec.FinishedAt.Add(hold); outcome == wrapupv1alpha1.OutcomeFailed && t.After(notBefore) {
-			notBefore = t
-		}
-		if aw.Status.Phase == awv1beta2.AppWrapperFailed && !aw.Spec.Suspend {
-			start, ok := failedHoldStart(aw)
-			if r := in.HoldStart; !r.IsZero() && (!ok || r.Before(start)) {
-				// The hold started when first seen; the condition's time
-				// moved on after the teardown.
-				start, ok = r, true
-			}
-			if ok {
-				d.HoldStart = start
-			}
-			if !ok {
-				d.Verdict, d.After, d.Requeue = VerdictDeleteAfterTTL, hold, holdStartRetry
-				d.DueAt = in.Now.Add(hold)
-				d.Reason = fmt.Sprintf("the trigger %s: the AppWrapper asks to be kept %s after it failed (%s), and its controller has not started that hold yet",
-					outcome, hold, awv1beta2.DeletionOnFailureGracePeriodAnnotation)
-				return
-			}
-			if t := start.Add(hold); t.After(notBefore) {
-				notBefore = t
-			}
+		var started bool
+		if notBefore, started = d.failedHold(in, rec, hold, notBefore); !started {
+			return
 		}
 		why += fmt.Sprintf(", and not before the AppWrapper's own hold of %s after it failed (%s)", hold, awv1beta2.DeletionOnFailureGracePeriodAnnotation)
 	}
@@ -1172,6 +1173,40 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 	d.Verdict = VerdictDelete
 	d.Reason = fmt.Sprintf("the trigger %s: rule %s deletes the AppWrapper now, if a decision on a fresh read of it, its rules and its trigger still says so", outcome, rule.Name)
 	d.Events = append(d.Events, EventDeleted.Event(rule.Name, outcome))
+}
+
+// failedHold moves notBefore past the AppWrapper's own hold of a failed
+// AppWrapper (hold, its DeletionOnFailureGracePeriodAnnotation): from the
+// run's failure, and from when its controller started the hold. It says
+// false when it decided that the AppWrapper waits for its controller to
+// start that hold.
+func (d *Decision) failedHold(in Input, rec *Record, hold time.Duration, notBefore time.Time) (time.Time, bool) {
+	aw, outcome := in.AppWrapper, rec.Outcome
+	if t := rec.FinishedAt.Add(hold); outcome == wrapupv1alpha1.OutcomeFailed && t.After(notBefore) {
+		notBefore = t
+	}
+	if aw.Status.Phase == awv1beta2.AppWrapperFailed && !aw.Spec.Suspend {
+		start, ok := failedHoldStart(aw)
+		if r := in.HoldStart; !r.IsZero() && (!ok || r.Before(start)) {
+			// The hold started when first seen; the condition's time
+			// moved on after the teardown.
+			start, ok = r, true
+		}
+		if ok {
+			d.HoldStart = start
+		}
+		if !ok {
+			d.Verdict, d.After, d.Requeue = VerdictDeleteAfterTTL, hold, holdStartRetry
+			d.DueAt = in.Now.Add(hold)
+			d.Reason = fmt.Sprintf("the trigger %s: the AppWrapper asks to be kept %s after it failed (%s), and its controller has not started that hold yet",
+				outcome, hold, awv1beta2.DeletionOnFailureGracePeriodAnnotation)
+			return notBefore, false
+		}
+		if t := start.Add(hold); t.After(notBefore) {
+			notBefore = t
+		}
+	}
+	return notBefore, true
 }
 
 // stamp sets, from the action d decided for rule, the stamp of the run

@@ -110,84 +110,15 @@ func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref
 	rule := w.Rule
 	policy := Policy(rule)
 	d.Policy = policy
-	now := in.Now
 	grace := in.FailureGracePeriod
 	if grace <= 0 {
 		grace = DefaultFailureGracePeriod
 	}
-
-	if deployed(aw) {
-		for _, ref := range refs {
-			if ref.Annotated && !containsKind(d.Claims, ref.Kind) {
-				d.Claims = append(d.Claims, ref.Kind)
-			}
-		}
-		for _, gk := range d.Claims {
-			if k, ok := in.Kinds[gk]; ok && !k.usable() {
-				d.Verdict = VerdictTriggerNotWatchable
-				d.Reason = fmt.Sprintf("the annotated triggers' kind %s is not served by the API server (is its CRD installed?)", gk)
-				if k.State == KindNotWatchable {
-					d.Reason = fmt.Sprintf("wrapup cannot watch the annotated triggers' kind %s: %s", gk, k.Message)
-				}
-				for _, ref := range refs {
-					c := Candidate{TriggerInfo: TriggerInfo{Ref: ref}, State: "Unknown"}
-					if ref.Kind == gk {
-						c.Problem = d.Reason
-					}
-					d.Candidates = append(d.Candidates, c)
-				}
-				d.Requeue = NotWatchableRetry
-				d.warn(WarningTriggerKindNotWatched, d.Reason)
-				return
-			}
-		}
+	if deployed(aw) && d.annotatedKindUnusable(in, refs) {
+		return
 	}
-
-	cs := make([]observed, len(refs))
-	unknown, errs, notOwned := 0, 0, 0
-	for i, ref := range refs {
-		cs[i] = observeCandidate(ctx, in, w.Policy, ref)
-		c := &cs[i]
-		switch {
-		case c.notOwned:
-			notOwned++
-			d.warn(WarningTriggerNotOwned, c.info.Problem)
-		case c.state == liveError:
-			errs++
-			d.warn(WarningEvaluationError, rule.Name, c.name(), c.eval.Error)
-		case c.state == liveUnknown:
-			unknown++
-		}
-	}
-	d.Candidates = make([]Candidate, len(cs))
-	for i := range cs {
-		d.Candidates[i] = Candidate{TriggerInfo: cs[i].info, Evaluation: cs[i].eval, State: cs[i].stateWord()}
-	}
-
-	// What the controller remembers of a failure follows the candidates
-	// that failed.
-	v := settle(policy, cs)
-	if v.failure && policy == wrapupv1alpha1.TriggerPolicyAll {
-		// The failed candidate whose failure the controller remembers
-		// decides: its grace runs from when it was first seen.
-		for i := range cs {
-			if cs[i].state == liveFailed && cs[i].info.UID != "" && cs[i].info.UID == in.FailureSeen.TriggerUID {
-				v.deciders = []int{i}
-			}
-		}
-	}
-	switch {
-	case v.failure:
-		key := failureKey(cs, v.deciders)
-		first := now
-		if in.FailureSeen.TriggerUID == key && !in.FailureSeen.At.IsZero() && in.FailureSeen.At.Before(first) {
-			first = in.FailureSeen.At
-		}
-		d.FailureSeen = &FailureSeen{TriggerUID: key, At: first}
-	case unknown == 0 && errs == 0:
-		d.FailureSeen = nil
-	}
-
+	cs, n := d.observeMany(ctx, in, w, refs)
+	v := d.settleMany(in, policy, cs, n)
 	if d.Recorded != nil {
 		// The run's record is final for the candidates it names.
 		d.decideRecorded(in, rule, policy, cs, grace, func() bool {
@@ -206,7 +137,104 @@ func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref
 		})
 		return
 	}
+	d.decideManyAfresh(in, rule, policy, cs, v, n, grace)
+}
 
+// annotatedKindUnusable decides, when a kind of the annotated triggers refs
+// is not served or not watchable, that the AppWrapper waits for it, and
+// says whether it did. The kinds are claimed (d.Claims) either way.
+func (d *Decision) annotatedKindUnusable(in Input, refs []Ref) bool {
+	for _, ref := range refs {
+		if ref.Annotated && !containsKind(d.Claims, ref.Kind) {
+			d.Claims = append(d.Claims, ref.Kind)
+		}
+	}
+	for _, gk := range d.Claims {
+		if k, ok := in.Kinds[gk]; ok && !k.usable() {
+			d.Verdict = VerdictTriggerNotWatchable
+			d.Reason = fmt.Sprintf("the annotated triggers' kind %s is not served by the API server (is its CRD installed?)", gk)
+			if k.State == KindNotWatchable {
+				d.Reason = fmt.Sprintf("wrapup cannot watch the annotated triggers' kind %s: %s", gk, k.Message)
+			}
+			for _, ref := range refs {
+				c := Candidate{TriggerInfo: TriggerInfo{Ref: ref}, State: "Unknown"}
+				if ref.Kind == gk {
+					c.Problem = d.Reason
+				}
+				d.Candidates = append(d.Candidates, c)
+			}
+			d.Requeue = NotWatchableRetry
+			d.warn(WarningTriggerKindNotWatched, d.Reason)
+			return true
+		}
+	}
+	return false
+}
+
+// manyCounts counts the candidates not read yet (unknown), whose
+// evaluation failed (errs), and not controlled by the AppWrapper.
+type manyCounts struct{ unknown, errs, notOwned int }
+
+// observeMany observes each candidate refs of rule w, with the Warnings
+// they call for, into d.Candidates.
+func (d *Decision) observeMany(ctx context.Context, in Input, w *Rule, refs []Ref) ([]observed, manyCounts) {
+	rule := w.Rule
+	cs := make([]observed, len(refs))
+	var n manyCounts
+	for i, ref := range refs {
+		cs[i] = observeCandidate(ctx, in, w.Policy, ref)
+		c := &cs[i]
+		switch {
+		case c.notOwned:
+			n.notOwned++
+			d.warn(WarningTriggerNotOwned, c.info.Problem)
+		case c.state == liveError:
+			n.errs++
+			d.warn(WarningEvaluationError, rule.Name, c.name(), c.eval.Error)
+		case c.state == liveUnknown:
+			n.unknown++
+		}
+	}
+	d.Candidates = make([]Candidate, len(cs))
+	for i := range cs {
+		d.Candidates[i] = Candidate{TriggerInfo: cs[i].info, Evaluation: cs[i].eval, State: cs[i].stateWord()}
+	}
+	return cs, n
+}
+
+// settleMany settles the candidates cs under policy, and keeps what the
+// controller remembers of a failure, which follows the candidates that
+// failed.
+func (d *Decision) settleMany(in Input, policy wrapupv1alpha1.TriggerPolicy, cs []observed, n manyCounts) settled {
+	now := in.Now
+	v := settle(policy, cs)
+	if v.failure && policy == wrapupv1alpha1.TriggerPolicyAll {
+		// The failed candidate whose failure the controller remembers
+		// decides: its grace runs from when it was first seen.
+		for i := range cs {
+			if cs[i].state == liveFailed && cs[i].info.UID != "" && cs[i].info.UID == in.FailureSeen.TriggerUID {
+				v.deciders = []int{i}
+			}
+		}
+	}
+	switch {
+	case v.failure:
+		key := failureKey(cs, v.deciders)
+		first := now
+		if in.FailureSeen.TriggerUID == key && !in.FailureSeen.At.IsZero() && in.FailureSeen.At.Before(first) {
+			first = in.FailureSeen.At
+		}
+		d.FailureSeen = &FailureSeen{TriggerUID: key, At: first}
+	case n.unknown == 0 && n.errs == 0:
+		d.FailureSeen = nil
+	}
+	return v
+}
+
+// decideManyAfresh decides for an AppWrapper whose run has no record, on
+// the candidates cs settled as v.
+func (d *Decision) decideManyAfresh(in Input, rule *wrapupv1alpha1.CompletionRule, policy wrapupv1alpha1.TriggerPolicy, cs []observed, v settled, n manyCounts, grace time.Duration) {
+	aw, now := in.AppWrapper, in.Now
 	phase := aw.Status.Phase
 	switch {
 	case v.outcome == wrapupv1alpha1.OutcomeSucceeded:
@@ -221,16 +249,16 @@ func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref
 		}
 		d.recordMany(in, rule, v.outcome, cs, v.deciders, "")
 		return
-	case unknown > 0:
+	case n.unknown > 0:
 		d.Verdict, d.Requeue = VerdictWaitingForTrigger, PendingRetry
-		d.Reason = fmt.Sprintf("%d of %d triggers were not read (their cache has not listed yet); wrapup looks again when it has", unknown, len(cs))
+		d.Reason = fmt.Sprintf("%d of %d triggers were not read (their cache has not listed yet); wrapup looks again when it has", n.unknown, len(cs))
 		return
-	case phase == awv1beta2.AppWrapperFailed && errs == 0:
+	case phase == awv1beta2.AppWrapperFailed && n.errs == 0:
 		// The AppWrapper controller gave up and tears the components down.
 		msg := failedPhaseMessage(aw)
 		d.recordMany(in, rule, wrapupv1alpha1.OutcomeFailed, cs, allOf(cs), msg)
 		return
-	case phase == awv1beta2.AppWrapperSucceeded && errs == 0 && notOwned == 0 && noneUnfinished(cs):
+	case phase == awv1beta2.AppWrapperSucceeded && n.errs == 0 && n.notOwned == 0 && noneUnfinished(cs):
 		// Every pod succeeded, as the AppWrapper controller saw it, and the
 		// triggers that are not there any more (their own TTL) succeeded.
 		d.recordMany(in, rule, wrapupv1alpha1.OutcomeSucceeded, cs, allOf(cs), "the AppWrapper controller marked the AppWrapper Succeeded")
@@ -245,8 +273,8 @@ func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref
 	}
 	d.Reason = fmt.Sprintf("policy %s: %d of %d triggers have not finished (%s); wrapup evaluates again when one changes",
 		policy, len(running), len(cs), Truncate(strings.Join(running, ", "), MaxMessage/2))
-	if errs > 0 {
-		d.Reason += fmt.Sprintf("; %d evaluation(s) failed, which counts as not finished (Warning Event EvaluationError)", errs)
+	if n.errs > 0 {
+		d.Reason += fmt.Sprintf("; %d evaluation(s) failed, which counts as not finished (Warning Event EvaluationError)", n.errs)
 	}
 }
 

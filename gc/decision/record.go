@@ -306,6 +306,15 @@ func CompletionRecordOf(in Input, d Decision, rec *Record) *wrapupv1alpha1.Compl
 		// Kept while the AppWrapper exists, and gone with it.
 		cr.OwnerReferences = []metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: aw.Name, UID: aw.UID}}
 	}
+	recordLabels(cr, aw, rec)
+	recordTriggers(cr, in, d, rec)
+	return cr
+}
+
+// recordLabels copies onto the record cr the labels of aw (up to
+// MaxRecordedLabels, none of wrapup's group), as its own and as the
+// AppWrapper's, and sets wrapup's labels from what it decided alone.
+func recordLabels(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper, rec *Record) {
 	keys := make([]string, 0, len(aw.Labels))
 	for k := range aw.Labels {
 		if !strings.HasPrefix(k, wrapupv1alpha1.GroupVersion.Group+"/") {
@@ -331,7 +340,12 @@ func CompletionRecordOf(in Input, d Decision, rec *Record) *wrapupv1alpha1.Compl
 		cr.Labels[wrapupv1alpha1.RecordRuleLabel] = rec.Rule
 	}
 	cr.Labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
+}
 
+// recordTriggers lists on the record cr the triggers of the decision d,
+// every one that decided and, up to MaxRecordedTriggers, the others; the
+// first of them with their status.
+func recordTriggers(cr *wrapupv1alpha1.CompletionRecord, in Input, d Decision, rec *Record) {
 	add := func(info TriggerInfo, state string) {
 		rt, decided := rec.recorded(info.Index)
 		full := len(cr.Triggers) >= wrapupv1alpha1.MaxRecordedTriggers
@@ -371,7 +385,6 @@ func CompletionRecordOf(in Input, d Decision, rec *Record) *wrapupv1alpha1.Compl
 		}
 		add(*d.Trigger, state)
 	}
-	return cr
 }
 
 // triggerStatus copies the phase and the last conditions of obj's status.

@@ -140,6 +140,25 @@ func unusable(r *Rule, kinds map[schema.GroupKind]Kind) string {
 	return ""
 }
 
+// selects says whether rule's selectors select the AppWrapper (its
+// labels awLabels) and its namespace (nsLabels), with each selector as
+// text. A selector that does not parse fails closed: it selects, each of
+// the two on its own (with both broken, the rule still blocks), and broken
+// says why.
+func selects(rule *wrapupv1alpha1.CompletionRule, awLabels, nsLabels map[string]string) (awMatch, nsMatch bool, awSel, nsSel labels.Selector, broken string) {
+	awMatch, awSel, awErr := selectorMatches(rule.Spec.AppWrapperSelector, awLabels)
+	nsMatch, nsSel, nsErr := selectorMatches(rule.Spec.NamespaceSelector, nsLabels)
+	if nsErr != nil {
+		broken = "its namespaceSelector does not parse: " + nsErr.Error()
+		nsMatch = true
+	}
+	if awErr != nil {
+		broken = "its appWrapperSelector does not parse: " + awErr.Error()
+		awMatch = true
+	}
+	return awMatch, nsMatch, awSel, nsSel, broken
+}
+
 // selectRule chooses the rule that decides for aw in a namespace with
 // nsLabels: the highest-priority rule that applies to it, whose selectors
 // select it and which has a candidate trigger among its components (one of
@@ -171,17 +190,9 @@ func selectRule(rules []Rule, aw *awv1beta2.AppWrapper, nsLabels map[string]stri
 			s.Ready = string(c.Status) + "/" + c.Reason
 		}
 		why := unusable(r, kinds)
-		awMatch, awSel, awErr := selectorMatches(rule.Spec.AppWrapperSelector, awLabels)
-		nsMatch, nsSel, nsErr := selectorMatches(rule.Spec.NamespaceSelector, nsLabels)
-		// A selector that does not parse fails closed: it selects, each of
-		// the two on its own (with both broken, the rule still blocks).
-		if nsErr != nil {
-			why = "its namespaceSelector does not parse: " + nsErr.Error()
-			nsMatch = true
-		}
-		if awErr != nil {
-			why = "its appWrapperSelector does not parse: " + awErr.Error()
-			awMatch = true
+		awMatch, nsMatch, awSel, nsSel, broken := selects(rule, awLabels, nsLabels)
+		if broken != "" {
+			why = broken
 		}
 		s.Valid = why == ""
 		s.Matches = awMatch && nsMatch
