@@ -562,7 +562,7 @@ func tornDownTrig(u *unstructured.Unstructured) bool {
 		return false
 	}
 	if ts := u.GetDeletionTimestamp(); ts != nil {
-		return !(u.GetKind() == "Job" && trigState(u) != "" && finishedSecond(u).Before(ts.Time))
+		return !(u.GetKind() == "Job" && trigState(u) != "" && finishedSecond(u).Before(ts.Truncate(time.Second)))
 	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {

@@ -69,9 +69,9 @@ const (
 	// ConditionTriggerCached is False on a rule that reads a field of its
 	// trigger kind which the kind's informer, started before the rule,
 	// does not keep (reason FieldsReadLive): its decisions read the
-	// trigger from the API server, one request each, until no rule needs
-	// the informer (or wrapup restarts) and the next one keeps the field.
-	// The rule works all the same.
+	// trigger from the API server, one request each, until wrapup
+	// restarts (the informer then keeps what every rule reads). The rule
+	// works all the same.
 	ConditionTriggerCached = "TriggerCached"
 )
 

@@ -537,6 +537,12 @@ func (s liveState) present() bool {
 // before the deletionTimestamp: both are kept to the second, and a Job
 // deleted while it runs may still be finished by its controller on the
 // way (syncJob goes on for a Job being deleted), within the same second.
+// The condition's time is kube-controller-manager's clock and the
+// deletionTimestamp the API server's: they are taken to agree within a
+// second. (Such a Job is, in any case, a component being deleted, for
+// which the AppWrapper controller fails the AppWrapper: appwrapper v1.2.2
+// internal/controller/appwrapper/appwrapper_controller.go, Reconcile,
+// MissingComponent.)
 func tornDown(obj *unstructured.Unstructured) string {
 	if ts := obj.GetDeletionTimestamp(); ts != nil {
 		if finishedBefore(obj, ts.Time) {

@@ -27,24 +27,32 @@ import (
 
 const nsLabel = "wrapup.test/namespace"
 
-// kubeletHold is a finalizer that stands for a pod's kubelet, still
-// stopping it: the garbage collector's Foreground deletion of its owner
-// waits for the pod.
-const kubeletHold = "wrapup.test/kubelet-stopping"
+// testHold is a finalizer of the spec's own, which keeps an object being
+// deleted, whatever the deletion's propagation, until the spec releases
+// it.
+const testHold = "wrapup.test/hold"
 
-// releasePod removes kubeletHold from pod, as its kubelet does once the
-// pod has stopped.
-func releasePod(pod *corev1.Pod) {
+// hold adds testHold to obj.
+func hold(obj client.Object) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
-		got := &corev1.Pod{}
-		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), got)
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		obj.SetFinalizers(append(obj.GetFinalizers(), testHold))
+		g.Expect(k8sClient.Update(ctx, obj)).To(Succeed())
+	}, util.Timeout, util.Interval).Should(Succeed())
+}
+
+// release removes testHold from obj, if it is still there.
+func release(obj client.Object) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		if apierrors.IsNotFound(err) {
 			return
 		}
 		g.Expect(err).NotTo(HaveOccurred())
-		got.Finalizers = slices.DeleteFunc(got.Finalizers, func(f string) bool { return f == kubeletHold })
-		g.Expect(client.IgnoreNotFound(k8sClient.Update(ctx, got))).To(Succeed())
+		obj.SetFinalizers(slices.DeleteFunc(obj.GetFinalizers(), func(f string) bool { return f == testHold }))
+		g.Expect(client.IgnoreNotFound(k8sClient.Update(ctx, obj))).To(Succeed())
 	}, util.Timeout, util.Interval).Should(Succeed())
 }
 
@@ -122,19 +130,22 @@ var _ = Describe("Completing AppWrappers", func() {
 		createRunning(aw)
 		job := types.NamespacedName{Namespace: ns.Name, Name: "ttl1-benchmark"}
 		j := expectJob(job)
-		j.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("Job"))
-
-		By("the Job's pod, which the kubelet is still stopping, holding the Job's Foreground deletion")
-		pod := util.CreatePod(ctx, k8sClient, ns.Name, "ttl1-benchmark-0", aw.Name, j, corev1.PodSucceeded)
-		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
-			pod.Finalizers = append(pod.Finalizers, kubeletHold)
-			g.Expect(k8sClient.Update(ctx, pod)).To(Succeed())
-		}, util.Timeout, util.Interval).Should(Succeed())
-		DeferCleanup(func() { releasePod(pod) })
+		// The TTL-after-finished controller deletes with Foreground
+		// propagation, so the Job is seen being deleted while its pods go.
+		// The AppWrapper controller (v1.2.2) then counts it as not
+		// deployed and fails the AppWrapper (MissingComponent), and its
+		// teardown deletes the Job again with Background propagation,
+		// which removes it at once (appwrapper_controller.go, Reconcile
+		// and getComponentStatus; resource_management.go,
+		// deleteComponents): the spec's finalizer keeps the Job being
+		// deleted, so that wrapup is seen to judge that state whenever it
+		// reads it.
+		hold(j)
+		DeferCleanup(func() { release(j) })
 
 		By("the Job completing 10 s ago, and the TTL-after-finished controller deleting it with Foreground propagation, as processJob does")
 		util.JobCompleteAt(ctx, k8sClient, job, time.Now().Add(-10*time.Second))
+		Expect(k8sClient.Get(ctx, job, j)).To(Succeed())
 		Expect(k8sClient.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationForeground),
 			client.Preconditions{UID: &j.UID})).To(Succeed())
 		Eventually(func(g Gomega) {
@@ -147,8 +158,8 @@ var _ = Describe("Completing AppWrappers", func() {
 		createReadyRule(ns, makeRule("ttl").AppWrapperLabels(map[string]string{"llm-d.ai/role": "benchmark"}).TriggerKind("batch", "Job", ""))
 		expectRecord(aw, wrapupv1alpha1.OutcomeSucceeded)
 
-		By("the pod gone, the Job and the AppWrapper going")
-		releasePod(pod)
+		By("the Job gone, the AppWrapper going")
+		release(j)
 		util.ExpectGone(ctx, k8sClient, aw, util.LongTimeout)
 	})
 
