@@ -6,7 +6,7 @@
 # that holds the binaries (the value for KUBEBUILDER_ASSETS) on stdout;
 # progress goes to stderr.
 #
-# WRAPUP_CONTROLPLANE_SKIP names tools not to build, such as "helm", which
+# WRAPUP_CONTROLPLANE_SKIP names binaries not to build, such as "helm", which
 # make demo and make up do not use. WRAPUP_CONTROLPLANE_QUIET=1 says nothing
 # of what is cached, only of what it builds.
 #
@@ -21,8 +21,12 @@ cached() {
 	fi
 }
 
-k8s_version="$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' go.mod)"
-etcd_version="$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2; exit}' go.mod)"
+# WRAPUP_CONTROLPLANE_MODULE is the folder, under this one, of the module
+# that pins the release to build: "." (v1.37.2), or "oldest" (the oldest
+# minor the chart claims, for make test-oldest).
+module="${WRAPUP_CONTROLPLANE_MODULE:-.}"
+k8s_version="$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' "${module}/go.mod")"
+etcd_version="$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2; exit}' "${module}/go.mod")"
 cache_root="${WRAPUP_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wrapup}"
 out="${cache_root}/controlplane-${k8s_version}-etcd-${etcd_version}"
 mkdir -p "$out"
@@ -42,13 +46,16 @@ k8s_ldflags="-s -w \
 
 build() {
 	local name="$1" pkg="$2" ldflags="$3"
+	if [[ " ${WRAPUP_CONTROLPLANE_SKIP:-} " == *" ${name} "* ]]; then
+		return
+	fi
 	if [[ -x "${out}/${name}" ]]; then
 		cached "${name} ${k8s_version}"
 		return
 	fi
 	echo "controlplane: building ${name} (${pkg}); the first build of the control plane takes ~17-22 minutes on 2 cores" >&2
 	local start=$SECONDS
-	CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "${out}/.${name}.tmp" "$pkg"
+	(cd "$module" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "${out}/.${name}.tmp" "$pkg")
 	mv -f "${out}/.${name}.tmp" "${out}/${name}"
 	echo "controlplane: built ${name} in $((SECONDS - start))s" >&2
 }

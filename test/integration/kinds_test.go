@@ -96,6 +96,7 @@ var _ = Describe("Trigger kinds", func() {
 	}
 
 	It("finishes every kind with one rule per kind at one priority, and annotated-triggers for the rest", func() {
+		skipWithoutJobSet()
 		// What admins write first (docs/writing-rules.md, "One rule per
 		// kind"): no selectors but the spec's namespace, one priority.
 		createReadyRule(ns, util.MakeRule("jobs").TriggerKind("batch", "Job", "").Priority(10))
@@ -200,6 +201,7 @@ var _ = Describe("Trigger kinds", func() {
 	})
 
 	It("finishes on a JobSet's Completed condition (built-in)", func() {
+		skipWithoutJobSet()
 		createReadyRule(ns, util.MakeRule("jobset").TriggerKind("jobset.x-k8s.io", "JobSet", ""))
 		finishes(object("jobset.x-k8s.io/v1alpha2", "JobSet", "train", map[string]any{
 			"replicatedJobs": []any{map[string]any{"name": "workers", "replicas": int64(1), "template": map[string]any{

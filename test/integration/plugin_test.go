@@ -53,6 +53,7 @@ func plugin() (run func(args ...string) (string, int)) {
 
 var _ = Describe("kubectl wrapup", func() {
 	It("lint reports exactly the type-check warnings the controller writes on each rule's status, offline and against the cluster", func() {
+		skipWithoutJobSet()
 		const file = "test/integration/testdata/lint-agreement.yaml"
 		run := plugin()
 
