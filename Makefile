@@ -99,7 +99,7 @@ test-unit: ## Run the unit tests only (no control plane).
 test-oldest: export WRAPUP_CONTROLPLANE_MODULE := oldest
 test-oldest: export WRAPUP_CONTROLPLANE_SKIP := kubectl kube-scheduler helm kwok lws
 test-oldest: export WRAPUP_TEST_WITHOUT_JOBSET := 1
-test-oldest: ## Run the integration suite against the oldest Kubernetes minor the chart claims (v1.30.14); its first build takes ~20-40 minutes on 2 cores.
+test-oldest: ## Run the integration suite against the oldest Kubernetes minor the chart claims (v1.30.14); about 6 minutes, after a first build of 5-15 minutes on 2 cores.
 	$(call with-controlplane,go test $(GO_TEST_FLAGS) ./test/integration/...)
 
 # The size of `make sim`.
