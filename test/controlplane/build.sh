@@ -33,7 +33,12 @@ mkdir -p "$out"
 
 # One build at a time per cache folder: a second caller waits for the first.
 exec 9>"${out}/.lock"
-flock 9
+if ! flock -n 9; then
+	# Another build (another make, a test suite) holds the folder: say so,
+	# rather than look hung, and wait for it.
+	echo "controlplane: waiting for another build of ${out} to finish (its lock ${out}/.lock)" >&2
+	flock 9
+fi
 
 k8s_ldflags="-s -w \
  -X k8s.io/component-base/version.gitVersion=${k8s_version} \
