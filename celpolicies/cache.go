@@ -31,12 +31,17 @@ type cacheEntry struct {
 
 // Get returns the compiled policy of rule, compiling it if the cache has no
 // entry for the rule's UID or one for another generation. It returns the
-// cached *CompileError for a rule that does not compile.
+// cached *CompileError for a rule that does not compile. A rule with no
+// UID (read from a file, never stored by an API server) is compiled and
+// not cached: nothing tells two of them apart.
 func (c *Cache) Get(rule *v1alpha1.CompletionRule) (*Policy, error) {
 	if rule == nil {
 		return nil, errors.New("compiling expressions: nil rule")
 	}
 	uid, gen := rule.UID, rule.Generation
+	if uid == "" {
+		return CompileWithOptions(&rule.Spec, c.Options)
+	}
 	c.mu.RLock()
 	e, ok := c.entries[uid]
 	c.mu.RUnlock()

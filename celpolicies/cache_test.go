@@ -168,3 +168,23 @@ func TestCacheConcurrent(t *testing.T) {
 }
 
 func uidN(i int) types.UID { return types.UID(fmt.Sprintf("rule-%d", i)) }
+
+// Rules with no UID (read from files, as a tool's plan reads new rules)
+// are never taken for one another: each is compiled on its own.
+func TestCacheRulesWithoutUID(t *testing.T) {
+	var c Cache
+	a, err := c.Get(rule("", 1, "true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Get(rule("", 1, "false"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Fatal("two rules with no UID share one compiled policy")
+	}
+	if len(c.entries) != 0 {
+		t.Fatalf("%d entries cached for rules with no UID", len(c.entries))
+	}
+}
