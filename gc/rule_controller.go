@@ -293,7 +293,7 @@ func (r *ruleReconciler) kindReadiness(ctx context.Context, rule, orig *wrapupv1
 	cond := &st.cond
 	gk := decision.RuleKind(rule)
 	fields := decision.TriggerFields(policy, gk)
-	err := r.Watches.Ensure(triggers.RuleOwner(rule.Name), gk, r.knownFields(ctx, gk, fields))
+	err := r.Watches.Ensure(triggers.RuleOwner(rule.Name), gk, fields)
 	var nf *triggers.KindNotFoundError
 	switch {
 	case errors.As(err, &nf):
@@ -334,28 +334,6 @@ func (r *ruleReconciler) kindReadiness(ctx context.Context, rule, orig *wrapupv1
 		}
 	}
 	return nil
-}
-
-// knownFields is what a rule of kind gk claims of it: the fields it reads
-// (fields), and what every other rule of the kind in the cache reads, so
-// that the kind's informer, which keeps what its owners at its start read
-// and is never replaced, keeps what the rules known then read, whichever
-// claims first.
-func (r *ruleReconciler) knownFields(ctx context.Context, gk schema.GroupKind, fields celpolicies.Fields) celpolicies.Fields {
-	var rules wrapupv1alpha1.CompletionRuleList
-	if err := r.Client.List(ctx, &rules); err != nil {
-		return fields
-	}
-	for i := range rules.Items {
-		other := &rules.Items[i]
-		if decision.RuleKind(other) != gk || !other.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if p, err := r.Policies.Get(other); err == nil {
-			fields = fields.Union(decision.TriggerFields(p, gk))
-		}
-	}
-	return fields
 }
 
 // setOn sets st's conditions on rule (removing those st has none of), its

@@ -13,10 +13,12 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/gc/read"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
 )
@@ -79,7 +81,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
-	watches := triggers.NewWatches(dyn, mgr.GetRESTMapper(), dc, triggers.Options{Access: triggers.SelfAccessReview(dyn)})
+	policies := &celpolicies.Cache{}
+	known := rulesRead(mgr.GetClient(), policies)
+	watches := triggers.NewWatches(dyn, mgr.GetRESTMapper(), dc, triggers.Options{Access: triggers.SelfAccessReview(dyn), Known: known})
 	if err := mgr.Add(watches); err != nil {
 		return fmt.Errorf("adding trigger watches: %w", err)
 	}
@@ -89,7 +93,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(counters); err != nil {
 		return fmt.Errorf("adding rule counters: %w", err)
 	}
-	policies := &celpolicies.Cache{}
 	assign := newAssignments()
 	recorder := mgr.GetEventRecorder("wrapup")
 	if err := (&ruleReconciler{
@@ -118,7 +121,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("indexing Kueue Workloads (is Kueue installed?): %w", err)
 		}
 		ws := newWorkerClusters(mgr.GetAPIReader(), opts.Namespace)
-		ws.Cache, ws.Live, ws.Recheck = mgr.GetClient(), mgr.GetAPIReader(), opts.WorkerSecretRecheck
+		ws.Cache, ws.Live, ws.Recheck, ws.Known = mgr.GetClient(), mgr.GetAPIReader(), opts.WorkerSecretRecheck, known
 		clusters = ws
 		if err := mgr.Add(ws); err != nil {
 			return fmt.Errorf("adding the worker clusters: %w", err)
@@ -143,4 +146,28 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the history controller: %w", err)
 	}
 	return nil
+}
+
+// rulesRead says what the rules in the cache rules read of a kind's
+// triggers (each compiled through policies), for the trigger informers to
+// keep from their start (triggers.Options.Known).
+func rulesRead(rules client.Reader, policies *celpolicies.Cache) func(schema.GroupKind) celpolicies.Fields {
+	return func(gk schema.GroupKind) celpolicies.Fields {
+		var list wrapupv1alpha1.CompletionRuleList
+		var fields celpolicies.Fields
+		if err := rules.List(context.Background(), &list); err != nil {
+			return fields
+		}
+		for i := range list.Items {
+			rule := &list.Items[i]
+			// A rule with no kind reads the annotated triggers of any.
+			if k := decision.RuleKind(rule); k.Kind != "" && k != gk || !rule.DeletionTimestamp.IsZero() {
+				continue
+			}
+			if p, err := policies.Get(rule); err == nil {
+				fields = fields.Union(decision.TriggerFields(p, gk))
+			}
+		}
+		return fields
+	}
 }

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/gc/read"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
@@ -66,6 +67,9 @@ type workerClusters struct {
 	// Recheck is how long a Secret is trusted before it is read again;
 	// default secretRecheck.
 	Recheck time.Duration
+	// Known says what the rules read of a kind, for the workers' trigger
+	// informers to keep from their start (triggers.Options.Known).
+	Known func(schema.GroupKind) celpolicies.Fields
 
 	events chan event.GenericEvent
 	scheme *runtime.Scheme
@@ -256,7 +260,7 @@ func (ws *workerClusters) connect(base context.Context, cluster string, cfg *res
 	if err != nil {
 		return nil, err
 	}
-	w := triggers.NewWatches(dyn, mapper, disc, triggers.Options{Cluster: cluster, Access: triggers.SelfAccessReview(dyn)})
+	w := triggers.NewWatches(dyn, mapper, disc, triggers.Options{Cluster: cluster, Access: triggers.SelfAccessReview(dyn), Known: ws.Known})
 	ctx, cancel := context.WithCancel(base)
 	go func() { _ = w.Start(ctx) }()
 	go func() {

@@ -44,7 +44,8 @@ import (
 // the built-ins, the status, and not the spec with its pod template. An
 // informer is never replaced: a field that an owner claiming the kind
 // later reads and it drops is read from the API server, for each decision
-// that reads it (Get says ErrFieldsNotKept, and Keeps tells the rule).
+// that reads it (Get says ErrFieldsNotKept, and Keeps tells the rule). With
+// Options.Known, it keeps from its start what every rule known then reads.
 // Kinds are reference-counted by owner (a rule, or an AppWrapper whose
 // annotated component names a kind): an informer stops when no owner needs
 // its kind, and the next one keeps what the owners then read.
@@ -73,7 +74,9 @@ type Watches struct {
 	// for it (an informer that may not list would retry, and log, for as
 	// long as it runs); nil: not asked.
 	access AccessReview
-	clock  clock.PassiveClock
+	// known says what the rules known read of a kind (Options.Known).
+	known func(schema.GroupKind) celpolicies.Fields
+	clock clock.PassiveClock
 	// retryAt says when a kind found not watchable is asked about again.
 	retryAt map[schema.GroupKind]time.Time
 	// waiters are AppWrappers that read a kind before its informer had
@@ -166,6 +169,10 @@ type Options struct {
 	// Clock defaults to the real clock; it says when a kind found not
 	// watchable is asked about again.
 	Clock clock.PassiveClock
+	// Known, when set, says what the rules known now read of a kind: an
+	// informer started for the kind keeps it too, whichever owner claims
+	// the kind first.
+	Known func(schema.GroupKind) celpolicies.Fields
 	// EventBuffer is how many AppWrapper events wait for the controller
 	// before the informers' handlers wait too; 0 means 1024.
 	EventBuffer int
@@ -185,6 +192,7 @@ func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery
 	return &Watches{
 		cluster:   opts.Cluster,
 		access:    opts.Access,
+		known:     opts.Known,
 		clock:     opts.Clock,
 		client:    client,
 		mapper:    mapper,
@@ -259,8 +267,8 @@ func (e *KindNotFoundError) Unwrap() error { return e.Err }
 
 // Ensure sets the kind that owner needs, and the fields of it that owner
 // reads, and starts its informer if it is missing; informers no owner
-// needs any more are stopped. It returns a
-// *KindNotFoundError when the API server does not serve the kind; the
+// needs any more are stopped. It returns a *KindNotFoundError when the
+// API server does not serve the kind; the
 // owner keeps its claim, so that a later Ensure picks the kind up. The
 // REST mapping and discovery happen outside the lock: a slow API server
 // never holds up readers of the caches.
@@ -300,6 +308,11 @@ func (w *Watches) Ensure(owner Owner, gk schema.GroupKind, fields celpolicies.Fi
 	}
 
 	mapping, err := w.resolve(gk)
+	var known celpolicies.Fields
+	if w.known != nil && err == nil {
+		// Read outside the lock, as the mapping is.
+		known = w.known(gk)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.kinds[gk] == nil {
@@ -326,7 +339,7 @@ func (w *Watches) Ensure(owner Owner, gk schema.GroupKind, fields celpolicies.Fi
 	if !w.needsStartLocked(gk) {
 		return nil // started meanwhile
 	}
-	return w.startLocked(gk, mapping)
+	return w.startLocked(gk, mapping, known)
 }
 
 // needsStartLocked says whether gk, claimed, has no informer.
@@ -587,13 +600,14 @@ func (w *Watches) Resource(gk schema.GroupKind) (schema.GroupVersionResource, bo
 	return inf.gvr, true
 }
 
-func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping) error {
+func (w *Watches) startLocked(gk schema.GroupKind, mapping *meta.RESTMapping, known celpolicies.Fields) error {
 	if err := w.ctx.Err(); err != nil {
 		// Stopping: Start waits for the informers it has.
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
-	// The status always: a built-in, and most rules, read it.
-	keep := w.kinds[gk].fields.Union(celpolicies.FieldsOf("status"))
+	// The status always (a built-in, and most rules, read it), and what
+	// its owners and the rules known now read.
+	keep := w.kinds[gk].fields.Union(known).Union(celpolicies.FieldsOf("status"))
 	// No index: triggers are read by key only.
 	informer := dynamicinformer.NewFilteredDynamicInformer(w.client, mapping.Resource, metav1.NamespaceAll, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = awv1beta2.AppWrapperLabel }).Informer()
@@ -895,24 +909,21 @@ func (w *Watches) WaitForSync(ctx context.Context, gk schema.GroupKind) bool {
 	return cache.WaitForCacheSync(ctx.Done(), inf.informer.HasSynced)
 }
 
-// enqueue sends the event of a trigger's AppWrapper, and returns the
-// trigger when it did.
-func (w *Watches) enqueue(ctx context.Context, obj any) *cachedTrigger {
+// enqueue sends the event of a trigger's AppWrapper.
+func (w *Watches) enqueue(ctx context.Context, obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	t, ok := obj.(*cachedTrigger)
 	if !ok || t.owner == "" {
-		return nil
+		return
 	}
 	select {
 	case w.events <- AppWrapperEvent(types.NamespacedName{Namespace: t.namespace, Name: t.owner}):
-		return t
 	case <-ctx.Done():
 		// The informer is stopped: no owner needs the kind any more (the
 		// next informer's list, and announceSync, tell its owners of
 		// every trigger), or the kind is no longer served.
-		return nil
 	}
 }
 

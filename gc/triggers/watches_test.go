@@ -530,3 +530,20 @@ func TestWatchesKeepWhatTheirStartsOwnersRead(t *testing.T) {
 	_, _, err = b.W.Get(jobGK, "ns", "bench", celpolicies.FieldsOf("spec"))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 }
+
+// With Options.Known, an informer keeps from its start what the rules
+// known then read, whichever owner claims the kind first (here an owner
+// that reads only the status, as an AppWrapper's annotated trigger may).
+func TestWatchesKeepWhatTheKnownRulesRead(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := triggerstest.NewBed(t, triggers.Options{Known: func(gk schema.GroupKind) celpolicies.Fields {
+		if gk == jobGK {
+			return celpolicies.FieldsOf("spec")
+		}
+		return celpolicies.Fields{}
+	}})
+	g.Expect(b.W.Ensure(triggers.AppWrapperOwner(types.NamespacedName{Namespace: "ns", Name: "run"}), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
+	g.Expect(b.W.Keeps(jobGK, celpolicies.FieldsOf("spec", "status"))).To(gomega.BeTrue())
+	g.Expect(b.W.Keeps(jobGK, celpolicies.FieldsOf("metadata"))).To(gomega.BeFalse())
+}
