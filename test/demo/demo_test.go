@@ -53,6 +53,8 @@ func TestDemo(t *testing.T) {
 // padding of columns.
 func shape(line string) string {
 	line = regexp.MustCompile(`-[a-z0-9]{5,10}\b`).ReplaceAllString(line, "-x")
+	// kubectl's ages and durations: 18s, 2m5s, 3h, as long as the run took.
+	line = regexp.MustCompile(`\b[0-9]+[smhd]([0-9]+[smh])?\b`).ReplaceAllString(line, "0s")
 	line = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`).ReplaceAllString(line, "0")
 	return strings.Join(strings.Fields(line), " ")
 }

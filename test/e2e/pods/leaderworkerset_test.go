@@ -293,8 +293,10 @@ func lwsNamespace(prefix string) *corev1.Namespace {
 
 // applyDrainingLWSSample creates the LeaderWorkerSet sample in ns with
 // servers that take lwsLinger to stop once deleted, as servers draining
-// their requests do, and a guidellm run of a second; without podSets when
-// podSets is false.
+// their requests do; without podSets when podSets is false. Its guidellm
+// Job runs the sample's 15 s, so that the servers' pods (a chain: the
+// leader, then the workers' StatefulSet) run before it completes, however
+// busy the machine.
 func applyDrainingLWSSample(ns string, podSets bool) *awv1beta2.AppWrapper {
 	GinkgoHelper()
 	aw := &awv1beta2.AppWrapper{}
@@ -312,8 +314,6 @@ func applyDrainingLWSSample(ns string, podSets bool) *awv1beta2.AppWrapper {
 			for _, t := range []string{"leaderTemplate", "workerTemplate"} {
 				Expect(unstructured.SetNestedField(obj.Object, lwsLinger.String(), "spec", "leaderWorkerTemplate", t, "metadata", "annotations", lwsLingerAnnotation)).To(Succeed())
 			}
-		case "Job":
-			Expect(unstructured.SetNestedField(obj.Object, "1s", "spec", "template", "metadata", "annotations", framework.RunTimeAnnotation)).To(Succeed())
 		}
 		raw, err := obj.MarshalJSON()
 		Expect(err).NotTo(HaveOccurred())
