@@ -555,14 +555,14 @@ func (w *simWorld) kubeletTerminate(k string) {
 // tornDownTrig says whether a trigger object is being torn down (oracle
 // side): being deleted, or a Pod disrupted (DisruptionTarget True).
 //
-// A Job whose terminal condition is from a second before its deletion
+// A Job whose terminal condition is from two seconds or more before its deletion
 // began is not torn down: its own TTL removes it.
 func tornDownTrig(u *unstructured.Unstructured) bool {
 	if u == nil {
 		return false
 	}
 	if ts := u.GetDeletionTimestamp(); ts != nil {
-		return !(u.GetKind() == "Job" && trigState(u) != "" && finishedSecond(u).Before(ts.Truncate(time.Second)))
+		return !(u.GetKind() == "Job" && trigState(u) != "" && !finishedSecond(u).After(ts.Truncate(time.Second).Add(-2*time.Second)))
 	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {

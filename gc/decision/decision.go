@@ -533,13 +533,13 @@ func (s liveState) present() bool {
 // pkg/controller/ttlafterfinished/ttlafterfinished_controller.go,
 // processJob), and the Job controller never changes a finished Job again
 // (pkg/controller/job/job_controller.go, syncJob returns at
-// IsJobFinished). Its terminal condition must be from a second strictly
-// before the deletionTimestamp: both are kept to the second, and a Job
-// deleted while it runs may still be finished by its controller on the
-// way (syncJob goes on for a Job being deleted), within the same second.
-// The condition's time is kube-controller-manager's clock and the
-// deletionTimestamp the API server's: they are taken to agree within a
-// second. (Such a Job is, in any case, a component being deleted, for
+// IsJobFinished). Its terminal condition must be from two seconds or
+// more before the deletionTimestamp's, so more than a second before it: a
+// Job deleted while it runs may still be finished by its controller on the
+// way (syncJob goes on for a Job being deleted), and the condition's time
+// is kube-controller-manager's clock, the deletionTimestamp the API
+// server's, both kept to the second. A skew of the two clocks under a
+// second then never makes a finish after the deletion look before it. (Such a Job is, in any case, a component being deleted, for
 // which the AppWrapper controller fails the AppWrapper: appwrapper v1.2.2
 // internal/controller/appwrapper/appwrapper_controller.go, Reconcile,
 // MissingComponent.)
@@ -565,7 +565,8 @@ func tornDown(obj *unstructured.Unstructured) string {
 }
 
 // finishedBefore says whether obj is a batch/v1 Job whose terminal
-// condition (Complete or Failed, True) is from a second before deleted.
+// condition (Complete or Failed, True) is from two seconds or more before
+// deleted's (both to the second).
 func finishedBefore(obj *unstructured.Unstructured, deleted time.Time) bool {
 	if obj.GetKind() != "Job" || obj.GroupVersionKind().Group != "batch" {
 		return false
@@ -578,7 +579,7 @@ func finishedBefore(obj *unstructured.Unstructured, deleted time.Time) bool {
 		}
 		s, _ := m["lastTransitionTime"].(string)
 		at, err := time.Parse(time.RFC3339, s)
-		if err == nil && at.Truncate(time.Second).Before(deleted.Truncate(time.Second)) {
+		if err == nil && !at.Truncate(time.Second).After(deleted.Truncate(time.Second).Add(-2*time.Second)) {
 			return true
 		}
 	}
