@@ -226,7 +226,9 @@ var builtinSources = map[schema.GroupKind]builtinSource{
 	// reconcileFailedSubmissionSparkApplication resubmits SUBMISSION_FAILED
 	// while onSubmissionFailureRetries remain and then writes FAILED. Only
 	// COMPLETED and FAILED are terminal (pkg/util/sparkapplication.go
-	// IsTerminated).
+	// IsTerminated). A user's edit of a finished application's spec runs it
+	// again (event_filter.go, INVALIDATING), as `argo retry` reruns a
+	// workflow: a user's act, as a new attempt is.
 	{Group: "sparkoperator.k8s.io", Kind: "SparkApplication"}: {
 		success:        "object.?status.?applicationState.?state.orValue('') == 'COMPLETED'",
 		failure:        "object.?status.?applicationState.?state.orValue('') == 'FAILED'",
