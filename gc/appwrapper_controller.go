@@ -40,13 +40,8 @@ import (
 	"github.com/wrapup-dev/wrapup/gc/triggers"
 )
 
-// DefaultFailureGracePeriod is how long a Running AppWrapper with a failed
-// trigger, which its controller does not report Unhealthy, is given to
-// start a retry before the failure is taken as final: the AppWrapper
-// controller's default failureGracePeriod (1m), the period at which it
-// re-checks the components of a Running AppWrapper (1m), and 30 s for its
-// own latency. An AppWrapper's own failureGracePeriod annotation replaces
-// the first part.
+// DefaultFailureGracePeriod is decision.DefaultFailureGracePeriod, the
+// --failure-grace-period flag's default.
 const DefaultFailureGracePeriod = decision.DefaultFailureGracePeriod
 
 // triggerCache is where the AppWrapper controller reads triggers: the
@@ -278,15 +273,10 @@ func (r *appWrapperReconciler) listAppWrappers(ctx context.Context, opts ...clie
 	return reqs
 }
 
-// liveView reads from the API server, triggers at the version the watches
-// read them; an AppWrapper handed to it may be the cache's, which keeps
-// only part of the spec and status.
-func (r *appWrapperReconciler) liveView() *read.Reader {
-	return r.liveViewAhead(nil)
-}
-
-// liveViewAhead is liveView, reading ahead while it lists the rules
-// (read.Reader.Ahead).
+// liveViewAhead reads from the API server, triggers at the version the
+// watches read them, reading ahead while it lists the rules
+// (read.Reader.Ahead); an AppWrapper handed to it may be the cache's,
+// which keeps only part of the spec and status.
 func (r *appWrapperReconciler) liveViewAhead(ahead *read.Ahead) *read.Reader {
 	return &read.Reader{
 		Ahead:  ahead,
@@ -386,17 +376,21 @@ func (r *appWrapperReconciler) act(ctx context.Context, fin decision.Input, fd d
 	if fd.Store != nil {
 		stored, err := r.store(ctx, fd.Store)
 		if err != nil {
-			if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) {
-				historyWriteFailuresTotal.WithLabelValues(fd.Winner).Inc()
-				r.emit(aw, []decision.Event{decision.WarningRecordNotWritten.Event(err)}, decision.EventNow)
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) {
+				// Changed since it was read, or created meanwhile: look again.
+				log.V(2).Info("CompletionRecord changed while writing it; looking again", "err", err.Error())
+				return ctrl.Result{Requeue: true}, nil
 			}
-			return r.writeFailed(ctx, err, "writing the CompletionRecord")
+			historyWriteFailuresTotal.WithLabelValues(fd.Winner).Inc()
+			r.emit(aw, []decision.Event{decision.WarningRecordNotWritten.Event(err)}, decision.EventNow)
+			return ctrl.Result{}, fmt.Errorf("writing the CompletionRecord: %w", err)
 		}
 		r.emit(aw, fd.Events, decision.EventAfterWrite)
 		switch {
 		case fd.Write != nil:
 			log.Info("Recorded outcome", "outcome", fd.Write.Outcome, "message", fd.Write.Message)
-			r.count(ctx, fd.Write)
+			outcomesTotal.WithLabelValues(fd.Write.Rule, string(fd.Write.Outcome)).Inc()
+			r.Counters.Add(ctx, fd.Write.Rule, fd.Write.Outcome)
 			historyWrittenTotal.WithLabelValues(fd.Write.Rule).Inc()
 			switch {
 			case fd.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
@@ -436,15 +430,9 @@ func (r *appWrapperReconciler) act(ctx context.Context, fin decision.Input, fd d
 func (r *appWrapperReconciler) store(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) (*wrapupv1alpha1.CompletionRecord, error) {
 	cr = cr.DeepCopy()
 	if cr.ResourceVersion == "" {
-		if err := r.Writer.Create(ctx, cr); err != nil {
-			return nil, err
-		}
-		return cr, nil
+		return cr, r.Writer.Create(ctx, cr)
 	}
-	if err := r.Writer.Update(ctx, cr); err != nil {
-		return nil, err
-	}
-	return cr, nil
+	return cr, r.Writer.Update(ctx, cr)
 }
 
 // mirror shows the run's outcome rec (nil: none) on aw's labels and
@@ -484,23 +472,6 @@ func (r *appWrapperReconciler) observed(stage string, in decision.Input, d decis
 	if r.observe != nil {
 		r.observe(stage, in, d)
 	}
-}
-
-// writeFailed turns a failed write into the reconcile's result: a
-// conflict (the record changed since it was read), a record created
-// meanwhile (AlreadyExists) or a vanished one is looked at again, not
-// logged as an error.
-func (r *appWrapperReconciler) writeFailed(ctx context.Context, err error, what string) (ctrl.Result, error) {
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) {
-		logf.FromContext(ctx).V(2).Info("AppWrapper changed while "+what+"; looking again", "err", err.Error())
-		return ctrl.Result{Requeue: true}, nil
-	}
-	return ctrl.Result{}, fmt.Errorf("%s: %w", what, err)
-}
-
-func (r *appWrapperReconciler) count(ctx context.Context, rec *decision.Record) {
-	outcomesTotal.WithLabelValues(rec.Rule, string(rec.Outcome)).Inc()
-	r.Counters.Add(ctx, rec.Rule, rec.Outcome)
 }
 
 // delete deletes the AppWrapper that the fresh decision d on in says to

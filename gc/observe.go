@@ -152,7 +152,7 @@ func (v *cacheView) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 			return t, nil
 		}
 	}
-	return readCached(ctx, v.r.Triggers, v.key, aw, ref, fields, v.r.liveView())
+	return readCached(ctx, v.r.Triggers, v.key, aw, ref, fields, v.r.liveViewAhead(nil))
 }
 
 // AppWrapperVariable returns the appWrapper variable of aw: wrapup's
