@@ -18,14 +18,11 @@ import (
 // given the answer to a read sent after it called.
 type groupRead[T any] struct {
 	read func(context.Context) (T, error)
-	// max is how many reads may be in flight at once (0: one).
-	max int
+	max  int // reads in flight at most (0: one)
 
 	mu       sync.Mutex
 	inFlight int
-	// next is the read not sent yet, which the callers that arrive while
-	// max reads are in flight wait for.
-	next *groupCall[T]
+	next     *groupCall[T] // not sent yet: the callers that arrive while max are in flight wait for it
 }
 
 // groupReadTimeout bounds a shared read: a read that hangs would hold
@@ -97,39 +94,33 @@ const maxRuleReads = DefaultWorkers
 
 // ruleLister lists the rules from the API server for the final checks.
 //
-// The final check lists the rules with a consistent read (no
-// resourceVersion), which the API server answers only once its watch cache
-// has caught up with etcd's revision, read with a quorum GET as the read's
-// first step (k8s.io/apiserver pkg/storage/cacher,
-// watchCache.waitAndListConsistent). While reads wait, it asks etcd for
-// progress at once if it last asked 100 ms ago or more, otherwise when
-// those 100 ms are up, and every 100 ms while reads still wait
-// (pkg/storage/cacher/progress, ConditionalProgressRequester.Run). The
-// notification carries etcd's revision when etcd handled the request, so
-// it answers every read that had read etcd's revision by then, whenever it
-// was sent. So a check sends its own LIST at once, and is answered at the
-// next notification or the one after; waiting for a LIST in flight, sent
-// before it started and so of no use to it, would make it wait for one
-// more. Each check still sees every change committed before it started (a
-// read sent after a caller starts is answered at a revision no older than
-// any write committed before then), which is all the final check asks of
-// it. Beyond maxRuleReads in flight, the checks share the next LIST
-// (groupRead).
+// A LIST with no resourceVersion is a consistent read, which the API server
+// answers once its watch cache has caught up with etcd's revision, read with
+// a quorum GET as the read's first step (k8s.io/apiserver
+// pkg/storage/cacher, watchCache.waitAndListConsistent). While reads wait,
+// it asks etcd for progress at once if it last asked 100 ms ago or more,
+// otherwise when those 100 ms are up, and every 100 ms while reads still
+// wait (pkg/storage/cacher/progress, ConditionalProgressRequester.Run). The
+// notification carries etcd's revision when etcd handled the request, so it
+// answers every read that had read etcd's revision by then, whenever it was
+// sent. So a check sends its own LIST at once, answered at the next
+// notification or the one after; waiting for a LIST in flight, sent before
+// it started and so of no use to it, would make it wait for one more. A
+// read sent after a check starts sees every change committed before then,
+// which is all the final check asks of it. Beyond maxRuleReads in flight,
+// the checks share the next LIST (groupRead).
 type ruleLister struct {
 	g groupRead[[]wrapupv1alpha1.CompletionRule]
 }
 
+// newRuleLister returns a ruleLister that lists with r.
 func newRuleLister(r client.Reader) *ruleLister {
-	l := &ruleLister{}
-	l.g.max = maxRuleReads
-	l.g.read = func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
+	read := func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
 		var list wrapupv1alpha1.CompletionRuleList
-		if err := r.List(ctx, &list); err != nil {
-			return nil, err
-		}
-		return list.Items, nil
+		err := r.List(ctx, &list)
+		return list.Items, err
 	}
-	return l
+	return &ruleLister{g: groupRead[[]wrapupv1alpha1.CompletionRule]{read: read, max: maxRuleReads}}
 }
 
 // List returns the rules as a read sent after it was called saw them,

@@ -10,28 +10,26 @@ import (
 )
 
 // ownWrites remembers, per AppWrapper, wrapup's delete of it, whose watch
-// events need no decision. A successful delete cannot be undone: the
-// AppWrapper is going, and a decision on it would only say so
+// events need no decision: a successful delete cannot be undone, and a
+// decision would only say the AppWrapper is going
 // (decision.VerdictBeingDeleted), after a final check against the API
 // server when the caches lag. The delete is remembered from before it is
-// sent: its watch event may come before its answer.
-//
-// The AppWrapper controller's watch drops those events (ownEcho); a
-// reconcile for any other reason (a trigger's event) finds an AppWrapper
-// wrapup deleted gone (cacheView.AppWrapper). An entry lives from the
-// delete to the AppWrapper's deletion event, or until the delete failed.
+// sent, as its watch event may come before its answer. The AppWrapper
+// controller's watch drops those events (ownEcho); a reconcile for another
+// reason (a trigger's event) finds an AppWrapper wrapup deleted gone
+// (cacheView.AppWrapper). An entry lives from the delete to the
+// AppWrapper's deletion event, or until the delete failed.
 type ownWrites struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]ownWrite
 }
 
+// ownWrite is what is remembered of the AppWrapper uid: wrapup's delete of
+// it is under way (deleting) or succeeded (deleted); its deletion event
+// came while the delete was under way (vanished).
 type ownWrite struct {
-	uid types.UID
-	// deleting says that wrapup's delete of the AppWrapper uid is under
-	// way; vanished, that the AppWrapper's deletion event came meanwhile.
-	deleting, vanished bool
-	// deleted says that wrapup's delete of the AppWrapper uid succeeded.
-	deleted bool
+	uid                         types.UID
+	deleting, vanished, deleted bool
 }
 
 // deleting remembers the delete of the AppWrapper key, uid, about to be

@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,8 +42,7 @@ import (
 )
 
 // assignments remembers which rule decides for each AppWrapper, for the
-// rules' matchedAppWrappers counters, and tells the rule controller when a
-// rule's count changes.
+// rules' matchedAppWrappers, and tells the rule controller of a change.
 type assignments struct {
 	mu     sync.Mutex
 	byAW   map[types.NamespacedName]string
@@ -54,42 +52,29 @@ type assignments struct {
 
 // newAssignments returns an empty assignments.
 func newAssignments() *assignments {
-	return &assignments{
-		byAW:   map[types.NamespacedName]string{},
-		counts: map[string]int32{},
-		events: make(chan event.GenericEvent, 1024),
-	}
+	return &assignments{byAW: map[types.NamespacedName]string{}, counts: map[string]int32{}, events: make(chan event.GenericEvent, 1024)}
 }
 
 // Set records that rule ("" for none) decides for aw.
 func (a *assignments) Set(aw types.NamespacedName, rule string) {
 	a.mu.Lock()
-	old, had := a.byAW[aw]
-	if had && old == rule || !had && rule == "" {
-		a.mu.Unlock()
+	defer a.mu.Unlock()
+	old := a.byAW[aw]
+	if old == rule {
 		return
 	}
-	if had {
-		a.counts[old]--
-		if a.counts[old] <= 0 {
+	if old != "" {
+		if a.counts[old]--; a.counts[old] <= 0 {
 			delete(a.counts, old)
 		}
+		a.Touch(old)
 	}
 	if rule == "" {
 		delete(a.byAW, aw)
 	} else {
 		a.byAW[aw] = rule
 		a.counts[rule]++
-	}
-	a.mu.Unlock()
-	for _, name := range []string{old, rule} {
-		if name == "" {
-			continue
-		}
-		select {
-		case a.events <- triggers.RuleEvent(name):
-		default: // the controller is behind; the next change or resync brings the count
-		}
+		a.Touch(rule)
 	}
 }
 
@@ -97,7 +82,7 @@ func (a *assignments) Set(aw types.NamespacedName, rule string) {
 func (a *assignments) Touch(rule string) {
 	select {
 	case a.events <- triggers.RuleEvent(rule):
-	default:
+	default: // the controller is behind; the next change or resync brings the count
 	}
 }
 
@@ -125,27 +110,20 @@ type ruleReconciler struct {
 	Assign   *assignments
 	// Mapper and Schemas, when set, type-check a rule's expressions against
 	// its trigger kind's published schema (status.typeChecking).
-	Mapper  apimeta.RESTMapper
-	Schemas resolver.SchemaResolver
-	// Invalidate, when set, drops cached discovery when a CRD changes.
-	Invalidate func()
-	// Clock defaults to the real clock.
-	Clock clock.PassiveClock
+	Mapper     apimeta.RESTMapper
+	Schemas    resolver.SchemaResolver
+	Invalidate func() // when set, drops cached discovery when a CRD changes
 
-	uids sync.Map // rule name -> UID, to drop compiled programs of deleted rules
-	// crdSeen is when a CRD of each API group last changed: a rule waiting
-	// for a kind of it looks again soon, as discovery can lag a CRD
-	// becoming Established by a little.
-	crdSeen sync.Map // group -> time.Time
-	// typeChecks holds each rule's last type check, valid for the rule's
-	// UID and generation, its kind's version and the schemas as of
-	// schemaEpoch: resolving a schema and type-checking costs tens of
-	// milliseconds, and a rule is reconciled again on every change of its
-	// matchedAppWrappers.
-	typeChecks  sync.Map // rule name -> typeChecked
-	schemaEpoch atomic.Uint64
+	uids        sync.Map      // rule name -> UID, to drop compiled programs of deleted rules
+	crdSeen     sync.Map      // group -> when a CRD of it last changed (time.Time), for next and typeCheck
+	typeChecks  sync.Map      // rule name -> typeChecked
+	schemaEpoch atomic.Uint64 // counts CRD changes, each of which may change a schema
 }
 
+// typeChecked is a rule's last type check, valid for the rule's UID and
+// generation, its kind's version and the schemas as of schemaEpoch: it is
+// kept as resolving a schema and type-checking costs tens of milliseconds,
+// and a rule is reconciled again on every change of its matchedAppWrappers.
 type typeChecked struct {
 	uid        types.UID
 	generation int64
@@ -153,11 +131,6 @@ type typeChecked struct {
 	epoch      uint64
 	result     *wrapupv1alpha1.TypeChecking
 }
-
-// matchedCountDelay is how long a change of the AppWrappers a rule decides
-// for waits before the rule's status says it: changes in that time are
-// written together, not one status write per AppWrapper finished.
-const matchedCountDelay = 2 * time.Second
 
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 
@@ -179,51 +152,42 @@ func (r *ruleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// rulesWaitingForKinds notes that a CRD changed, and returns the rules of
+// its group (waiting for their kind, or whose kind's schema may have
+// changed) and the rules never reconciled.
 func (r *ruleReconciler) rulesWaitingForKinds(ctx context.Context, crd client.Object) []ctrl.Request {
-	// A CRD is named plural.group.
-	_, group, _ := strings.Cut(crd.GetName(), ".")
+	_, group, _ := strings.Cut(crd.GetName(), ".") // a CRD is named plural.group
 	r.crdSeen.Store(group, time.Now())
 	r.schemaEpoch.Add(1)
 	if r.Invalidate != nil {
 		r.Invalidate()
 	}
-	// A deleted CRD may have served a watched kind.
-	r.Watches.Recheck(crd.GetName())
+	r.Watches.Recheck(crd.GetName()) // a deleted CRD may have served a watched kind
 	var rules wrapupv1alpha1.CompletionRuleList
 	if err := r.Client.List(ctx, &rules); err != nil {
 		return nil
 	}
 	var reqs []ctrl.Request
 	for i := range rules.Items {
-		// Rules of the CRD's group (waiting for their kind, or whose kind's
-		// schema may have changed), and rules never reconciled.
-		c := apimeta.FindStatusCondition(rules.Items[i].Status.Conditions, wrapupv1alpha1.ConditionReady)
-		if c == nil || rules.Items[i].Spec.Trigger.Kind != "" && rules.Items[i].Spec.Trigger.APIGroup == group {
-			reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Name: rules.Items[i].Name}})
+		rule := &rules.Items[i]
+		if apimeta.FindStatusCondition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady) == nil ||
+			rule.Spec.Trigger.Kind != "" && rule.Spec.Trigger.APIGroup == group {
+			reqs = append(reqs, ctrl.Request{NamespacedName: types.NamespacedName{Name: rule.Name}})
 		}
 	}
 	return reqs
 }
 
-func (r *ruleReconciler) now() time.Time {
-	if r.Clock == nil {
-		return time.Now()
-	}
-	return r.Clock.Now()
-}
-
 // Reconcile compiles one rule and writes its status.
 func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rule := &wrapupv1alpha1.CompletionRule{}
-	if err := r.Client.Get(ctx, req.NamespacedName, rule); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !rule.DeletionTimestamp.IsZero() {
-		r.forget(rule.Name)
+	err := r.Client.Get(ctx, req.NamespacedName, rule)
+	if apierrors.IsNotFound(err) || err == nil && !rule.DeletionTimestamp.IsZero() {
+		r.forget(req.Name)
 		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if old, ok := r.uids.Swap(rule.Name, rule.UID); ok && old.(types.UID) != rule.UID {
 		r.Policies.Forget(old.(types.UID)) // deleted and re-created under the same name
@@ -236,11 +200,11 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	changed := st.setOn(rule)
 	rule.Status.MatchedAppWrappers = r.Assign.Count(rule.Name)
 	if !equality.Semantic.DeepEqual(orig.Status, rule.Status) {
-		if err := r.Client.Status().Patch(ctx, rule, client.MergeFrom(orig)); err != nil {
-			if apierrors.IsNotFound(err) {
-				// Deleted meanwhile: its deletion's event cleans up.
-				return ctrl.Result{}, nil
-			}
+		err := r.Client.Status().Patch(ctx, rule, client.MergeFrom(orig))
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil // deleted meanwhile: its deletion's event cleans up
+		}
+		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing rule status: %w", err)
 		}
 	}
@@ -257,31 +221,34 @@ type ruleReadiness struct {
 	terminal, typeCheckErr         error
 }
 
+// ready sets the Ready condition, its message cut to what a condition holds.
+func (st *ruleReadiness) ready(status metav1.ConditionStatus, reason, message string) {
+	st.cond.Status, st.cond.Reason, st.cond.Message = status, reason, decision.Truncate(message, 32*1024-8)
+}
+
 // readiness compiles rule, checks its selectors, ensures the watch of its
 // trigger kind and type-checks it (into rule.Status.TypeChecking; orig's
 // stands for this generation when the schema cannot be read). An error is
 // the reconcile's.
 func (r *ruleReconciler) readiness(ctx context.Context, rule, orig *wrapupv1alpha1.CompletionRule) (ruleReadiness, error) {
 	st := ruleReadiness{cond: metav1.Condition{Type: wrapupv1alpha1.ConditionReady, ObservedGeneration: rule.Generation}}
-	cond := &st.cond
 	rule.Status.TypeChecking = nil
-	policy, compileErr := r.Policies.Get(rule)
-	selectorErr := selectorsError(rule)
+	policy, err := r.Policies.Get(rule)
+	reason := wrapupv1alpha1.ReasonInvalidExpression
+	if err == nil {
+		err, reason = selectorsError(rule), wrapupv1alpha1.ReasonInvalidSelector
+	}
 	switch {
-	case compileErr != nil:
+	case err != nil:
 		r.Watches.Release(triggers.RuleOwner(rule.Name))
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidExpression, decision.Truncate(compileErr.Error(), 32*1024-8)
-		st.terminal = compileErr
-	case selectorErr != nil:
-		r.Watches.Release(triggers.RuleOwner(rule.Name))
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonInvalidSelector, decision.Truncate(selectorErr.Error(), 32*1024-8)
-		st.terminal = selectorErr
+		st.ready(metav1.ConditionFalse, reason, err.Error())
+		st.terminal = err
 	case rule.Spec.Trigger.Kind != "":
 		return st, r.kindReadiness(ctx, rule, orig, policy, &st)
 	default:
 		// The trigger is the annotated component: its AppWrapper holds the watch.
 		r.Watches.Release(triggers.RuleOwner(rule.Name))
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, "expressions compiled; the trigger is the component annotated "+wrapupv1alpha1.TriggerAnnotation
+		st.ready(metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, "expressions compiled; the trigger is the component annotated "+wrapupv1alpha1.TriggerAnnotation)
 		st.watchable = r.annotatedKindsCondition(rule)
 	}
 	return st, nil
@@ -290,25 +257,21 @@ func (r *ruleReconciler) readiness(ctx context.Context, rule, orig *wrapupv1alph
 // kindReadiness is readiness for a rule that names its trigger kind: the
 // kind's watch, and the type check against its schema.
 func (r *ruleReconciler) kindReadiness(ctx context.Context, rule, orig *wrapupv1alpha1.CompletionRule, policy *celpolicies.Policy, st *ruleReadiness) error {
-	cond := &st.cond
 	gk := decision.RuleKind(rule)
 	fields := decision.TriggerFields(policy, gk)
 	err := r.Watches.Ensure(triggers.RuleOwner(rule.Name), gk, fields)
 	var nf *triggers.KindNotFoundError
-	switch {
+	switch k := r.Watches.Kind(gk); {
 	case errors.As(err, &nf):
-		cond.Status, cond.Reason = metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotFound
-		cond.Message = fmt.Sprintf("trigger kind %s is not served by the API server (is its CRD installed?); the rule starts working when it is", gk)
-	case err != nil:
-		if k := r.Watches.Kind(gk); k.State == decision.KindNotWatchable {
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotWatchable, decision.Truncate(err.Error(), 32*1024-8)
-			return nil
-		}
+		st.ready(metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotFound,
+			fmt.Sprintf("trigger kind %s is not served by the API server (is its CRD installed?); the rule starts working when it is", gk))
+	case err != nil && k.State != decision.KindNotWatchable:
 		return err
-	case r.Watches.Kind(gk).State == decision.KindNotWatchable:
-		cond.Status, cond.Reason = metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotWatchable
-		cond.Message = decision.Truncate(fmt.Sprintf("wrapup may not list and watch %s (grant it through the ClusterRole label wrapup.dev/aggregate-to-trigger-kinds): %s; "+
-			"the rule starts working when it may", gk, r.Watches.Kind(gk).Message), 32*1024-8)
+	case err != nil:
+		st.ready(metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotWatchable, err.Error())
+	case k.State == decision.KindNotWatchable:
+		st.ready(metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotWatchable, fmt.Sprintf("wrapup may not list and watch %s "+
+			"(grant it through the ClusterRole label wrapup.dev/aggregate-to-trigger-kinds): %s; the rule starts working when it may", gk, k.Message))
 	default:
 		if r.Watches.StatusUnprotected(gk) {
 			st.unprotected = &metav1.Condition{Type: wrapupv1alpha1.ConditionTriggerStatusProtected, Status: metav1.ConditionFalse,
@@ -322,15 +285,14 @@ func (r *ruleReconciler) kindReadiness(ctx context.Context, rule, orig *wrapupv1
 				Message: fmt.Sprintf("the rule reads %s of its %s triggers, which their informer, started before the rule, does not keep: "+
 					"each decision reads the trigger from the API server, until wrapup restarts (the informer it starts keeps what every rule then reads)", fields, gk)}
 		}
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, fmt.Sprintf("expressions compiled; watching %s triggers", gk)
+		st.ready(metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, fmt.Sprintf("expressions compiled; watching %s triggers", gk))
 		rule.Status.TypeChecking, st.typeCheckErr = r.typeCheck(ctx, rule, gk)
 		if st.typeCheckErr != nil && orig.Status.ObservedGeneration == rule.Generation {
-			// Not read this time: the last check of this generation
-			// stands until the schema is read again.
+			// Not read this time: this generation's last check stands.
 			rule.Status.TypeChecking = orig.Status.TypeChecking.DeepCopy()
 		}
 		if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
-			cond.Message += fmt.Sprintf("; %d expression(s) have warnings against the %s schema: types or cost (see status.typeChecking)", len(tc.ExpressionWarnings), gk)
+			st.cond.Message += fmt.Sprintf("; %d expression(s) have warnings against the %s schema: types or cost (see status.typeChecking)", len(tc.ExpressionWarnings), gk)
 		}
 	}
 	return nil
@@ -340,18 +302,12 @@ func (r *ruleReconciler) kindReadiness(ctx context.Context, rule, orig *wrapupv1
 // observedGeneration when it is Ready, and the Ready gauge. It says
 // whether the Ready condition changed.
 func (st ruleReadiness) setOn(rule *wrapupv1alpha1.CompletionRule) bool {
-	for _, c := range []struct {
-		typ  string
-		cond *metav1.Condition
-	}{
-		{wrapupv1alpha1.ConditionTriggerKindsWatchable, st.watchable},
-		{wrapupv1alpha1.ConditionTriggerStatusProtected, st.unprotected},
-		{wrapupv1alpha1.ConditionTriggerCached, st.cached},
-	} {
-		if c.cond != nil {
-			apimeta.SetStatusCondition(&rule.Status.Conditions, *c.cond)
+	beside := []*metav1.Condition{st.watchable, st.unprotected, st.cached}
+	for i, typ := range []string{wrapupv1alpha1.ConditionTriggerKindsWatchable, wrapupv1alpha1.ConditionTriggerStatusProtected, wrapupv1alpha1.ConditionTriggerCached} {
+		if beside[i] != nil {
+			apimeta.SetStatusCondition(&rule.Status.Conditions, *beside[i])
 		} else {
-			apimeta.RemoveStatusCondition(&rule.Status.Conditions, c.typ)
+			apimeta.RemoveStatusCondition(&rule.Status.Conditions, typ)
 		}
 	}
 	cond := st.cond
@@ -381,13 +337,12 @@ func (r *ruleReconciler) announce(ctx context.Context, rule, orig *wrapupv1alpha
 		r.Recorder.Eventf(rule, nil, corev1.EventTypeWarning, st.unprotected.Reason, "Watch", "%s", decision.Truncate(st.unprotected.Message, decision.MaxMessage))
 	}
 	if changed {
-		cond := st.cond
 		eventType := corev1.EventTypeNormal
-		if cond.Status != metav1.ConditionTrue {
+		if st.cond.Status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(rule, nil, eventType, cond.Reason, "Compile", "%s", decision.Truncate(cond.Message, decision.MaxMessage))
-		logf.FromContext(ctx).Info("Rule status", "rule", klog.KObj(rule), "ready", cond.Status, "reason", cond.Reason)
+		r.Recorder.Eventf(rule, nil, eventType, st.cond.Reason, "Compile", "%s", decision.Truncate(st.cond.Message, decision.MaxMessage))
+		logf.FromContext(ctx).Info("Rule status", "rule", klog.KObj(rule), "ready", st.cond.Status, "reason", st.cond.Reason)
 	}
 }
 
@@ -395,14 +350,13 @@ func (r *ruleReconciler) announce(ctx context.Context, rule, orig *wrapupv1alpha
 func (r *ruleReconciler) next(rule *wrapupv1alpha1.CompletionRule, st ruleReadiness) (ctrl.Result, error) {
 	switch {
 	case st.terminal != nil:
-		// A user's mistake: retrying cannot fix it, the next edit will.
-		// The rule's status and a Warning Event say it; it is no error of
-		// the manager's, to be logged with a stack trace.
+		// A user's mistake, which only an edit fixes: the rule's status and
+		// a Warning Event say it, not the manager's log with a stack trace.
 		return ctrl.Result{}, nil
 	case st.cond.Reason == wrapupv1alpha1.ReasonTriggerKindNotFound:
-		// CRD events bring the rule back when its kind appears; discovery
-		// can lag the CRD's Established condition by a little, so look
-		// again soon after a CRD of its group changed, and later anyway.
+		// CRD events bring the rule back when its kind appears; as
+		// discovery can lag a CRD's Established condition by a little,
+		// look again soon after a CRD of its group changed, and later anyway.
 		if t, ok := r.crdSeen.Load(rule.Spec.Trigger.APIGroup); ok && time.Since(t.(time.Time)) < crdSettle {
 			return ctrl.Result{RequeueAfter: kindNotFoundSoon}, nil
 		}
@@ -417,20 +371,25 @@ func (r *ruleReconciler) next(rule *wrapupv1alpha1.CompletionRule, st ruleReadin
 		if errors.As(st.typeCheckErr, &lag) {
 			return ctrl.Result{RequeueAfter: schemaLagRecheck}, nil
 		}
-		// The rule works (its status says so); only its type check waits,
-		// retried with the controller's backoff.
+		// The rule works; only its type check waits, with the controller's backoff.
 		return ctrl.Result{}, st.typeCheckErr
 	}
 	return ctrl.Result{}, nil
 }
 
-// A rule whose trigger kind is not served looks again every
-// kindNotFoundRecheck, besides the CRD events (one discovery request), and
-// every kindNotFoundSoon for crdSettle after a CRD of its group changed.
+// How soon a rule is looked at again: after a change of the AppWrappers it
+// decides for, matchedCountDelay, so that the changes meanwhile make one
+// status write, not one per AppWrapper finished; while its trigger kind is
+// not served, every kindNotFoundRecheck (one discovery request) besides the
+// CRD events, and every kindNotFoundSoon for crdSettle after a CRD of its
+// group changed; while its kind's schema lags its CRD (a *schemaLagError),
+// every schemaLagRecheck.
 const (
+	matchedCountDelay   = 2 * time.Second
 	kindNotFoundRecheck = 15 * time.Second
 	kindNotFoundSoon    = 250 * time.Millisecond
 	crdSettle           = 10 * time.Second
+	schemaLagRecheck    = time.Second
 )
 
 // selectorsError is the error of a selector of rule that does not parse.
@@ -445,13 +404,9 @@ func selectorsError(rule *wrapupv1alpha1.CompletionRule) error {
 // that names no kind: False while some AppWrapper it decides for annotates
 // a component of a kind wrapup cannot watch; nil when none does.
 func (r *ruleReconciler) annotatedKindsCondition(rule *wrapupv1alpha1.CompletionRule) *metav1.Condition {
-	bad := r.Watches.UnwatchableClaims(func(aw types.NamespacedName) bool { return r.Assign.Rule(aw) == rule.Name })
-	if len(bad) == 0 {
+	msgs := r.Watches.UnwatchableClaims(func(aw types.NamespacedName) bool { return r.Assign.Rule(aw) == rule.Name })
+	if len(msgs) == 0 {
 		return nil
-	}
-	msgs := make([]string, 0, len(bad))
-	for _, b := range bad {
-		msgs = append(msgs, b)
 	}
 	sort.Strings(msgs)
 	if len(msgs) > 8 {
@@ -465,19 +420,14 @@ func (r *ruleReconciler) annotatedKindsCondition(rule *wrapupv1alpha1.Completion
 }
 
 // typeCheck returns the rule's status.typeChecking: its expressions checked
-// against gk's published schema (celpolicies.TypeChecking), reused for the
-// same rule generation, version and schema. Without a published schema,
-// nothing is checked (nil: the expressions are dynamically typed, as always
-// at run time).
-//
-// A schema that could not be read for a moment's trouble (the API server
-// busy, a connection lost: transient) is an error, and so is one missing
-// just after a CRD of gk's group changed (the API server publishes a CRD's
-// schema a little after the CRD is established; a *schemaLagError): the
-// result is nil meanwhile, and the rule is reconciled again. The cached
-// discovery keeps a failed fetch of the OpenAPI document, and the paths as
-// they were, until it is invalidated: both errors invalidate it, so the
-// next try reads afresh.
+// against gk's published schema (celpolicies.TypeChecking); nil without one
+// (the expressions are dynamically typed, as always at run time). A schema
+// not read for a moment's trouble (transient) is an error, and so is one
+// missing just after a CRD of gk's group changed, as the API server
+// publishes a CRD's schema a little after the CRD is established (a
+// *schemaLagError). Both invalidate the cached discovery, which keeps a
+// failed fetch of the OpenAPI document and the paths as they were, so that
+// the next try reads afresh.
 func (r *ruleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) (*wrapupv1alpha1.TypeChecking, error) {
 	if r.Mapper == nil || r.Schemas == nil {
 		return nil, nil
@@ -489,38 +439,37 @@ func (r *ruleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.Com
 	if err != nil {
 		return nil, fmt.Errorf("type-checking rule %s: mapping %s: %w", rule.Name, gk, err)
 	}
-	epoch := r.schemaEpoch.Load()
+	gvk, epoch := mapping.GroupVersionKind, r.schemaEpoch.Load()
 	if v, ok := r.typeChecks.Load(rule.Name); ok {
-		if c := v.(typeChecked); c.uid == rule.UID && c.generation == rule.Generation && c.gvk == mapping.GroupVersionKind && c.epoch == epoch {
+		if c := v.(typeChecked); c.uid == rule.UID && c.generation == rule.Generation && c.gvk == gvk && c.epoch == epoch {
 			return c.result.DeepCopy(), nil
 		}
 	}
-	s, err := r.Schemas.ResolveSchema(mapping.GroupVersionKind)
+	s, err := r.Schemas.ResolveSchema(gvk)
 	if err != nil {
 		absent := errors.Is(err, resolver.ErrSchemaNotFound) || apierrors.IsNotFound(err)
-		if absent {
-			t, ok := r.crdSeen.Load(gk.Group)
-			if !ok || time.Since(t.(time.Time)) >= crdSettle {
-				logf.FromContext(ctx).V(2).Info("No schema to type-check against", "kind", mapping.GroupVersionKind.String(), "err", err.Error())
-				return nil, nil
-			}
-		}
-		if !absent && !transient(err) {
+		t, recent := r.crdSeen.Load(gk.Group)
+		recent = recent && time.Since(t.(time.Time)) < crdSettle
+		switch {
+		case absent && !recent:
+			logf.FromContext(ctx).V(2).Info("No schema to type-check against", "kind", gvk.String(), "err", err.Error())
+			return nil, nil
+		case !absent && !transient(err):
 			// Not a moment's trouble (a document that does not parse,
 			// /openapi/v3 refused): as without a schema.
-			logf.FromContext(ctx).Info("Could not read the schema to type-check against; the rule is not type-checked", "kind", mapping.GroupVersionKind.String(), "err", err.Error())
+			logf.FromContext(ctx).Info("Could not read the schema to type-check against; the rule is not type-checked", "kind", gvk.String(), "err", err.Error())
 			return nil, nil
 		}
 		if r.Invalidate != nil {
 			r.Invalidate()
 		}
 		if absent {
-			return nil, &schemaLagError{gvk: mapping.GroupVersionKind}
+			return nil, &schemaLagError{gvk: gvk}
 		}
-		return nil, fmt.Errorf("type-checking rule %s: reading the %s schema: %w", rule.Name, mapping.GroupVersionKind, err)
+		return nil, fmt.Errorf("type-checking rule %s: reading the %s schema: %w", rule.Name, gvk, err)
 	}
-	result := celpolicies.TypeChecking(rule, mapping.GroupVersionKind, s)
-	r.typeChecks.Store(rule.Name, typeChecked{uid: rule.UID, generation: rule.Generation, gvk: mapping.GroupVersionKind, epoch: epoch, result: result.DeepCopy()})
+	result := celpolicies.TypeChecking(rule, gvk, s)
+	r.typeChecks.Store(rule.Name, typeChecked{uid: rule.UID, generation: rule.Generation, gvk: gvk, epoch: epoch, result: result.DeepCopy()})
 	return result, nil
 }
 
@@ -543,14 +492,12 @@ func transient(err error) bool {
 // API server does not publish the kind's schema yet.
 type schemaLagError struct{ gvk schema.GroupVersionKind }
 
+// Error says which schema is not published.
 func (e *schemaLagError) Error() string {
 	return fmt.Sprintf("the API server does not publish the %s schema yet", e.gvk)
 }
 
-// schemaLagRecheck is how soon a rule whose kind's schema lags its CRD
-// (a *schemaLagError) is type-checked again.
-const schemaLagRecheck = time.Second
-
+// forget drops what the controller holds of a rule that is gone.
 func (r *ruleReconciler) forget(name string) {
 	r.typeChecks.Delete(name)
 	if uid, ok := r.uids.LoadAndDelete(name); ok {

@@ -18,49 +18,40 @@ import (
 
 // triggersListed is a source of the AppWrapper controller that sends
 // nothing: its WaitForSync holds the controller's workers (controller-runtime
-// starts them once every source has synced) until the trigger kinds that
-// the rules name at wrapup's start have listed, or are known not to be
-// served or watchable, or failed a list, or for at most startGateMax.
-//
-// Without it, at a start with many AppWrappers every one of them is
-// decided once while its trigger kind still lists, to no effect (it waits
-// for its trigger, decision.VerdictWaitingForTrigger), and once more when
-// the kind has listed: two reconciles for one completion, and the first
-// pass takes the cores the kind's list needs. The AppWrappers' own events,
-// and their triggers' from the kind's list, are queued meanwhile, each
-// AppWrapper once; none is lost. The wait is bounded: a kind that lists
-// for longer (a very large list) only brings back the pass to no effect.
-// A kind whose list failed (a conversion webhook down,
-// the API server refusing) is not waited for: the reflector tries again
-// with its backoff, for as long as it takes; nor, past startGateUnclaimed,
-// one whose informer has not started (the rule controller has not
-// reconciled its rule, or discovery fails).
-//
-// The rule controller starts the kinds' informers (it claims a rule's
-// kind when it reconciles the rule), on its own: it does not wait for
-// this controller.
+// starts them once every source has synced) until the trigger kinds the
+// rules name at wrapup's start have listed, or are known not to be served
+// or watchable, or failed a list, or for at most startGateMax. Without it,
+// at a start with many AppWrappers each is decided once while its kind
+// still lists, to no effect (decision.VerdictWaitingForTrigger), and again
+// once it has listed: two reconciles for one completion, the first taking
+// the cores the kind's list needs. Events meanwhile are queued, each
+// AppWrapper once, none lost. A kind that lists for longer (a very large
+// list) only brings back the pass to no effect. Not waited for: a kind
+// whose list failed (a conversion webhook down, the API server refusing),
+// which its reflector lists again with backoff for as long as it takes;
+// nor, past startGateUnclaimed, one whose informer has not started (the
+// rule controller, which claims a rule's kind when it reconciles the rule
+// and does not wait for this controller, has not reconciled its rule, or
+// discovery fails).
 type triggersListed struct {
-	// Rules reads the rules (the manager's cache).
-	Rules client.Reader
-	// Policies compiles them: a rule that does not compile claims no
-	// kind.
-	Policies *celpolicies.Cache
-	// Kinds says how far a kind can be read (triggers.Watches).
-	Kinds kindLister
-	Log   logr.Logger
-	// Clock defaults to the real clock.
-	Clock clock.Clock
+	Rules    client.Reader      // the manager's cache
+	Policies *celpolicies.Cache // a rule that does not compile claims no kind
+	Kinds    kindLister         // triggers.Watches
+	Log      logr.Logger
+	Clock    clock.Clock // defaults to the real clock
 }
 
-// startGateMax bounds the wait for the trigger kinds at start: past it,
-// AppWrappers are decided while their kinds list, as they would be
-// without the wait. It is well under controller-runtime's CacheSyncTimeout
-// (2 minutes), past which a source that has not synced stops the manager.
-const startGateMax = 30 * time.Second
-
-// startGateUnclaimed bounds the wait for a kind whose informer has not
-// started.
-const startGateUnclaimed = 10 * time.Second
+// startGateMax bounds the wait: past it, AppWrappers are decided while
+// their kinds list, as without the wait. It is well under
+// controller-runtime's CacheSyncTimeout (2 minutes), past which a source
+// that has not synced stops the manager. startGateUnclaimed bounds the
+// wait for a kind whose informer has not started; startGatePoll is how
+// often the wait looks at the kinds.
+const (
+	startGateMax       = 30 * time.Second
+	startGateUnclaimed = 10 * time.Second
+	startGatePoll      = 50 * time.Millisecond
+)
 
 // kindLister is what the wait reads of the trigger watches.
 type kindLister interface {
@@ -70,9 +61,7 @@ type kindLister interface {
 	Listing(gk schema.GroupKind) (listing, failed bool)
 }
 
-// startGatePoll is how often the wait looks at the kinds.
-const startGatePoll = 50 * time.Millisecond
-
+// String names the source.
 func (t *triggersListed) String() string { return "the trigger kinds the rules name, listed" }
 
 // Start sends nothing.
@@ -88,38 +77,34 @@ func (t *triggersListed) WaitForSync(ctx context.Context) error {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	log := t.Log
 	start := clk.Now()
 	kinds, err := t.kinds(ctx)
 	if err != nil {
-		log.Info("Could not list the rules to wait for their trigger kinds; deciding at once", "err", err.Error())
+		t.Log.Info("Could not list the rules to wait for their trigger kinds; deciding at once", "err", err.Error())
 		return nil
 	}
 	if len(kinds) == 0 {
 		return nil
 	}
-	for {
-		pending, unlisted := t.look(kinds, clk.Since(start) < startGateUnclaimed)
-		if len(pending) == 0 {
-			waited := clk.Since(start).Round(time.Millisecond).String()
-			if len(unlisted) > 0 {
-				// Failed a list, or not started past startGateUnclaimed.
-				log.Info("Trigger kinds listed but some; deciding (AppWrappers whose kind lists wait for it)", "unlisted", unlisted, "kinds", len(kinds), "waited", waited)
-				return nil
-			}
-			log.Info("Trigger kinds listed; deciding", "kinds", len(kinds), "waited", waited)
-			return nil
-		}
-		if clk.Since(start) >= startGateMax {
-			log.Info("Trigger kinds still listing; deciding meanwhile (AppWrappers whose kind lists wait for it)", "pending", pending, "waited", clk.Since(start).Round(time.Millisecond).String())
-			return nil
-		}
+	pending, unlisted := t.look(kinds, clk.Since(start) < startGateUnclaimed)
+	for len(pending) > 0 && clk.Since(start) < startGateMax {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-clk.After(startGatePoll):
 		}
+		pending, unlisted = t.look(kinds, clk.Since(start) < startGateUnclaimed)
 	}
+	waited := clk.Since(start).Round(time.Millisecond).String()
+	switch {
+	case len(pending) > 0:
+		t.Log.Info("Trigger kinds still listing; deciding meanwhile (AppWrappers whose kind lists wait for it)", "pending", pending, "waited", waited)
+	case len(unlisted) > 0: // failed a list, or not started past startGateUnclaimed
+		t.Log.Info("Trigger kinds listed but some; deciding (AppWrappers whose kind lists wait for it)", "unlisted", unlisted, "kinds", len(kinds), "waited", waited)
+	default:
+		t.Log.Info("Trigger kinds listed; deciding", "kinds", len(kinds), "waited", waited)
+	}
+	return nil
 }
 
 // kinds are the trigger kinds of the rules that compile and whose
