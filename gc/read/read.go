@@ -29,43 +29,38 @@ import (
 )
 
 // A View is where observations come from: the controller's caches, the API
-// server (the final check before a delete), or the reader of a tool. Each
-// gathers the same things; decision.Decide then decides the same way on
-// whatever any of them saw.
+// server (the final check before a delete), or the reader of a tool.
+// decision.Decide decides the same way on whatever any of them saw. An
+// object that does not exist reads as nil.
 type View interface {
 	TriggerView
-	// AppWrapper reads the AppWrapper; nil when it does not exist.
 	AppWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error)
-	// Record reads the CompletionRecord named for aw's run
-	// (decision.RecordName); nil when there is none.
+	// Record reads the CompletionRecord of aw's run (decision.RecordName).
 	Record(ctx context.Context, aw *awv1beta2.AppWrapper) (*wrapupv1alpha1.CompletionRecord, error)
-	// Rules lists every CompletionRule.
 	Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error)
-	// Namespace reads a Namespace; nil when it does not exist.
 	Namespace(ctx context.Context, name string) (*corev1.Namespace, error)
 	// RuleKind says how far triggers of gk, the kind rule names, can be
 	// read.
 	RuleKind(rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) decision.Kind
-	// Worker reads, for an AppWrapper that MultiKueue dispatches, what the
-	// decision needs of its worker cluster, and returns the view to read
-	// its triggers through there (nil when they cannot be read there).
+	// Worker reads what a decision needs of the worker cluster of an
+	// AppWrapper that MultiKueue dispatches, and the view of its triggers
+	// there (nil when they cannot be read there).
 	Worker(ctx context.Context, key types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView)
-	// AppWrapperVariable returns the appWrapper variable for a rule that
-	// reads fields of it.
+	// AppWrapperVariable is the appWrapper variable for a rule that reads
+	// it.
 	AppWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, p *celpolicies.Policy) (map[string]any, error)
 }
 
-// TriggerView is where triggers are read: the cluster's own, or a worker's.
+// TriggerView is where triggers are read, the cluster's own or a worker's:
+// Kind says how far triggers of gk can be read, and Trigger reads the live
+// trigger ref of aw, keeping at least fields.
 type TriggerView interface {
-	// Kind says how far triggers of gk can be read.
 	Kind(gk schema.GroupKind) decision.Kind
-	// Trigger reads the live trigger ref of aw, keeping at least fields.
 	Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error)
 }
 
-// Claimer is implemented by a TriggerView that watches kinds for the
-// AppWrapper it reads for: Gather claims a kind through it before any
-// trigger of that kind is read there.
+// Claimer is a TriggerView that watches kinds for the AppWrapper it reads
+// for: Gather claims a kind through it before reading triggers there.
 type Claimer interface {
 	Claim(gk schema.GroupKind, fields celpolicies.Fields) error
 }
@@ -122,8 +117,8 @@ func Gather(ctx context.Context, v View, policies *celpolicies.Cache, key types.
 }
 
 // compiled pairs each rule with its compiled policy, and says how far the
-// kind each names can be read (as the first rule to name it that is not
-// watched says, else watched).
+// kind each names can be read (as the first rule naming it that is not
+// watched says).
 func compiled(v View, policies *celpolicies.Cache, rules []wrapupv1alpha1.CompletionRule) ([]decision.Rule, map[schema.GroupKind]decision.Kind) {
 	out := make([]decision.Rule, len(rules))
 	kinds := map[schema.GroupKind]decision.Kind{}
@@ -158,20 +153,18 @@ func namespaceFor(ctx context.Context, v View, rules []wrapupv1alpha1.Completion
 }
 
 // planTriggers says which triggers the decision on in reads, and where:
-// through v, or, for an AppWrapper MultiKueue dispatched, on its worker
-// cluster (in.Worker), whose kinds it claims there before any is read.
+// through v, or on the worker cluster of an AppWrapper MultiKueue
+// dispatched (in.Worker), claiming their kinds there first.
 func planTriggers(ctx context.Context, v View, key types.NamespacedName, in *decision.Input) (decision.Needs, TriggerView, error) {
 	aw := in.AppWrapper
 	plan := decision.Plan(*in)
 	var tv TriggerView = v
 	if rule := plan.Rule; rule != nil && decision.WorkerToRead(*in) {
-		// MultiKueue dispatched it: its triggers are on a worker cluster.
 		in.Worker, tv = v.Worker(ctx, key, aw)
 		plan = decision.Plan(*in)
 		if c, ok := tv.(Claimer); ok && len(plan.Refs) == 0 {
-			// Not read there yet (no copy of it, or not started): its
-			// triggers' kinds are watched there all the same, so that the
-			// components' creation brings it back.
+			// Nothing to read there yet: the kinds are watched all the
+			// same, so that the components' creation brings it back.
 			refs, _ := decision.FindTriggers(aw, rule.Rule)
 			for _, ref := range refs {
 				if err := c.Claim(ref.Kind, decision.TriggerFields(rule.Policy, ref.Kind)); err != nil {
@@ -189,8 +182,8 @@ func readTriggers(ctx context.Context, tv TriggerView, plan decision.Needs, in *
 	for _, ref := range plan.Refs {
 		t, err := tv.Trigger(ctx, aw, ref, decision.TriggerFields(plan.Rule.Policy, ref.Kind))
 		if in.Worker != nil {
-			// On a worker, a kind that cannot be read there says nothing
-			// of the rule here: the worker cannot be read for it.
+			// A kind that cannot be read on a worker says nothing of the
+			// rule here: the worker cannot be read.
 			k := tv.Kind(ref.Kind)
 			switch {
 			case apimeta.IsNoMatchError(err):
@@ -202,8 +195,6 @@ func readTriggers(ctx context.Context, tv TriggerView, plan decision.Needs, in *
 			}
 		}
 		if apimeta.IsNoMatchError(err) {
-			// The API server does not serve the kind: as the controller's
-			// watches would say.
 			in.Kinds[ref.Kind] = decision.Kind{State: decision.KindNotServed, Message: err.Error()}
 			continue
 		}
@@ -218,9 +209,8 @@ func readTriggers(ctx context.Context, tv TriggerView, plan decision.Needs, in *
 	return nil
 }
 
-// readAppWrapperVariable reads the appWrapper variable of in's AppWrapper
-// for plan's rule; under MultiKueue, with the status of the copy that runs
-// it.
+// readAppWrapperVariable reads the appWrapper variable for plan's rule;
+// under MultiKueue, with the status of the copy that runs it.
 func readAppWrapperVariable(ctx context.Context, v View, plan decision.Needs, in *decision.Input) error {
 	var err error
 	if in.AppWrapperVariable, err = v.AppWrapperVariable(ctx, in.AppWrapper, plan.Rule.Policy); err != nil {
@@ -237,23 +227,22 @@ func readAppWrapperVariable(ctx context.Context, v View, plan decision.Needs, in
 }
 
 // Reader reads everything from one client.Reader: the API server for
-// the final check, or a tool's client. Its triggers are read at version,
-// or, when version gives none, at the template's version.
+// the final check, or a tool's client.
 type Reader struct {
-	// Client is what it reads from.
 	Client client.Reader
 	// Kinds, when set, says how far each kind can be read (the
 	// controller's watches); otherwise every kind counts as watched, and a
 	// kind the API server does not serve shows as its trigger's read error.
 	Kinds func(schema.GroupKind) decision.Kind
-	// Version, when set, gives the version to read a kind at.
+	// Version, when set, gives the version to read a kind at; otherwise
+	// the template's version.
 	Version func(schema.GroupKind) (string, bool)
 	// Labelled makes an object without the AppWrapper label absent, as it
 	// is to the controller's label-filtered watches.
 	Labelled bool
 	// RuleStatus takes what a rule's Ready condition says of its kind (not
-	// served, not watchable by the controller) over Kinds: for a reader
-	// outside the controller, which cannot see the controller's watches.
+	// served, not watchable) over Kinds: for a reader outside the
+	// controller, which cannot see its watches.
 	RuleStatus bool
 	// Slim says that an AppWrapper handed to Gather may lack parts of its
 	// spec and status (the controller's cache): a rule that reads them is
@@ -265,23 +254,20 @@ type Reader struct {
 	// ListRules, when set, lists the rules in place of Client: it must
 	// answer with a read sent after it was called.
 	ListRules func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error)
-	// Ahead, when set, is what to read ahead: the triggers to read while
-	// the rules are listed, so that their reads do not wait for the
-	// rules' read.
+	// Ahead, when set, are the triggers to read while the rules are
+	// listed; Go runs each such read (nil: in a goroutine of its own).
 	Ahead *Ahead
-	// Go runs a read ahead; nil runs it in a goroutine of its own.
-	Go func(func())
+	Go    func(func())
 
 	// ahead are the reads ahead of the Gather under way, until Trigger
-	// takes them or the rules or Namespace read show them unusable
-	// (readBefore, which Gather calls before any Trigger).
+	// takes them or readBefore drops them.
 	ahead map[aheadKey]*aheadRead
 }
 
 // Ahead is what a final check reads ahead (Reader.Ahead): the triggers a
 // decision on the caches read, which the plan on the rules as listed most
-// likely reads again, and the versions of the rules and the Namespace
-// that decision read.
+// likely reads again, and the resourceVersions of the rules (by UID) and
+// of the Namespace ("" for none) that decision read.
 //
 // Gather sends the reads once it has the AppWrapper, as it sends every
 // read, and returns only once every read ahead has. Trigger takes the
@@ -295,10 +281,8 @@ type Reader struct {
 // that sees a change of a rule or of the Namespace sees every change of
 // the trigger made before it, as when the trigger is read last.
 type Ahead struct {
-	Refs []decision.Ref
-	// Rules are the resourceVersions of the rules read, by UID.
-	Rules map[types.UID]string
-	// Namespace is the resourceVersion of the Namespace read; "" for none.
+	Refs      []decision.Ref
+	Rules     map[types.UID]string
 	Namespace string
 }
 
@@ -330,8 +314,7 @@ type aheadReader interface {
 	readBefore(rules []wrapupv1alpha1.CompletionRule, ns *corev1.Namespace)
 }
 
-// aheadKey is what a read ahead reads: the object of a version and kind,
-// of a name, in the AppWrapper's namespace.
+// aheadKey is the object a read ahead reads, in the AppWrapper's namespace.
 type aheadKey struct {
 	gvk  schema.GroupVersionKind
 	name string
@@ -390,17 +373,13 @@ func (v *Reader) readBefore(rules []wrapupv1alpha1.CompletionRule, ns *corev1.Na
 	if v.ahead == nil {
 		return
 	}
-	same := len(rules) == len(v.Ahead.Rules)
+	same := len(rules) == len(v.Ahead.Rules) && (ns == nil || ns.ResourceVersion == v.Ahead.Namespace)
 	for i := 0; same && i < len(rules); i++ {
 		rv, ok := v.Ahead.Rules[rules[i].UID]
 		same = ok && rv == rules[i].ResourceVersion
 	}
-	if ns != nil && ns.ResourceVersion != v.Ahead.Namespace {
-		same = false
-	}
 	if !same {
-		// Still waited for by stop, never used.
-		clear(v.ahead)
+		clear(v.ahead) // still waited for by stop, never used
 	}
 }
 
@@ -412,14 +391,7 @@ func (v *Reader) Worker(ctx context.Context, _ types.NamespacedName, aw *awv1bet
 }
 
 func (v *Reader) AppWrapper(ctx context.Context, key types.NamespacedName) (*awv1beta2.AppWrapper, error) {
-	aw := &awv1beta2.AppWrapper{}
-	if err := v.Client.Get(ctx, key, aw); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading appwrapper %s: %w", key, err)
-	}
-	return aw, nil
+	return getOrNil(ctx, v.Client, key, &awv1beta2.AppWrapper{}, "appwrapper "+key.String())
 }
 
 // Record reads the CompletionRecord of aw's run.
@@ -430,30 +402,8 @@ func (v *Reader) Record(ctx context.Context, aw *awv1beta2.AppWrapper) (*wrapupv
 // ReadRecord reads the CompletionRecord of aw's run from r; nil when
 // there is none.
 func ReadRecord(ctx context.Context, r client.Reader, aw *awv1beta2.AppWrapper) (*wrapupv1alpha1.CompletionRecord, error) {
-	cr := &wrapupv1alpha1.CompletionRecord{}
 	key := types.NamespacedName{Namespace: aw.Namespace, Name: decision.RecordName(aw.Name, string(aw.UID))}
-	if err := r.Get(ctx, key, cr); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading CompletionRecord %s: %w", key, err)
-	}
-	return cr, nil
-}
-
-func (v *Reader) Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
-	if v.ListRules != nil {
-		rules, err := v.ListRules(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing rules: %w", err)
-		}
-		return rules, nil
-	}
-	var list wrapupv1alpha1.CompletionRuleList
-	if err := v.Client.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("listing rules: %w", err)
-	}
-	return list.Items, nil
+	return getOrNil(ctx, r, key, &wrapupv1alpha1.CompletionRecord{}, "CompletionRecord "+key.String())
 }
 
 func (v *Reader) Namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
@@ -463,14 +413,35 @@ func (v *Reader) Namespace(ctx context.Context, name string) (*corev1.Namespace,
 // ReadNamespace reads the Namespace name through r; nil when it does not
 // exist.
 func ReadNamespace(ctx context.Context, r client.Reader, name string) (*corev1.Namespace, error) {
-	ns := &corev1.Namespace{}
-	if err := r.Get(ctx, types.NamespacedName{Name: name}, ns); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading namespace %s: %w", name, err)
+	return getOrNil(ctx, r, types.NamespacedName{Name: name}, &corev1.Namespace{}, "namespace "+name)
+}
+
+// getOrNil reads the object key, what, into obj through r; nil when it
+// does not exist.
+func getOrNil[T client.Object](ctx context.Context, r client.Reader, key types.NamespacedName, obj T, what string) (T, error) {
+	var none T
+	if err := r.Get(ctx, key, obj); apierrors.IsNotFound(err) {
+		return none, nil
+	} else if err != nil {
+		return none, fmt.Errorf("reading %s: %w", what, err)
 	}
-	return ns, nil
+	return obj, nil
+}
+
+func (v *Reader) Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
+	list := v.ListRules
+	if list == nil {
+		list = func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
+			var list wrapupv1alpha1.CompletionRuleList
+			err := v.Client.List(ctx, &list)
+			return list.Items, err
+		}
+	}
+	rules, err := list(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing rules: %w", err)
+	}
+	return rules, nil
 }
 
 func (v *Reader) Kind(gk schema.GroupKind) decision.Kind {
@@ -506,7 +477,6 @@ func (v *Reader) triggerGVK(ref decision.Ref) schema.GroupVersionKind {
 	return gvk
 }
 
-// getTrigger reads a trigger object from Client.
 func (v *Reader) getTrigger(ctx context.Context, namespace string, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
@@ -525,25 +495,22 @@ func (v *Reader) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref deci
 	} else {
 		u, err = v.getTrigger(ctx, aw.Namespace, gvk, ref.Name)
 	}
-	if err != nil {
-		switch {
-		case apierrors.IsNotFound(err):
-			t.State = decision.TriggerAbsent
-			return t, nil
-		case apimeta.IsNoMatchError(err):
-			return t, fmt.Errorf("reading trigger: %s is not served by the API server (is its CRD installed?): %w", gvk, err)
-		}
+	switch {
+	case apierrors.IsNotFound(err):
+		t.State = decision.TriggerAbsent
+		return t, nil
+	case apimeta.IsNoMatchError(err):
+		return t, fmt.Errorf("reading trigger: %s is not served by the API server (is its CRD installed?): %w", gvk, err)
+	case err != nil:
 		return t, fmt.Errorf("reading trigger %s %s: %w", ref.Kind.Kind, ref.Name, err)
 	}
 	if _, ok := u.GetLabels()[awv1beta2.AppWrapperLabel]; v.Labelled && !ok {
-		// The controller's watches list only labelled objects: to it, this
-		// one does not exist.
+		// Absent to the controller's label-filtered watches.
 		t.State = decision.TriggerAbsent
 		t.Note = fmt.Sprintf("%s %s lacks the label %s, so wrapup's watch does not see it", ref.Kind.Kind, ref.Name, awv1beta2.AppWrapperLabel)
 		return t, nil
 	}
-	triggers.StripMetadata(u)
-	t.State, t.Object = decision.TriggerPresent, u
+	t.State, t.Object = decision.TriggerPresent, triggers.StripMetadata(u)
 	return t, nil
 }
 

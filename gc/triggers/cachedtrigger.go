@@ -10,10 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/google/uuid"
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 
+	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/intern"
 )
 
@@ -32,8 +34,7 @@ type cachedTrigger struct {
 	// the metadata wrapup reads, kept apart from raw (which then lacks
 	// apiVersion, kind and metadata): as fields, it takes a fraction of
 	// the JSON.
-	identity bool
-	// flags say which of the identity's optional parts are set.
+	identity                             bool
 	flags                                identityFlags
 	apiVersion, kind                     string
 	resourceVersion                      string
@@ -41,7 +42,7 @@ type cachedTrigger struct {
 	controllerUID                        uuid.UUID
 	// rare holds what few triggers carry: a deletionTimestamp, an
 	// AppWrapper label other than the owner's name, a controller named
-	// otherwise.
+	// otherwise, a UID that is not a canonical UUID.
 	rare *rareIdentity
 }
 
@@ -53,95 +54,119 @@ const (
 	hasBlockOwnerDeletion
 	blockOwnerDeletion
 	hasLabel
-	// labelApart: the AppWrapper label's value is not the owner's name,
-	// and is in rare.
+	// labelApart: the AppWrapper label's value (in rare, maybe "") is not
+	// the owner's name.
 	labelApart
-	otherUID
-	otherControllerUID
 )
 
-// rareIdentity is the part of a trigger's identity that few triggers have.
+// rareIdentity is the part of a trigger's identity that few triggers have;
+// a field set says that it differs from the common case (the owner's name,
+// a canonical UUID).
 type rareIdentity struct {
-	deletionTimestamp string
-	// label, when set, is the AppWrapper label's value, which is not the
-	// owner's name; controllerName is the controller's name, which is not
-	// the owner's.
-	label, controllerName string
-	// uid and controllerUID are UIDs that are not canonical UUIDs.
-	uid, controllerUID string
+	deletionTimestamp, label, controllerName string
+	uid, controllerUID                       string
 }
 
-// canonicalUID is s as its 16 bytes, if s is a UUID in canonical form
-// (as the API server makes UIDs).
-func canonicalUID(s types.UID) (uuid.UUID, bool) {
-	u, err := uuid.Parse(string(s))
-	return u, err == nil && u != uuid.Nil && u.String() == string(s)
+// keepFields returns an informer transform that keeps what evaluations and
+// the owner mapping need, as a *cachedTrigger: apiVersion, kind, the
+// top-level fields in keep, and metadata: whole (without managedFields and
+// the last-applied annotation) if keep has it, else only what identifies
+// the object and its owner (identityOnly).
+func keepFields(keep celpolicies.Fields) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return obj, nil // a *cachedTrigger already
+		}
+		keep.Keep(u.Object)
+		if keep.Has("metadata") {
+			return newCachedTrigger(StripMetadata(u), false)
+		}
+		return newCachedTrigger(identityOnly(u), true)
+	}
 }
 
-// setUIDs keeps the trigger's UID and its controller's, as 16 bytes each
-// or, in any other form, in rare.
-func (t *cachedTrigger) setUIDs(uid, controller types.UID) {
+// identityOnly trims the metadata of u to what wrapup reads when no
+// expression reads it: the key, uid and resourceVersion, the
+// ownerReferences and the AppWrapper label that name the owner, and the
+// deletionTimestamp.
+func identityOnly(u *unstructured.Unstructured) *unstructured.Unstructured {
+	md, _ := u.Object["metadata"].(map[string]any)
+	for k := range md {
+		switch k {
+		case "name", "namespace", "uid", "resourceVersion", "ownerReferences", "deletionTimestamp":
+		case "labels":
+			labels, _ := md[k].(map[string]any)
+			if v, ok := labels[awv1beta2.AppWrapperLabel]; ok {
+				md[k] = map[string]any{awv1beta2.AppWrapperLabel: v}
+			} else {
+				delete(md, k)
+			}
+		default:
+			delete(md, k)
+		}
+	}
+	return u
+}
+
+// StripMetadata drops managedFields and the last-applied annotation, the
+// largest parts of most objects' metadata, which no expression reads.
+func StripMetadata(u *unstructured.Unstructured) *unstructured.Unstructured {
+	u.SetManagedFields(nil)
+	if ann := u.GetAnnotations(); ann != nil {
+		if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+			u.SetAnnotations(ann)
+		}
+	}
+	return u
+}
+
+// owningAppWrapper is the AppWrapper that controls a component: its
+// controller ownerReference, or failing that the AppWrapper label.
+func owningAppWrapper(u *unstructured.Unstructured) string {
+	for _, ref := range u.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "AppWrapper" &&
+			schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).Group == awv1beta2.GroupVersion.Group {
+			return ref.Name
+		}
+	}
+	return u.GetLabels()[awv1beta2.AppWrapperLabel]
+}
+
+// newCachedTrigger encodes u, already trimmed to what is kept; with
+// identity, u's metadata is kept apart from the JSON, and of its
+// ownerReferences only the controller's, the only one read.
+func newCachedTrigger(u *unstructured.Unstructured, identity bool) (*cachedTrigger, error) {
+	in := intern.Cache
+	kind, uid := u.GetKind(), u.GetUID()
+	t := &cachedTrigger{name: u.GetName(), namespace: in.Str(u.GetNamespace()), owner: owningAppWrapper(u), identity: identity}
+	var controllerUID types.UID
+	if identity {
+		controllerUID = t.takeIdentity(u)
+	}
 	var ok bool
 	if t.uid, ok = canonicalUID(uid); !ok && uid != "" {
-		t.rareIdentity().uid, t.flags = string(uid), t.flags|otherUID
+		t.rareIdentity().uid = string(uid)
 	}
-	if t.controllerUID, ok = canonicalUID(controller); !ok && controller != "" {
-		t.rareIdentity().controllerUID, t.flags = string(controller), t.flags|otherControllerUID
+	if t.controllerUID, ok = canonicalUID(controllerUID); !ok && controllerUID != "" {
+		t.rareIdentity().controllerUID = string(controllerUID)
 	}
-}
-
-func (t *cachedTrigger) rareIdentity() *rareIdentity {
-	if t.rare == nil {
-		t.rare = &rareIdentity{}
-	}
-	return t.rare
-}
-
-func (t *cachedTrigger) getUID() types.UID {
-	if t.flags&otherUID != 0 {
-		return types.UID(t.rare.uid)
-	}
-	return uidString(t.uid)
-}
-
-func (t *cachedTrigger) getControllerUID() types.UID {
-	if t.flags&otherControllerUID != 0 {
-		return types.UID(t.rare.controllerUID)
-	}
-	return uidString(t.controllerUID)
-}
-
-// uidString is u as a UID, "" for the nil UUID (no UID).
-func uidString(u uuid.UUID) types.UID {
-	if u == uuid.Nil {
-		return ""
-	}
-	return types.UID(u.String())
-}
-
-// newCachedTrigger encodes u, already trimmed to what is kept.
-func newCachedTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 	raw, err := json.Marshal(u.Object)
 	if err != nil {
-		return nil, fmt.Errorf("encoding %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		return nil, fmt.Errorf("encoding %s %s/%s: %w", kind, t.namespace, t.name, err)
 	}
-	t := &cachedTrigger{name: u.GetName(), namespace: intern.Cache.Str(u.GetNamespace()), owner: owningAppWrapper(u), raw: raw}
-	t.setUIDs(u.GetUID(), "")
+	t.raw = raw
 	return t, nil
 }
 
-// newIdentityTrigger keeps u, already trimmed to what is kept and to its
-// identity (identityOnly), with that identity apart from the JSON. Of the
-// ownerReferences only the controller's is kept: it is the only one read.
-func newIdentityTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
+// takeIdentity moves the identity of u, which is the transform's own, out
+// of its content into t, and returns its controller's UID.
+func (t *cachedTrigger) takeIdentity(u *unstructured.Unstructured) (controllerUID types.UID) {
 	in := intern.Cache
-	t := &cachedTrigger{name: u.GetName(), namespace: in.Str(u.GetNamespace()), owner: owningAppWrapper(u),
-		identity: true, apiVersion: in.Str(u.GetAPIVersion()), kind: in.Str(u.GetKind()), resourceVersion: u.GetResourceVersion()}
+	t.apiVersion, t.kind, t.resourceVersion = in.Str(u.GetAPIVersion()), in.Str(u.GetKind()), u.GetResourceVersion()
 	var rare rareIdentity
-	var controllerUID types.UID
-	if ts, ok, _ := unstructured.NestedString(u.Object, "metadata", "deletionTimestamp"); ok {
-		rare.deletionTimestamp = ts
-	}
+	rare.deletionTimestamp, _, _ = unstructured.NestedString(u.Object, "metadata", "deletionTimestamp")
 	if label, ok := u.GetLabels()[awv1beta2.AppWrapperLabel]; ok {
 		t.flags |= hasLabel
 		if label != t.owner {
@@ -164,34 +189,64 @@ func newIdentityTrigger(u *unstructured.Unstructured) (*cachedTrigger, error) {
 	if rare != (rareIdentity{}) {
 		t.rare = &rare
 	}
-	t.setUIDs(u.GetUID(), controllerUID)
-	// u is the transform's own: what the fields hold leaves the JSON.
 	delete(u.Object, "apiVersion")
 	delete(u.Object, "kind")
 	delete(u.Object, "metadata")
-	raw, err := json.Marshal(u.Object)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s %s/%s: %w", t.kind, t.namespace, t.name, err)
+	return controllerUID
+}
+
+func (t *cachedTrigger) rareIdentity() *rareIdentity {
+	if t.rare == nil {
+		t.rare = &rareIdentity{}
 	}
-	t.raw = raw
-	return t, nil
+	return t.rare
+}
+
+// canonicalUID is s as its 16 bytes, if s is a UUID in canonical form
+// (as the API server makes UIDs).
+func canonicalUID(s types.UID) (uuid.UUID, bool) {
+	u, err := uuid.Parse(string(s))
+	return u, err == nil && u != uuid.Nil && u.String() == string(s)
+}
+
+// uidOf is the UID kept as u, or as other when it is not canonical; ""
+// for none.
+func uidOf(u uuid.UUID, other string) types.UID {
+	switch {
+	case other != "":
+		return types.UID(other)
+	case u == uuid.Nil:
+		return ""
+	}
+	return types.UID(u.String())
+}
+
+func (t *cachedTrigger) rareOrNone() rareIdentity {
+	if t.rare == nil {
+		return rareIdentity{}
+	}
+	return *t.rare
 }
 
 // object decodes the kept object into new maps, which the caller owns.
 func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	if !t.identity {
-		if err := u.UnmarshalJSON(t.raw); err != nil {
-			return nil, fmt.Errorf("decoding cached trigger %s/%s: %w", t.namespace, t.name, err)
-		}
-		return u, nil
+	var err error
+	if t.identity {
+		// Without apiVersion and kind, as unstructured content (integers
+		// as int64).
+		err = utiljson.Unmarshal(t.raw, &u.Object)
+	} else {
+		err = u.UnmarshalJSON(t.raw)
 	}
-	// Without apiVersion and kind, as unstructured content (integers as
-	// int64).
-	if err := utiljson.Unmarshal(t.raw, &u.Object); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("decoding cached trigger %s/%s: %w", t.namespace, t.name, err)
 	}
+	if !t.identity {
+		return u, nil
+	}
 	u.Object["apiVersion"], u.Object["kind"] = t.apiVersion, t.kind
+	rare := t.rareOrNone()
 	md := map[string]any{"name": t.name, "namespace": t.namespace}
 	if uid := t.getUID(); uid != "" {
 		md["uid"] = string(uid)
@@ -199,26 +254,18 @@ func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 	if t.resourceVersion != "" {
 		md["resourceVersion"] = t.resourceVersion
 	}
-	var rare rareIdentity
-	if t.rare != nil {
-		rare = *t.rare
-	}
 	if rare.deletionTimestamp != "" {
 		md["deletionTimestamp"] = rare.deletionTimestamp
 	}
-	if t.flags&hasLabel != 0 {
-		label := t.owner
+	if label := t.owner; t.flags&hasLabel != 0 {
 		if t.flags&labelApart != 0 {
 			label = rare.label
 		}
 		md["labels"] = map[string]any{awv1beta2.AppWrapperLabel: label}
 	}
 	if t.flags&hasController != 0 {
-		name := t.owner
-		if rare.controllerName != "" {
-			name = rare.controllerName
-		}
-		ref := map[string]any{"apiVersion": t.controllerAPIVersion, "kind": t.controllerKind, "name": name, "uid": string(t.getControllerUID()), "controller": true}
+		ref := map[string]any{"apiVersion": t.controllerAPIVersion, "kind": t.controllerKind, "name": orOwner(rare.controllerName, t.owner),
+			"uid": string(uidOf(t.controllerUID, rare.controllerUID)), "controller": true}
 		if t.flags&hasBlockOwnerDeletion != 0 {
 			ref["blockOwnerDeletion"] = t.flags&blockOwnerDeletion != 0
 		}
@@ -228,11 +275,20 @@ func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
+func orOwner(name, owner string) string {
+	if name == "" {
+		return owner
+	}
+	return name
+}
+
 // GetObjectMeta implements metav1.ObjectMetaAccessor, for the store's key
 // function.
 func (t *cachedTrigger) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Name: t.name, Namespace: t.namespace, UID: t.getUID()}
 }
+
+func (t *cachedTrigger) getUID() types.UID { return uidOf(t.uid, t.rareOrNone().uid) }
 
 // GetObjectKind implements runtime.Object.
 func (t *cachedTrigger) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
