@@ -58,6 +58,26 @@ func WithMultiKueue(o cache.Options) cache.Options {
 	return o
 }
 
+// slimWorkload is the cache transform of WithMultiKueue: wrapup reads a
+// Workload's owner, the cluster it is dispatched to and its Finished
+// condition, nothing of its spec.
+func slimWorkload(obj any) (any, error) {
+	wl, ok := obj.(*kueue.Workload)
+	if !ok {
+		return obj, nil
+	}
+	var finished []metav1.Condition
+	if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished); c != nil {
+		finished = []metav1.Condition{*c}
+	}
+	return &kueue.Workload{
+		TypeMeta: wl.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: wl.Name, Namespace: wl.Namespace, UID: wl.UID, ResourceVersion: wl.ResourceVersion,
+			CreationTimestamp: wl.CreationTimestamp, OwnerReferences: wl.OwnerReferences},
+		Status: kueue.WorkloadStatus{ClusterName: wl.Status.ClusterName, Conditions: finished},
+	}, nil
+}
+
 // slimCompletionRecord keeps of a CompletionRecord what decisions and its
 // retention read: of the triggers only the index and UID of those that
 // decided; not the message, its labels or the AppWrapper's labels. (The
@@ -189,9 +209,6 @@ func slimComponents(aw *awv1beta2.AppWrapper) error {
 		raw, err := json.Marshal(id)
 		if err != nil {
 			return err
-		}
-		if ids == nil {
-			ids = make([]byte, 0, len(raw)*len(aw.Spec.Components))
 		}
 		if len(ids)+len(raw) > cap(ids) {
 			ids = make([]byte, 0, len(raw)*(len(aw.Spec.Components)-i))

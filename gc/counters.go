@@ -3,7 +3,9 @@ package gc
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,15 +19,15 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
-// counterFlushDelay is how long increments gather before one status write
-// per rule carries them all: with several workers finishing AppWrappers of
-// one rule at once, a write per increment mostly conflicts.
-const counterFlushDelay = 500 * time.Millisecond
-
-// After a failed write, the increments it did not carry are written again
-// after counterRetryDelay, doubling on each failure up to
-// counterRetryMaxDelay.
 const (
+	// counterFlushDelay is how long increments gather before one status
+	// write per rule carries them all: with several workers finishing
+	// AppWrappers of one rule at once, a write per increment mostly
+	// conflicts.
+	counterFlushDelay = 500 * time.Millisecond
+	// After a failed write, the increments it did not carry are written
+	// again after counterRetryDelay, doubling on each failure up to
+	// counterRetryMaxDelay.
 	counterRetryDelay    = time.Second
 	counterRetryMaxDelay = 30 * time.Second
 )
@@ -52,17 +54,13 @@ type counterInc struct {
 
 type counterDelta struct{ succeeded, failed int64 }
 
-func (d counterDelta) zero() bool { return d.succeeded == 0 && d.failed == 0 }
-
 // unsureWrite is a status write whose fate is unknown (it failed in a way
 // that does not say whether the server applied it, such as a lost
 // response): the counters it set and what it added, so that the next
 // attempt can tell. ruleCounters is the only writer of the counters (the
 // leader's), so the counters are equal to what the write set exactly when
 // it was applied.
-type unsureWrite struct {
-	set, added counterDelta
-}
+type unsureWrite struct{ set, added counterDelta }
 
 // newRuleCounters returns counters that write through c, reading with r.
 func newRuleCounters(c client.Client, r client.Reader) *ruleCounters {
@@ -86,7 +84,7 @@ func (rc *ruleCounters) Start(ctx context.Context) error {
 	if rc.Log.GetSink() == nil {
 		rc.Log = logf.FromContext(ctx)
 	}
-	pending := map[string]*counterDelta{}
+	pending := map[string]counterDelta{}
 	unsure := map[string]unsureWrite{}
 	var flush <-chan time.Time
 	var retryDelay time.Duration
@@ -94,15 +92,12 @@ func (rc *ruleCounters) Start(ctx context.Context) error {
 		select {
 		case inc := <-rc.incs:
 			d := pending[inc.rule]
-			if d == nil {
-				d = &counterDelta{}
-				pending[inc.rule] = d
-			}
 			if inc.outcome == wrapupv1alpha1.OutcomeSucceeded {
 				d.succeeded++
 			} else {
 				d.failed++
 			}
+			pending[inc.rule] = d
 			if flush == nil {
 				flush = time.After(counterFlushDelay)
 			}
@@ -128,13 +123,10 @@ func (rc *ruleCounters) Start(ctx context.Context) error {
 // flush writes the pending increments of every rule, and settles the
 // unsure writes; what it could not write stays in pending and unsure. It
 // reports whether nothing is left.
-func (rc *ruleCounters) flush(ctx context.Context, pending map[string]*counterDelta, unsure map[string]unsureWrite) bool {
-	names := make([]string, 0, len(pending)+len(unsure))
-	for name := range pending {
-		names = append(names, name)
-	}
+func (rc *ruleCounters) flush(ctx context.Context, pending map[string]counterDelta, unsure map[string]unsureWrite) bool {
+	names := slices.Collect(maps.Keys(pending))
 	for name := range unsure {
-		if pending[name] == nil {
+		if _, ok := pending[name]; !ok {
 			names = append(names, name)
 		}
 	}
@@ -146,7 +138,7 @@ func (rc *ruleCounters) flush(ctx context.Context, pending map[string]*counterDe
 	return len(pending) == 0 && len(unsure) == 0
 }
 
-func (rc *ruleCounters) write(ctx context.Context, name string, pending map[string]*counterDelta, unsure map[string]unsureWrite) error {
+func (rc *ruleCounters) write(ctx context.Context, name string, pending map[string]counterDelta, unsure map[string]unsureWrite) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rule := &wrapupv1alpha1.CompletionRule{}
 		if err := rc.APIReader.Get(ctx, types.NamespacedName{Name: name}, rule); err != nil {
@@ -158,16 +150,13 @@ func (rc *ruleCounters) write(ctx context.Context, name string, pending map[stri
 			}
 			return err
 		}
-		var add counterDelta
-		if p := pending[name]; p != nil {
-			add = *p
-		}
+		add := pending[name]
 		if u, ok := unsure[name]; ok && (rule.Status.Succeeded != u.set.succeeded || rule.Status.Failed != u.set.failed) {
 			// The unsure write was not applied: add its increments again.
 			add.succeeded += u.added.succeeded
 			add.failed += u.added.failed
 		}
-		if add.zero() {
+		if add == (counterDelta{}) {
 			delete(pending, name)
 			delete(unsure, name)
 			return nil

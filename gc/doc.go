@@ -1,14 +1,11 @@
 // Package gc holds wrapup's controllers around one pure decision
 // (gc/decision). Its rooms:
 //
-//   - appwrapper_controller.go: the AppWrapper controller. Reconcile
-//     gathers on the caches and decides, remembers what the decision says
-//     to (one memory entry per AppWrapper, taken and settled once per
-//     reconcile), and, when the decision writes the run's CompletionRecord
-//     or deletes, decides again on what the API server says (the final
-//     check, decideFresh) and does that decision's steps in order (act):
-//     the CompletionRecord, the mirror on the AppWrapper's metadata, the
-//     delete with UID and resourceVersion preconditions.
+//   - appwrapper_controller.go: the AppWrapper controller (one completion,
+//     below). It keeps one memory entry per AppWrapper, taken and settled
+//     once per reconcile; the final check (decideFresh) comes before any
+//     write of the run's CompletionRecord or delete, and the delete has UID
+//     and resourceVersion preconditions.
 //   - observe.go: where that controller reads: the caches, and the trigger
 //     informers it claims for each AppWrapper (gc/read gathers the rest).
 //   - groupread.go: the final checks' consistent LISTs of the rules, each
@@ -42,9 +39,9 @@
 // AppWrapper; appWrapperReconciler.Reconcile gathers (read.Gather through
 // cacheView) and decides (decision.Decide); remember keeps the failure
 // clock and the Warnings said; decideFresh gathers again through liveView
-// (the API server, the rules through a LIST of its own, or shared beyond
-// 16 in flight) and decides again; act creates the run's CompletionRecord,
-// decides again on it as stored, mirrors the outcome on the AppWrapper's
-// metadata unless it deletes it now, and deletes it (delete). The events
-// of the delete bring no reconcile (ownEcho).
+// (the API server; the rules as groupread.go reads them) and decides
+// again; act does that decision's steps in order: it creates the run's
+// CompletionRecord, decides again on it as stored, mirrors the outcome on
+// the AppWrapper's metadata unless it deletes it now, and deletes it
+// (delete). The events of the delete bring no reconcile (ownEcho).
 package gc

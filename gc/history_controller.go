@@ -1,9 +1,10 @@
 package gc
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
 // historyReconciler keeps CompletionRecords as long as their retention
@@ -53,18 +55,17 @@ type seenGone struct {
 	at  time.Time
 }
 
-// limitDelay is how long after a record is written the count limit of its
-// rule in its namespace is applied: the records written meanwhile share
-// one look.
-const limitDelay = time.Second
+const (
+	// limitDelay is how long after a record is written the count limit of
+	// its rule in its namespace is applied: the records written meanwhile
+	// share one look.
+	limitDelay = time.Second
+	// limitPrefix starts the name of a request for the count limit of a
+	// rule in a namespace: no record's name has a colon.
+	limitPrefix = "limit:"
+)
 
-// limitPrefix starts the name of a request for the count limit of a rule
-// in a namespace: no record's name has a colon.
-const limitPrefix = "limit:"
-
-// SetupWithManager registers the reconciler: each record is looked at for
-// its TTL, and the count limit of its rule in its namespace once, soon
-// after it is written.
+// SetupWithManager registers the reconciler.
 func (r *historyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -72,42 +73,27 @@ func (r *historyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("wrapup-history").
 		For(&wrapupv1alpha1.CompletionRecord{}).
-		Watches(&wrapupv1alpha1.CompletionRecord{}, limitRequests{}).
+		Watches(&wrapupv1alpha1.CompletionRecord{}, limitRequests).
 		Watches(&awv1beta2.AppWrapper{}, handler.Funcs{DeleteFunc: recordOfDeleted}).
 		Complete(r)
 }
 
 // limitRequests asks, limitDelay after a record is created or replaced,
 // for the count limit of its rule in its namespace.
-type limitRequests struct{}
-
-func limitRequest(cr client.Object) (reconcile.Request, bool) {
-	rec, ok := cr.(*wrapupv1alpha1.CompletionRecord)
-	if !ok || rec.Rule == "" {
-		return reconcile.Request{}, false
-	}
-	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rec.Namespace, Name: limitPrefix + rec.Rule}}, true
+var limitRequests = handler.Funcs{
+	CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		askLimit(e.Object, q)
+	},
+	UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		askLimit(e.ObjectNew, q)
+	},
 }
 
-func (limitRequests) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if req, ok := limitRequest(e.Object); ok {
-		q.AddAfter(req, limitDelay)
-	}
-}
-
-func (limitRequests) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if req, ok := limitRequest(e.ObjectNew); ok {
-		q.AddAfter(req, limitDelay)
+func askLimit(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if rec, ok := obj.(*wrapupv1alpha1.CompletionRecord); ok && rec.Rule != "" {
+		q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rec.Namespace, Name: limitPrefix + rec.Rule}}, limitDelay)
 	}
 }
-
-func (limitRequests) Delete(context.Context, event.DeleteEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-}
-
-func (limitRequests) Generic(context.Context, event.GenericEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-}
-
-var _ handler.EventHandler = limitRequests{}
 
 // recordOfDeleted asks, when an AppWrapper is deleted, for its record: its
 // retention starts.
@@ -144,7 +130,6 @@ func (r *historyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	expires := from.Add(time.Duration(cr.Retention.TTLSecondsAfterFinished) * time.Second)
 	if !now.Before(expires) {
-		r.forgetGone(client.ObjectKeyFromObject(cr))
 		return ctrl.Result{}, r.expire(ctx, cr, "TTL")
 	}
 	return ctrl.Result{RequeueAfter: expires.Sub(now)}, nil
@@ -200,37 +185,29 @@ func (r *historyReconciler) limit(ctx context.Context, namespace, rule string) e
 			same = append(same, o)
 		}
 	}
-	// Newest first; the newest record's limit is the rule's.
-	sort.Slice(same, func(i, j int) bool { return newerRecord(same[i], same[j]) })
-	if len(same) == 0 {
+	// Newest first (the later finish, ties by name); the newest record's
+	// limit is the rule's.
+	slices.SortFunc(same, func(a, b *wrapupv1alpha1.CompletionRecord) int {
+		return cmp.Or(b.FinishedAt.Compare(a.FinishedAt.Time), strings.Compare(a.Name, b.Name))
+	})
+	if len(same) == 0 || same[0].Retention.LimitPerNamespace <= 0 {
 		return nil
 	}
-	if limit := int(same[0].Retention.LimitPerNamespace); limit > 0 && len(same) > limit {
-		for _, o := range same[limit:] {
-			if gone, err := r.goneAt(ctx, o); err != nil || gone.IsZero() {
-				// Its AppWrapper exists: kept.
-				continue
-			}
-			r.forgetGone(client.ObjectKeyFromObject(o))
-			if err := r.expire(ctx, o.DeepCopy(), "Limit"); err != nil {
-				return err
-			}
+	for _, o := range same[min(int(same[0].Retention.LimitPerNamespace), len(same)):] {
+		if gone, err := r.goneAt(ctx, o); err != nil || gone.IsZero() {
+			// Its AppWrapper exists: kept.
+			continue
+		}
+		if err := r.expire(ctx, o.DeepCopy(), "Limit"); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// newerRecord says whether a comes before b in a rule's count limit: the
-// later finish first, ties by name.
-func newerRecord(a, b *wrapupv1alpha1.CompletionRecord) bool {
-	if !a.FinishedAt.Equal(&b.FinishedAt) {
-		return b.FinishedAt.Before(&a.FinishedAt)
-	}
-	return a.Name < b.Name
-}
-
 // expire deletes cr, as it was read (a record replaced since is kept).
 func (r *historyReconciler) expire(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord, reason string) error {
+	r.forgetGone(client.ObjectKeyFromObject(cr))
 	rv := cr.ResourceVersion
 	err := r.Client.Delete(ctx, cr, client.Preconditions{UID: &cr.UID, ResourceVersion: &rv})
 	switch {
@@ -243,3 +220,7 @@ func (r *historyReconciler) expire(ctx context.Context, cr *wrapupv1alpha1.Compl
 	logf.FromContext(ctx).V(1).Info("CompletionRecord expired", "record", client.ObjectKeyFromObject(cr), "reason", reason)
 	return nil
 }
+
+// RecordName is decision.RecordName, the name of an AppWrapper's
+// CompletionRecord.
+func RecordName(name, uid string) string { return decision.RecordName(name, uid) }

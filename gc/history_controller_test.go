@@ -50,9 +50,9 @@ func TestHistoryLimitOncePerBurst(t *testing.T) {
 		workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: clock})
 	defer q.ShutDown()
 	for i := range 50 {
-		limitRequests{}.Create(context.Background(), event.CreateEvent{Object: completionRecord("ns", fmt.Sprintf("run-%d", i), "jobs", clock.Now(), 2)}, q)
+		limitRequests.Create(context.Background(), event.CreateEvent{Object: completionRecord("ns", fmt.Sprintf("run-%d", i), "jobs", clock.Now(), 2)}, q)
 	}
-	limitRequests{}.Create(context.Background(), event.CreateEvent{Object: completionRecord("other", "run-0", "jobs", clock.Now(), 2)}, q)
+	limitRequests.Create(context.Background(), event.CreateEvent{Object: completionRecord("other", "run-0", "jobs", clock.Now(), 2)}, q)
 	g.Expect(q.Len()).To(Equal(0))
 	clock.Step(limitDelay)
 	g.Eventually(q.Len).Should(Equal(2))

@@ -1,6 +1,8 @@
 package gc
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -48,48 +50,37 @@ var (
 		"1 if a CompletionRule is Ready, 0 if not (its status says why), by rule; the leader serves it.", "rule")
 )
 
-// served are the series wrapup's metrics serve, by name, with their labels;
-// collectors are the metrics. The constructors below fill both.
-var (
-	served     = map[string][]string{}
-	collectors []prometheus.Collector
-)
+// served maps each series of the metrics above to its label names.
+var served = map[string][]string{}
 
-func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-	served[name], collectors = labels, append(collectors, c)
+// serve registers c, of the series name with labels (a histogram's
+// _bucket, _sum and _count).
+func serve[C prometheus.Collector](c C, name string, labels []string) C {
+	metrics.Registry.MustRegister(c)
+	switch any(c).(type) {
+	case prometheus.Histogram, *prometheus.HistogramVec:
+		served[name+"_bucket"] = append(slices.Clone(labels), "le")
+		served[name+"_sum"], served[name+"_count"] = labels, labels
+	default:
+		served[name] = labels
+	}
 	return c
 }
 
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return serve(prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels), name, labels)
+}
+
 func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
-	served[name], collectors = labels, append(collectors, g)
-	return g
+	return serve(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels), name, labels)
 }
 
 func histogram(name, help string, buckets []float64) prometheus.Histogram {
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
-	serveHistogram(name, nil)
-	collectors = append(collectors, h)
-	return h
+	return serve(prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}), name, nil)
 }
 
 func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
-	serveHistogram(name, labels)
-	collectors = append(collectors, h)
-	return h
-}
-
-// serveHistogram records a histogram's three series.
-func serveHistogram(name string, labels []string) {
-	served[name+"_bucket"] = append(append([]string(nil), labels...), "le")
-	served[name+"_sum"] = labels
-	served[name+"_count"] = labels
-}
-
-func init() {
-	metrics.Registry.MustRegister(collectors...)
+	return serve(prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels), name, labels)
 }
 
 // ServedMetrics maps the name of every series wrapup's own metrics serve

@@ -45,6 +45,58 @@ func NewRuleValidator(mgr ctrl.Manager) (*RuleValidator, error) {
 	return &RuleValidator{Mapper: mgr.GetRESTMapper(), Schemas: &resolver.ClientDiscoveryResolver{Discovery: dc}}, nil
 }
 
+// failurePolicy is Ignore: the webhook only gives the compile error early.
+// What keeps a bad rule from acting is the controller, which never acts on
+// a rule that does not compile. With Fail, a webhook that is down would
+// also refuse the admin's emergency edits (dryRun: true, a fixed
+// expression, a narrower selector) exactly when they may be needed.
+// +kubebuilder:webhook:path=/validate-wrapup-dev-v1alpha1-completionrule,mutating=false,failurePolicy=ignore,timeoutSeconds=5,sideEffects=None,groups=wrapup.dev,resources=completionrules,verbs=create;update,versions=v1alpha1,name=vcompletionrule.wrapup.dev,admissionReviewVersions=v1
+
+// SetupWebhookWithManager serves the validator on mgr's webhook server.
+func (v *RuleValidator) SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &wrapupv1alpha1.CompletionRule{}).WithValidator(v).Complete()
+}
+
+// ValidateCreate compiles the new rule.
+func (v *RuleValidator) ValidateCreate(ctx context.Context, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
+	return v.validate(ctx, rule)
+}
+
+// ValidateUpdate compiles the updated rule.
+func (v *RuleValidator) ValidateUpdate(ctx context.Context, _, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
+	return v.validate(ctx, rule)
+}
+
+// ValidateDelete allows every deletion.
+func (v *RuleValidator) ValidateDelete(context.Context, *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// warningsTimeout bounds the schema reads of the type check at admission,
+// well within the webhook's timeout (5 s): a slow API server costs the
+// warnings, never the admission (the rule's status says them later).
+const warningsTimeout = 2 * time.Second
+
+// validate refuses rule if validateRule does, and else warns of what its
+// type check says, unless that takes longer than warningsTimeout or than
+// ctx allows.
+func (v *RuleValidator) validate(ctx context.Context, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
+	if err := validateRule(rule); err != nil {
+		return nil, err
+	}
+	done := make(chan admission.Warnings, 1)
+	go func() { done <- v.warnings(rule) }()
+	timer := time.NewTimer(warningsTimeout)
+	defer timer.Stop()
+	select {
+	case w := <-done:
+		return w, nil
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return nil, nil
+}
+
 // warnings are the type-check warnings of rule, as admission warnings.
 func (v *RuleValidator) warnings(rule *wrapupv1alpha1.CompletionRule) admission.Warnings {
 	gk := decision.RuleKind(rule)
@@ -66,60 +118,6 @@ func (v *RuleValidator) warnings(rule *wrapupv1alpha1.CompletionRule) admission.
 	return out
 }
 
-// failurePolicy is Ignore: the webhook only gives the compile error early.
-// What keeps a bad rule from acting is the controller, which never acts on
-// a rule that does not compile. With Fail, a webhook that is down would
-// also refuse the admin's emergency edits (dryRun: true, a fixed
-// expression, a narrower selector) exactly when they may be needed.
-// +kubebuilder:webhook:path=/validate-wrapup-dev-v1alpha1-completionrule,mutating=false,failurePolicy=ignore,timeoutSeconds=5,sideEffects=None,groups=wrapup.dev,resources=completionrules,verbs=create;update,versions=v1alpha1,name=vcompletionrule.wrapup.dev,admissionReviewVersions=v1
-
-// SetupWebhookWithManager serves the validator on mgr's webhook server.
-func (v *RuleValidator) SetupWebhookWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewWebhookManagedBy(mgr, &wrapupv1alpha1.CompletionRule{}).WithValidator(v).Complete()
-}
-
-// ValidateCreate compiles the new rule.
-func (v *RuleValidator) ValidateCreate(ctx context.Context, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
-	if err := validateRule(rule); err != nil {
-		return nil, err
-	}
-	return v.boundedWarnings(ctx, rule), nil
-}
-
-// warningsTimeout bounds the schema reads of the type check at admission,
-// well within the webhook's timeout (5 s): a slow API server costs the
-// warnings, never the admission (the rule's status says them later).
-const warningsTimeout = 2 * time.Second
-
-// boundedWarnings is warnings, or none when they take longer than
-// warningsTimeout or than ctx allows.
-func (v *RuleValidator) boundedWarnings(ctx context.Context, rule *wrapupv1alpha1.CompletionRule) admission.Warnings {
-	done := make(chan admission.Warnings, 1)
-	go func() { done <- v.warnings(rule) }()
-	timer := time.NewTimer(warningsTimeout)
-	defer timer.Stop()
-	select {
-	case w := <-done:
-		return w
-	case <-timer.C:
-	case <-ctx.Done():
-	}
-	return nil
-}
-
-// ValidateUpdate compiles the updated rule.
-func (v *RuleValidator) ValidateUpdate(ctx context.Context, _, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
-	if err := validateRule(rule); err != nil {
-		return nil, err
-	}
-	return v.boundedWarnings(ctx, rule), nil
-}
-
-// ValidateDelete allows every deletion.
-func (v *RuleValidator) ValidateDelete(context.Context, *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
-	return nil, nil
-}
-
 // validateRule refuses what the controller could never act on: an
 // expression that does not compile, a selector that does not parse, a
 // trigger kind that cannot be in the group it names (decision.RuleProblems,
@@ -132,21 +130,16 @@ func validateRule(rule *wrapupv1alpha1.CompletionRule) error {
 			return apierrors.NewInternalError(fmt.Errorf("compiling rule: %w", err))
 		}
 		for _, fe := range ce.Errors {
-			errs = append(errs, field.Invalid(pathOf(fe.Field), fe.Expression, fe.Message))
+			errs = append(errs, field.Invalid(field.NewPath(fe.Field), fe.Expression, fe.Message))
 		}
 	}
 	for _, p := range decision.RuleProblems(rule) {
 		if p.Fatal {
-			errs = append(errs, field.Invalid(pathOf(p.Field), p.Value, p.Message))
+			errs = append(errs, field.Invalid(field.NewPath(p.Field), p.Value, p.Message))
 		}
 	}
 	if len(errs) == 0 {
 		return nil
 	}
 	return apierrors.NewInvalid(wrapupv1alpha1.GroupVersion.WithKind("CompletionRule").GroupKind(), rule.Name, errs)
-}
-
-// pathOf turns "spec.variables[1].expression" into a field path.
-func pathOf(s string) *field.Path {
-	return field.NewPath(s)
 }

@@ -10,8 +10,6 @@ import (
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,15 +42,15 @@ const (
 	workerFailFast = 5 * time.Second
 )
 
-// workerClusters reaches the worker clusters of a MultiKueue manager cluster, one
-// connection per MultiKueueCluster, each made from a kubeconfig Secret of
-// wrapup's own in its namespace, named after the MultiKueueCluster (key
-// "kubeconfig"): wrapup needs only to read AppWrappers and trigger kinds on
-// a worker, and Kueue's MultiKueueCluster Secrets carry Kueue's much
-// broader rights there. Each connection keeps trigger watches (triggers.Watches) of
-// the kinds the AppWrappers dispatched to that worker read, claimed per
-// AppWrapper and stopped when none does; their events reconcile the
-// AppWrapper of the same namespace and name here.
+// workerClusters reaches the worker clusters of a MultiKueue manager
+// cluster, one connection per MultiKueueCluster, each made from a kubeconfig
+// Secret of wrapup's own in its namespace, named after the MultiKueueCluster
+// (key "kubeconfig"): wrapup needs only to read AppWrappers and trigger
+// kinds on a worker, and Kueue's MultiKueueCluster Secrets carry Kueue's
+// much broader rights there. Each connection keeps trigger watches
+// (triggers.Watches) of the kinds the AppWrappers dispatched to that worker
+// read, claimed per AppWrapper and stopped when none does; their events
+// reconcile the AppWrapper of the same namespace and name here.
 type workerClusters struct {
 	// Secrets reads the kubeconfig Secrets (uncached: wrapup neither lists
 	// nor watches Secrets).
@@ -67,8 +65,7 @@ type workerClusters struct {
 	// Recheck is how long a Secret is trusted before it is read again;
 	// default secretRecheck.
 	Recheck time.Duration
-	// Known says what the rules read of a kind, for the workers' trigger
-	// informers to keep from their start (triggers.Options.Known).
+	// Known is the workers' triggers.Options.Known (rulesRead).
 	Known func(schema.GroupKind) celpolicies.Fields
 
 	events chan event.GenericEvent
@@ -97,9 +94,8 @@ type workerConn struct {
 	// secretRV is the resourceVersion of the Secret it was made from.
 	secretRV string
 	checked  time.Time
-	// reader reads the worker's API server.
-	reader client.Reader
-	// triggers are the worker's trigger watches.
+	reader   client.Reader
+	// triggers are the worker's trigger watches: watches, or a test's.
 	triggers triggerCache
 	watches  *triggers.Watches
 	cancel   context.CancelFunc
@@ -116,7 +112,7 @@ type workerConn struct {
 func newWorkerClusters(secrets client.Reader, namespace string) *workerClusters {
 	s := runtime.NewScheme()
 	utilruntime.Must(awv1beta2.AddToScheme(s))
-	return &workerClusters{Secrets: secrets, Namespace: namespace, events: make(chan event.GenericEvent, 1024), scheme: s, conns: map[string]*workerConn{}}
+	return &workerClusters{Secrets: secrets, Namespace: namespace, Clock: clock.RealClock{}, events: make(chan event.GenericEvent, 1024), scheme: s, conns: map[string]*workerConn{}}
 }
 
 // Events is where changes of triggers on workers arrive, as the AppWrapper
@@ -131,22 +127,15 @@ func (ws *workerClusters) Start(ctx context.Context) error {
 	<-ctx.Done()
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	for name, c := range ws.conns {
+	for _, c := range ws.conns {
 		c.cancel()
-		delete(ws.conns, name)
 	}
+	clear(ws.conns)
 	return nil
 }
 
 // NeedLeaderElection: workers are read by the acting replica only.
 func (ws *workerClusters) NeedLeaderElection() bool { return true }
-
-func (ws *workerClusters) now() time.Time {
-	if ws.Clock == nil {
-		return time.Now()
-	}
-	return ws.Clock.Now()
-}
 
 // conn returns the connection to cluster, made or remade from its Secret
 // when that changed.
@@ -158,7 +147,7 @@ func (ws *workerClusters) conn(ctx context.Context, cluster string) (*workerConn
 	if recheck <= 0 {
 		recheck = secretRecheck
 	}
-	fresh := c != nil && ws.now().Sub(c.checked) < recheck
+	fresh := c != nil && ws.Clock.Now().Sub(c.checked) < recheck
 	ws.mu.Unlock()
 	if base == nil {
 		return nil, errors.New("the worker connections are not started yet")
@@ -177,7 +166,7 @@ func (ws *workerClusters) conn(ctx context.Context, cluster string) (*workerConn
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if c := ws.conns[cluster]; c != nil && c.secretRV == secret.ResourceVersion {
-		c.checked = ws.now()
+		c.checked = ws.Clock.Now()
 		return c, nil
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[read.KubeconfigKey])
@@ -188,7 +177,7 @@ func (ws *workerClusters) conn(ctx context.Context, cluster string) (*workerConn
 	if err != nil {
 		return nil, fmt.Errorf("worker cluster %s: %w", cluster, err)
 	}
-	nc.secretRV, nc.checked = secret.ResourceVersion, ws.now()
+	nc.secretRV, nc.checked = secret.ResourceVersion, ws.Clock.Now()
 	if old := ws.conns[cluster]; old != nil {
 		// The Secret changed: the AppWrappers that watched kinds on the old
 		// connection are reconciled, to claim them again on the new one,
@@ -283,14 +272,12 @@ func (ws *workerClusters) connect(base context.Context, cluster string, cfg *res
 	return &workerConn{cluster: cluster, reader: reader, triggers: w, watches: w, cancel: cancel}, nil
 }
 
-// lookup returns the connection to cluster, if one is made.
 func (ws *workerClusters) lookup(cluster string) *workerConn {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	return ws.conns[cluster]
 }
 
-// release drops the claims of owner on the watches of cluster.
 func (ws *workerClusters) release(cluster string, owner triggers.Owner) {
 	if c := ws.lookup(cluster); c != nil {
 		c.watches.Release(owner)
@@ -302,38 +289,6 @@ func (ws *workerClusters) workload(ctx context.Context, aw *awv1beta2.AppWrapper
 		return read.FindWorkload(ctx, ws.Cache, ws.Live, aw)
 	}
 	return read.FindWorkload(ctx, ws.Cache, nil, aw)
-}
-
-// slimWorkload is the cache transform of Workloads: wrapup reads their
-// owner and the cluster they are dispatched to, nothing of their spec.
-func slimWorkload(obj any) (any, error) {
-	wl, ok := obj.(*kueue.Workload)
-	if !ok {
-		return obj, nil
-	}
-	return &kueue.Workload{
-		TypeMeta: wl.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{Name: wl.Name, Namespace: wl.Namespace, UID: wl.UID, ResourceVersion: wl.ResourceVersion,
-			CreationTimestamp: wl.CreationTimestamp, OwnerReferences: wl.OwnerReferences},
-		Status: kueue.WorkloadStatus{ClusterName: wl.Status.ClusterName, Conditions: finishedOnly(wl.Status.Conditions)},
-	}, nil
-}
-
-// finishedOnly keeps of conds the Finished condition.
-func finishedOnly(conds []metav1.Condition) []metav1.Condition {
-	if c := apimeta.FindStatusCondition(conds, kueue.WorkloadFinished); c != nil {
-		return []metav1.Condition{*c}
-	}
-	return nil
-}
-
-// workerReach says, per worker, whether wrapup could last read it.
-func workerReach(cluster string, reached bool) {
-	v := 0.0
-	if reached {
-		v = 1
-	}
-	workerReachableGauge.WithLabelValues(cluster).Set(v)
 }
 
 // readWorker reads what a decision on aw needs of its worker cluster: the
@@ -358,11 +313,12 @@ func (r *appWrapperReconciler) readWorker(ctx context.Context, live bool, aw *aw
 		}
 		return &answerReader{Reader: c.reader, c: c, clock: r.Clock}, nil
 	})
-	if w.Cluster != "" {
-		workerReach(w.Cluster, w.Problem == "")
-	}
+	reached := 1.0
 	if w.Problem != "" {
-		return w, nil
+		reached, c = 0, nil
+	}
+	if w.Cluster != "" {
+		workerReachableGauge.WithLabelValues(w.Cluster).Set(reached)
 	}
 	return w, c
 }
