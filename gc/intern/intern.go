@@ -10,15 +10,14 @@ import (
 	"sync"
 )
 
-// Interner keeps one copy of the short strings and of the small string maps
-// that many cached objects carry alike: namespaces, owner references' kinds, condition
-// types and reasons, label and annotation sets of AppWrappers made from one
-// template. A Go map costs about 300 bytes however few its entries, and a
-// decoded string is an allocation of its own per object.
-//
-// Cached objects are never written (the cache hands out deep copies), so
-// objects may share a map. The Interner is bounded: when it holds limit
-// entries it starts again empty (the objects keep what they share).
+// Interner keeps one copy of the short strings and small string maps that
+// many cached objects carry alike: namespaces, owner references' kinds,
+// condition types and reasons, the label and annotation sets of
+// AppWrappers made from one template. A Go map costs about 300 bytes
+// however few its entries, and a decoded string is an allocation per
+// object. Cached objects are never written (the cache hands out deep
+// copies), so they may share a map. When it holds limit entries, it starts
+// again empty (the objects keep what they share).
 type Interner struct {
 	mu      sync.Mutex
 	limit   int
@@ -79,11 +78,7 @@ func (in *Interner) Labels(m map[string]string) map[string]string {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if size > maxLen {
-		out := make(map[string]string, len(m))
-		for k, v := range m {
-			out[in.strLocked(k)] = in.strLocked(v)
-		}
-		return out
+		return in.copyLocked(m)
 	}
 	slices.Sort(keys)
 	var b strings.Builder
@@ -101,19 +96,20 @@ func (in *Interner) Labels(m map[string]string) map[string]string {
 		}
 		// Values may hold the separator: another content under the same
 		// key is kept apart, not shared.
-		out := make(map[string]string, len(m))
-		for k, v := range m {
-			out[in.strLocked(k)] = in.strLocked(v)
-		}
-		return out
+		return in.copyLocked(m)
 	}
 	if len(in.maps) >= in.limit {
 		in.maps = map[string]map[string]string{}
 	}
-	shared := make(map[string]string, len(m))
+	in.maps[id] = in.copyLocked(m)
+	return in.maps[id]
+}
+
+// copyLocked is a copy of m, its strings interned.
+func (in *Interner) copyLocked(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
 	for k, v := range m {
-		shared[in.strLocked(k)] = in.strLocked(v)
+		out[in.strLocked(k)] = in.strLocked(v)
 	}
-	in.maps[id] = shared
-	return shared
+	return out
 }

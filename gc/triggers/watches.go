@@ -252,13 +252,12 @@ func (w *Watches) Ensure(owner Owner, gk schema.GroupKind, fields celpolicies.Fi
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k = w.kinds[gk]
-	var de *discoveryError
 	var nf *KindNotFoundError
 	switch {
 	case k == nil:
 		return nil // released meanwhile
-	case errors.As(err, &de):
-		return err // not a state of the kind: its owners try again
+	case err != nil && !KindState(err):
+		return err // discovery failed, which says nothing of the kind: its owners try again
 	case errors.As(err, &nf):
 		k.failed = &decision.Kind{State: decision.KindNotServed, Message: err.Error()}
 		return err
@@ -304,17 +303,15 @@ func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, bool, error) 
 	switch {
 	case meta.IsNoMatchError(err): // its CRD is not installed
 		return nil, false, &KindNotFoundError{Kind: gk, Err: err}
-	case err != nil:
-		// Discovery failed (a timeout, an API server restarting): that
-		// says nothing of the kind.
-		return nil, false, &discoveryError{kind: gk, err: err}
+	case err != nil: // a timeout, an API server restarting
+		return nil, false, fmt.Errorf("discovering trigger kind %s: %w", gk, err)
 	}
 	status, err := w.servedStatus(mapping.Resource)
 	switch {
 	case err != nil && definitelyGone(err):
 		return nil, false, &KindNotFoundError{Kind: gk, Err: err}
 	case err != nil:
-		return nil, false, &discoveryError{kind: gk, err: err}
+		return nil, false, fmt.Errorf("discovering trigger kind %s: %w", gk, err)
 	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
 		return nil, false, &KindNotWatchableError{Kind: gk, Err: fmt.Errorf("trigger kind %s is cluster-scoped: AppWrapper components live in the AppWrapper's namespace", gk)}
 	}
@@ -373,19 +370,6 @@ func KindState(err error) bool {
 	var nw *KindNotWatchableError
 	return errors.As(err, &nf) || errors.As(err, &nw)
 }
-
-// discoveryError is a failed discovery request, which says nothing of the
-// kind.
-type discoveryError struct {
-	kind schema.GroupKind
-	err  error
-}
-
-func (e *discoveryError) Error() string {
-	return fmt.Sprintf("discovering trigger kind %s: %v", e.kind, e.err)
-}
-
-func (e *discoveryError) Unwrap() error { return e.err }
 
 type notServedError struct{ gvr schema.GroupVersionResource }
 

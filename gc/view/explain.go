@@ -28,12 +28,9 @@ import (
 // Explanation is what wrapup decides for one AppWrapper at one instant, and
 // why: the controller's decision (decision.Decide) on what Explain read.
 type Explanation struct {
-	// AppWrapper is the AppWrapper explained.
 	AppWrapper types.NamespacedName
-	// Phase is the AppWrapper's phase, as its controller reports it.
-	Phase awv1beta2.AppWrapperPhase
-	// At is the instant the explanation is for.
-	At time.Time
+	Phase      awv1beta2.AppWrapperPhase // as the AppWrapper's controller reports it
+	At         time.Time
 	decision.Decision
 	// Notes say where what the reader saw may differ from what the
 	// controller sees: a kind wrapup may not list though the reader may
@@ -41,31 +38,28 @@ type Explanation struct {
 	Notes []string
 }
 
-// ExplainOptions are what a tool may give Explain besides its reader.
+// ExplainOptions are what a tool may give Explain besides its reader:
+// Workers reads MultiKueue's worker clusters (see ExplainWithWorkers);
+// Access, when set, makes the decision with wrapup's rights rather than
+// the reader's (a kind wrapup may not list is not watchable).
 type ExplainOptions struct {
-	// Workers reads MultiKueue's worker clusters (see ExplainWithWorkers).
 	Workers WorkerReader
-	// Access, when set, says which trigger kinds wrapup may list, so that
-	// the decision is made with wrapup's rights rather than the reader's:
-	// a kind it may not list is not watchable, as the controller finds it.
-	Access triggers.AccessReview
+	Access  triggers.AccessReview
 }
 
 // Explain says what wrapup does with the AppWrapper key at now, and why. It
 // only reads, through r: the AppWrapper, its Namespace, every CompletionRule
-// and the live trigger (as unstructured, with the version of the component
-// template), and decides with decision.Decide, as the controller does. What
-// a reader outside the controller cannot know: when wrapup first saw a
-// failed trigger lives in the controller's memory, so for a Running
-// AppWrapper Explain gives the longest the failure grace period can still
-// run, assuming DefaultFailureGracePeriod (the manager's flag may set
-// another); and the controller reads the trigger at the version its REST
-// mapper prefers, which for a CRD serving several versions may not be the
-// template's. When r has a REST mapper (a client.Client does), a trigger
-// kind it does not map counts as not served, and a cluster-scoped one as
-// not watchable; and what a rule's Ready condition says of its kind (not
-// served, or not watchable: wrapup may not list it) stands, as the
-// controller's watches said it. policies may be nil.
+// and the live trigger (at the version of the component template), and
+// decides with decision.Decide, as the controller does. A reader outside
+// the controller cannot know when wrapup first saw a failed trigger, so
+// for a Running AppWrapper Explain gives the longest the failure grace
+// period can still run, assuming DefaultFailureGracePeriod (the manager's
+// flag may set another); nor the version the controller's REST mapper
+// prefers, which for a CRD serving several may not be the template's. When
+// r has a REST mapper (a client.Client does), a trigger kind it does not
+// map counts as not served, and a cluster-scoped one as not watchable; a
+// rule's Ready condition that says its kind is not served or not watchable
+// stands, as the controller's watches said it. policies may be nil.
 func Explain(ctx context.Context, r client.Reader, policies *celpolicies.Cache, key types.NamespacedName, now time.Time) (*Explanation, error) {
 	return ExplainWithWorkers(ctx, r, nil, policies, key, now)
 }
@@ -84,15 +78,14 @@ func ExplainWithWorkers(ctx context.Context, r client.Reader, workers WorkerRead
 
 // ExplainWith is Explain with options.
 func ExplainWith(ctx context.Context, r client.Reader, opts ExplainOptions, policies *celpolicies.Cache, key types.NamespacedName, now time.Time) (*Explanation, error) {
-	workers := opts.Workers
 	if policies == nil {
 		policies = &celpolicies.Cache{}
 	}
 	var notes []string
 	v := &read.Reader{Client: r, Labelled: true, Kinds: ServedKinds(ctx, r, opts.Access, &notes), RuleStatus: true}
-	if workers != nil {
+	if opts.Workers != nil {
 		v.Workers = func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, read.TriggerView) {
-			return explainWorker(ctx, r, workers, aw)
+			return explainWorker(ctx, r, opts.Workers, aw)
 		}
 	}
 	in, err := read.Gather(ctx, v, policies, key, nil, decision.Input{Now: now})
@@ -108,11 +101,10 @@ func ExplainWith(ctx context.Context, r client.Reader, opts ExplainOptions, poli
 	return ex, nil
 }
 
-// explainWorker reads, for Explain, the worker cluster of aw: its Workload
-// through r (listed, as a tool has no index), the copy and the triggers
-// through the worker's reader.
+// explainWorker reads the worker cluster of aw: its Workload through r
+// (listed, as a tool has no index), the copy and the triggers through the
+// worker's reader.
 func explainWorker(ctx context.Context, r client.Reader, workers WorkerReader, aw *awv1beta2.AppWrapper) (*decision.Worker, read.TriggerView) {
-	// A tool has no index: the Workloads are listed.
 	wl, err := read.FindWorkload(ctx, emptyReader{}, r, aw)
 	var wr client.Reader
 	w := read.WorkerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
@@ -138,8 +130,8 @@ func (emptyReader) List(context.Context, client.ObjectList, ...client.ListOption
 // ServedKinds says, from r's REST mapper when it has one, which trigger
 // kinds the API server serves; nil (every kind counts as served) without.
 // With access, a kind wrapup may not list is not watchable, as the
-// controller's own access review finds it, and a note says so; a review
-// that cannot be made is a note too (the reader's view then stands).
+// controller finds it; notes say so, or that the review could not be made
+// (the reader's view then stands).
 func ServedKinds(ctx context.Context, r client.Reader, access triggers.AccessReview, notes *[]string) func(schema.GroupKind) decision.Kind {
 	m, ok := r.(interface{ RESTMapper() apimeta.RESTMapper })
 	if !ok || m.RESTMapper() == nil {
@@ -219,22 +211,30 @@ func (ex *Explanation) writeRules(b *strings.Builder) {
 	b.WriteString("Rules:")
 	if len(ex.Rules) == 0 {
 		b.WriteString("      none\n")
-	} else {
-		b.WriteString("\n")
-		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
-		for _, v := range ex.Rules {
-			mark := " "
-			if v.Wins {
-				mark = "*"
-			}
-			ready := v.Ready
-			if ready == "" {
-				ready = "-"
-			}
-			fmt.Fprintf(tw, "  %s %s\tpriority %d\tReady %s\t%s\n", mark, v.Name, v.Priority, ready, v.Why)
-		}
-		_ = tw.Flush()
+		return
 	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	for _, v := range ex.Rules {
+		fmt.Fprintf(tw, "  %s %s\tpriority %d\tReady %s\t%s\n", mark(v.Wins), v.Name, v.Priority, or(v.Ready, "-"), v.Why)
+	}
+	_ = tw.Flush()
+}
+
+// mark marks a table's row that decided.
+func mark(decided bool) string {
+	if decided {
+		return "*"
+	}
+	return " "
+}
+
+// or is s, or else when s is "".
+func or(s, otherwise string) string {
+	if s == "" {
+		return otherwise
+	}
+	return s
 }
 
 // writeTrigger writes the trigger, when there is one.
@@ -244,12 +244,8 @@ func (ex *Explanation) writeTrigger(b *strings.Builder) {
 		if t.Annotated {
 			how = "annotated " + wrapupv1alpha1.TriggerAnnotation
 		}
-		name := t.Name
-		if name == "" {
-			name = "(name not generated yet)"
-		}
 		gvk := t.GroupVersionKind()
-		fmt.Fprintf(b, "Trigger:    %s %s %s, component %d (%s)", gvk.GroupVersion(), gvk.Kind, name, t.Index, how)
+		fmt.Fprintf(b, "Trigger:    %s %s %s, component %d (%s)", gvk.GroupVersion(), gvk.Kind, or(t.Name, noName), t.Index, how)
 		if t.UID != "" {
 			fmt.Fprintf(b, ", uid %s", t.UID)
 		}
@@ -285,14 +281,6 @@ func (ex *Explanation) writeCandidates(b *strings.Builder) {
 		fmt.Fprintf(b, "Triggers:   %d candidates, policy %s (* decided the outcome)\n", len(ex.Candidates), ex.Policy)
 		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 		for _, c := range ex.Candidates {
-			mark := " "
-			if c.Decided {
-				mark = "*"
-			}
-			name := c.Name
-			if name == "" {
-				name = "(name not generated yet)"
-			}
 			gvk := c.GroupVersionKind()
 			detail := c.Problem
 			if e := c.Evaluation; e != nil {
@@ -303,7 +291,7 @@ func (ex *Explanation) writeCandidates(b *strings.Builder) {
 					detail = e.Message
 				}
 			}
-			fmt.Fprintf(tw, "  %s %s %s %s\tcomponent %d\t%s\t%s\n", mark, gvk.GroupVersion(), gvk.Kind, name, c.Index, c.State, decision.Truncate(detail, 200))
+			fmt.Fprintf(tw, "  %s %s %s %s\tcomponent %d\t%s\t%s\n", mark(c.Decided), gvk.GroupVersion(), gvk.Kind, or(c.Name, noName), c.Index, c.State, decision.Truncate(detail, 200))
 		}
 		_ = tw.Flush()
 	}
@@ -381,9 +369,6 @@ func DescribeAction(rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.
 	return what
 }
 
-func phaseOrNone(p awv1beta2.AppWrapperPhase) string {
-	if p == "" {
-		return "not started"
-	}
-	return string(p)
-}
+func phaseOrNone(p awv1beta2.AppWrapperPhase) string { return or(string(p), "not started") }
+
+const noName = "(name not generated yet)"

@@ -58,21 +58,17 @@ func DescribeRecord(cr *wrapupv1alpha1.CompletionRecord) string {
 		fmt.Fprintf(&b, "Queue:      %s\n", q)
 	}
 	if len(cr.AppWrapper.Labels) > 0 {
-		keys := make([]string, 0, len(cr.AppWrapper.Labels))
-		for k := range cr.AppWrapper.Labels {
-			keys = append(keys, k+"="+cr.AppWrapper.Labels[k])
+		var labels []string
+		for k, v := range cr.AppWrapper.Labels {
+			labels = append(labels, k+"="+v)
 		}
-		sort.Strings(keys)
-		fmt.Fprintf(&b, "Labels:     %s\n", strings.Join(keys, ", "))
+		sort.Strings(labels)
+		fmt.Fprintf(&b, "Labels:     %s\n", strings.Join(labels, ", "))
 	}
 	if len(cr.Triggers) > 0 {
 		b.WriteString("Triggers:   (* decided the outcome)\n")
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		for _, t := range cr.Triggers {
-			mark := " "
-			if t.Decided {
-				mark = "*"
-			}
 			var conds []string
 			for _, c := range t.Conditions {
 				if c.Status == "True" {
@@ -83,7 +79,7 @@ func DescribeRecord(cr *wrapupv1alpha1.CompletionRecord) string {
 			if t.Phase != "" {
 				state += " (phase " + t.Phase + ")"
 			}
-			fmt.Fprintf(tw, "  %s %s %s %s\tuid %s\t%s\t%s\n", mark, t.APIVersion, t.Kind, t.Name, t.UID, state, strings.Join(conds, ","))
+			fmt.Fprintf(tw, "  %s %s %s %s\tuid %s\t%s\t%s\n", mark(t.Decided), t.APIVersion, t.Kind, t.Name, t.UID, state, strings.Join(conds, ","))
 		}
 		_ = tw.Flush()
 	}
@@ -143,11 +139,7 @@ func HistoryTable(records []wrapupv1alpha1.CompletionRecord, withNamespace, wide
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\t%s", cr.AppWrapper.Name, outcome, cr.Rule, action,
 			now.Sub(cr.FinishedAt.Time).Round(time.Second), msg)
 		if wide {
-			queue := cr.AppWrapper.QueueName
-			if queue == "" {
-				queue = "<none>"
-			}
-			fmt.Fprintf(tw, "\t%s\t%s\t%s", cr.Name, cr.AppWrapper.UID, queue)
+			fmt.Fprintf(tw, "\t%s\t%s\t%s", cr.Name, cr.AppWrapper.UID, or(cr.AppWrapper.QueueName, "<none>"))
 		}
 		fmt.Fprintln(tw)
 	}
