@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
@@ -185,9 +186,6 @@ type Decision struct {
 	Steps
 	Remember
 	Why
-
-	// notOwned: the live object of the trigger's name is someone else's.
-	notOwned bool
 }
 
 // Steps are what the controller does on a decision, in order: write (or
@@ -595,6 +593,9 @@ var MisplacedTriggerAnnotation = WarningMisplacedAnnotation.Format
 // of the rule's expressions only.
 func Decide(ctx context.Context, in Input) Decision {
 	gathered := in
+	if in.FailureGracePeriod <= 0 {
+		in.FailureGracePeriod = DefaultFailureGracePeriod
+	}
 	if MultiKueueManaged(in.AppWrapper) && in.Worker != nil {
 		in.AppWrapper = withCopyStatus(in)
 	}
@@ -630,7 +631,9 @@ func decideOn(ctx context.Context, in Input) Decision {
 		return d
 	}
 	d.Recorded = RecordOf(in.Record, aw)
-	d.FailureSeen = keepFailure(in.FailureSeen)
+	if f := in.FailureSeen; !f.At.IsZero() {
+		d.FailureSeen = &f
+	}
 	sel := selectRule(in.Rules, aw, namespaceLabels(in.Namespace), in.Kinds)
 	d.Rules = sel.standings
 	if sel.winner != nil {
@@ -657,7 +660,6 @@ func decideOn(ctx context.Context, in Input) Decision {
 		d.warn(WarningBlockedByRule, d.Reason)
 		return d
 	}
-	policy := sel.winner.Policy
 
 	refs, nt := FindTriggers(aw, rule)
 	if nt != nil {
@@ -674,17 +676,15 @@ func decideOn(ctx context.Context, in Input) Decision {
 	if MultiKueueManaged(aw) && d.workerUnreachable(in) {
 		return d
 	}
-	if len(refs) > 1 {
-		d.decideMany(ctx, in, sel.winner, refs)
+	if len(refs) == 1 {
+		d.Trigger = &TriggerInfo{Ref: refs[0]}
+	} else {
+		d.Policy = Policy(rule)
+	}
+	if deployed(aw) && d.annotatedKindUnusable(in, refs) {
 		return d
 	}
-	ref := refs[0]
-	d.Trigger = &TriggerInfo{Ref: ref}
-	if ref.Annotated && deployed(aw) && d.annotatedKindOfOneUnusable(in, ref) {
-		return d
-	}
-	state, res := d.observe(ctx, in, policy, ref)
-	d.decide(in, rule, state, res)
+	d.decide(in, rule, d.observe(ctx, in, sel.winner, refs))
 	return d
 }
 
@@ -711,36 +711,69 @@ func (d *Decision) workerUnreachable(in Input) bool {
 	return false
 }
 
-// annotatedKindOfOneUnusable decides, when the kind of the annotated
-// trigger ref is not served or not watchable, that the AppWrapper waits
-// for it, and says whether it did. The kind is claimed either way.
-func (d *Decision) annotatedKindOfOneUnusable(in Input, ref Ref) bool {
-	gk := ref.Kind
-	d.Claims = []schema.GroupKind{gk}
-	if k, ok := in.Kinds[gk]; ok && !k.usable() {
-		d.Verdict = VerdictTriggerNotWatchable
-		d.Reason = fmt.Sprintf("the annotated trigger's kind %s is not served by the API server (is its CRD installed?)", gk)
-		if k.State == KindNotWatchable {
-			d.Reason = fmt.Sprintf("wrapup cannot watch the annotated trigger's kind %s: %s", gk, k.Message)
+// annotatedKindUnusable claims the kinds of the annotated triggers among
+// refs (d.Claims) and, when one is not served or not watchable, decides
+// that the AppWrapper waits for it; it says whether it did.
+func (d *Decision) annotatedKindUnusable(in Input, refs []Ref) bool {
+	for _, ref := range refs {
+		if ref.Annotated && !slices.Contains(d.Claims, ref.Kind) {
+			d.Claims = append(d.Claims, ref.Kind)
 		}
-		d.Trigger.Problem = d.Reason
-		d.Requeue = NotWatchableRetry
+	}
+	whose := "trigger's"
+	if len(refs) > 1 {
+		whose = "triggers'"
+	}
+	for _, gk := range d.Claims {
+		k, ok := in.Kinds[gk]
+		if !ok || k.usable() {
+			continue
+		}
+		d.Verdict, d.Requeue = VerdictTriggerNotWatchable, NotWatchableRetry
+		d.Reason = fmt.Sprintf("the annotated %s kind %s is not served by the API server (is its CRD installed?)", whose, gk)
+		if k.State == KindNotWatchable {
+			d.Reason = fmt.Sprintf("wrapup cannot watch the annotated %s kind %s: %s", whose, gk, k.Message)
+		}
+		if d.Trigger != nil {
+			d.Trigger.Problem = d.Reason
+		} else {
+			for _, ref := range refs {
+				c := Candidate{TriggerInfo: TriggerInfo{Ref: ref}, State: "Unknown"}
+				if ref.Kind == gk {
+					c.Problem = d.Reason
+				}
+				d.Candidates = append(d.Candidates, c)
+			}
+		}
 		d.warn(WarningTriggerKindNotWatched, d.Reason)
 		return true
 	}
 	return false
 }
 
-// observe evaluates the live trigger, when there is one.
-func (d *Decision) observe(ctx context.Context, in Input, policy *celpolicies.Policy, ref Ref) (liveState, celpolicies.Result) {
-	c := observeCandidate(ctx, in, policy, ref)
-	d.Trigger.UID, d.Trigger.Problem = c.info.UID, c.info.Problem
-	d.Evaluation = c.eval
-	if c.notOwned {
-		d.warn(WarningTriggerNotOwned, c.info.Problem)
-		d.notOwned = true
+// observe reads and evaluates the triggers refs of rule w, with the
+// Warnings they call for, into d.Trigger and d.Evaluation or, for several,
+// d.Candidates.
+func (d *Decision) observe(ctx context.Context, in Input, w *Rule, refs []Ref) []observed {
+	cs := make([]observed, len(refs))
+	for i, ref := range refs {
+		cs[i] = observeCandidate(ctx, in, w.Policy, ref)
+		switch c := &cs[i]; {
+		case c.notOwned:
+			d.warn(WarningTriggerNotOwned, c.info.Problem)
+		case c.state == liveError:
+			d.warn(WarningEvaluationError, w.Rule.Name, c.name(), c.eval.Error)
+		}
 	}
-	return c.state, c.res
+	if d.Trigger != nil {
+		*d.Trigger, d.Evaluation = cs[0].info, cs[0].eval
+		return cs
+	}
+	d.Candidates = make([]Candidate, len(cs))
+	for i, c := range cs {
+		d.Candidates[i] = Candidate{TriggerInfo: c.info, Evaluation: c.eval, State: c.stateWord()}
+	}
+	return cs
 }
 
 // observed is what was read and evaluated of one trigger.
@@ -748,10 +781,7 @@ type observed struct {
 	info     TriggerInfo
 	eval     *Evaluation
 	state    liveState
-	res      celpolicies.Result
 	notOwned bool
-	// torn says why the object is being torn down; "" when it is not.
-	torn string
 }
 
 // observeCandidate evaluates the live trigger ref, when there is one.
@@ -803,23 +833,23 @@ func observeCandidate(ctx context.Context, in Input, policy *celpolicies.Policy,
 		return c
 	}
 	c.info.UID = obj.GetUID()
-	if why := tornDown(obj); why != "" {
-		c.torn = fmt.Sprintf("%s %s %s: a trigger being torn down is never taken as finished", ref.Kind.Kind, ref.Name, why)
+	torn := tornDown(obj)
+	if torn != "" {
+		torn = fmt.Sprintf("%s %s %s: a trigger being torn down is never taken as finished", ref.Kind.Kind, ref.Name, torn)
 	}
 	start := time.Now()
 	res, err := policy.Evaluate(ctx, ref.Kind, obj.Object, in.AppWrapperVariable)
 	took := time.Since(start)
-	c.res = res
 	c.eval = &Evaluation{Outcome: res.Outcome, Message: res.Message, Cost: res.Cost, Took: took,
 		BuiltinSuccess: res.BuiltinSuccess, BuiltinFailure: res.BuiltinFailure}
 	switch {
-	case c.torn != "":
+	case torn != "":
 		// Evaluated all the same, for people: explain shows what it
 		// says while it is torn down.
 		if err != nil {
 			c.eval.Error = err.Error()
 		}
-		c.info.Problem = c.torn
+		c.info.Problem = torn
 		c.state = liveTornDown
 	case err != nil:
 		c.eval.Error = err.Error()
@@ -834,100 +864,61 @@ func observeCandidate(ctx context.Context, in Input, policy *celpolicies.Policy,
 	return c
 }
 
-// decide is the heart: from the live state, the record and the
-// AppWrapper's phase, the outcome and what to do with it.
-func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, state liveState, res celpolicies.Result) {
-	aw := in.AppWrapper
-	now := in.Now
-	grace := in.FailureGracePeriod
-	if grace <= 0 {
-		grace = DefaultFailureGracePeriod
-	}
-	rec := d.Recorded
-	uid := d.Trigger.UID
-
-	if state == liveError {
-		evalErr := d.Evaluation.Error
-		d.warn(WarningEvaluationError, rule.Name, d.Trigger.Kind.Kind+" "+d.Trigger.Name, evalErr)
-	}
-	// What the controller remembers of a failure follows the live trigger.
-	switch state {
-	case liveRunning, liveSucceeded, liveAbsent, liveTornDown:
-		d.FailureSeen = nil
-	case liveFailed:
-		first := now
-		if in.FailureSeen.TriggerUID == uid && !in.FailureSeen.At.IsZero() && in.FailureSeen.At.Before(first) {
-			first = in.FailureSeen.At
-		}
-		d.FailureSeen = &FailureSeen{TriggerUID: uid, At: first}
-	}
-
-	if rec != nil {
+// decide is the heart: from the triggers' live states cs, the record and
+// the AppWrapper's phase, the outcome and what to do with it.
+func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) {
+	v := d.settle(in, Policy(rule), cs)
+	switch {
+	case d.Recorded != nil:
 		// The run's record is final for the triggers it names.
-		c := observed{info: *d.Trigger, eval: d.Evaluation, state: state}
-		d.decideRecorded(in, rule, Policy(rule), []observed{c}, grace, func() bool {
-			switch state {
-			case liveSucceeded:
-				d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, res.Message, uid)
-				return true
-			case liveFailed:
-				if final, _, _ := failureFinality(aw, d.FailureSeen.At, now, grace); final {
-					d.record(in, rule, wrapupv1alpha1.OutcomeFailed, res.Message, uid)
-					return true
-				}
-			}
-			return false
-		})
-		return
-	}
-	d.decideAfresh(in, rule, state, res, grace)
-}
-
-// decideAfresh decides for an AppWrapper whose run has no record, on its
-// single trigger in the live state.
-func (d *Decision) decideAfresh(in Input, rule *wrapupv1alpha1.CompletionRule, state liveState, res celpolicies.Result, grace time.Duration) {
-	aw, now, uid, phase := in.AppWrapper, in.Now, d.Trigger.UID, in.AppWrapper.Status.Phase
-	switch state {
-	case liveSucceeded:
-		d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, res.Message, uid)
-		return
-	case liveFailed:
-		final, wait, why := failureFinality(aw, d.FailureSeen.At, now, grace)
-		if !final {
-			d.Verdict, d.After, d.Requeue = VerdictWaitingForRetries, wait, wait
-			d.Reason = "the trigger failed and " + why
+		d.decideRecorded(in, rule, cs)
+	case v.outcome == wrapupv1alpha1.OutcomeSucceeded:
+		d.record(in, rule, v.outcome, cs, v.deciders, "")
+	case v.failure:
+		final, wait, why := failureFinality(in.AppWrapper, d.FailureSeen.At, in.Now, in.FailureGracePeriod)
+		if final {
+			d.record(in, rule, v.outcome, cs, v.deciders, "")
 			return
 		}
-		d.record(in, rule, wrapupv1alpha1.OutcomeFailed, res.Message, uid)
-		return
+		who := "the trigger"
+		if len(cs) > 1 {
+			who = joinNames(cs, v.deciders)
+		}
+		d.Verdict, d.After, d.Requeue = VerdictWaitingForRetries, wait, wait
+		d.Reason = who + " failed and " + why
+	case len(cs) > 1:
+		d.decideManyUnsettled(in, rule, cs)
+	default:
+		d.decideUnsettled(in, rule, cs)
 	}
-	// Running, evaluation error, unknown or absent.
-	switch {
-	case state == liveUnknown:
+}
+
+// decideUnsettled decides for an AppWrapper whose run has no record, on
+// its single trigger cs[0], running, unknown, absent, torn down, or whose
+// evaluation failed.
+func (d *Decision) decideUnsettled(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) {
+	aw, c := in.AppWrapper, cs[0]
+	switch phase := aw.Status.Phase; {
+	case c.state == liveUnknown:
 		d.Verdict, d.Requeue = VerdictWaitingForTrigger, PendingRetry
 		d.Reason = d.Trigger.Problem + "; wrapup looks again when it has"
-	case phase == awv1beta2.AppWrapperFailed && state != liveError:
+	case phase == awv1beta2.AppWrapperFailed && c.state != liveError:
 		// The AppWrapper controller gave up (retry limit, a deleted
 		// component, a fatal error) and tears the components down: the
 		// AppWrapper is finished, unless its trigger succeeded (above).
 		d.Evaluation = &Evaluation{Outcome: celpolicies.OutcomeFailed, FromAppWrapperPhase: true, Message: failedPhaseMessage(aw)}
-		d.record(in, rule, wrapupv1alpha1.OutcomeFailed, d.Evaluation.Message, uid)
-	case phase == awv1beta2.AppWrapperSucceeded && state == liveAbsent:
+		d.record(in, rule, wrapupv1alpha1.OutcomeFailed, cs, []int{0}, d.Evaluation.Message)
+	case phase == awv1beta2.AppWrapperSucceeded && c.state == liveAbsent:
 		// Every pod succeeded, as the AppWrapper controller saw it, and the
 		// trigger is gone (its own TTL): it succeeded.
-		msg := "the AppWrapper controller marked the AppWrapper Succeeded"
-		d.Evaluation = &Evaluation{Outcome: celpolicies.OutcomeSucceeded, FromAppWrapperPhase: true, Message: msg}
-		d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, msg, "")
-	case state == liveError:
+		d.Evaluation = &Evaluation{Outcome: celpolicies.OutcomeSucceeded, FromAppWrapperPhase: true, Message: succeededPhaseMessage}
+		d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, cs, []int{0}, succeededPhaseMessage)
+	case c.state == liveError:
 		d.Verdict = VerdictWaitingForTrigger
 		d.Reason = "the evaluation failed, which counts as not finished (Warning Event EvaluationError); wrapup evaluates again when the trigger changes"
-	case state == liveTornDown:
-		d.Verdict = VerdictWaitingForTrigger
-		d.Reason = d.Trigger.Problem + "; wrapup looks again when it changes"
-	case state == liveAbsent && d.notOwned:
-		d.Verdict = VerdictNoTrigger
-		d.Reason = d.Trigger.Problem
-	case state == liveAbsent:
+	case c.notOwned:
+		d.Verdict, d.Reason = VerdictNoTrigger, d.Trigger.Problem
+	case c.state == liveAbsent || c.state == liveTornDown:
 		d.Verdict = VerdictWaitingForTrigger
 		d.Reason = d.Trigger.Problem + "; wrapup looks again when it changes"
 	default:
@@ -941,12 +932,11 @@ func (d *Decision) decideAfresh(in Input, rule *wrapupv1alpha1.CompletionRule, s
 // the run's, whichever rule wins now, and final for the triggers that
 // decided it (by component index and UID): only one of them seen running
 // again clears it, and, after a failure, a new attempt (one of them
-// re-created), which fresh evaluates afresh (false: nothing to record
-// yet). A new trigger after a success does not: the run finished, and
+// re-created), which is evaluated afresh (recordSettled). A new trigger after a success does not: the run finished, and
 // running it again is what wrapup exists to prevent. A candidate that is
 // no recorded trigger (the rule now takes another component) changes
 // nothing.
-func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule, policy wrapupv1alpha1.TriggerPolicy, cs []observed, grace time.Duration, fresh func() bool) {
+func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) {
 	aw := in.AppWrapper
 	rec := d.Recorded
 	phase := aw.Status.Phase
@@ -988,13 +978,13 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 		for i := range d.Candidates {
 			d.Candidates[i].Decided = false
 		}
-		if fresh() {
+		if d.recordSettled(in, rule, cs) {
 			return
 		}
 		d.clear("a new attempt replaced the trigger whose failure was recorded: the recorded outcome Failed no longer holds")
 		return
 	}
-	if d.holdRecordedFailure(in, grace) {
+	if d.holdRecordedFailure(in) {
 		return
 	}
 	restart := ""
@@ -1042,7 +1032,7 @@ func finishedPhase(aw *awv1beta2.AppWrapper) bool {
 // holdRecordedFailure decides to keep a recorded failure, and act on
 // nothing, while the AppWrapper controller makes a new attempt (or is
 // about to); it says whether it did.
-func (d *Decision) holdRecordedFailure(in Input, grace time.Duration) bool {
+func (d *Decision) holdRecordedFailure(in Input) bool {
 	aw, rec := in.AppWrapper, d.Recorded
 	if rec.Outcome != wrapupv1alpha1.OutcomeFailed {
 		return false
@@ -1051,7 +1041,7 @@ func (d *Decision) holdRecordedFailure(in Input, grace time.Duration) bool {
 	if d.FailureSeen != nil && d.FailureSeen.At.Before(first) {
 		first = d.FailureSeen.At
 	}
-	if !retrying(aw, first, in.Now, grace) {
+	if !retrying(aw, first, in.Now, in.FailureGracePeriod) {
 		return false
 	}
 	d.Verdict = VerdictWaitingForRetries
@@ -1062,15 +1052,46 @@ func (d *Decision) holdRecordedFailure(in Input, grace time.Duration) bool {
 	return true
 }
 
-// record decides to record outcome for the trigger uid, then to act on it.
-func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, message string, uid types.UID) {
-	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, RuleUID: rule.UID, FinishedAt: in.Now.UTC().Truncate(time.Microsecond), Message: message,
-		Policy: Policy(rule), Triggers: []RecordedTrigger{{Index: d.Trigger.Index, UID: uid}}, Retries: in.AppWrapper.Status.Retries, DeployedAt: deployedAt(in.AppWrapper)})
+// recordSettled decides, once the triggers cs have settled on a final
+// outcome, to record it; it says whether it did.
+func (d *Decision) recordSettled(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) bool {
+	v := combine(Policy(rule), cs)
+	if v.failure {
+		if final, _, _ := failureFinality(in.AppWrapper, d.FailureSeen.At, in.Now, in.FailureGracePeriod); !final {
+			return false
+		}
+	}
+	if v.outcome == "" {
+		return false
+	}
+	d.record(in, rule, v.outcome, cs, v.deciders, "")
+	return true
 }
 
-// recordRec decides to write rec, then to act on it.
-func (d *Decision) recordRec(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Record) {
-	outcome, message := rec.Outcome, rec.Message
+// record decides to record outcome for the triggers deciders of cs, with
+// message ("": a single trigger's own, or the deciders' joined), then to
+// act on it.
+func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, cs []observed, deciders []int, message string) {
+	ts := make([]RecordedTrigger, len(deciders))
+	var msgs []string
+	for k, i := range deciders {
+		ts[k] = RecordedTrigger{Index: cs[i].info.Index, UID: cs[i].info.UID}
+		if d.Candidates != nil {
+			d.Candidates[i].Decided = true
+		}
+		if cs[i].eval != nil && cs[i].eval.Message != "" {
+			msgs = append(msgs, cs[i].name()+": "+cs[i].eval.Message)
+		}
+	}
+	switch {
+	case message != "":
+	case len(cs) == 1 && cs[0].eval != nil:
+		message = cs[0].eval.Message
+	default:
+		message = Truncate(strings.Join(msgs, "; "), MaxMessage)
+	}
+	rec := &Record{Outcome: outcome, Rule: rule.Name, RuleUID: rule.UID, FinishedAt: in.Now.UTC().Truncate(time.Microsecond), Message: message,
+		Triggers: ts, Policy: Policy(rule), Retries: in.AppWrapper.Status.Retries, DeployedAt: deployedAt(in.AppWrapper)}
 	d.Write = rec
 	d.act(in, rule, rec, "")
 	if d.Stamp != nil {
@@ -1231,12 +1252,9 @@ func (d *Decision) warn(spec EventSpec, args ...any) {
 	d.Events = append(d.Events, spec.Event(args...))
 }
 
-func keepFailure(f FailureSeen) *FailureSeen {
-	if f.At.IsZero() {
-		return nil
-	}
-	return &f
-}
+// succeededPhaseMessage is the message of a success that the AppWrapper's
+// phase decided.
+const succeededPhaseMessage = "the AppWrapper controller marked the AppWrapper Succeeded"
 
 func failedPhaseMessage(aw *awv1beta2.AppWrapper) string {
 	msg := "the AppWrapper controller marked the AppWrapper Failed"
@@ -1276,13 +1294,6 @@ func TriggerFields(p *celpolicies.Policy, gk schema.GroupKind) celpolicies.Field
 		f = f.Union(podStatus)
 	}
 	return f
-}
-
-func outcomeNoun(o wrapupv1alpha1.Outcome) string {
-	if o == wrapupv1alpha1.OutcomeFailed {
-		return "failure"
-	}
-	return "success"
 }
 
 // WorkerBackoff is how long to wait before reading an unreachable worker

@@ -1,14 +1,12 @@
 package decision
 
 import (
-	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
@@ -34,11 +32,11 @@ type settled struct {
 	failure bool
 }
 
-// settle combines the candidates' states under policy: All succeeds once
+// combine combines the candidates' states under policy: All succeeds once
 // every candidate succeeded and fails as soon as one failed; Any succeeds
 // as soon as one succeeded and fails once every one failed. A candidate
 // not read, absent, running, or whose evaluation failed, has not finished.
-func settle(policy wrapupv1alpha1.TriggerPolicy, cs []observed) settled {
+func combine(policy wrapupv1alpha1.TriggerPolicy, cs []observed) settled {
 	var succeeded, failed []int
 	for i, c := range cs {
 		switch c.state {
@@ -103,111 +101,11 @@ func (c *observed) name() string {
 	return c.info.Kind.Kind + " " + c.info.Template
 }
 
-// decideMany decides for an AppWrapper whose winning rule has several
-// candidates (policy All or Any).
-func (d *Decision) decideMany(ctx context.Context, in Input, w *Rule, refs []Ref) {
-	aw := in.AppWrapper
-	rule := w.Rule
-	policy := Policy(rule)
-	d.Policy = policy
-	grace := in.FailureGracePeriod
-	if grace <= 0 {
-		grace = DefaultFailureGracePeriod
-	}
-	if deployed(aw) && d.annotatedKindUnusable(in, refs) {
-		return
-	}
-	cs, n := d.observeMany(ctx, in, w, refs)
-	v := d.settleMany(in, policy, cs, n)
-	if d.Recorded != nil {
-		// The run's record is final for the candidates it names.
-		d.decideRecorded(in, rule, policy, cs, grace, func() bool {
-			v := settle(policy, cs)
-			switch {
-			case v.outcome == wrapupv1alpha1.OutcomeSucceeded:
-				d.recordMany(in, rule, v.outcome, cs, v.deciders, "")
-				return true
-			case v.failure:
-				if final, _, _ := failureFinality(aw, d.FailureSeen.At, in.Now, grace); final {
-					d.recordMany(in, rule, v.outcome, cs, v.deciders, "")
-					return true
-				}
-			}
-			return false
-		})
-		return
-	}
-	d.decideManyAfresh(in, rule, policy, cs, v, n, grace)
-}
-
-// annotatedKindUnusable decides, when a kind of the annotated triggers refs
-// is not served or not watchable, that the AppWrapper waits for it, and
-// says whether it did. The kinds are claimed (d.Claims) either way.
-func (d *Decision) annotatedKindUnusable(in Input, refs []Ref) bool {
-	for _, ref := range refs {
-		if ref.Annotated && !containsKind(d.Claims, ref.Kind) {
-			d.Claims = append(d.Claims, ref.Kind)
-		}
-	}
-	for _, gk := range d.Claims {
-		if k, ok := in.Kinds[gk]; ok && !k.usable() {
-			d.Verdict = VerdictTriggerNotWatchable
-			d.Reason = fmt.Sprintf("the annotated triggers' kind %s is not served by the API server (is its CRD installed?)", gk)
-			if k.State == KindNotWatchable {
-				d.Reason = fmt.Sprintf("wrapup cannot watch the annotated triggers' kind %s: %s", gk, k.Message)
-			}
-			for _, ref := range refs {
-				c := Candidate{TriggerInfo: TriggerInfo{Ref: ref}, State: "Unknown"}
-				if ref.Kind == gk {
-					c.Problem = d.Reason
-				}
-				d.Candidates = append(d.Candidates, c)
-			}
-			d.Requeue = NotWatchableRetry
-			d.warn(WarningTriggerKindNotWatched, d.Reason)
-			return true
-		}
-	}
-	return false
-}
-
-// manyCounts counts the candidates not read yet (unknown), whose
-// evaluation failed (errs), and not controlled by the AppWrapper.
-type manyCounts struct{ unknown, errs, notOwned int }
-
-// observeMany observes each candidate refs of rule w, with the Warnings
-// they call for, into d.Candidates.
-func (d *Decision) observeMany(ctx context.Context, in Input, w *Rule, refs []Ref) ([]observed, manyCounts) {
-	rule := w.Rule
-	cs := make([]observed, len(refs))
-	var n manyCounts
-	for i, ref := range refs {
-		cs[i] = observeCandidate(ctx, in, w.Policy, ref)
-		c := &cs[i]
-		switch {
-		case c.notOwned:
-			n.notOwned++
-			d.warn(WarningTriggerNotOwned, c.info.Problem)
-		case c.state == liveError:
-			n.errs++
-			d.warn(WarningEvaluationError, rule.Name, c.name(), c.eval.Error)
-		case c.state == liveUnknown:
-			n.unknown++
-		}
-	}
-	d.Candidates = make([]Candidate, len(cs))
-	for i := range cs {
-		d.Candidates[i] = Candidate{TriggerInfo: cs[i].info, Evaluation: cs[i].eval, State: cs[i].stateWord()}
-	}
-	return cs, n
-}
-
-// settleMany settles the candidates cs under policy, and keeps what the
-// controller remembers of a failure, which follows the candidates that
+// settle combines the triggers' states cs under policy, and keeps what
+// the controller remembers of a failure, which follows the triggers that
 // failed.
-func (d *Decision) settleMany(in Input, policy wrapupv1alpha1.TriggerPolicy, cs []observed, n manyCounts) settled {
-	now := in.Now
-	v := settle(policy, cs)
+func (d *Decision) settle(in Input, policy wrapupv1alpha1.TriggerPolicy, cs []observed) settled {
+	v := combine(policy, cs)
 	if v.failure && policy == wrapupv1alpha1.TriggerPolicyAll {
 		// The failed candidate whose failure the controller remembers
 		// decides: its grace runs from when it was first seen.
@@ -220,81 +118,55 @@ func (d *Decision) settleMany(in Input, policy wrapupv1alpha1.TriggerPolicy, cs 
 	switch {
 	case v.failure:
 		key := failureKey(cs, v.deciders)
-		first := now
+		first := in.Now
 		if in.FailureSeen.TriggerUID == key && !in.FailureSeen.At.IsZero() && in.FailureSeen.At.Before(first) {
 			first = in.FailureSeen.At
 		}
 		d.FailureSeen = &FailureSeen{TriggerUID: key, At: first}
-	case n.unknown == 0 && n.errs == 0:
+	case !slices.ContainsFunc(cs, func(c observed) bool { return c.state == liveUnknown || c.state == liveError }):
 		d.FailureSeen = nil
 	}
 	return v
 }
 
-// decideManyAfresh decides for an AppWrapper whose run has no record, on
-// the candidates cs settled as v.
-func (d *Decision) decideManyAfresh(in Input, rule *wrapupv1alpha1.CompletionRule, policy wrapupv1alpha1.TriggerPolicy, cs []observed, v settled, n manyCounts, grace time.Duration) {
-	aw, now := in.AppWrapper, in.Now
-	phase := aw.Status.Phase
-	switch {
-	case v.outcome == wrapupv1alpha1.OutcomeSucceeded:
-		d.recordMany(in, rule, v.outcome, cs, v.deciders, "")
-		return
-	case v.failure:
-		final, wait, why := failureFinality(aw, d.FailureSeen.At, now, grace)
-		if !final {
-			d.Verdict, d.After, d.Requeue = VerdictWaitingForRetries, wait, wait
-			d.Reason = fmt.Sprintf("%s failed and %s", joinNames(cs, v.deciders), why)
-			return
+// decideManyUnsettled decides for an AppWrapper whose run has no record,
+// on its several triggers cs, which have not settled.
+func (d *Decision) decideManyUnsettled(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) {
+	aw := in.AppWrapper
+	var unknown, errs, notOwned int
+	var running []string
+	for _, c := range cs {
+		switch {
+		case c.notOwned:
+			notOwned++
+		case c.state == liveError:
+			errs++
+		case c.state == liveUnknown:
+			unknown++
 		}
-		d.recordMany(in, rule, v.outcome, cs, v.deciders, "")
-		return
-	case n.unknown > 0:
+		if c.state != liveSucceeded {
+			running = append(running, c.name())
+		}
+	}
+	switch phase := aw.Status.Phase; {
+	case unknown > 0:
 		d.Verdict, d.Requeue = VerdictWaitingForTrigger, PendingRetry
-		d.Reason = fmt.Sprintf("%d of %d triggers were not read (their cache has not listed yet); wrapup looks again when it has", n.unknown, len(cs))
-		return
-	case phase == awv1beta2.AppWrapperFailed && n.errs == 0:
+		d.Reason = fmt.Sprintf("%d of %d triggers were not read (their cache has not listed yet); wrapup looks again when it has", unknown, len(cs))
+	case phase == awv1beta2.AppWrapperFailed && errs == 0:
 		// The AppWrapper controller gave up and tears the components down.
-		msg := failedPhaseMessage(aw)
-		d.recordMany(in, rule, wrapupv1alpha1.OutcomeFailed, cs, allOf(cs), msg)
-		return
-	case phase == awv1beta2.AppWrapperSucceeded && n.errs == 0 && n.notOwned == 0 && noneUnfinished(cs):
+		d.record(in, rule, wrapupv1alpha1.OutcomeFailed, cs, allOf(cs), failedPhaseMessage(aw))
+	case phase == awv1beta2.AppWrapperSucceeded && notOwned == 0 && noneUnfinished(cs):
 		// Every pod succeeded, as the AppWrapper controller saw it, and the
 		// triggers that are not there any more (their own TTL) succeeded.
-		d.recordMany(in, rule, wrapupv1alpha1.OutcomeSucceeded, cs, allOf(cs), "the AppWrapper controller marked the AppWrapper Succeeded")
-		return
-	}
-	d.Verdict = VerdictWaitingForTrigger
-	var running []string
-	for i := range cs {
-		if cs[i].state != liveSucceeded {
-			running = append(running, cs[i].name())
+		d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, cs, allOf(cs), succeededPhaseMessage)
+	default:
+		d.Verdict = VerdictWaitingForTrigger
+		d.Reason = fmt.Sprintf("policy %s: %d of %d triggers have not finished (%s); wrapup evaluates again when one changes",
+			d.Policy, len(running), len(cs), Truncate(strings.Join(running, ", "), MaxMessage/2))
+		if errs > 0 {
+			d.Reason += fmt.Sprintf("; %d evaluation(s) failed, which counts as not finished (Warning Event EvaluationError)", errs)
 		}
 	}
-	d.Reason = fmt.Sprintf("policy %s: %d of %d triggers have not finished (%s); wrapup evaluates again when one changes",
-		policy, len(running), len(cs), Truncate(strings.Join(running, ", "), MaxMessage/2))
-	if n.errs > 0 {
-		d.Reason += fmt.Sprintf("; %d evaluation(s) failed, which counts as not finished (Warning Event EvaluationError)", n.errs)
-	}
-}
-
-// recordMany decides to record outcome for the candidates deciders of cs,
-// with message, or, when message is "", their messages joined.
-func (d *Decision) recordMany(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, cs []observed, deciders []int, message string) {
-	ts := make([]RecordedTrigger, len(deciders))
-	var msgs []string
-	for k, i := range deciders {
-		ts[k] = RecordedTrigger{Index: cs[i].info.Index, UID: cs[i].info.UID}
-		d.Candidates[i].Decided = true
-		if cs[i].eval != nil && cs[i].eval.Message != "" {
-			msgs = append(msgs, cs[i].name()+": "+cs[i].eval.Message)
-		}
-	}
-	if message == "" {
-		message = Truncate(strings.Join(msgs, "; "), MaxMessage)
-	}
-	d.recordRec(in, rule, &Record{Outcome: outcome, Rule: rule.Name, RuleUID: rule.UID, FinishedAt: in.Now.UTC().Truncate(time.Microsecond), Message: message,
-		Triggers: ts, Policy: Policy(rule), Retries: in.AppWrapper.Status.Retries, DeployedAt: deployedAt(in.AppWrapper)})
 }
 
 func allOf(cs []observed) []int {
@@ -322,13 +194,4 @@ func joinNames(cs []observed, idx []int) string {
 		names[k] = cs[i].name()
 	}
 	return Truncate(strings.Join(names, ", "), MaxMessage/2)
-}
-
-func containsKind(list []schema.GroupKind, gk schema.GroupKind) bool {
-	for _, k := range list {
-		if k == gk {
-			return true
-		}
-	}
-	return false
 }

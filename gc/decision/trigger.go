@@ -129,8 +129,6 @@ type NoTrigger struct {
 	Quiet bool
 }
 
-func (e *NoTrigger) Error() string { return e.Message }
-
 // Truthy says whether an annotation value opts in: "true" in any case, and
 // the other usual spellings of yes.
 func Truthy(v string) bool {
@@ -142,21 +140,14 @@ func Truthy(v string) bool {
 }
 
 // FindTrigger finds the one component of aw that rule's trigger names (or,
-// with no trigger kind, the one annotated as the trigger), whatever the
-// rule's policy: several candidates are ambiguous here, unless one of them
-// is annotated as the trigger.
+// with no trigger kind, the one annotated as the trigger), as FindTriggers
+// does under the policy One, whatever the rule's policy.
 func FindTrigger(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) (Ref, *NoTrigger) {
-	found, nt := candidates(aw, rule)
-	switch {
-	case nt != nil:
+	refs, nt := findTriggers(aw, rule, wrapupv1alpha1.TriggerPolicyOne)
+	if nt != nil {
 		return Ref{}, nt
-	case len(found) > 1:
-		if one, ok := annotatedAmong(aw, rule, found); ok {
-			return one, nil
-		}
-		return Ref{}, ambiguous(rule, found)
 	}
-	return found[0], nil
+	return refs[0], nil
 }
 
 // FindTriggers finds the candidates of rule's trigger in aw: the components
@@ -165,11 +156,15 @@ func FindTrigger(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) 
 // one annotated as the trigger, if one is; under All and Any, one to
 // MaxTriggers.
 func FindTriggers(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) ([]Ref, *NoTrigger) {
+	return findTriggers(aw, rule, Policy(rule))
+}
+
+func findTriggers(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule, policy wrapupv1alpha1.TriggerPolicy) ([]Ref, *NoTrigger) {
 	found, nt := candidates(aw, rule)
 	switch {
 	case nt != nil:
 		return nil, nt
-	case len(found) > 1 && Policy(rule) == wrapupv1alpha1.TriggerPolicyOne:
+	case len(found) > 1 && policy == wrapupv1alpha1.TriggerPolicyOne:
 		if one, ok := annotatedAmong(aw, rule, found); ok {
 			return []Ref{one}, nil
 		}
@@ -177,7 +172,7 @@ func FindTriggers(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule)
 	case len(found) > wrapupv1alpha1.MaxTriggers:
 		return nil, &NoTrigger{Reason: wrapupv1alpha1.ReasonTooManyTriggers, Message: fmt.Sprintf(
 			"rule %s wants %s as the triggers (policy %s), and the AppWrapper has %d: more than the %d wrapup decides on; nothing is recorded or deleted",
-			rule.Name, wanted(rule), Policy(rule), len(found), wrapupv1alpha1.MaxTriggers)}
+			rule.Name, wanted(rule), policy, len(found), wrapupv1alpha1.MaxTriggers)}
 	}
 	return found, nil
 }
