@@ -10,12 +10,11 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
-// groupRead shares reads among the callers that can use them, as a
-// database's group commit shares log flushes, with up to max reads in
-// flight: a caller sends a read of its own at once while fewer than max
-// are, and otherwise waits for the next one, sent as soon as one returns
-// and shared by every caller that arrives meanwhile. Every caller is
-// given the answer to a read sent after it called.
+// groupRead shares reads among callers, as a database's group commit shares
+// log flushes: a caller sends a read of its own at once while fewer than
+// max are in flight, and otherwise waits for the next one, sent as soon as
+// one returns and shared by every caller that arrives meanwhile. Every
+// caller is given the answer to a read sent after it called.
 type groupRead[T any] struct {
 	read func(context.Context) (T, error)
 	max  int // reads in flight at most (0: one)
@@ -92,23 +91,18 @@ func (g *groupRead[T]) run(c *groupCall[T]) {
 // not speed. DefaultWorkers final checks each send their own.
 const maxRuleReads = DefaultWorkers
 
-// ruleLister lists the rules from the API server for the final checks.
-//
-// A LIST with no resourceVersion is a consistent read, which the API server
-// answers once its watch cache has caught up with etcd's revision, read with
-// a quorum GET as the read's first step (k8s.io/apiserver
-// pkg/storage/cacher, watchCache.waitAndListConsistent). While reads wait,
-// it asks etcd for progress at once if it last asked 100 ms ago or more,
-// otherwise when those 100 ms are up, and every 100 ms while reads still
-// wait (pkg/storage/cacher/progress, ConditionalProgressRequester.Run). The
-// notification carries etcd's revision when etcd handled the request, so it
-// answers every read that had read etcd's revision by then, whenever it was
-// sent. So a check sends its own LIST at once, answered at the next
-// notification or the one after; waiting for a LIST in flight, sent before
-// it started and so of no use to it, would make it wait for one more. A
-// read sent after a check starts sees every change committed before then,
-// which is all the final check asks of it. Beyond maxRuleReads in flight,
-// the checks share the next LIST (groupRead).
+// ruleLister lists the rules from the API server for the final checks,
+// each with a consistent LIST of its own, sent at once (docs/actions.md,
+// "What the final check is guaranteed to see"): the API server answers it
+// once its watch cache has caught up with etcd's revision, read first with
+// a quorum GET (k8s.io/apiserver pkg/storage/cacher,
+// watchCache.waitAndListConsistent), at the next progress notification or
+// the one after (pkg/storage/cacher/progress,
+// ConditionalProgressRequester.Run); a LIST in flight, sent before the
+// check started and so of no use to it, would cost it one more. A read
+// sent after a check starts sees every write committed before then, all
+// the final check asks. Past maxRuleReads in flight, the checks share the
+// next LIST (groupRead).
 type ruleLister struct {
 	g groupRead[[]wrapupv1alpha1.CompletionRule]
 }

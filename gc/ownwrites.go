@@ -32,8 +32,7 @@ type ownWrite struct {
 	deleting, vanished, deleted bool
 }
 
-// deleting remembers the delete of the AppWrapper key, uid, about to be
-// sent.
+// deleting remembers the delete of the AppWrapper key, uid, about to be sent.
 func (o *ownWrites) deleting(key types.NamespacedName, uid types.UID) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -53,11 +52,8 @@ func (o *ownWrites) deleted(key types.NamespacedName, uid types.UID) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch w, ok := o.m[key]; {
-	case !ok || w.uid != uid:
-		// An event of another AppWrapper under the name came: this one
-		// is gone.
-	case w.vanished:
-		// Its deletion's event came already: nothing left to wait for.
+	case !ok || w.uid != uid: // an event of another AppWrapper under the name ended the entry
+	case w.vanished: // its deletion's event came already: nothing left to wait for
 		delete(o.m, key)
 	default:
 		o.m[key] = ownWrite{uid: uid, deleted: true}
@@ -98,8 +94,7 @@ func (o *ownWrites) echo(old, obj client.Object) bool {
 		return false
 	}
 	switch {
-	case w.uid != cur.GetUID():
-		// Another AppWrapper under the same name.
+	case w.uid != cur.GetUID(): // another AppWrapper under the same name
 		delete(o.m, key)
 		return false
 	case obj == nil && w.deleting:
@@ -113,8 +108,7 @@ func (o *ownWrites) echo(old, obj client.Object) bool {
 		return w.deleted
 	case w.deleted, w.deleting && obj.GetDeletionTimestamp() != nil:
 		return true
-	case w.deleting:
-		// Another change while the delete is unanswered.
+	case w.deleting: // another change while the delete is unanswered
 		return false
 	default:
 		delete(o.m, key)

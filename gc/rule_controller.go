@@ -136,8 +136,7 @@ type typeChecked struct {
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *ruleReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	crd := &metav1.PartialObjectMetadata{}
-	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	crd := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"}}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("wrapup-rule").
 		For(&wrapupv1alpha1.CompletionRule{}).
@@ -213,12 +212,12 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 }
 
 // ruleReadiness is what the rule controller finds of a rule: its Ready
-// condition, the conditions beside it (nil: removed), and why it is not
-// ready for good (terminal) or its type check could not run.
+// condition, the conditions beside it (nil: removed), and why its type
+// check could not run.
 type ruleReadiness struct {
 	cond                           metav1.Condition
 	watchable, unprotected, cached *metav1.Condition
-	terminal, typeCheckErr         error
+	typeCheckErr                   error
 }
 
 // ready sets the Ready condition, its message cut to what a condition holds.
@@ -240,9 +239,11 @@ func (r *ruleReconciler) readiness(ctx context.Context, rule, orig *wrapupv1alph
 	}
 	switch {
 	case err != nil:
+		// A user's mistake, which only an edit fixes: not the reconcile's
+		// error, for the manager to log with a stack trace and retry; the
+		// rule's status and a Warning Event say it.
 		r.Watches.Release(triggers.RuleOwner(rule.Name))
 		st.ready(metav1.ConditionFalse, reason, err.Error())
-		st.terminal = err
 	case rule.Spec.Trigger.Kind != "":
 		return st, r.kindReadiness(ctx, rule, orig, policy, &st)
 	default:
@@ -349,10 +350,6 @@ func (r *ruleReconciler) announce(ctx context.Context, rule, orig *wrapupv1alpha
 // next is when the rule controller looks at rule again.
 func (r *ruleReconciler) next(rule *wrapupv1alpha1.CompletionRule, st ruleReadiness) (ctrl.Result, error) {
 	switch {
-	case st.terminal != nil:
-		// A user's mistake, which only an edit fixes: the rule's status and
-		// a Warning Event say it, not the manager's log with a stack trace.
-		return ctrl.Result{}, nil
 	case st.cond.Reason == wrapupv1alpha1.ReasonTriggerKindNotFound:
 		// CRD events bring the rule back when its kind appears; as
 		// discovery can lag a CRD's Established condition by a little,
@@ -412,11 +409,9 @@ func (r *ruleReconciler) annotatedKindsCondition(rule *wrapupv1alpha1.Completion
 	if len(msgs) > 8 {
 		msgs = append(msgs[:8], fmt.Sprintf("and %d more", len(msgs)-8))
 	}
-	return &metav1.Condition{
-		Type: wrapupv1alpha1.ConditionTriggerKindsWatchable, Status: metav1.ConditionFalse, ObservedGeneration: rule.Generation,
+	return &metav1.Condition{Type: wrapupv1alpha1.ConditionTriggerKindsWatchable, Status: metav1.ConditionFalse, ObservedGeneration: rule.Generation,
 		Reason:  wrapupv1alpha1.ReasonTriggerKindNotWatchable,
-		Message: decision.Truncate("AppWrappers annotate trigger components of kinds wrapup cannot watch; they wait: "+strings.Join(msgs, "; "), 32*1024-8),
-	}
+		Message: decision.Truncate("AppWrappers annotate trigger components of kinds wrapup cannot watch; they wait: "+strings.Join(msgs, "; "), 32*1024-8)}
 }
 
 // typeCheck returns the rule's status.typeChecking: its expressions checked
@@ -448,10 +443,9 @@ func (r *ruleReconciler) typeCheck(ctx context.Context, rule *wrapupv1alpha1.Com
 	s, err := r.Schemas.ResolveSchema(gvk)
 	if err != nil {
 		absent := errors.Is(err, resolver.ErrSchemaNotFound) || apierrors.IsNotFound(err)
-		t, recent := r.crdSeen.Load(gk.Group)
-		recent = recent && time.Since(t.(time.Time)) < crdSettle
+		t, seen := r.crdSeen.Load(gk.Group)
 		switch {
-		case absent && !recent:
+		case absent && (!seen || time.Since(t.(time.Time)) >= crdSettle):
 			logf.FromContext(ctx).V(2).Info("No schema to type-check against", "kind", gvk.String(), "err", err.Error())
 			return nil, nil
 		case !absent && !transient(err):

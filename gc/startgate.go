@@ -2,6 +2,7 @@ package gc
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -20,19 +21,17 @@ import (
 // nothing: its WaitForSync holds the controller's workers (controller-runtime
 // starts them once every source has synced) until the trigger kinds the
 // rules name at wrapup's start have listed, or are known not to be served
-// or watchable, or failed a list, or for at most startGateMax. Without it,
-// at a start with many AppWrappers each is decided once while its kind
-// still lists, to no effect (decision.VerdictWaitingForTrigger), and again
-// once it has listed: two reconciles for one completion, the first taking
-// the cores the kind's list needs. Events meanwhile are queued, each
-// AppWrapper once, none lost. A kind that lists for longer (a very large
-// list) only brings back the pass to no effect. Not waited for: a kind
-// whose list failed (a conversion webhook down, the API server refusing),
-// which its reflector lists again with backoff for as long as it takes;
-// nor, past startGateUnclaimed, one whose informer has not started (the
-// rule controller, which claims a rule's kind when it reconciles the rule
-// and does not wait for this controller, has not reconciled its rule, or
-// discovery fails).
+// or watchable, or for at most startGateMax. Without it, at a start with
+// many AppWrappers each is decided once while its kind still lists, to no
+// effect (decision.VerdictWaitingForTrigger), and again once it has
+// listed: two reconciles for one completion, the first taking the cores
+// the kind's list needs. Events meanwhile are queued, each AppWrapper once,
+// none lost. Not waited for: a kind whose list failed (a conversion webhook
+// down, the API server refusing), which its reflector lists again with
+// backoff for as long as it takes; nor, past startGateUnclaimed, one whose
+// informer has not started (the rule controller, which starts the
+// informers and does not wait for this one, has not reconciled its rule,
+// or discovery fails).
 type triggersListed struct {
 	Rules    client.Reader      // the manager's cache
 	Policies *celpolicies.Cache // a rule that does not compile claims no kind
@@ -44,13 +43,11 @@ type triggersListed struct {
 // startGateMax bounds the wait: past it, AppWrappers are decided while
 // their kinds list, as without the wait. It is well under
 // controller-runtime's CacheSyncTimeout (2 minutes), past which a source
-// that has not synced stops the manager. startGateUnclaimed bounds the
-// wait for a kind whose informer has not started; startGatePoll is how
-// often the wait looks at the kinds.
+// that has not synced stops the manager.
 const (
 	startGateMax       = 30 * time.Second
-	startGateUnclaimed = 10 * time.Second
-	startGatePoll      = 50 * time.Millisecond
+	startGateUnclaimed = 10 * time.Second      // bounds the wait for a kind whose informer has not started
+	startGatePoll      = 50 * time.Millisecond // how often the wait looks at the kinds
 )
 
 // kindLister is what the wait reads of the trigger watches.
@@ -114,19 +111,14 @@ func (t *triggersListed) kinds(ctx context.Context) ([]schema.GroupKind, error) 
 	if err := t.Rules.List(ctx, &rules); err != nil {
 		return nil, err
 	}
-	seen := map[schema.GroupKind]bool{}
 	var kinds []schema.GroupKind
 	for i := range rules.Items {
 		rule := &rules.Items[i]
 		if rule.Spec.Trigger.Kind == "" || !rule.DeletionTimestamp.IsZero() || selectorsError(rule) != nil {
 			continue
 		}
-		if _, err := t.Policies.Get(rule); err != nil {
-			continue
-		}
-		if gk := decision.RuleKind(rule); !seen[gk] {
-			seen[gk] = true
-			kinds = append(kinds, gk)
+		if _, err := t.Policies.Get(rule); err == nil && !slices.Contains(kinds, decision.RuleKind(rule)) {
+			kinds = append(kinds, decision.RuleKind(rule))
 		}
 	}
 	return kinds, nil
