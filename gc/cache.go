@@ -24,8 +24,8 @@ import (
 // template, only the apiVersion, kind and metadata.name that name the
 // trigger (a component template, a Deployment's or a Job's pod template,
 // is most of an AppWrapper's size); the status keeps its phase, its
-// retries, the Unhealthy condition when True or once the AppWrapper
-// Failed, the DeletingResources condition and the names of the components
+// retries, the conditions decisions read (keptConditions; Unhealthy only
+// when True or once the AppWrapper Failed) and the names of the components
 // whose template has none (generateName). Strings, label and annotation
 // sets that many AppWrappers carry alike are kept once (intern.Cache).
 //
@@ -48,8 +48,9 @@ func CacheOptions() cache.Options {
 
 // WithMultiKueue adds to o what wrapup on a MultiKueue manager cluster
 // caches besides (Options.MultiKueue): Kueue's Workloads, of which it keeps
-// the owner and the cluster they are dispatched to. Only with Kueue's
-// Workload kind served: the cache maps it when it is made.
+// the owner, the cluster they are dispatched to and the Finished condition,
+// nothing of the spec. Only with Kueue's Workload kind served: the cache
+// maps it when it is made.
 func WithMultiKueue(o cache.Options) cache.Options {
 	if o.ByObject == nil {
 		o.ByObject = map[client.Object]cache.ByObject{}
@@ -58,9 +59,7 @@ func WithMultiKueue(o cache.Options) cache.Options {
 	return o
 }
 
-// slimWorkload is the cache transform of WithMultiKueue: wrapup reads a
-// Workload's owner, the cluster it is dispatched to and its Finished
-// condition, nothing of its spec.
+// slimWorkload is the cache transform of WithMultiKueue.
 func slimWorkload(obj any) (any, error) {
 	wl, ok := obj.(*kueue.Workload)
 	if !ok {
@@ -178,9 +177,8 @@ func slimConditions(aw *awv1beta2.AppWrapper) {
 	aw.Status.Phase = awv1beta2.AppWrapperPhase(in.Str(string(aw.Status.Phase)))
 }
 
-// slimComponents keeps of each component of aw its identity (apiVersion,
-// kind, name or generateName, and wrapup.dev/trigger) and annotations, and
-// of its status its name when the template has none.
+// slimComponents keeps of each component of aw its annotations and what
+// names its trigger (templateIdentity).
 func slimComponents(aw *awv1beta2.AppWrapper) error {
 	in := intern.Cache
 	// A component's status is read for its name only, and only when its
@@ -196,8 +194,8 @@ func slimComponents(aw *awv1beta2.AppWrapper) error {
 		c.Annotations = in.Labels(c.Annotations)
 		var id templateIdentity
 		if err := json.Unmarshal(c.Template.Raw, &id); err != nil {
-			// Not an object: decision.FindTrigger reports it as a component with no
-			// apiVersion/kind, as it would the whole template.
+			// Not an object: decision.FindTrigger reports it as a component
+			// with no apiVersion/kind, as it would the whole template.
 			c.Template.Raw, c.Template.Object = nil, nil
 			continue
 		}

@@ -3,9 +3,7 @@ package gc
 import (
 	"context"
 	"errors"
-	"maps"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -54,13 +52,18 @@ type counterInc struct {
 
 type counterDelta struct{ succeeded, failed int64 }
 
-// unsureWrite is a status write whose fate is unknown (it failed in a way
-// that does not say whether the server applied it, such as a lost
-// response): the counters it set and what it added, so that the next
+// ruleTally is what is left to write of a rule's counters: the pending
+// increments, and, when the last status write's fate is unknown (it failed
+// in a way that does not say whether the server applied it, such as a lost
+// response), the counters it set and what it added, so that the next
 // attempt can tell. ruleCounters is the only writer of the counters (the
 // leader's), so the counters are equal to what the write set exactly when
 // it was applied.
-type unsureWrite struct{ set, added counterDelta }
+type ruleTally struct {
+	pending    counterDelta
+	unsure     bool
+	set, added counterDelta
+}
 
 // newRuleCounters returns counters that write through c, reading with r.
 func newRuleCounters(c client.Client, r client.Reader) *ruleCounters {
@@ -84,26 +87,25 @@ func (rc *ruleCounters) Start(ctx context.Context) error {
 	if rc.Log.GetSink() == nil {
 		rc.Log = logf.FromContext(ctx)
 	}
-	pending := map[string]counterDelta{}
-	unsure := map[string]unsureWrite{}
+	tallies := map[string]ruleTally{}
 	var flush <-chan time.Time
 	var retryDelay time.Duration
 	for {
 		select {
 		case inc := <-rc.incs:
-			d := pending[inc.rule]
+			t := tallies[inc.rule]
 			if inc.outcome == wrapupv1alpha1.OutcomeSucceeded {
-				d.succeeded++
+				t.pending.succeeded++
 			} else {
-				d.failed++
+				t.pending.failed++
 			}
-			pending[inc.rule] = d
+			tallies[inc.rule] = t
 			if flush == nil {
 				flush = time.After(counterFlushDelay)
 			}
 		case <-flush:
 			flush = nil
-			if rc.flush(ctx, pending, unsure) {
+			if rc.flush(ctx, tallies) {
 				retryDelay = 0
 				continue
 			}
@@ -113,52 +115,45 @@ func (rc *ruleCounters) Start(ctx context.Context) error {
 			// The manager is stopping: a short, separate deadline to write
 			// what was counted.
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			rc.flush(fctx, pending, unsure)
+			rc.flush(fctx, tallies)
 			cancel()
 			return nil
 		}
 	}
 }
 
-// flush writes the pending increments of every rule, and settles the
-// unsure writes; what it could not write stays in pending and unsure. It
-// reports whether nothing is left.
-func (rc *ruleCounters) flush(ctx context.Context, pending map[string]counterDelta, unsure map[string]unsureWrite) bool {
-	names := slices.Collect(maps.Keys(pending))
-	for name := range unsure {
-		if _, ok := pending[name]; !ok {
-			names = append(names, name)
-		}
-	}
-	for _, name := range names {
-		if err := rc.write(ctx, name, pending, unsure); err != nil {
+// flush writes the tallies of every rule; what it could not write stays in
+// tallies. It reports whether nothing is left.
+func (rc *ruleCounters) flush(ctx context.Context, tallies map[string]ruleTally) bool {
+	for name := range tallies {
+		// write changes the tally of name alone.
+		if err := rc.write(ctx, name, tallies); err != nil {
 			rc.Log.Error(err, "Updating rule counters; trying again later", "rule", name)
 		}
 	}
-	return len(pending) == 0 && len(unsure) == 0
+	return len(tallies) == 0
 }
 
-func (rc *ruleCounters) write(ctx context.Context, name string, pending map[string]counterDelta, unsure map[string]unsureWrite) error {
+func (rc *ruleCounters) write(ctx context.Context, name string, tallies map[string]ruleTally) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		rule := &wrapupv1alpha1.CompletionRule{}
 		if err := rc.APIReader.Get(ctx, types.NamespacedName{Name: name}, rule); err != nil {
 			if apierrors.IsNotFound(err) {
 				// The rule is gone, and its counters with it.
-				delete(pending, name)
-				delete(unsure, name)
+				delete(tallies, name)
 				return nil
 			}
 			return err
 		}
-		add := pending[name]
-		if u, ok := unsure[name]; ok && (rule.Status.Succeeded != u.set.succeeded || rule.Status.Failed != u.set.failed) {
+		t := tallies[name]
+		add := t.pending
+		if t.unsure && (rule.Status.Succeeded != t.set.succeeded || rule.Status.Failed != t.set.failed) {
 			// The unsure write was not applied: add its increments again.
-			add.succeeded += u.added.succeeded
-			add.failed += u.added.failed
+			add.succeeded += t.added.succeeded
+			add.failed += t.added.failed
 		}
 		if add == (counterDelta{}) {
-			delete(pending, name)
-			delete(unsure, name)
+			delete(tallies, name)
 			return nil
 		}
 		set := counterDelta{succeeded: rule.Status.Succeeded + add.succeeded, failed: rule.Status.Failed + add.failed}
@@ -166,15 +161,13 @@ func (rc *ruleCounters) write(ctx context.Context, name string, pending map[stri
 		err := rc.Client.Status().Update(ctx, rule)
 		switch {
 		case err == nil:
-			delete(pending, name)
-			delete(unsure, name)
+			delete(tallies, name)
 		case !rejected(err):
 			// Perhaps applied: the next attempt tells from the counters.
-			delete(pending, name)
-			unsure[name] = unsureWrite{set: set, added: add}
+			tallies[name] = ruleTally{unsure: true, set: set, added: add}
 		}
-		// A rejected write changed nothing: pending and unsure stay as
-		// they were for the next attempt.
+		// A rejected write changed nothing: the tally stays as it was for
+		// the next attempt.
 		return err
 	})
 }

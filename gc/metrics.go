@@ -13,39 +13,32 @@ import (
 var (
 	outcomesTotal = counterVec("wrapup_outcomes_total",
 		"AppWrappers whose trigger finished, by rule and outcome (Succeeded, Failed).", "rule", "outcome")
-
 	actionsTotal = counterVec("wrapup_actions_total",
 		"Actions taken on finished AppWrappers, by rule and action (Deleted, WouldDelete, StatusOnly).", "rule", "action")
 
 	historyWrittenTotal = counterVec("wrapup_history_records_written_total",
 		"CompletionRecords written of a new outcome (created, or in place of a cleared one), by rule.", "rule")
-
 	historyWriteFailuresTotal = counterVec("wrapup_history_write_failures_total",
 		"Failed attempts to write a CompletionRecord (other than a conflict with another write), by rule; nothing is recorded or deleted until it is written.", "rule")
-
 	historyExpiredTotal = counterVec("wrapup_history_records_expired_total",
 		"CompletionRecords deleted by their retention, by rule and reason (TTL, Limit).", "rule", "reason")
 
 	evaluationErrorsTotal = counterVec("wrapup_evaluation_errors_total",
 		"CEL evaluations that failed at run time (treated as not finished), by rule.", "rule")
-
 	finalChecksTotal = counterVec("wrapup_final_checks_total",
 		"Final checks: decisions made again on what the API server says, before a write or a delete.")
-
 	evaluationSeconds = histogram("wrapup_evaluation_duration_seconds",
 		"Time to evaluate a rule's expressions against one trigger.", prometheus.ExponentialBuckets(1e-6, 4, 10))
 
 	triggerToActionSeconds = histogramVec("wrapup_trigger_to_action_seconds",
 		"Time from the trigger being seen finished to the AppWrapper deletion request, TTL included, by rule.",
 		prometheus.ExponentialBuckets(0.01, 4, 10), "rule")
-
 	deletionLatenessSeconds = histogramVec("wrapup_deletion_lateness_seconds",
 		"Time from when an AppWrapper's deletion was due (wrapup recorded its outcome, plus the TTL and any hold) to the deletion request, by rule: wrapup's own delay after the record.",
 		prometheus.ExponentialBuckets(0.01, 4, 10), "rule")
 
 	workerReachableGauge = gaugeVec("wrapup_worker_reachable",
 		"1 if wrapup could last read a MultiKueue worker cluster (its kubeconfig Secret and its API server), 0 if not; by MultiKueueCluster. While 0, nothing dispatched there is recorded or deleted.", "cluster")
-
 	ruleReadyGauge = gaugeVec("wrapup_rule_ready",
 		"1 if a CompletionRule is Ready, 0 if not (its status says why), by rule; the leader serves it.", "rule")
 )

@@ -86,12 +86,10 @@ func (v *RuleValidator) validate(ctx context.Context, rule *wrapupv1alpha1.Compl
 	}
 	done := make(chan admission.Warnings, 1)
 	go func() { done <- v.warnings(rule) }()
-	timer := time.NewTimer(warningsTimeout)
-	defer timer.Stop()
 	select {
 	case w := <-done:
 		return w, nil
-	case <-timer.C:
+	case <-time.After(warningsTimeout): // collected unstopped since Go 1.23
 	case <-ctx.Done():
 	}
 	return nil, nil

@@ -62,8 +62,7 @@ type workerClusters struct {
 	Namespace string
 	// Clock defaults to the real clock.
 	Clock clock.PassiveClock
-	// Recheck is how long a Secret is trusted before it is read again;
-	// default secretRecheck.
+	// Recheck defaults to secretRecheck.
 	Recheck time.Duration
 	// Known is the workers' triggers.Options.Known (rulesRead).
 	Known func(schema.GroupKind) celpolicies.Fields
