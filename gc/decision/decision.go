@@ -501,9 +501,11 @@ const (
 )
 
 // present says whether the live object was there to be read.
-func (s liveState) present() bool {
-	return s == liveRunning || s == liveSucceeded || s == liveFailed || s == liveError || s == liveTornDown
-}
+func (s liveState) present() bool { return s != liveUnknown && s != liveAbsent }
+
+// stateWords name the live states, as Candidate.State does.
+var stateWords = [...]string{liveUnknown: "Unknown", liveAbsent: "Absent", liveRunning: "Running", liveSucceeded: "Succeeded",
+	liveFailed: "Failed", liveError: "Error", liveTornDown: "TornDown"}
 
 // tornDown says why obj, a live trigger, is being torn down; "" when it is
 // not. A trigger being torn down says nothing of how its run went:
@@ -669,7 +671,8 @@ func decideOn(ctx context.Context, in Input) Decision {
 			// component: the rule does not apply, and that is no news.
 			d.Assigned = ""
 		} else {
-			d.warn(noTriggerWarning(nt.Reason), nt.Message)
+			i := slices.IndexFunc(EventSpecs, func(s EventSpec) bool { return s.Reason == nt.Reason })
+			d.warn(EventSpecs[i], nt.Message)
 		}
 		return d
 	}
@@ -771,7 +774,7 @@ func (d *Decision) observe(ctx context.Context, in Input, w *Rule, refs []Ref) [
 	}
 	d.Candidates = make([]Candidate, len(cs))
 	for i, c := range cs {
-		d.Candidates[i] = Candidate{TriggerInfo: c.info, Evaluation: c.eval, State: c.stateWord()}
+		d.Candidates[i] = Candidate{TriggerInfo: c.info, Evaluation: c.eval, State: stateWords[c.state]}
 	}
 	return cs
 }
@@ -789,48 +792,37 @@ func observeCandidate(ctx context.Context, in Input, policy *celpolicies.Policy,
 	aw := in.AppWrapper
 	t := in.read(ref)
 	c := observed{info: TriggerInfo{Ref: ref}}
+	unread := func(state liveState, problem string) observed {
+		c.state, c.info.Problem = state, problem
+		return c
+	}
 	owner, ok, problem, unknown := componentsOwner(in)
 	switch {
+	case !ok && unknown:
+		return unread(liveUnknown, problem)
 	case !ok:
-		c.info.Problem = problem
-		c.state = liveAbsent
-		if unknown {
-			c.state = liveUnknown
-		}
-		return c
+		return unread(liveAbsent, problem)
 	case !deployed(aw):
-		c.info.Problem = fmt.Sprintf("the AppWrapper is %s: its components do not exist", phaseOrNone(aw.Status.Phase))
-		c.state = liveAbsent
-		return c
+		return unread(liveAbsent, fmt.Sprintf("the AppWrapper is %s: its components do not exist", phaseOrNone(aw.Status.Phase)))
 	case ref.Name == "":
-		c.info.Problem = "the AppWrapper controller has not created the trigger yet (its template uses generateName)"
-		c.state = liveAbsent
-		return c
+		return unread(liveAbsent, "the AppWrapper controller has not created the trigger yet (its template uses generateName)")
 	case t.Ref != ref || t.State == TriggerUnread:
-		c.info.Problem = "the trigger was not read"
-		c.state = liveUnknown
-		return c
+		return unread(liveUnknown, "the trigger was not read")
 	case t.State == TriggerPending:
-		c.info.Problem = fmt.Sprintf("the cache of %s has not listed yet", ref.Kind)
-		c.state = liveUnknown
-		return c
+		return unread(liveUnknown, fmt.Sprintf("the cache of %s has not listed yet", ref.Kind))
 	case t.State == TriggerAbsent || t.State == TriggerNotDeployed || t.Object == nil:
-		c.info.Problem = fmt.Sprintf("%s %s does not exist (not created yet, or deleted)", ref.Kind.Kind, ref.Name)
 		if t.Note != "" {
-			c.info.Problem = t.Note
+			return unread(liveAbsent, t.Note)
 		}
-		c.state = liveAbsent
-		return c
+		return unread(liveAbsent, fmt.Sprintf("%s %s does not exist (not created yet, or deleted)", ref.Kind.Kind, ref.Name))
 	}
 	obj := t.Object
 	if !OwnedBy(obj, owner) {
-		c.info.Problem = fmt.Sprintf("%s %s is not controlled by this AppWrapper: it is not taken as the trigger", ref.Kind.Kind, ref.Name)
-		if owner != aw {
-			c.info.Problem = fmt.Sprintf("%s %s on worker cluster %s is not controlled by MultiKueue's copy of this AppWrapper there: it is not taken as the trigger", ref.Kind.Kind, ref.Name, in.Worker.Cluster)
-		}
 		c.notOwned = true
-		c.state = liveAbsent
-		return c
+		if owner != aw {
+			return unread(liveAbsent, fmt.Sprintf("%s %s on worker cluster %s is not controlled by MultiKueue's copy of this AppWrapper there: it is not taken as the trigger", ref.Kind.Kind, ref.Name, in.Worker.Cluster))
+		}
+		return unread(liveAbsent, fmt.Sprintf("%s %s is not controlled by this AppWrapper: it is not taken as the trigger", ref.Kind.Kind, ref.Name))
 	}
 	c.info.UID = obj.GetUID()
 	torn := tornDown(obj)
@@ -1141,21 +1133,21 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 	d.Outcome = outcome
 	d.Action = ActionFor(rule, outcome)
 	d.DryRun = rule.Spec.DryRun
-	if origin, ok := MultiKueueWorkerCopy(aw); ok {
+	origin, workerCopy := MultiKueueWorkerCopy(aw)
+	if workerCopy {
 		// Deleting MultiKueue's copy on a worker makes the manager see its
 		// remote workload gone and dispatch the run again: here wrapup
 		// records the outcome and nothing more, whatever the rule says.
-		d.Action = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionUpdateStatus}
-		d.DryRun = false
+		d.Action, d.DryRun = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionUpdateStatus}, false
+	}
+	stamp := d.stamp(in, rule, rec)
+	switch {
+	case workerCopy:
 		d.Verdict = VerdictRecordOnly
 		d.Reason = fmt.Sprintf("the trigger %s and the AppWrapper is MultiKueue's copy on a worker cluster (label %s=%s): "+
 			"wrapup records the outcome here and deletes nothing, since deleting it would make MultiKueue dispatch the run again; "+
 			"the manager cluster's wrapup finishes the AppWrapper", outcome, kueue.MultiKueueOriginLabel, origin)
-		d.stamp(in, rule, rec)
 		return
-	}
-	stamp := d.stamp(in, rule, rec)
-	switch {
 	case d.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
 		d.Verdict = VerdictRecordOnly
 		d.Reason = fmt.Sprintf("the trigger %s and rule %s's action for it is UpdateStatus: the outcome is recorded, everything keeps running", outcome, rule.Name)
@@ -1220,9 +1212,6 @@ func (d *Decision) failedHold(in Input, rec *Record, hold time.Duration, notBefo
 			// moved on after the teardown.
 			start, ok = r, true
 		}
-		if ok {
-			d.HoldStart = start
-		}
 		if !ok {
 			d.Verdict, d.After, d.Requeue = VerdictDeleteAfterTTL, hold, holdStartRetry
 			d.DueAt = in.Now.Add(hold)
@@ -1230,6 +1219,7 @@ func (d *Decision) failedHold(in Input, rec *Record, hold time.Duration, notBefo
 				outcome, hold, awv1beta2.DeletionOnFailureGracePeriodAnnotation)
 			return notBefore, false
 		}
+		d.HoldStart = start
 		if t := start.Add(hold); t.After(notBefore) {
 			notBefore = t
 		}
@@ -1279,11 +1269,6 @@ func MultiKueueWorkerCopy(aw *awv1beta2.AppWrapper) (origin string, ok bool) {
 	return origin, ok
 }
 
-// podStatus is what a decision reads of a Pod trigger besides what its
-// rule reads: its status, whose DisruptionTarget condition says that it is
-// torn down.
-var podStatus = celpolicies.FieldsOf("status")
-
 // TriggerFields are the top-level fields of a trigger of kind gk that a
 // decision under policy p reads: those its evaluation reads
 // (Policy.ObjectFields), and a Pod's status (see tornDown). The metadata
@@ -1291,7 +1276,7 @@ var podStatus = celpolicies.FieldsOf("status")
 func TriggerFields(p *celpolicies.Policy, gk schema.GroupKind) celpolicies.Fields {
 	f := p.ObjectFields(gk)
 	if gk.Group == "" && gk.Kind == "Pod" {
-		f = f.Union(podStatus)
+		f = f.Union(celpolicies.FieldsOf("status"))
 	}
 	return f
 }

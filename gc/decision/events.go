@@ -114,14 +114,3 @@ func specOf(e Event) bool {
 		return s.Type == e.Type && s.Reason == e.Reason && s.Action == action && s.When == e.When
 	})
 }
-
-// noTriggerWarning is the Warning of a NoTrigger's reason.
-func noTriggerWarning(reason string) EventSpec {
-	switch reason {
-	case wrapupv1alpha1.ReasonAmbiguousTrigger:
-		return WarningAmbiguousTrigger
-	case wrapupv1alpha1.ReasonTooManyTriggers:
-		return WarningTooManyTriggers
-	}
-	return WarningNoTrigger
-}

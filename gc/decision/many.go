@@ -76,24 +76,6 @@ func failureKey(cs []observed, deciders []int) types.UID {
 	return types.UID(strings.Join(uids, ","))
 }
 
-func (c *observed) stateWord() string {
-	switch c.state {
-	case liveRunning:
-		return "Running"
-	case liveSucceeded:
-		return "Succeeded"
-	case liveFailed:
-		return "Failed"
-	case liveError:
-		return "Error"
-	case liveAbsent:
-		return "Absent"
-	case liveTornDown:
-		return "TornDown"
-	}
-	return "Unknown"
-}
-
 func (c *observed) name() string {
 	if c.info.Name != "" {
 		return c.info.Kind.Kind + " " + c.info.Name
@@ -133,9 +115,9 @@ func (d *Decision) settle(in Input, policy wrapupv1alpha1.TriggerPolicy, cs []ob
 // on its several triggers cs, which have not settled.
 func (d *Decision) decideManyUnsettled(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) {
 	aw := in.AppWrapper
-	var unknown, errs, notOwned int
-	var running []string
-	for _, c := range cs {
+	var unknown, errs, notOwned, unfinished int
+	var running, all []int
+	for i, c := range cs {
 		switch {
 		case c.notOwned:
 			notOwned++
@@ -144,9 +126,13 @@ func (d *Decision) decideManyUnsettled(in Input, rule *wrapupv1alpha1.Completion
 		case c.state == liveUnknown:
 			unknown++
 		}
-		if c.state != liveSucceeded {
-			running = append(running, c.name())
+		if c.state != liveSucceeded && c.state != liveFailed && c.state != liveAbsent {
+			unfinished++
 		}
+		if c.state != liveSucceeded {
+			running = append(running, i)
+		}
+		all = append(all, i)
 	}
 	switch phase := aw.Status.Phase; {
 	case unknown > 0:
@@ -154,38 +140,19 @@ func (d *Decision) decideManyUnsettled(in Input, rule *wrapupv1alpha1.Completion
 		d.Reason = fmt.Sprintf("%d of %d triggers were not read (their cache has not listed yet); wrapup looks again when it has", unknown, len(cs))
 	case phase == awv1beta2.AppWrapperFailed && errs == 0:
 		// The AppWrapper controller gave up and tears the components down.
-		d.record(in, rule, wrapupv1alpha1.OutcomeFailed, cs, allOf(cs), failedPhaseMessage(aw))
-	case phase == awv1beta2.AppWrapperSucceeded && notOwned == 0 && noneUnfinished(cs):
+		d.record(in, rule, wrapupv1alpha1.OutcomeFailed, cs, all, failedPhaseMessage(aw))
+	case phase == awv1beta2.AppWrapperSucceeded && notOwned == 0 && unfinished == 0:
 		// Every pod succeeded, as the AppWrapper controller saw it, and the
 		// triggers that are not there any more (their own TTL) succeeded.
-		d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, cs, allOf(cs), succeededPhaseMessage)
+		d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, cs, all, succeededPhaseMessage)
 	default:
 		d.Verdict = VerdictWaitingForTrigger
 		d.Reason = fmt.Sprintf("policy %s: %d of %d triggers have not finished (%s); wrapup evaluates again when one changes",
-			d.Policy, len(running), len(cs), Truncate(strings.Join(running, ", "), MaxMessage/2))
+			d.Policy, len(running), len(cs), joinNames(cs, running))
 		if errs > 0 {
 			d.Reason += fmt.Sprintf("; %d evaluation(s) failed, which counts as not finished (Warning Event EvaluationError)", errs)
 		}
 	}
-}
-
-func allOf(cs []observed) []int {
-	out := make([]int, len(cs))
-	for i := range cs {
-		out[i] = i
-	}
-	return out
-}
-
-// noneUnfinished says that every candidate finished (succeeded, or failed
-// by the rule) or is not there.
-func noneUnfinished(cs []observed) bool {
-	for i := range cs {
-		if cs[i].state != liveSucceeded && cs[i].state != liveFailed && cs[i].state != liveAbsent {
-			return false
-		}
-	}
-	return true
 }
 
 func joinNames(cs []observed, idx []int) string {

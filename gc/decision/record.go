@@ -150,9 +150,12 @@ func RecordOf(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper) *Re
 		return nil
 	}
 	rec := &Record{Outcome: cr.Outcome, Rule: cr.Rule, RuleUID: cr.RuleUID, FinishedAt: cr.FinishedAt.Time, Message: cr.Message, Policy: cr.Policy,
-		Retries: cr.AppWrapper.Retries, DeployedAt: timeOf(cr.AppWrapper.DeployedAt),
+		Retries: cr.AppWrapper.Retries,
 		Stamp: Stamp{Rule: cr.Action.Rule, RuleUID: cr.Action.RuleUID, DryRun: cr.Action.DryRun,
 			Action: wrapupv1alpha1.ActionSpec{Action: cr.Action.Action, TTLSecondsAfterFinished: cr.Action.TTLSecondsAfterFinished}}}
+	if t := cr.AppWrapper.DeployedAt; t != nil {
+		rec.DeployedAt = t.Time
+	}
 	if rec.Stamp.deletes() {
 		rec.Stamp.Since = rec.FinishedAt
 		if cr.Action.Since != nil {
@@ -166,13 +169,6 @@ func RecordOf(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper) *Re
 		}
 	}
 	return rec
-}
-
-func timeOf(t *metav1.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.Time
 }
 
 // deployedAt is when the AppWrapper controller last deployed aw's

@@ -92,20 +92,6 @@ func labelsString(set map[string]string) string {
 	return labels.Set(set).String()
 }
 
-// selectorMatches says whether sel selects set, and gives the selector
-// parsed (for its String); a selector that does not parse returns its
-// error.
-func selectorMatches(sel *metav1.LabelSelector, set map[string]string) (bool, labels.Selector, error) {
-	if sel == nil {
-		return true, labels.Everything(), nil
-	}
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return false, nil, err
-	}
-	return s.Matches(labels.Set(set)), s, nil
-}
-
 // Better says whether rule a wins over rule b: the highest priority, ties
 // to the name that sorts first.
 func Better(a, b *wrapupv1alpha1.CompletionRule) bool {
@@ -146,16 +132,19 @@ func unusable(r *Rule, kinds map[schema.GroupKind]Kind) string {
 // the two on its own (with both broken, the rule still blocks), and broken
 // says why.
 func selects(rule *wrapupv1alpha1.CompletionRule, awLabels, nsLabels map[string]string) (awMatch, nsMatch bool, awSel, nsSel labels.Selector, broken string) {
-	awMatch, awSel, awErr := selectorMatches(rule.Spec.AppWrapperSelector, awLabels)
-	nsMatch, nsSel, nsErr := selectorMatches(rule.Spec.NamespaceSelector, nsLabels)
-	if nsErr != nil {
-		broken = "its namespaceSelector does not parse: " + nsErr.Error()
-		nsMatch = true
+	match := func(field string, sel *metav1.LabelSelector, set map[string]string) (bool, labels.Selector) {
+		if sel == nil {
+			return true, labels.Everything()
+		}
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			broken = "its " + field + " does not parse: " + err.Error()
+			return true, nil
+		}
+		return s.Matches(labels.Set(set)), s
 	}
-	if awErr != nil {
-		broken = "its appWrapperSelector does not parse: " + awErr.Error()
-		awMatch = true
-	}
+	nsMatch, nsSel = match("namespaceSelector", rule.Spec.NamespaceSelector, nsLabels)
+	awMatch, awSel = match("appWrapperSelector", rule.Spec.AppWrapperSelector, awLabels)
 	return awMatch, nsMatch, awSel, nsSel, broken
 }
 

@@ -43,7 +43,7 @@ func SelectorProblems(rule *wrapupv1alpha1.CompletionRule) []Problem {
 			continue
 		}
 		if _, err := metav1.LabelSelectorAsSelector(s.sel); err != nil {
-			out = append(out, Problem{Field: s.field, Value: metav1.FormatLabelSelector(s.sel), Message: oneLine(err.Error()), Fatal: true})
+			out = append(out, Problem{Field: s.field, Value: metav1.FormatLabelSelector(s.sel), Message: strings.Join(strings.Fields(err.Error()), " "), Fatal: true})
 		}
 	}
 	return out
@@ -78,8 +78,8 @@ func kindProblems(t wrapupv1alpha1.TriggerSpec) []Problem {
 	}
 	// Kubernetes' own groups (core, batch, apps, ...) have a fixed set of
 	// kinds: any other kind there can never be served.
-	core := kubernetesGroup(t.APIGroup)
-	if core && kubernetesKind(gk) {
+	core, known := kubernetesKind(gk)
+	if core && known {
 		return nil
 	}
 	var same, near []schema.GroupKind
@@ -116,25 +116,15 @@ func kindProblems(t wrapupv1alpha1.TriggerSpec) []Problem {
 	return nil
 }
 
-// kubernetesGroup says whether g is one of Kubernetes' own API groups (the
-// core group among them), whose kinds client-go knows.
-func kubernetesGroup(g string) bool {
+// kubernetesKind says whether gk's group is one of Kubernetes' own API
+// groups (the core group among them), whose kinds client-go knows, and
+// whether gk is one of their kinds.
+func kubernetesKind(gk schema.GroupKind) (group, kind bool) {
 	for gvk := range clientgoscheme.Scheme.AllKnownTypes() {
-		if gvk.Group == g {
-			return true
-		}
+		group = group || gvk.Group == gk.Group
+		kind = kind || gvk.GroupKind() == gk
 	}
-	return false
-}
-
-// kubernetesKind says whether gk is a kind of Kubernetes' own groups.
-func kubernetesKind(gk schema.GroupKind) bool {
-	for gvk := range clientgoscheme.Scheme.AllKnownTypes() {
-		if gvk.Group == gk.Group && gvk.Kind == gk.Kind {
-			return true
-		}
-	}
-	return false
+	return group, kind
 }
 
 func groupName(g string) string {
@@ -142,11 +132,6 @@ func groupName(g string) string {
 		return "core group (apiGroup unset)"
 	}
 	return "group " + g
-}
-
-// oneLine joins a multi-line message into one line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 }
 
 // editDistance is the Levenshtein distance of a and b.

@@ -36,8 +36,6 @@ var diagnostics = []string{wrapupv1alpha1.ReasonEvaluationError, wrapupv1alpha1.
 // recording are the Events of an outcome recorded now.
 var recording = []string{wrapupv1alpha1.ReasonTriggerSucceeded, wrapupv1alpha1.ReasonTriggerFailed}
 
-func with(lists ...[]string) []string { return slices.Concat(lists...) }
-
 // VerdictTable is, for each verdict, what its decisions may ask for.
 var VerdictTable = map[Verdict]VerdictRow{
 	VerdictGone:                {},
@@ -45,16 +43,16 @@ var VerdictTable = map[Verdict]VerdictRow{
 	VerdictIgnored:             {},
 	VerdictNoRule:              {Reasons: []string{wrapupv1alpha1.ReasonTriggerAnnotationMisplaced}},
 	VerdictBlocked:             {Reasons: []string{wrapupv1alpha1.ReasonBlockedByRule, wrapupv1alpha1.ReasonTriggerAnnotationMisplaced}},
-	VerdictNoTrigger:           {Reasons: with(diagnostics, []string{wrapupv1alpha1.ReasonNoTrigger, wrapupv1alpha1.ReasonAmbiguousTrigger, wrapupv1alpha1.ReasonTooManyTriggers})},
+	VerdictNoTrigger:           {Reasons: slices.Concat(diagnostics, []string{wrapupv1alpha1.ReasonNoTrigger, wrapupv1alpha1.ReasonAmbiguousTrigger, wrapupv1alpha1.ReasonTooManyTriggers})},
 	VerdictTriggerNotWatchable: {Requeue: true, Reasons: []string{wrapupv1alpha1.ReasonTriggerKindNotWatched, wrapupv1alpha1.ReasonTriggerAnnotationMisplaced}},
 	VerdictWorkerUnreachable:   {Requeue: true, Reasons: []string{wrapupv1alpha1.ReasonWorkerUnreachable, wrapupv1alpha1.ReasonTriggerAnnotationMisplaced}},
 	VerdictWaitingForTrigger:   {Requeue: true, Reasons: diagnostics},
 	VerdictWaitingForRetries:   {Requeue: true, Reasons: diagnostics},
-	VerdictClearOutcome:        {Clear: true, Requeue: true, Reasons: with(diagnostics, []string{wrapupv1alpha1.ReasonOutcomeCleared})},
-	VerdictRecordOnly:          {Write: true, Stamp: true, Reasons: with(diagnostics, recording, []string{wrapupv1alpha1.ReasonMultiKueueWorker})},
-	VerdictDryRun:              {Write: true, Requeue: true, Stamp: true, Reasons: with(diagnostics, recording, []string{wrapupv1alpha1.ReasonWouldDelete})},
-	VerdictDeleteAfterTTL:      {Write: true, Requeue: true, Stamp: true, Reasons: with(diagnostics, recording)},
-	VerdictDelete:              {Write: true, Stamp: true, Reasons: with(diagnostics, recording, []string{wrapupv1alpha1.ReasonDeleted})},
+	VerdictClearOutcome:        {Clear: true, Requeue: true, Reasons: slices.Concat(diagnostics, []string{wrapupv1alpha1.ReasonOutcomeCleared})},
+	VerdictRecordOnly:          {Write: true, Stamp: true, Reasons: slices.Concat(diagnostics, recording, []string{wrapupv1alpha1.ReasonMultiKueueWorker})},
+	VerdictDryRun:              {Write: true, Requeue: true, Stamp: true, Reasons: slices.Concat(diagnostics, recording, []string{wrapupv1alpha1.ReasonWouldDelete})},
+	VerdictDeleteAfterTTL:      {Write: true, Requeue: true, Stamp: true, Reasons: slices.Concat(diagnostics, recording)},
+	VerdictDelete:              {Write: true, Stamp: true, Reasons: slices.Concat(diagnostics, recording, []string{wrapupv1alpha1.ReasonDeleted})},
 }
 
 // CheckVerdict says how d asks for more than its verdict allows; nil when
