@@ -1,6 +1,7 @@
 package gc
 
 import (
+	"cmp"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -82,10 +83,7 @@ func (o *ownWrites) gone(key types.NamespacedName) {
 // change of one it deleted). Any other event of it ends what is
 // remembered, unless the delete is still unanswered.
 func (o *ownWrites) echo(old, obj client.Object) bool {
-	cur := obj
-	if cur == nil {
-		cur = old
-	}
+	cur := cmp.Or(obj, old)
 	key := client.ObjectKeyFromObject(cur)
 	o.mu.Lock()
 	defer o.mu.Unlock()

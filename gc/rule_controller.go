@@ -121,9 +121,9 @@ type ruleReconciler struct {
 }
 
 // typeChecked is a rule's last type check, valid for the rule's UID and
-// generation, its kind's version and the schemas as of schemaEpoch: it is
-// kept as resolving a schema and type-checking costs tens of milliseconds,
-// and a rule is reconciled again on every change of its matchedAppWrappers.
+// generation, its kind's version and schemaEpoch: resolving a schema and
+// type-checking costs tens of milliseconds, and a rule is reconciled again
+// on every change of its matchedAppWrappers.
 type typeChecked struct {
 	uid        types.UID
 	generation int64
@@ -140,7 +140,6 @@ func (r *ruleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("wrapup-rule").
 		For(&wrapupv1alpha1.CompletionRule{}).
-		// A CRD that appears may serve a trigger kind a rule is waiting for.
 		WatchesMetadata(crd, handler.EnqueueRequestsFromMapFunc(r.rulesWaitingForKinds), builder.OnlyMetadata).
 		WatchesRawSource(source.Channel(r.Assign.events, handler.Funcs{
 			GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -226,9 +225,9 @@ func (st *ruleReadiness) ready(status metav1.ConditionStatus, reason, message st
 }
 
 // readiness compiles rule, checks its selectors, ensures the watch of its
-// trigger kind and type-checks it (into rule.Status.TypeChecking; orig's
-// stands for this generation when the schema cannot be read). An error is
-// the reconcile's.
+// trigger kind and type-checks it against the kind's schema (into
+// rule.Status.TypeChecking; orig's stands for this generation when the
+// schema cannot be read). An error is the reconcile's.
 func (r *ruleReconciler) readiness(ctx context.Context, rule, orig *wrapupv1alpha1.CompletionRule) (ruleReadiness, error) {
 	st := ruleReadiness{cond: metav1.Condition{Type: wrapupv1alpha1.ConditionReady, ObservedGeneration: rule.Generation}}
 	rule.Status.TypeChecking = nil
@@ -239,35 +238,28 @@ func (r *ruleReconciler) readiness(ctx context.Context, rule, orig *wrapupv1alph
 	}
 	switch {
 	case err != nil:
-		// A user's mistake, which only an edit fixes: not the reconcile's
-		// error, for the manager to log with a stack trace and retry; the
-		// rule's status and a Warning Event say it.
+		// A user's mistake, which only an edit fixes: no error to retry and
+		// log with a stack trace; the rule's status and a Warning Event say it.
 		r.Watches.Release(triggers.RuleOwner(rule.Name))
 		st.ready(metav1.ConditionFalse, reason, err.Error())
-	case rule.Spec.Trigger.Kind != "":
-		return st, r.kindReadiness(ctx, rule, orig, policy, &st)
-	default:
+		return st, nil
+	case rule.Spec.Trigger.Kind == "":
 		// The trigger is the annotated component: its AppWrapper holds the watch.
 		r.Watches.Release(triggers.RuleOwner(rule.Name))
 		st.ready(metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, "expressions compiled; the trigger is the component annotated "+wrapupv1alpha1.TriggerAnnotation)
 		st.watchable = r.annotatedKindsCondition(rule)
+		return st, nil
 	}
-	return st, nil
-}
-
-// kindReadiness is readiness for a rule that names its trigger kind: the
-// kind's watch, and the type check against its schema.
-func (r *ruleReconciler) kindReadiness(ctx context.Context, rule, orig *wrapupv1alpha1.CompletionRule, policy *celpolicies.Policy, st *ruleReadiness) error {
 	gk := decision.RuleKind(rule)
 	fields := decision.TriggerFields(policy, gk)
-	err := r.Watches.Ensure(triggers.RuleOwner(rule.Name), gk, fields)
+	err = r.Watches.Ensure(triggers.RuleOwner(rule.Name), gk, fields)
 	var nf *triggers.KindNotFoundError
 	switch k := r.Watches.Kind(gk); {
 	case errors.As(err, &nf):
 		st.ready(metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotFound,
 			fmt.Sprintf("trigger kind %s is not served by the API server (is its CRD installed?); the rule starts working when it is", gk))
 	case err != nil && k.State != decision.KindNotWatchable:
-		return err
+		return st, err
 	case err != nil:
 		st.ready(metav1.ConditionFalse, wrapupv1alpha1.ReasonTriggerKindNotWatchable, err.Error())
 	case k.State == decision.KindNotWatchable:
@@ -289,19 +281,17 @@ func (r *ruleReconciler) kindReadiness(ctx context.Context, rule, orig *wrapupv1
 		st.ready(metav1.ConditionTrue, wrapupv1alpha1.ReasonCompiled, fmt.Sprintf("expressions compiled; watching %s triggers", gk))
 		rule.Status.TypeChecking, st.typeCheckErr = r.typeCheck(ctx, rule, gk)
 		if st.typeCheckErr != nil && orig.Status.ObservedGeneration == rule.Generation {
-			// Not read this time: this generation's last check stands.
 			rule.Status.TypeChecking = orig.Status.TypeChecking.DeepCopy()
 		}
 		if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
 			st.cond.Message += fmt.Sprintf("; %d expression(s) have warnings against the %s schema: types or cost (see status.typeChecking)", len(tc.ExpressionWarnings), gk)
 		}
 	}
-	return nil
+	return st, nil
 }
 
 // setOn sets st's conditions on rule (removing those st has none of), its
-// observedGeneration when it is Ready, and the Ready gauge. It says
-// whether the Ready condition changed.
+// observedGeneration when Ready, and the Ready gauge; it says whether Ready changed.
 func (st ruleReadiness) setOn(rule *wrapupv1alpha1.CompletionRule) bool {
 	beside := []*metav1.Condition{st.watchable, st.unprotected, st.cached}
 	for i, typ := range []string{wrapupv1alpha1.ConditionTriggerKindsWatchable, wrapupv1alpha1.ConditionTriggerStatusProtected, wrapupv1alpha1.ConditionTriggerCached} {
@@ -324,9 +314,8 @@ func (st ruleReadiness) setOn(rule *wrapupv1alpha1.CompletionRule) bool {
 	return changed
 }
 
-// announce emits the Events of the rule's status as written: its type
-// check's new warnings, an unprotected status newly found, and its Ready
-// condition when it changed.
+// announce emits the Events of the rule's status as written: new type-check
+// warnings, an unprotected status newly found, and a changed Ready condition.
 func (r *ruleReconciler) announce(ctx context.Context, rule, orig *wrapupv1alpha1.CompletionRule, st ruleReadiness, changed bool) {
 	if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 &&
 		!equality.Semantic.DeepEqual(orig.Status.TypeChecking, tc) {
@@ -351,9 +340,8 @@ func (r *ruleReconciler) announce(ctx context.Context, rule, orig *wrapupv1alpha
 func (r *ruleReconciler) next(rule *wrapupv1alpha1.CompletionRule, st ruleReadiness) (ctrl.Result, error) {
 	switch {
 	case st.cond.Reason == wrapupv1alpha1.ReasonTriggerKindNotFound:
-		// CRD events bring the rule back when its kind appears; as
-		// discovery can lag a CRD's Established condition by a little,
-		// look again soon after a CRD of its group changed, and later anyway.
+		// Besides the CRD events: discovery can lag a CRD's Established
+		// condition by a little.
 		if t, ok := r.crdSeen.Load(rule.Spec.Trigger.APIGroup); ok && time.Since(t.(time.Time)) < crdSettle {
 			return ctrl.Result{RequeueAfter: kindNotFoundSoon}, nil
 		}

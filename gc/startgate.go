@@ -1,6 +1,7 @@
 package gc
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -21,17 +22,16 @@ import (
 // nothing: its WaitForSync holds the controller's workers (controller-runtime
 // starts them once every source has synced) until the trigger kinds the
 // rules name at wrapup's start have listed, or are known not to be served
-// or watchable, or for at most startGateMax. Without it, at a start with
-// many AppWrappers each is decided once while its kind still lists, to no
-// effect (decision.VerdictWaitingForTrigger), and again once it has
-// listed: two reconciles for one completion, the first taking the cores
-// the kind's list needs. Events meanwhile are queued, each AppWrapper once,
-// none lost. Not waited for: a kind whose list failed (a conversion webhook
-// down, the API server refusing), which its reflector lists again with
-// backoff for as long as it takes; nor, past startGateUnclaimed, one whose
-// informer has not started (the rule controller, which starts the
-// informers and does not wait for this one, has not reconciled its rule,
-// or discovery fails).
+// or watchable, or for at most startGateMax: so that at a start with many
+// AppWrappers each is decided once on its trigger, not once more before,
+// to no effect (decision.VerdictWaitingForTrigger), taking the cores the
+// kind's list needs (docs/benchmarks.md). Events meanwhile are queued, each
+// AppWrapper once, none lost. Not waited for: a kind whose list failed (a
+// conversion webhook down, the API server refusing), which its reflector
+// lists again with backoff for as long as it takes; nor, past
+// startGateUnclaimed, one whose informer has not started (the rule
+// controller, which starts the informers and does not wait for this one,
+// has not reconciled its rule, or discovery fails).
 type triggersListed struct {
 	Rules    client.Reader      // the manager's cache
 	Policies *celpolicies.Cache // a rule that does not compile claims no kind
@@ -70,15 +70,24 @@ func (t *triggersListed) Start(context.Context, workqueue.TypedRateLimitingInter
 // pending, or after startGateMax; never an error, which would stop the
 // controller.
 func (t *triggersListed) WaitForSync(ctx context.Context) error {
-	clk := t.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk := cmp.Or[clock.Clock](t.Clock, clock.RealClock{})
 	start := clk.Now()
-	kinds, err := t.kinds(ctx)
-	if err != nil {
+	var rules wrapupv1alpha1.CompletionRuleList
+	if err := t.Rules.List(ctx, &rules); err != nil {
 		t.Log.Info("Could not list the rules to wait for their trigger kinds; deciding at once", "err", err.Error())
 		return nil
+	}
+	// The kinds the rule controller claims: those of the rules that compile
+	// and whose selectors parse.
+	var kinds []schema.GroupKind
+	for i := range rules.Items {
+		rule := &rules.Items[i]
+		if rule.Spec.Trigger.Kind == "" || !rule.DeletionTimestamp.IsZero() || selectorsError(rule) != nil {
+			continue
+		}
+		if _, err := t.Policies.Get(rule); err == nil && !slices.Contains(kinds, decision.RuleKind(rule)) {
+			kinds = append(kinds, decision.RuleKind(rule))
+		}
 	}
 	if len(kinds) == 0 {
 		return nil
@@ -102,26 +111,6 @@ func (t *triggersListed) WaitForSync(ctx context.Context) error {
 		t.Log.Info("Trigger kinds listed; deciding", "kinds", len(kinds), "waited", waited)
 	}
 	return nil
-}
-
-// kinds are the trigger kinds of the rules that compile and whose
-// selectors parse: those the rule controller claims.
-func (t *triggersListed) kinds(ctx context.Context) ([]schema.GroupKind, error) {
-	var rules wrapupv1alpha1.CompletionRuleList
-	if err := t.Rules.List(ctx, &rules); err != nil {
-		return nil, err
-	}
-	var kinds []schema.GroupKind
-	for i := range rules.Items {
-		rule := &rules.Items[i]
-		if rule.Spec.Trigger.Kind == "" || !rule.DeletionTimestamp.IsZero() || selectorsError(rule) != nil {
-			continue
-		}
-		if _, err := t.Policies.Get(rule); err == nil && !slices.Contains(kinds, decision.RuleKind(rule)) {
-			kinds = append(kinds, decision.RuleKind(rule))
-		}
-	}
-	return kinds, nil
 }
 
 // look says which of kinds have not listed (unlisted), and which of
