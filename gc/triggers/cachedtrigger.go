@@ -27,9 +27,8 @@ import (
 type cachedTrigger struct {
 	name, namespace string
 	uid             uuid.UUID
-	// owner is the name of the AppWrapper that controls the object.
-	owner string
-	raw   []byte
+	owner           string // the name of the AppWrapper that controls it
+	raw             []byte
 	// identity, when set (no expression reads the metadata), is all of
 	// the metadata wrapup reads, kept apart from raw (which then lacks
 	// apiVersion, kind and metadata): as fields, it takes a fraction of
@@ -46,7 +45,9 @@ type cachedTrigger struct {
 	rare *rareIdentity
 }
 
-// identityFlags say which optional parts of a trigger's identity are set.
+// identityFlags say which optional parts of a trigger's identity are set;
+// labelApart: the AppWrapper label's value (in rare, maybe "") is not the
+// owner's name.
 type identityFlags uint8
 
 const (
@@ -54,8 +55,6 @@ const (
 	hasBlockOwnerDeletion
 	blockOwnerDeletion
 	hasLabel
-	// labelApart: the AppWrapper label's value (in rare, maybe "") is not
-	// the owner's name.
 	labelApart
 )
 
@@ -160,8 +159,8 @@ func newCachedTrigger(u *unstructured.Unstructured, identity bool) (*cachedTrigg
 	return t, nil
 }
 
-// takeIdentity moves the identity of u, which is the transform's own, out
-// of its content into t, and returns its controller's UID.
+// takeIdentity moves the identity of u (the transform's own) into t, and
+// returns its controller's UID.
 func (t *cachedTrigger) takeIdentity(u *unstructured.Unstructured) (controllerUID types.UID) {
 	in := intern.Cache
 	t.apiVersion, t.kind, t.resourceVersion = in.Str(u.GetAPIVersion()), in.Str(u.GetKind()), u.GetResourceVersion()

@@ -193,7 +193,6 @@ func (ex *Explanation) String() string {
 	return b.String()
 }
 
-// writeVerdict writes the AppWrapper, the verdict and its reason.
 func (ex *Explanation) writeVerdict(b *strings.Builder) {
 	fmt.Fprintf(b, "AppWrapper: %s (phase %s) at %s\n", ex.AppWrapper, phaseOrNone(ex.Phase), ex.At.UTC().Format(time.RFC3339))
 	fmt.Fprintf(b, "Verdict:    %s", ex.Verdict)
@@ -206,7 +205,6 @@ func (ex *Explanation) writeVerdict(b *strings.Builder) {
 	fmt.Fprintf(b, "\n            %s\n", ex.Reason)
 }
 
-// writeRules writes the rules, the winner marked.
 func (ex *Explanation) writeRules(b *strings.Builder) {
 	b.WriteString("Rules:")
 	if len(ex.Rules) == 0 {
@@ -237,7 +235,6 @@ func or(s, otherwise string) string {
 	return s
 }
 
-// writeTrigger writes the trigger, when there is one.
 func (ex *Explanation) writeTrigger(b *strings.Builder) {
 	if t := ex.Trigger; t != nil {
 		how := "by kind"
@@ -256,7 +253,6 @@ func (ex *Explanation) writeTrigger(b *strings.Builder) {
 	}
 }
 
-// writeWorker writes MultiKueue's worker, for an AppWrapper it dispatches.
 func (ex *Explanation) writeWorker(b *strings.Builder) {
 	if w := ex.Worker; w != nil {
 		switch {
@@ -275,7 +271,6 @@ func (ex *Explanation) writeWorker(b *strings.Builder) {
 	}
 }
 
-// writeCandidates writes the candidates of a rule of several triggers.
 func (ex *Explanation) writeCandidates(b *strings.Builder) {
 	if len(ex.Candidates) > 0 {
 		fmt.Fprintf(b, "Triggers:   %d candidates, policy %s (* decided the outcome)\n", len(ex.Candidates), ex.Policy)
@@ -297,7 +292,6 @@ func (ex *Explanation) writeCandidates(b *strings.Builder) {
 	}
 }
 
-// writeEvaluation writes the evaluation of the trigger.
 func (ex *Explanation) writeEvaluation(b *strings.Builder) {
 	if e := ex.Evaluation; e != nil {
 		switch {
@@ -314,7 +308,6 @@ func (ex *Explanation) writeEvaluation(b *strings.Builder) {
 	}
 }
 
-// writeRecorded writes the run's recorded outcome and the action in force.
 func (ex *Explanation) writeRecorded(b *strings.Builder) {
 	if rec := ex.Recorded; rec != nil {
 		fmt.Fprintf(b, "Recorded:   %s by rule %s at %s", rec.Outcome, rec.Rule, rec.FinishedAt.UTC().Format(time.RFC3339Nano))
