@@ -195,7 +195,7 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	changed := st.setOn(rule)
+	st.setOn(rule)
 	rule.Status.MatchedAppWrappers = r.Assign.Count(rule.Name)
 	if !equality.Semantic.DeepEqual(orig.Status, rule.Status) {
 		err := r.Client.Status().Patch(ctx, rule, client.MergeFrom(orig))
@@ -206,7 +206,7 @@ func (r *ruleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			return ctrl.Result{}, fmt.Errorf("writing rule status: %w", err)
 		}
 	}
-	r.announce(ctx, rule, orig, st, changed)
+	r.announce(ctx, rule, orig, st)
 	return r.next(rule, st)
 }
 
@@ -291,8 +291,8 @@ func (r *ruleReconciler) readiness(ctx context.Context, rule, orig *wrapupv1alph
 }
 
 // setOn sets st's conditions on rule (removing those st has none of), its
-// observedGeneration when Ready, and the Ready gauge; it says whether Ready changed.
-func (st ruleReadiness) setOn(rule *wrapupv1alpha1.CompletionRule) bool {
+// observedGeneration when Ready, and the Ready gauge.
+func (st ruleReadiness) setOn(rule *wrapupv1alpha1.CompletionRule) {
 	beside := []*metav1.Condition{st.watchable, st.unprotected, st.cached}
 	for i, typ := range []string{wrapupv1alpha1.ConditionTriggerKindsWatchable, wrapupv1alpha1.ConditionTriggerStatusProtected, wrapupv1alpha1.ConditionTriggerCached} {
 		if beside[i] != nil {
@@ -301,22 +301,18 @@ func (st ruleReadiness) setOn(rule *wrapupv1alpha1.CompletionRule) bool {
 			apimeta.RemoveStatusCondition(&rule.Status.Conditions, typ)
 		}
 	}
-	cond := st.cond
-	prev := apimeta.FindStatusCondition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady)
-	changed := prev == nil || prev.Status != cond.Status || prev.Reason != cond.Reason || prev.Message != cond.Message
-	apimeta.SetStatusCondition(&rule.Status.Conditions, cond)
+	apimeta.SetStatusCondition(&rule.Status.Conditions, st.cond)
 	ready := 0.0
-	if cond.Status == metav1.ConditionTrue {
+	if st.cond.Status == metav1.ConditionTrue {
 		ready = 1
 		rule.Status.ObservedGeneration = rule.Generation
 	}
 	ruleReadyGauge.WithLabelValues(rule.Name).Set(ready)
-	return changed
 }
 
 // announce emits the Events of the rule's status as written: new type-check
 // warnings, an unprotected status newly found, and a changed Ready condition.
-func (r *ruleReconciler) announce(ctx context.Context, rule, orig *wrapupv1alpha1.CompletionRule, st ruleReadiness, changed bool) {
+func (r *ruleReconciler) announce(ctx context.Context, rule, orig *wrapupv1alpha1.CompletionRule, st ruleReadiness) {
 	if tc := rule.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 &&
 		!equality.Semantic.DeepEqual(orig.Status.TypeChecking, tc) {
 		for _, w := range tc.ExpressionWarnings {
@@ -326,7 +322,8 @@ func (r *ruleReconciler) announce(ctx context.Context, rule, orig *wrapupv1alpha
 	if st.unprotected != nil && apimeta.FindStatusCondition(orig.Status.Conditions, wrapupv1alpha1.ConditionTriggerStatusProtected) == nil {
 		r.Recorder.Eventf(rule, nil, corev1.EventTypeWarning, st.unprotected.Reason, "Watch", "%s", decision.Truncate(st.unprotected.Message, decision.MaxMessage))
 	}
-	if changed {
+	prev := apimeta.FindStatusCondition(orig.Status.Conditions, wrapupv1alpha1.ConditionReady)
+	if prev == nil || prev.Status != st.cond.Status || prev.Reason != st.cond.Reason || prev.Message != st.cond.Message {
 		eventType := corev1.EventTypeNormal
 		if st.cond.Status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning
