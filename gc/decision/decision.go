@@ -2,9 +2,8 @@
 // function of what was observed: Decide. The controller gathers the
 // observations from its caches, and again from the API server before it
 // deletes anything; kubectl wrapup explain gathers them with whatever
-// reader it has. All three then call Decide, so that they never disagree.
-// Nothing here reads a clock, calls the API server or emits an Event: a
-// Decision says what to write, what to emit and when to look again.
+// reader it has. All three call Decide, so that they never disagree.
+// Nothing here reads a clock, calls the API server or emits an Event.
 package decision
 
 import (
@@ -28,52 +27,44 @@ import (
 
 // Input is what was observed of one AppWrapper and its world at one instant.
 type Input struct {
-	// Now is the instant of the decision.
 	Now time.Time
-	// AppWrapper is the AppWrapper; nil when it does not exist.
+	// AppWrapper is nil when it does not exist.
 	AppWrapper *awv1beta2.AppWrapper
-	// AppWrapperVariable is the appWrapper variable of the expressions:
-	// the AppWrapper as unstructured content, whole. Needed only when the
-	// winning rule reads it (Plan says so); nil otherwise.
+	// AppWrapperVariable is the whole AppWrapper as unstructured content,
+	// the expressions' appWrapper variable; nil unless the winning rule
+	// reads it (Needs.ReadAppWrapper).
 	AppWrapperVariable map[string]any
-	// Namespace is the AppWrapper's Namespace; needed only when there are
-	// rules.
+	// Namespace is the AppWrapper's; needed only when there are rules.
 	Namespace *corev1.Namespace
 	// Rules are every CompletionRule, with their compile results.
 	Rules []Rule
 	// Kinds are the states of the trigger kinds the rules name and of the
-	// AppWrapper's annotated component; a kind not in it counts as Pending.
+	// annotated components'; a kind not in it counts as Pending.
 	Kinds map[schema.GroupKind]Kind
-	// Triggers are the live triggers that Plan named, as they were read.
+	// Triggers are the live triggers that Plan named, as read.
 	Triggers []Trigger
-	// FailureSeen is when the controller first saw the trigger failed,
-	// from its memory; zero when it never did (or restarted since).
+	// FailureSeen and HoldStart are the controller's memory of when it
+	// first saw the trigger failed, and the AppWrapper controller hold
+	// this failed AppWrapper for debugging (the hold runs from the first:
+	// see failedHoldStart); zero when it did not, or restarted since.
 	FailureSeen FailureSeen
-	// HoldStart is when the controller first saw the AppWrapper
-	// controller hold this failed AppWrapper for debugging (its
-	// DeletingResources condition DeletionPaused), from its memory; zero
-	// when it did not (or restarted since). The AppWrapper controller
-	// gives that condition a new time once it has torn the components
-	// down (see failedHoldStart): the hold runs from the first.
-	HoldStart time.Time
-	// WorkerFailures counts the decisions in a row, before this one, that
-	// found the AppWrapper's worker cluster unreadable: the wait before
-	// the next grows with it (WorkerBackoff).
+	HoldStart   time.Time
+	// WorkerFailures counts the decisions in a row before this one that
+	// found the worker cluster unreadable (WorkerBackoff).
 	WorkerFailures int
-	// Warned are the Warnings said after the previous decision on the
-	// AppWrapper (Remember.Warned): they are not said again.
+	// Warned are the Warnings said after the previous decision
+	// (Remember.Warned): they are not said again.
 	Warned []string
 	// FailureGracePeriod is how long a Running AppWrapper with a failed
 	// trigger, not reported Unhealthy, is given to start a retry; 0 means
 	// DefaultFailureGracePeriod.
 	FailureGracePeriod time.Duration
-	// Worker is, for an AppWrapper that MultiKueue dispatches
-	// (MultiKueueManaged), what was read of the worker cluster it runs on:
-	// its Triggers were read there. Nil otherwise, or when not read.
+	// Worker is what was read of the worker cluster that runs an
+	// AppWrapper MultiKueue dispatches, where its Triggers were read; nil
+	// otherwise, or when not read.
 	Worker *Worker
-	// Record is the run's CompletionRecord (RecordName of the AppWrapper's
-	// name and UID), as stored; nil when there is none. It is the run's
-	// memory: what wrapup decided before.
+	// Record is the run's CompletionRecord (RecordName), as stored; nil
+	// for none. It is the run's memory: what wrapup decided before.
 	Record *wrapupv1alpha1.CompletionRecord
 }
 
@@ -81,27 +72,18 @@ type Input struct {
 type TriggerState string
 
 const (
-	// TriggerUnread: not read (no candidate, or the gatherer did not know it).
-	TriggerUnread TriggerState = ""
-	// TriggerNotDeployed: the AppWrapper's phase says its components do not
-	// exist (Suspended, or not started), so it was not read.
-	TriggerNotDeployed TriggerState = "NotDeployed"
-	// TriggerPending: the cache of its kind has not listed yet.
-	TriggerPending TriggerState = "Pending"
-	// TriggerAbsent: no such object.
-	TriggerAbsent TriggerState = "Absent"
-	// TriggerPresent: Object holds it.
-	TriggerPresent TriggerState = "Present"
+	TriggerUnread      TriggerState = ""            // not read (no candidate, or the gatherer did not know it)
+	TriggerNotDeployed TriggerState = "NotDeployed" // not read: the AppWrapper is Suspended, or not started
+	TriggerPending     TriggerState = "Pending"     // the cache of its kind has not listed yet
+	TriggerAbsent      TriggerState = "Absent"      // no such object
+	TriggerPresent     TriggerState = "Present"     // Object holds it
 )
 
 // Trigger is a read of the live trigger.
 type Trigger struct {
-	// Ref is what was read.
-	Ref Ref
-	// State says how it was found.
+	Ref   Ref
 	State TriggerState
-	// Object is the live object when State is Present, with the fields the
-	// rule reads.
+	// Object is the live object when Present, with the fields the rule reads.
 	Object *unstructured.Unstructured
 	// Note says why an object that exists counts as Absent (to the
 	// controller's label-filtered watches, say); "" for none.
@@ -114,56 +96,49 @@ type FailureSeen struct {
 	At         time.Time
 }
 
-// Verdict says in one word what wrapup does next with an AppWrapper.
+// Verdict says in one word what wrapup does next with an AppWrapper
+// (docs/actions.md, Verdicts, says more of each).
 type Verdict string
 
 const (
-	// VerdictGone: the AppWrapper does not exist.
-	VerdictGone Verdict = "Gone"
-	// VerdictBeingDeleted: the AppWrapper is being deleted (deletionTimestamp
-	// set, or phase Terminating); wrapup leaves it alone.
+	VerdictGone Verdict = "Gone" // the AppWrapper does not exist
+	// VerdictBeingDeleted: deletionTimestamp set, or phase Terminating;
+	// wrapup leaves it alone.
 	VerdictBeingDeleted Verdict = "BeingDeleted"
-	// VerdictIgnored: the AppWrapper is annotated wrapup.dev/ignore.
-	VerdictIgnored Verdict = "Ignored"
-	// VerdictNoRule: no CompletionRule applies to the AppWrapper.
-	VerdictNoRule Verdict = "NoRule"
+	VerdictIgnored      Verdict = "Ignored" // annotated wrapup.dev/ignore
+	VerdictNoRule       Verdict = "NoRule"  // no CompletionRule applies
 	// VerdictBlocked: the highest-priority rule that selects the AppWrapper
-	// is not usable: nothing is recorded or deleted, and no lower-priority
-	// rule acts in its place.
+	// is not usable; no lower-priority rule acts in its place.
 	VerdictBlocked Verdict = "Blocked"
 	// VerdictNoTrigger: the winning rule finds no single trigger component,
-	// or the live object cannot be taken as one (not owned by the AppWrapper).
+	// or the live object is not owned by the AppWrapper.
 	VerdictNoTrigger Verdict = "NoTrigger"
 	// VerdictTriggerNotWatchable: the annotated trigger's kind cannot be
 	// watched (not served, forbidden, cluster-scoped).
 	VerdictTriggerNotWatchable Verdict = "TriggerNotWatchable"
 	// VerdictWorkerUnreachable: MultiKueue dispatches the AppWrapper to a
-	// worker cluster that cannot be read (no credentials, or its API server
-	// does not answer): nothing is recorded or deleted until it can be.
+	// worker cluster that cannot be read: nothing is recorded or deleted
+	// until it can be.
 	VerdictWorkerUnreachable Verdict = "WorkerUnreachable"
-	// VerdictWaitingForTrigger: the trigger is not finished (or not created
-	// yet, or its evaluation failed, which counts as not finished).
+	// VerdictWaitingForTrigger: the trigger is not finished, not created
+	// yet, or its evaluation failed (which counts as not finished).
 	VerdictWaitingForTrigger Verdict = "WaitingForTrigger"
-	// VerdictWaitingForRetries: the trigger failed, and the AppWrapper
-	// controller may still retry it, so the failure is not final yet (or a
-	// recorded failure is held while it makes a new attempt).
+	// VerdictWaitingForRetries: the trigger failed and the AppWrapper
+	// controller may still retry it (or a recorded failure is held while
+	// it makes a new attempt).
 	VerdictWaitingForRetries Verdict = "WaitingForRetries"
-	// VerdictClearOutcome: the recorded outcome no longer holds (its trigger
-	// runs again, or a new attempt replaced a failed one): wrapup removes
-	// the record and cancels any pending deletion.
+	// VerdictClearOutcome: the recorded outcome no longer holds: wrapup
+	// removes the record and cancels any pending deletion.
 	VerdictClearOutcome Verdict = "ClearOutcome"
-	// VerdictRecordOnly: the outcome is (or is about to be) recorded, and
-	// the action is UpdateStatus: nothing is deleted.
+	// VerdictRecordOnly: the outcome is recorded, the action UpdateStatus.
 	VerdictRecordOnly Verdict = "RecordOnly"
-	// VerdictDryRun: the outcome is recorded and the action would delete,
-	// but the rule is in dry-run mode.
+	// VerdictDryRun: the outcome is recorded; the rule is in dry-run mode.
 	VerdictDryRun Verdict = "DryRun"
-	// VerdictDeleteAfterTTL: the AppWrapper is deleted once
-	// ttlSecondsAfterFinished (and, after a failure, the AppWrapper's own
-	// deletion-on-failure hold) has passed: After says when.
+	// VerdictDeleteAfterTTL: deleted once ttlSecondsAfterFinished (and,
+	// after a failure, the AppWrapper's own hold) has passed: After says when.
 	VerdictDeleteAfterTTL Verdict = "DeleteAfterTTL"
-	// VerdictDelete: the AppWrapper is deleted now, if a decision on a
-	// fresh read from the API server says so too.
+	// VerdictDelete: deleted now, if a decision on a fresh read from the
+	// API server says so too.
 	VerdictDelete Verdict = "Delete"
 )
 
@@ -174,14 +149,12 @@ func Verdicts() []Verdict {
 		VerdictWaitingForRetries, VerdictClearOutcome, VerdictRecordOnly, VerdictDryRun, VerdictDeleteAfterTTL, VerdictDelete}
 }
 
-// Decision is what to do with one AppWrapper, and why: the verdict, then
-// the steps the controller takes (Steps), what it remembers until the next
-// decision (Remember), and what the decision observed and weighed (Why).
-// Their fields read as the Decision's own (d.Write, d.Winner).
+// Decision is what to do with one AppWrapper, and why: the verdict, the
+// steps the controller takes, what it remembers until the next decision,
+// and what the decision observed and weighed.
 type Decision struct {
-	// Verdict says what wrapup does next; Reason says why, for people.
 	Verdict Verdict
-	Reason  string
+	Reason  string // why, for people
 
 	Steps
 	Remember
@@ -199,29 +172,26 @@ type Steps struct {
 	// Clear says that the recorded outcome no longer holds.
 	Clear bool
 	// Stamp is the action in force for the run when it differs from the
-	// one its record holds (or the new record's); nil otherwise.
+	// one its record holds; nil otherwise.
 	Stamp *Stamp
 	// Store is the CompletionRecord to write for Write, Clear or Stamp,
 	// before anything else: created when its resourceVersion is "", else
-	// updated under it. Nil for no write.
+	// updated under it; nil for no write.
 	Store *wrapupv1alpha1.CompletionRecord
-	// Action is the winning rule's action for Outcome, defaults applied;
-	// DryRun its dryRun.
+	// Action and DryRun are the winning rule's for Outcome, defaults applied.
 	Action wrapupv1alpha1.ActionSpec
 	DryRun bool
 	// After is how long until the verdict's action when it is known: the
 	// TTL (or hold) left for DeleteAfterTTL; for WaitingForRetries, the
-	// longest the failure can still take to become final. 0 means now, or
-	// on the next change.
+	// longest the failure can still take to become final. 0: now, or on
+	// the next change.
 	After time.Duration
 	// DueAt is when the deletion is (or was) due, for DeleteAfterTTL and
-	// Delete: the TTL and any hold counted from when they started, not from
-	// this decision; zero otherwise.
+	// Delete, counted from when the TTL and any hold started.
 	DueAt time.Time
 	// Requeue is when to decide again if nothing changes; 0: on a change.
 	Requeue time.Duration
-	// Events are the Events to emit, each when its When says.
-	Events []Event
+	Events  []Event
 }
 
 // Remember is what the controller keeps of the AppWrapper after the
@@ -231,68 +201,58 @@ type Remember struct {
 	// (matchedAppWrappers): the winner, unless the AppWrapper is ignored or
 	// being deleted, or the rule names no kind and no component is annotated.
 	Assigned string
-	// FailureSeen is what the controller remembers of the trigger's
-	// failure after this decision; nil to forget.
+	// FailureSeen and HoldStart are Input's for the next decision; nil
+	// and zero to forget.
 	FailureSeen *FailureSeen
-	// HoldStart is when the AppWrapper's failure hold started, as the
-	// controller remembers it after this decision; zero to forget.
-	HoldStart time.Time
+	HoldStart   time.Time
 	// WorkerFailures counts the decisions in a row, this one included,
-	// that found its worker cluster unreadable; 0 once one reads it.
+	// that found its worker cluster unreadable.
 	WorkerFailures int
-	// Warned are the Warnings this decision says now, as reason and
-	// message, said or not (Events holds those not said before).
+	// Warned are the Warnings this decision says now, said or not (Events
+	// holds those not said before), by Event.key.
 	Warned []string
 	// Claims are the kinds the AppWrapper itself needs watched (its
 	// annotated triggers', under a rule that names no kind), in the order
-	// of its components; none for none.
+	// of its components.
 	Claims []schema.GroupKind
 }
 
-// Why is what the decision observed and weighed: the rules, the trigger,
-// its evaluation, the record on the AppWrapper.
+// Why is what the decision observed and weighed.
 type Why struct {
-	// Rules lists every CompletionRule: the winner first, then the others
-	// in the order in which they would win.
+	// Rules lists every CompletionRule in the order in which they would
+	// win, the winner first.
 	Rules []RuleStanding
-	// Winner names the rule that decides (it may be blocked); "" when none.
+	// Winner names the rule that decides (it may be blocked); "" for none.
 	Winner string
-	// Trigger is the trigger component and what was read of it; nil when
-	// there is no single one.
+	// Trigger is the single trigger and what was read of it; nil for none.
 	Trigger *TriggerInfo
-	// Worker is, for an AppWrapper that MultiKueue dispatches, the worker
-	// cluster its triggers were read on; nil otherwise.
+	// Worker is the worker cluster where the triggers of an AppWrapper
+	// MultiKueue dispatches were read; nil otherwise.
 	Worker *WorkerInfo
-	// Evaluation is the winning rule's result on the live trigger; nil when
-	// nothing was evaluated.
+	// Evaluation is the winning rule's result on the single trigger; nil
+	// when nothing was evaluated.
 	Evaluation *Evaluation
-	// Recorded is the outcome the run's CompletionRecord holds; nil when
-	// none.
+	// Recorded is the outcome the run's CompletionRecord holds; nil for none.
 	Recorded *Record
-	// Candidates are, under a rule whose policy is All or Any and with
-	// several candidates, every candidate and what was read and evaluated
-	// of it; Trigger and Evaluation are then nil.
+	// Candidates are, when the rule (policy All or Any) has several, each
+	// one and what was read and evaluated of it; Trigger is then nil.
 	Candidates []Candidate
-	// Policy is the winning rule's trigger policy when it has several
-	// candidates; "" otherwise.
+	// Policy is the winning rule's policy when it has several candidates.
 	Policy wrapupv1alpha1.TriggerPolicy
 }
 
 // Candidate is one candidate of a rule whose trigger policy is All or Any.
 type Candidate struct {
 	TriggerInfo
-	// Evaluation is the rule's result on it; nil when not evaluated.
-	Evaluation *Evaluation
-	// State says, in one word, where it stands: Running, Succeeded,
-	// Failed, Error (its evaluation failed), TornDown (being deleted or
-	// disrupted, which is no completion), Absent or Unknown (not read).
+	Evaluation *Evaluation // nil when not evaluated
+	// State is Running, Succeeded, Failed, Error (its evaluation failed),
+	// TornDown (which is no completion: see tornDown), Absent or Unknown.
 	State string
-	// Decided is true for the candidates whose states decided the outcome.
+	// Decided: its state decided the outcome.
 	Decided bool
 }
 
-// Evaluations returns every evaluation the decision made: of its trigger,
-// then of each candidate.
+// Evaluations returns every evaluation the decision made.
 func (d Decision) Evaluations() []*Evaluation {
 	var es []*Evaluation
 	if d.Evaluation != nil {
@@ -312,8 +272,7 @@ func (d *Decision) WillRecord() bool { return d.Write != nil }
 // TriggerInfo is the trigger component and what was read of it.
 type TriggerInfo struct {
 	Ref
-	// UID is the live object's UID, when it was read.
-	UID types.UID
+	UID types.UID // the live object's, when it was read
 	// Problem says why the live object is not evaluated; "" when it is (or
 	// when the AppWrapper's phase or the record decided without it).
 	Problem string
@@ -323,21 +282,19 @@ type TriggerInfo struct {
 type Evaluation struct {
 	// Outcome is Running, Succeeded or Failed; Running on any error.
 	Outcome celpolicies.Outcome
-	// Message is the evaluated message.
 	Message string
 	// Cost is the CEL cost of the rule's own expressions.
 	Cost uint64
-	// Took is how long the evaluation took (a measurement for the
-	// controller's metrics; no decision reads it).
+	// Took is for the controller's metrics; no decision reads it.
 	Took time.Duration
 	// BuiltinSuccess and BuiltinFailure say which expressions were the
 	// trigger kind's built-in ones.
 	BuiltinSuccess, BuiltinFailure bool
-	// Error is the runtime error, if any: the trigger then counts as not
-	// finished, and wrapup emits an EvaluationError Event.
+	// Error is the runtime error: the trigger then counts as not finished,
+	// with an EvaluationError Event.
 	Error string
-	// FromAppWrapperPhase is true when the AppWrapper's phase decided the
-	// outcome and the trigger was not evaluated.
+	// FromAppWrapperPhase: the AppWrapper's phase decided the outcome, and
+	// the trigger was not evaluated.
 	FromAppWrapperPhase bool
 }
 
@@ -345,12 +302,9 @@ type Evaluation struct {
 type EventWhen int
 
 const (
-	// EventNow: a Warning about the state, emitted when it changes.
-	EventNow EventWhen = iota
-	// EventAfterWrite: emitted once the record write (or clear) succeeded.
-	EventAfterWrite
-	// EventAfterDelete: emitted once the deletion was accepted.
-	EventAfterDelete
+	EventNow         EventWhen = iota // a Warning about the state (sayOnce)
+	EventAfterWrite                   // once the record write (or clear) succeeded
+	EventAfterDelete                  // once the deletion was accepted
 )
 
 // Event is an Event to emit on the AppWrapper.
@@ -362,14 +316,12 @@ type Event struct {
 	When    EventWhen
 }
 
-// key names a Warning said now by its reason and message: one said after
-// the previous decision is not said again (Input.Warned).
+// key names a Warning by its reason and message.
 func (e Event) key() string { return e.Reason + "\x00" + e.Message }
 
 // sayOnce keeps in d.Warned the Warnings d says now, and drops from
 // d.Events those said after the previous decision (warned): a state worth
-// a Warning is said once, not on every decision, and again when it
-// changes or comes back.
+// a Warning is said once, and again when it changes or comes back.
 func (d *Decision) sayOnce(warned []string) {
 	d.Warned = nil
 	for _, e := range d.Events {
@@ -393,33 +345,28 @@ func ActionFor(rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outco
 	return a
 }
 
-// Timings of looking again.
+// How soon a decision looks again, if nothing brings the AppWrapper back
+// sooner.
 const (
-	// PendingRetry is how soon a decision looks again when the trigger
-	// kind's cache has not listed yet; its first list also brings it back.
+	// PendingRetry: the trigger kind's cache has not listed yet.
 	PendingRetry = 5 * time.Second
-	// NotWatchableRetry is how soon a decision looks again at an
-	// AppWrapper whose annotated trigger's kind cannot be watched.
+	// NotWatchableRetry: the annotated trigger's kind cannot be watched.
 	NotWatchableRetry = 5 * time.Minute
-	// WorkerRetry is how soon a decision looks again at an AppWrapper whose
-	// worker cluster cannot be read, the first time (WorkerBackoff).
-	WorkerRetry = 5 * time.Second
-	// WorkerBackoffMax is the longest wait before an unreachable worker
-	// is read again for an AppWrapper.
+	// WorkerRetry and WorkerBackoffMax bound WorkerBackoff.
+	WorkerRetry      = 5 * time.Second
 	WorkerBackoffMax = 2 * time.Minute
-	// holdStartRetry is how soon a decision looks again at a failed
-	// AppWrapper whose controller has not yet written when its deletion
-	// hold started; that write brings it back too.
+	// holdStartRetry: the AppWrapper controller has not yet written when
+	// a failed AppWrapper's deletion hold started.
 	holdStartRetry = 10 * time.Second
 )
 
-// Needs is what, besides the AppWrapper, its Namespace, the rules and their
-// kinds, a decision needs read.
+// Needs is what a decision needs read besides the AppWrapper, its
+// Namespace, the rules and their kinds.
 type Needs struct {
 	// Rule is the winning rule, when it can act.
 	Rule *Rule
-	// Refs are the triggers to read (those with a name; the AppWrapper's
-	// components exist).
+	// Refs are the triggers to read: those with a name, when the
+	// AppWrapper's components exist.
 	Refs []Ref
 	// ReadAppWrapper says that the rule reads the appWrapper variable.
 	ReadAppWrapper bool
@@ -438,8 +385,7 @@ func Plan(in Input) Needs {
 	named := aw
 	if MultiKueueManaged(aw) && in.Worker != nil {
 		// The names the copy's controller gave its components, as Decide
-		// reads them: the manager's status is MultiKueue's mirror, late or
-		// of an earlier copy.
+		// reads them (withCopyStatus).
 		named = withCopyStatus(in)
 	}
 	refs, nt := FindTriggers(named, sel.winner.Rule)
@@ -494,10 +440,7 @@ const (
 	liveSucceeded
 	liveFailed
 	liveError
-	// liveTornDown: being deleted (a deletionTimestamp) or, for a Pod,
-	// disrupted (DisruptionTarget=True): whatever it says, it is not a
-	// completion (see tornDown).
-	liveTornDown
+	liveTornDown // whatever it says, no completion (see tornDown)
 )
 
 // present says whether the live object was there to be read.
@@ -515,32 +458,31 @@ var stateWords = [...]string{liveUnknown: "Unknown", liveAbsent: "Absent", liveR
 //     (appwrapper v1.2.2 internal/controller/appwrapper/resource_management.go,
 //     deleteComponents), and kubectl drain and the scheduler's preemption
 //     delete pods gracefully;
-//   - while a Pod is deleted, the kubelet gives it a terminal phase before
-//     it goes: Succeeded when every container exited 0, whatever its
-//     restartPolicy (k8s v1.37.2 pkg/kubelet/kubelet_pods.go, getPhase
-//     with podIsTerminal, from SyncTerminatingPod), so a harness that
-//     exits 0 on SIGTERM reads as succeeded;
-//   - a Pod with the condition DisruptionTarget=True is being evicted,
-//     preempted or shut down (the scheduler's preemption, the taint
-//     manager, the eviction API, the pod GC, the kubelet's node-pressure
-//     eviction and node shutdown), possibly left Failed or Succeeded
-//     without being deleted.
+//   - the kubelet gives a Pod being deleted a terminal phase: Succeeded
+//     when every container exited 0, whatever its restartPolicy (k8s
+//     v1.37.2 pkg/kubelet/kubelet_pods.go, getPhase with podIsTerminal,
+//     from SyncTerminatingPod), so a harness that exits 0 on SIGTERM
+//     reads as succeeded;
+//   - a Pod with DisruptionTarget=True is being evicted, preempted or shut
+//     down (the scheduler's preemption, the taint manager, the eviction
+//     API, the pod GC, the kubelet's node-pressure eviction and node
+//     shutdown), possibly left Failed or Succeeded without being deleted.
 //
-// A Job finished before its deletion began is not torn down: it is how
-// the Job's own TTL removes it. The TTL-after-finished controller deletes
-// only a finished Job, with Foreground propagation, so that it is seen with
-// a deletionTimestamp while its pods go (k8s v1.37.2
+// A Job finished before its deletion began is not torn down: that is how
+// its own TTL removes it. The TTL-after-finished controller deletes only a
+// finished Job, with Foreground propagation, so that it is seen with a
+// deletionTimestamp while its pods go (k8s v1.37.2
 // pkg/controller/ttlafterfinished/ttlafterfinished_controller.go,
 // processJob), and the Job controller never changes a finished Job again
 // (pkg/controller/job/job_controller.go, syncJob returns at
-// IsJobFinished). Its terminal condition must be from two seconds or
-// more before the deletionTimestamp's, so more than a second before it: a
-// Job deleted while it runs may still be finished by its controller on the
-// way (syncJob goes on for a Job being deleted), and the condition's time
-// is kube-controller-manager's clock, the deletionTimestamp the API
-// server's, both kept to the second. A skew of the two clocks under a
-// second then never makes a finish after the deletion look before it. (Such a Job is, in any case, a component being deleted, for
-// which the AppWrapper controller fails the AppWrapper: appwrapper v1.2.2
+// IsJobFinished). Its terminal condition must be from two seconds or more
+// before the deletionTimestamp's: a Job deleted while it runs may still be
+// finished on the way (syncJob goes on for a Job being deleted), and the
+// condition's time is kube-controller-manager's clock, the
+// deletionTimestamp the API server's, both kept to the second, so that a
+// skew under a second never makes a finish after the deletion look before
+// it. (The AppWrapper controller fails the AppWrapper of such a Job
+// anyway, a component being deleted: appwrapper v1.2.2
 // internal/controller/appwrapper/appwrapper_controller.go, Reconcile,
 // MissingComponent.)
 func tornDown(obj *unstructured.Unstructured) string {
@@ -566,7 +508,7 @@ func tornDown(obj *unstructured.Unstructured) string {
 
 // finishedBefore says whether obj is a batch/v1 Job whose terminal
 // condition (Complete or Failed, True) is from two seconds or more before
-// deleted's (both to the second).
+// deleted (see tornDown).
 func finishedBefore(obj *unstructured.Unstructured, deleted time.Time) bool {
 	if obj.GetKind() != "Job" || obj.GroupVersionKind().Group != "batch" {
 		return false
@@ -587,8 +529,8 @@ func finishedBefore(obj *unstructured.Unstructured, deleted time.Time) bool {
 }
 
 // MisplacedTriggerAnnotation says why wrapup.dev/trigger on an
-// AppWrapper's own metadata is not read, and where it belongs: the
-// message of the TriggerAnnotationMisplaced Event, and lint's finding.
+// AppWrapper's own metadata is not read, and where it belongs (the
+// Event's message, and lint's finding).
 var MisplacedTriggerAnnotation = WarningMisplacedAnnotation.Format
 
 // Decide decides what to do with in.AppWrapper. ctx bounds the evaluation
@@ -605,19 +547,16 @@ func Decide(ctx context.Context, in Input) Decision {
 	if aw := gathered.AppWrapper; d.HoldStart.IsZero() && aw != nil &&
 		(aw.Status.Phase == awv1beta2.AppWrapperFailed || in.AppWrapper.Status.Phase == awv1beta2.AppWrapperFailed) {
 		// Kept by a decision that returns before it acts (an evaluation
-		// error, a rule being edited, a worker unreachable); act sets it
-		// anew.
+		// error, a rule being edited, a worker unreachable).
 		d.HoldStart = in.HoldStart
 	}
 	if aw := in.AppWrapper; aw != nil && Truthy(aw.Annotations[wrapupv1alpha1.TriggerAnnotation]) &&
 		d.Verdict != VerdictBeingDeleted && d.Verdict != VerdictIgnored {
-		// Where people annotate objects, but it names no component: said,
-		// never guessed (which component would it be?).
+		// It names no component there: said, never guessed.
 		d.warn(WarningMisplacedAnnotation)
 	}
 	if MultiKueueManaged(in.AppWrapper) {
-		// Its components are on the worker: the gatherer watches their
-		// kinds there, not here.
+		// Its components' kinds are watched on the worker, not here.
 		d.Claims = nil
 	}
 	d.sayOnce(in.Warned)
@@ -667,8 +606,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 	if nt != nil {
 		d.Verdict, d.Reason = VerdictNoTrigger, nt.Message
 		if nt.Quiet {
-			// The rule names no kind and the AppWrapper annotates no
-			// component: the rule does not apply, and that is no news.
+			// The rule does not apply, and that is no news.
 			d.Assigned = ""
 		} else {
 			i := slices.IndexFunc(EventSpecs, func(s EventSpec) bool { return s.Reason == nt.Reason })
@@ -691,19 +629,16 @@ func decideOn(ctx context.Context, in Input) Decision {
 	return d
 }
 
-// workerUnreachable decides, for an AppWrapper that MultiKueue dispatches,
-// that it waits while its worker cluster cannot be read (unless its
-// success is recorded), and says whether it did. d.Worker is set either
-// way.
+// workerUnreachable sets d.Worker and decides, for an AppWrapper that
+// MultiKueue dispatches, that it waits while its worker cluster cannot be
+// read, whatever its status says (with the worker unread, the status of no
+// copy known to be this one's); it says whether it did. A recorded success
+// does not wait: it is final, worker or not, and waiting would outlast
+// Kueue's workerLostTimeout, after which MultiKueue dispatches the
+// finished run again elsewhere.
 func (d *Decision) workerUnreachable(in Input) bool {
 	d.Worker = workerInfo(in)
-	// (Whatever the AppWrapper's status says: with the worker
-	// unread, it is the status of no copy known to be this one's.)
 	if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil && !(d.Recorded != nil && d.Recorded.Outcome == wrapupv1alpha1.OutcomeSucceeded) {
-		// (A recorded success is final, worker or not: it is deleted
-		// when due. Waiting for the worker would outlast Kueue's
-		// workerLostTimeout, after which MultiKueue dispatches the
-		// finished run again elsewhere.)
 		d.Verdict, d.Requeue = VerdictWorkerUnreachable, WorkerBackoff(in.WorkerFailures+1)
 		d.WorkerFailures = in.WorkerFailures + 1
 		d.Reason = fmt.Sprintf("MultiKueue dispatched the AppWrapper to worker cluster %s, which wrapup cannot read: %s; nothing is recorded or deleted until it can",
@@ -723,20 +658,16 @@ func (d *Decision) annotatedKindUnusable(in Input, refs []Ref) bool {
 			d.Claims = append(d.Claims, ref.Kind)
 		}
 	}
-	whose := "trigger's"
+	whose := "the annotated trigger's"
 	if len(refs) > 1 {
-		whose = "triggers'"
+		whose = "the annotated triggers'"
 	}
 	for _, gk := range d.Claims {
-		k, ok := in.Kinds[gk]
-		if !ok || k.usable() {
+		why := in.Kinds[gk].problem(whose, gk)
+		if why == "" {
 			continue
 		}
-		d.Verdict, d.Requeue = VerdictTriggerNotWatchable, NotWatchableRetry
-		d.Reason = fmt.Sprintf("the annotated %s kind %s is not served by the API server (is its CRD installed?)", whose, gk)
-		if k.State == KindNotWatchable {
-			d.Reason = fmt.Sprintf("wrapup cannot watch the annotated %s kind %s: %s", whose, gk, k.Message)
-		}
+		d.Verdict, d.Requeue, d.Reason = VerdictTriggerNotWatchable, NotWatchableRetry, why
 		if d.Trigger != nil {
 			d.Trigger.Problem = d.Reason
 		} else {
@@ -754,9 +685,8 @@ func (d *Decision) annotatedKindUnusable(in Input, refs []Ref) bool {
 	return false
 }
 
-// observe reads and evaluates the triggers refs of rule w, with the
-// Warnings they call for, into d.Trigger and d.Evaluation or, for several,
-// d.Candidates.
+// observe reads and evaluates the triggers refs of rule w, with their
+// Warnings, into d.Trigger and d.Evaluation or d.Candidates.
 func (d *Decision) observe(ctx context.Context, in Input, w *Rule, refs []Ref) []observed {
 	cs := make([]observed, len(refs))
 	for i, ref := range refs {
@@ -836,8 +766,7 @@ func observeCandidate(ctx context.Context, in Input, policy *celpolicies.Policy,
 		BuiltinSuccess: res.BuiltinSuccess, BuiltinFailure: res.BuiltinFailure}
 	switch {
 	case torn != "":
-		// Evaluated all the same, for people: explain shows what it
-		// says while it is torn down.
+		// Evaluated all the same, for explain.
 		if err != nil {
 			c.eval.Error = err.Error()
 		}
@@ -866,7 +795,7 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, cs []ob
 		d.decideRecorded(in, rule, cs)
 	case v.outcome == wrapupv1alpha1.OutcomeSucceeded:
 		d.record(in, rule, v.outcome, cs, v.deciders, "")
-	case v.failure:
+	case v.outcome == wrapupv1alpha1.OutcomeFailed:
 		final, wait, why := failureFinality(in.AppWrapper, d.FailureSeen.At, in.Now, in.FailureGracePeriod)
 		if final {
 			d.record(in, rule, v.outcome, cs, v.deciders, "")
@@ -885,9 +814,8 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, cs []ob
 	}
 }
 
-// decideUnsettled decides for an AppWrapper whose run has no record, on
-// its single trigger cs[0], running, unknown, absent, torn down, or whose
-// evaluation failed.
+// decideUnsettled decides for a run with no record whose single trigger
+// cs[0] has not settled.
 func (d *Decision) decideUnsettled(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) {
 	aw, c := in.AppWrapper, cs[0]
 	switch phase := aw.Status.Phase; {
@@ -896,8 +824,7 @@ func (d *Decision) decideUnsettled(in Input, rule *wrapupv1alpha1.CompletionRule
 		d.Reason = d.Trigger.Problem + "; wrapup looks again when it has"
 	case phase == awv1beta2.AppWrapperFailed && c.state != liveError:
 		// The AppWrapper controller gave up (retry limit, a deleted
-		// component, a fatal error) and tears the components down: the
-		// AppWrapper is finished, unless its trigger succeeded (above).
+		// component, a fatal error) and tears the components down.
 		d.Evaluation = &Evaluation{Outcome: celpolicies.OutcomeFailed, FromAppWrapperPhase: true, Message: failedPhaseMessage(aw)}
 		d.record(in, rule, wrapupv1alpha1.OutcomeFailed, cs, []int{0}, d.Evaluation.Message)
 	case phase == awv1beta2.AppWrapperSucceeded && c.state == liveAbsent:
@@ -919,15 +846,13 @@ func (d *Decision) decideUnsettled(in Input, rule *wrapupv1alpha1.CompletionRule
 	}
 }
 
-// decideRecorded decides for an AppWrapper whose run has a record, on
-// what was observed of the current rule's candidates cs. The record is
-// the run's, whichever rule wins now, and final for the triggers that
-// decided it (by component index and UID): only one of them seen running
-// again clears it, and, after a failure, a new attempt (one of them
-// re-created), which is evaluated afresh (recordSettled). A new trigger after a success does not: the run finished, and
-// running it again is what wrapup exists to prevent. A candidate that is
-// no recorded trigger (the rule now takes another component) changes
-// nothing.
+// decideRecorded decides for a run with a record, whichever rule wins now,
+// on the triggers cs. The record is final for the triggers that decided
+// it (by component index and UID): only one of them seen running again
+// clears it, and, after a failure, a new attempt (one of them re-created),
+// evaluated afresh. A new trigger after a success does not: the run
+// finished, and running it again is what wrapup exists to prevent. A
+// trigger the record does not name changes nothing.
 func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) {
 	aw := in.AppWrapper
 	rec := d.Recorded
@@ -950,10 +875,9 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 		evalErr = evalErr || c.state == liveError
 		replaced = replaced || present && c.info.UID != t.UID
 	}
-	// The AppWrapper controller reset the AppWrapper since the outcome
-	// was recorded (status.retries went up), or deployed its components
-	// again (a reset, or a re-admission after Kueue preempted it): a new
-	// attempt, whichever component the rule now takes.
+	// A reset (status.retries went up), or the components deployed again
+	// (a reset, or a re-admission after Kueue preempted it) since the
+	// outcome was recorded: a new attempt, whichever component decides.
 	deployedNow := deployedAt(aw)
 	reset := aw.Status.Retries > rec.Retries || !rec.DeployedAt.IsZero() && deployedNow.After(rec.DeployedAt)
 	switch {
@@ -965,8 +889,6 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 		d.Reason = fmt.Sprintf("the evaluation of a trigger that decided failed, which counts as not finished (Warning Event EvaluationError): the recorded outcome %s stays, and nothing is deleted until it evaluates again", rec.Outcome)
 		return
 	case (replaced || reset) && rec.Outcome == wrapupv1alpha1.OutcomeFailed && phase != awv1beta2.AppWrapperFailed:
-		// The AppWrapper controller made a new attempt after the recorded
-		// failure (a retry, or a re-admission): evaluated afresh.
 		for i := range d.Candidates {
 			d.Candidates[i].Decided = false
 		}
@@ -994,14 +916,13 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 }
 
 // startedAgain says why aw, whose success is recorded, is making a new
-// attempt (its components torn down, or about to be, to run again); ""
-// when it is not. The AppWrapper controller tears every component down
-// when Kueue suspends it (Running, Resuming or Resetting with spec.suspend
-// set, then Suspending) and when it resets it for a retry, which it does
-// even after the trigger succeeded, when a pod of the trigger failed on
-// the way (appwrapper v1.2.2 appwrapper_controller.go, Reconcile: a Failed
-// pod counted by getPodStatus keeps the AppWrapper from Succeeded, and
-// FoundFailedPods leads to resetOrFail).
+// attempt; "" when it is not. The AppWrapper controller tears every
+// component down when Kueue suspends it (spec.suspend set, then
+// Suspending) and when it resets it for a retry, even after the trigger
+// succeeded, when a pod of the trigger failed on the way (appwrapper
+// v1.2.2 appwrapper_controller.go, Reconcile: a Failed pod counted by
+// getPodStatus keeps the AppWrapper from Succeeded, and FoundFailedPods
+// leads to resetOrFail).
 func startedAgain(aw *awv1beta2.AppWrapper) string {
 	switch p := aw.Status.Phase; {
 	case p == awv1beta2.AppWrapperSuspending || p == awv1beta2.AppWrapperSuspended:
@@ -1014,16 +935,15 @@ func startedAgain(aw *awv1beta2.AppWrapper) string {
 	return ""
 }
 
-// finishedPhase says whether the AppWrapper controller is done with aw:
-// Failed or Succeeded, it makes no new attempt (and a Failed one may be
-// held for debugging).
+// finishedPhase says whether the AppWrapper controller makes no new
+// attempt of aw: it is Failed or Succeeded.
 func finishedPhase(aw *awv1beta2.AppWrapper) bool {
 	return aw.Status.Phase == awv1beta2.AppWrapperFailed || aw.Status.Phase == awv1beta2.AppWrapperSucceeded
 }
 
-// holdRecordedFailure decides to keep a recorded failure, and act on
-// nothing, while the AppWrapper controller makes a new attempt (or is
-// about to); it says whether it did.
+// holdRecordedFailure decides to act on no recorded failure while the
+// AppWrapper controller makes a new attempt, or is about to; it says
+// whether it did.
 func (d *Decision) holdRecordedFailure(in Input) bool {
 	aw, rec := in.AppWrapper, d.Recorded
 	if rec.Outcome != wrapupv1alpha1.OutcomeFailed {
@@ -1044,11 +964,11 @@ func (d *Decision) holdRecordedFailure(in Input) bool {
 	return true
 }
 
-// recordSettled decides, once the triggers cs have settled on a final
-// outcome, to record it; it says whether it did.
+// recordSettled decides to record the final outcome cs settled on, if
+// any; it says whether it did.
 func (d *Decision) recordSettled(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) bool {
 	v := combine(Policy(rule), cs)
-	if v.failure {
+	if v.outcome == wrapupv1alpha1.OutcomeFailed {
 		if final, _, _ := failureFinality(in.AppWrapper, d.FailureSeen.At, in.Now, in.FailureGracePeriod); !final {
 			return false
 		}
@@ -1061,8 +981,7 @@ func (d *Decision) recordSettled(in Input, rule *wrapupv1alpha1.CompletionRule, 
 }
 
 // record decides to record outcome for the triggers deciders of cs, with
-// message ("": a single trigger's own, or the deciders' joined), then to
-// act on it.
+// message ("": the trigger's own, or the deciders' joined), then to act.
 func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome, cs []observed, deciders []int, message string) {
 	ts := make([]RecordedTrigger, len(deciders))
 	var msgs []string
@@ -1122,11 +1041,11 @@ func (d *Decision) clear(why string) {
 	d.Events = append(d.Events, EventOutcomeCleared.Event(why))
 }
 
-// act decides what follows the final outcome recorded (or about to be) as
-// rec. again, when not "", says why the run, whose success is recorded,
-// started again: its deletion is then due at once, TTL or not. The TTL
-// keeps a finished run's components for its logs and results; a new
-// attempt tore them down, and would only run the benchmark again.
+// act decides what follows the final outcome rec, recorded or about to
+// be. again, when not "", says why the run, whose success is recorded,
+// started again: it is then due at once, TTL or not. The TTL keeps a
+// finished run's components for its logs and results; a new attempt tore
+// them down, and would only run the benchmark again.
 func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Record, again string) {
 	outcome := rec.Outcome
 	aw := in.AppWrapper
@@ -1158,8 +1077,8 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 		return
 	}
 	if again != "" {
-		// Due as if its TTL were 0: a time that does not move with each
-		// decision (the CompletionRecord's deadline counts from it).
+		// As if its TTL were 0: a time that does not move with each
+		// decision.
 		d.DueAt = rec.FinishedAt
 		d.Verdict = VerdictDelete
 		d.Reason = fmt.Sprintf("%s; rule %s deletes it now rather than run it again, its TTL notwithstanding (the record and its CompletionRecord keep the outcome), "+
@@ -1175,8 +1094,7 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 			rule.Name, ttl)
 	}
 	if hold := deletionHold(aw); hold > 0 && (outcome == wrapupv1alpha1.OutcomeFailed || aw.Status.Phase == awv1beta2.AppWrapperFailed) {
-		// The user asked the AppWrapper controller to keep a failed
-		// AppWrapper for debugging: never delete it before that ends,
+		// Kept for debugging, as its user asked the AppWrapper controller,
 		// whatever the trigger said (another component may have failed).
 		var started bool
 		if notBefore, started = d.failedHold(in, rec, hold, notBefore); !started {
@@ -1195,11 +1113,10 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 	d.Events = append(d.Events, EventDeleted.Event(rule.Name, outcome))
 }
 
-// failedHold moves notBefore past the AppWrapper's own hold of a failed
-// AppWrapper (hold, its DeletionOnFailureGracePeriodAnnotation): from the
-// run's failure, and from when its controller started the hold. It says
-// false when it decided that the AppWrapper waits for its controller to
-// start that hold.
+// failedHold moves notBefore past a failed AppWrapper's own hold (its
+// DeletionOnFailureGracePeriodAnnotation), from the run's failure and from
+// when its controller started the hold; false when the AppWrapper waits
+// for the controller to start it.
 func (d *Decision) failedHold(in Input, rec *Record, hold time.Duration, notBefore time.Time) (time.Time, bool) {
 	aw, outcome := in.AppWrapper, rec.Outcome
 	if t := rec.FinishedAt.Add(hold); outcome == wrapupv1alpha1.OutcomeFailed && t.After(notBefore) {
@@ -1208,8 +1125,7 @@ func (d *Decision) failedHold(in Input, rec *Record, hold time.Duration, notBefo
 	if aw.Status.Phase == awv1beta2.AppWrapperFailed && !aw.Spec.Suspend {
 		start, ok := failedHoldStart(aw)
 		if r := in.HoldStart; !r.IsZero() && (!ok || r.Before(start)) {
-			// The hold started when first seen; the condition's time
-			// moved on after the teardown.
+			// The hold runs from the first time seen (failedHoldStart).
 			start, ok = r, true
 		}
 		if !ok {
@@ -1227,8 +1143,8 @@ func (d *Decision) failedHold(in Input, rec *Record, hold time.Duration, notBefo
 	return notBefore, true
 }
 
-// stamp sets, from the action d decided for rule, the stamp of the run
-// rec (StampFor), and d.Stamp when it is not the one rec holds.
+// stamp is the stamp of the action d decided for rule on the run rec
+// (StampFor), set as d.Stamp when rec holds another.
 func (d *Decision) stamp(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Record) Stamp {
 	s := StampFor(Stamp{Rule: rule.Name, RuleUID: rule.UID, Action: d.Action, DryRun: d.DryRun}, rec, in.Now)
 	if !s.Same(rec.Stamp) {
@@ -1237,13 +1153,10 @@ func (d *Decision) stamp(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Rec
 	return s
 }
 
-// warn adds the Warning of spec with args.
 func (d *Decision) warn(spec EventSpec, args ...any) {
 	d.Events = append(d.Events, spec.Event(args...))
 }
 
-// succeededPhaseMessage is the message of a success that the AppWrapper's
-// phase decided.
 const succeededPhaseMessage = "the AppWrapper controller marked the AppWrapper Succeeded"
 
 func failedPhaseMessage(aw *awv1beta2.AppWrapper) string {
@@ -1255,12 +1168,10 @@ func failedPhaseMessage(aw *awv1beta2.AppWrapper) string {
 }
 
 // MultiKueueWorkerCopy says whether aw is the copy that MultiKueue's
-// AppWrapper adapter created on a worker cluster, and names the origin (the
-// manager's MultiKueue origin). The adapter labels every copy it creates
-// with kueue.x-k8s.io/multikueue-origin (and the prebuilt workload's name);
-// nothing else sets that label. Deleting such a copy is never wrapup's to
-// do: the manager sees its remote workload gone, evicts and dispatches the
-// run again.
+// AppWrapper adapter created on a worker cluster, and names its origin:
+// the adapter labels every copy it creates with
+// kueue.x-k8s.io/multikueue-origin, and nothing else sets that label.
+// Deleting such a copy is never wrapup's to do (see act).
 func MultiKueueWorkerCopy(aw *awv1beta2.AppWrapper) (origin string, ok bool) {
 	if aw == nil {
 		return "", false
@@ -1270,9 +1181,9 @@ func MultiKueueWorkerCopy(aw *awv1beta2.AppWrapper) (origin string, ok bool) {
 }
 
 // TriggerFields are the top-level fields of a trigger of kind gk that a
-// decision under policy p reads: those its evaluation reads
-// (Policy.ObjectFields), and a Pod's status (see tornDown). The metadata
-// that says it is being deleted is kept whatever the fields.
+// decision under policy p reads: its evaluation's (Policy.ObjectFields),
+// and a Pod's status (see tornDown). The metadata that says it is being
+// deleted is kept whatever the fields.
 func TriggerFields(p *celpolicies.Policy, gk schema.GroupKind) celpolicies.Fields {
 	f := p.ObjectFields(gk)
 	if gk.Group == "" && gk.Kind == "Pod" {

@@ -19,18 +19,17 @@ const (
 	// failed component can go unnoticed by it for that long.
 	AppWrapperRecheckPeriod = time.Minute
 	// Slack is what a decision adds to the AppWrapper controller's periods
-	// for its own latency (its queue, its API round trips, a loaded API
-	// server): a failure is never taken as final at the very instant the
-	// AppWrapper controller may still be about to retry it.
+	// for its latency (its queue, its API round trips, a loaded API
+	// server), so that a failure is never final at the very instant it may
+	// still be about to retry it.
 	Slack = 30 * time.Second
 	// AppWrapperFailureGracePeriod is the AppWrapper controller's default
 	// failureGracePeriod: how long it lets failed pods recover before it
 	// resets (retries) or fails the AppWrapper.
 	AppWrapperFailureGracePeriod = time.Minute
-	// DefaultFailureGracePeriod is how long a Running AppWrapper with a
-	// failed trigger, which its controller does not report Unhealthy, is
-	// given to start a retry before the failure is final: the AppWrapper
-	// controller's failure grace, its recheck period, and the slack.
+	// DefaultFailureGracePeriod is Input.FailureGracePeriod's default: the
+	// AppWrapper controller's failure grace, its recheck period, and the
+	// slack.
 	DefaultFailureGracePeriod = AppWrapperFailureGracePeriod + AppWrapperRecheckPeriod + Slack
 	// UnhealthyBackstop is how much longer than the grace a decision waits
 	// for the AppWrapper controller to act on a Running AppWrapper that it
@@ -45,12 +44,11 @@ const (
 )
 
 // ReadsAppWrapperAnnotation says whether a decision reads the AppWrapper
-// annotation key: the user's switches (wrapup.dev/ignore, and
-// wrapup.dev/trigger where it names no component), and those of the
-// AppWrapper controller that say how it retries and holds a failed run.
-// The mirror of the run's record (wrapup.dev/rule, finished-at, message)
-// is never read. wrapup's cache keeps no other annotation of an
-// AppWrapper; a read of another one here must be added to this list.
+// annotation key: the user's switches (wrapup.dev/ignore and
+// wrapup.dev/trigger), and the AppWrapper controller's that say how it
+// retries and holds a failed run; never the mirror of the run's record.
+// wrapup's cache keeps no other annotation of an AppWrapper: a read of
+// another one must be added here.
 func ReadsAppWrapperAnnotation(key string) bool {
 	switch key {
 	case awv1beta2.RetryLimitAnnotation, awv1beta2.FailureGracePeriodDurationAnnotation, awv1beta2.DeletionOnFailureGracePeriodAnnotation,
@@ -87,7 +85,7 @@ func retryLimit(aw *awv1beta2.AppWrapper) int32 {
 
 // mayRetry says whether the AppWrapper controller reports aw Unhealthy and
 // has retries left: it is then about to reset it (or to fail it, if the
-// failure is terminal), and a decision waits for the phase to change.
+// failure is terminal).
 func mayRetry(aw *awv1beta2.AppWrapper) bool {
 	return apimeta.IsStatusConditionTrue(aw.Status.Conditions, string(awv1beta2.Unhealthy)) &&
 		aw.Status.Retries < retryLimit(aw)
@@ -97,14 +95,13 @@ func mayRetry(aw *awv1beta2.AppWrapper) bool {
 // AppWrapper controller will not retry it (its phase is Failed or
 // Succeeded, or it stayed Running past the grace since the failure was
 // first seen). While it is not, wait says how long until it may be (0:
-// until the AppWrapper changes) and why says why, for people.
+// until the AppWrapper changes), and why says why.
 func failureFinality(aw *awv1beta2.AppWrapper, firstSeen, now time.Time, defaultGrace time.Duration) (final bool, wait time.Duration, why string) {
 	switch aw.Status.Phase {
 	case awv1beta2.AppWrapperFailed, awv1beta2.AppWrapperSucceeded:
 		return true, 0, ""
 	case awv1beta2.AppWrapperRunning:
 		if aw.Spec.Suspend {
-			// Kueue suspends it: its controller is about to take it down.
 			return false, 0, "Kueue suspends the AppWrapper: its controller takes the components down; a re-created trigger is evaluated afresh"
 		}
 		grace := defaultGrace
@@ -128,17 +125,15 @@ func failureFinality(aw *awv1beta2.AppWrapper, firstSeen, now time.Time, default
 			"the AppWrapper is Running: the AppWrapper controller may still retry; the failure is final once it stays Running for %s after wrapup first saw the failure",
 			grace)
 	default:
-		// Resetting, Resuming, Suspending, Suspended, or not yet started: the
-		// AppWrapper controller is acting, and its next phase change brings
-		// the AppWrapper back.
+		// The AppWrapper controller is acting: its next phase change
+		// brings the AppWrapper back.
 		return false, 0, fmt.Sprintf("the AppWrapper is %s: the AppWrapper controller is acting (retrying or suspending); a re-created trigger is evaluated afresh",
 			phaseOrNone(aw.Status.Phase))
 	}
 }
 
-// retrying says whether the AppWrapper controller is in the middle of a
-// new attempt (or about to start one), so that a recorded failure must not
-// be acted on: it may yet be cleared by the new trigger.
+// retrying says whether the AppWrapper controller is making a new attempt,
+// or about to, which may yet clear a recorded failure.
 func retrying(aw *awv1beta2.AppWrapper, firstSeen, now time.Time, defaultGrace time.Duration) bool {
 	switch aw.Status.Phase {
 	case awv1beta2.AppWrapperResetting, awv1beta2.AppWrapperResuming:
@@ -150,9 +145,8 @@ func retrying(aw *awv1beta2.AppWrapper, firstSeen, now time.Time, defaultGrace t
 	return false
 }
 
-// deletionHold is the AppWrapper's deletionOnFailureGracePeriodDuration:
-// how long its user asked the AppWrapper controller to keep a failed
-// AppWrapper's resources for debugging.
+// deletionHold is how long aw's user asked the AppWrapper controller to
+// keep a failed AppWrapper's resources for debugging.
 func deletionHold(aw *awv1beta2.AppWrapper) time.Duration {
 	d, _ := annotationDuration(aw, awv1beta2.DeletionOnFailureGracePeriodAnnotation)
 	return d
@@ -160,16 +154,14 @@ func deletionHold(aw *awv1beta2.AppWrapper) time.Duration {
 
 // failedHoldStart is when the AppWrapper controller started holding a
 // failed AppWrapper (its DeletingResources condition, reason
-// DeletionPaused); ok is false when it has not written it yet.
-//
-// The AppWrapper controller v1.2.2 sets that condition on every pass over
-// a Failed AppWrapper, and its time changes only with its status
-// (meta.SetStatusCondition): when the hold ends, its teardown sets it
-// True/DeletionInitiated, and the next pass False/DeletionPaused again,
-// with a new time, from which it waits the hold once more (appwrapper
-// v1.2.2 appwrapper_controller.go, Reconcile, case AppWrapperFailed;
-// resource_management.go, deleteComponents). A decision counts the hold
-// from the first time it was seen (Input.HoldStart), not from the last.
+// DeletionPaused); ok is false when it has not written it yet. It sets
+// that condition on every pass over a Failed AppWrapper, its time changed
+// only with its status (meta.SetStatusCondition): when the hold ends, its
+// teardown sets it True/DeletionInitiated, and the next pass
+// False/DeletionPaused again, with a new time, from which it waits the
+// hold once more (appwrapper v1.2.2 appwrapper_controller.go, Reconcile,
+// case AppWrapperFailed; resource_management.go, deleteComponents). A
+// decision counts the hold from the first time seen (Input.HoldStart).
 func failedHoldStart(aw *awv1beta2.AppWrapper) (time.Time, bool) {
 	c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.DeletingResources))
 	if c == nil || c.Reason != "DeletionPaused" {

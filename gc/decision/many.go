@@ -13,29 +13,24 @@ import (
 )
 
 // A rule whose trigger policy is All or Any decides over several
-// candidates. Each is read and evaluated as a single trigger is; the policy
+// candidates, each read and evaluated as a single trigger is; the policy
 // combines their states into one outcome, and the record keeps which
 // candidates decided it (Record.Triggers), so that what holds for a single
-// trigger holds for each of them: the record is final for the candidates
-// that decided it, only one of them seen running again clears it, and
-// after a failure a new attempt (one of them re-created) is evaluated
-// afresh.
+// trigger holds for each of them (decideRecorded).
 
 // settled is what a policy makes of its candidates' states.
 type settled struct {
-	// outcome is "" while the candidates have not decided.
+	// outcome is "" while the candidates have not decided; Failed is final
+	// only once the AppWrapper controller will not retry (failureFinality).
 	outcome wrapupv1alpha1.Outcome
 	// deciders index the candidates whose states decide it.
 	deciders []int
-	// failure: the outcome is Failed by the candidates' states, final only
-	// once the AppWrapper controller will not retry.
-	failure bool
 }
 
 // combine combines the candidates' states under policy: All succeeds once
 // every candidate succeeded and fails as soon as one failed; Any succeeds
-// as soon as one succeeded and fails once every one failed. A candidate
-// not read, absent, running, or whose evaluation failed, has not finished.
+// as soon as one succeeded and fails once every one failed. Any other
+// state is not finished.
 func combine(policy wrapupv1alpha1.TriggerPolicy, cs []observed) settled {
 	var succeeded, failed []int
 	for i, c := range cs {
@@ -52,11 +47,11 @@ func combine(policy wrapupv1alpha1.TriggerPolicy, cs []observed) settled {
 			return settled{outcome: wrapupv1alpha1.OutcomeSucceeded, deciders: succeeded[:1]}
 		}
 		if len(failed) == len(cs) {
-			return settled{outcome: wrapupv1alpha1.OutcomeFailed, deciders: failed, failure: true}
+			return settled{outcome: wrapupv1alpha1.OutcomeFailed, deciders: failed}
 		}
 	default: // All
 		if len(failed) > 0 {
-			return settled{outcome: wrapupv1alpha1.OutcomeFailed, deciders: failed[:1], failure: true}
+			return settled{outcome: wrapupv1alpha1.OutcomeFailed, deciders: failed[:1]}
 		}
 		if len(succeeded) == len(cs) {
 			return settled{outcome: wrapupv1alpha1.OutcomeSucceeded, deciders: succeeded}
@@ -84,11 +79,11 @@ func (c *observed) name() string {
 }
 
 // settle combines the triggers' states cs under policy, and keeps what
-// the controller remembers of a failure, which follows the triggers that
-// failed.
+// the controller remembers of a failure, by the triggers that failed.
 func (d *Decision) settle(in Input, policy wrapupv1alpha1.TriggerPolicy, cs []observed) settled {
 	v := combine(policy, cs)
-	if v.failure && policy == wrapupv1alpha1.TriggerPolicyAll {
+	failed := v.outcome == wrapupv1alpha1.OutcomeFailed
+	if failed && policy == wrapupv1alpha1.TriggerPolicyAll {
 		// The failed candidate whose failure the controller remembers
 		// decides: its grace runs from when it was first seen.
 		for i := range cs {
@@ -98,7 +93,7 @@ func (d *Decision) settle(in Input, policy wrapupv1alpha1.TriggerPolicy, cs []ob
 		}
 	}
 	switch {
-	case v.failure:
+	case failed:
 		key := failureKey(cs, v.deciders)
 		first := in.Now
 		if in.FailureSeen.TriggerUID == key && !in.FailureSeen.At.IsZero() && in.FailureSeen.At.Before(first) {
@@ -111,8 +106,8 @@ func (d *Decision) settle(in Input, policy wrapupv1alpha1.TriggerPolicy, cs []ob
 	return v
 }
 
-// decideManyUnsettled decides for an AppWrapper whose run has no record,
-// on its several triggers cs, which have not settled.
+// decideManyUnsettled decides for a run with no record whose several
+// triggers cs have not settled.
 func (d *Decision) decideManyUnsettled(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) {
 	aw := in.AppWrapper
 	var unknown, errs, notOwned, unfinished int

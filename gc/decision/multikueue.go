@@ -14,28 +14,25 @@ import (
 // pkg/controller/constants.PrebuiltWorkloadLabel).
 const PrebuiltWorkloadLabel = "kueue.x-k8s.io/prebuilt-workload-name"
 
-// Worker is what was read, for an AppWrapper that MultiKueue dispatches
-// (MultiKueueManaged), of the worker cluster that runs it: the AppWrapper
-// on this cluster has no components, the copy on the worker has them, the
-// trigger among them, and the triggers in Input were read there.
+// Worker is what was read of the worker cluster that runs an AppWrapper
+// MultiKueue dispatches (MultiKueueManaged): the copy there has the
+// components, the triggers among them.
 type Worker struct {
 	// Cluster names the MultiKueueCluster the AppWrapper's Workload is
 	// dispatched to (Workload.status.clusterName); "" while it is not.
 	Cluster string
-	// Workload is the name of the AppWrapper's Workload on this cluster; ""
-	// when it has none yet. MultiKueue's copy on the worker names it.
+	// Workload names the AppWrapper's Workload here, as MultiKueue's copy
+	// on the worker does; "" while it has none.
 	Workload string
 	// Problem says why the worker could not be read; "" when it was.
 	Problem string
-	// AppWrapper is the AppWrapper of the same name on the worker; nil when
-	// there is none.
+	// AppWrapper is the one of the same name on the worker; nil for none.
 	AppWrapper *awv1beta2.AppWrapper
-	// Finished says that Kueue finished the Workload here (condition
-	// Finished): its run on the worker ended, and MultiKueue removes the
-	// copy there, whose last status the AppWrapper here keeps.
-	Finished bool
-	// FinishedReason is the reason of that condition: Succeeded or Failed,
-	// as the worker's Workload finished (MultiKueue copies it from there).
+	// Finished says that Kueue finished the Workload here: its run on the
+	// worker ended, and MultiKueue removes the copy there, whose last
+	// status the AppWrapper here keeps. FinishedReason is Succeeded or
+	// Failed, as MultiKueue copied it from the worker's Workload.
+	Finished       bool
 	FinishedReason string
 }
 
@@ -46,28 +43,25 @@ type WorkerInfo struct {
 	// Problem says why the triggers there were not read, or why the copy
 	// there is not taken as this AppWrapper's; "" when they were read.
 	Problem string
-	// CopyUID is the UID of MultiKueue's copy there, whose components the
-	// triggers must be.
-	CopyUID string
-	// CopyPhase is that copy's phase.
+	// CopyUID and CopyPhase are MultiKueue's copy's there, whose
+	// components the triggers must be.
+	CopyUID   string
 	CopyPhase awv1beta2.AppWrapperPhase
 }
 
-// MultiKueueManaged says whether aw is an AppWrapper on a MultiKueue
-// manager cluster that MultiKueue dispatches to a worker cluster
-// (spec.managedBy kueue.x-k8s.io/multikueue): the AppWrapper controller
-// creates no components for it here, the worker's does for its copy there.
-// Deleting it is the one way to finish it: MultiKueue then removes the
-// copy and its Workload from the worker, and both quotas come back.
+// MultiKueueManaged says whether MultiKueue dispatches aw to a worker
+// cluster (spec.managedBy kueue.x-k8s.io/multikueue): the AppWrapper
+// controller there creates the components, for its copy. Deleting aw is
+// the one way to finish it: MultiKueue then removes the copy and its
+// Workload from the worker, and both quotas come back.
 func MultiKueueManaged(aw *awv1beta2.AppWrapper) bool {
 	return aw != nil && ptr.Deref(aw.Spec.ManagedBy, "") == kueue.MultiKueueControllerName
 }
 
 // componentsOwner is the AppWrapper that controls in.AppWrapper's
-// components: itself, or, when MultiKueue dispatches it, its copy on the
-// worker. ok is false when there is none to read them from; problem then
-// says why, and unknown says that the worker could not be read (as
-// opposed to its having no components for this AppWrapper).
+// components: itself, or its copy on the worker. ok is false when there is
+// none; problem then says why, and unknown that the worker could not be
+// read.
 func componentsOwner(in Input) (owner *awv1beta2.AppWrapper, ok bool, problem string, unknown bool) {
 	aw := in.AppWrapper
 	if !MultiKueueManaged(aw) {
@@ -76,8 +70,8 @@ func componentsOwner(in Input) (owner *awv1beta2.AppWrapper, ok bool, problem st
 	w := in.Worker
 	switch {
 	case w == nil && !deployed(aw):
-		// Queued, or not yet started by the worker: nothing to read, and
-		// its Workload's dispatch or its status brings it back.
+		// Queued, or not yet started: the Workload's dispatch or its
+		// status brings it back.
 		return nil, false, fmt.Sprintf("MultiKueue has not started the AppWrapper on a worker cluster (it is %s): its components do not exist", phaseOrNone(aw.Status.Phase)), false
 	case w == nil:
 		return nil, false, "MultiKueue dispatches this AppWrapper, and its worker cluster was not read", true
@@ -98,12 +92,11 @@ func componentsOwner(in Input) (owner *awv1beta2.AppWrapper, ok bool, problem st
 	return w.AppWrapper, true, "", false
 }
 
-// withCopyStatus is in.AppWrapper, for an AppWrapper that MultiKueue
-// dispatches, with the status of its verified copy on the worker (none
-// when there is no such copy): every decision that reads the AppWrapper
-// controller's status (Failed or Succeeded, retries, the failure hold)
-// reads the controller's status of the copy that ran this AppWrapper's
-// components. The manager's own status is MultiKueue's copy of whatever
+// withCopyStatus is in.AppWrapper, which MultiKueue dispatches, with the
+// status of its verified copy on the worker (none without one): what a
+// decision reads of the AppWrapper controller's status (Failed or
+// Succeeded, retries, the failure hold) is of the copy that ran its
+// components. The manager's own status is MultiKueue's mirror of whatever
 // AppWrapper of that name the worker holds (Kueue v0.17.0's adapter does
 // not check which), possibly an older one's, and late.
 func withCopyStatus(in Input) *awv1beta2.AppWrapper {
@@ -114,18 +107,11 @@ func withCopyStatus(in Input) *awv1beta2.AppWrapper {
 	case ok:
 		owner.Status.DeepCopyInto(&aw.Status)
 	case in.Worker.Finished && in.Worker.AppWrapper == nil && in.Worker.Problem == "":
-		// The run ended and MultiKueue removed its copy: the status kept
-		// here is the last one of the copy that finished this Workload, if
-		// it agrees with how the Workload finished. The mirror is of
-		// whatever AppWrapper of that name the worker held, possibly an
-		// earlier one's; the Workload's Finished condition is this run's.
-		want := awv1beta2.AppWrapperPhase("")
-		switch in.Worker.FinishedReason {
-		case kueue.WorkloadFinishedReasonSucceeded:
-			want = awv1beta2.AppWrapperSucceeded
-		case kueue.WorkloadFinishedReasonFailed:
-			want = awv1beta2.AppWrapperFailed
-		}
+		// The run ended and MultiKueue removed its copy: the mirror here
+		// is taken when it agrees with how the Workload finished, whose
+		// Finished condition is this run's.
+		want := map[string]awv1beta2.AppWrapperPhase{kueue.WorkloadFinishedReasonSucceeded: awv1beta2.AppWrapperSucceeded,
+			kueue.WorkloadFinishedReasonFailed: awv1beta2.AppWrapperFailed}[in.Worker.FinishedReason]
 		switch {
 		case want == "":
 			// Finished otherwise (out of sync): nothing says how it ran.
@@ -138,9 +124,8 @@ func withCopyStatus(in Input) *awv1beta2.AppWrapper {
 	return aw
 }
 
-// StatusForRules is the AppWrapper status a rule's appWrapper variable
-// holds: for an AppWrapper that MultiKueue dispatches, its verified copy's
-// (as every decision reads it, withCopyStatus), not the manager's mirror.
+// StatusForRules is, for an AppWrapper that MultiKueue dispatches, the
+// status a rule's appWrapper variable holds: withCopyStatus's.
 func StatusForRules(in Input) (awv1beta2.AppWrapperStatus, bool) {
 	if !MultiKueueManaged(in.AppWrapper) || in.Worker == nil {
 		return awv1beta2.AppWrapperStatus{}, false
@@ -148,7 +133,6 @@ func StatusForRules(in Input) (awv1beta2.AppWrapperStatus, bool) {
 	return withCopyStatus(in).Status, true
 }
 
-// workerInfo is what in says of the worker, for the decision.
 func workerInfo(in Input) *WorkerInfo {
 	if !MultiKueueManaged(in.AppWrapper) || in.Worker == nil {
 		return nil
@@ -163,8 +147,7 @@ func workerInfo(in Input) *WorkerInfo {
 	return info
 }
 
-// WorkerToRead says whether a decision on in needs the worker read: the
-// AppWrapper is dispatched by MultiKueue, and its components may exist.
+// WorkerToRead says whether a decision on in needs the worker read.
 func WorkerToRead(in Input) bool {
 	return MultiKueueManaged(in.AppWrapper) && deployed(in.AppWrapper)
 }

@@ -23,9 +23,7 @@ import (
 // those are a mirror for people (Mirror).
 
 // Record is an outcome wrapup decided for a run, as its CompletionRecord
-// keeps it. It is final for the triggers that decided it: only one of
-// them seen running again clears it, and, after a failure, a new attempt
-// of the AppWrapper controller (one of them re-created).
+// keeps it (final as decideRecorded says).
 type Record struct {
 	Outcome wrapupv1alpha1.Outcome
 	// Rule and RuleUID are the rule that decided it.
@@ -34,12 +32,9 @@ type Record struct {
 	// FinishedAt is when wrapup saw the outcome.
 	FinishedAt time.Time
 	Message    string
-	// Policy is the deciding rule's trigger policy.
-	Policy wrapupv1alpha1.TriggerPolicy
-	// Triggers are the candidates whose states decided the outcome: the
-	// trigger of a single-trigger rule; every candidate for All's success
-	// and Any's failure, the one that decided for All's failure and Any's
-	// success; every candidate when the AppWrapper's phase decided.
+	Policy     wrapupv1alpha1.TriggerPolicy
+	// Triggers are those whose states decided the outcome (see combine);
+	// every candidate when the AppWrapper's phase decided.
 	Triggers []RecordedTrigger
 	// Retries is the AppWrapper's status.retries when it was recorded, and
 	// DeployedAt when its components were last deployed then (zero: not
@@ -50,10 +45,10 @@ type Record struct {
 	Stamp Stamp
 }
 
-// RecordedTrigger is a trigger whose state decided an outcome: its
-// component index and the UID of its live object ("" when the
-// AppWrapper's phase decided without one). Two components of one kind
-// and generateName are told apart by their index.
+// RecordedTrigger is a trigger whose state decided an outcome, by its
+// component index (which tells apart two components of one kind and
+// generateName) and its live object's UID ("" when the AppWrapper's phase
+// decided without one).
 type RecordedTrigger struct {
 	Index int
 	UID   types.UID
@@ -61,21 +56,17 @@ type RecordedTrigger struct {
 
 // Stamp is the action in force for a recorded run: whose, what, and when
 // it deletes the AppWrapper. It belongs to the run, not to the rule that
-// wins now: a change wrapup sees after it recorded the run never makes
-// the deletion due sooner than when wrapup saw it plus the TTL then in
-// force (StampFor).
+// wins now (StampFor).
 type Stamp struct {
 	Rule    string
 	RuleUID types.UID
 	Action  wrapupv1alpha1.ActionSpec
 	DryRun  bool
-	// Since is when its TTL counts from, and DueAt when the AppWrapper is
-	// deleted at the earliest (Since plus the TTL); both zero when the
-	// stamp deletes nothing.
+	// Since is when its TTL counts from, DueAt Since plus the TTL; both
+	// zero when the stamp deletes nothing.
 	Since, DueAt time.Time
 }
 
-// deletes says whether s deletes the AppWrapper.
 func (s Stamp) deletes() bool {
 	return s.Action.Action == wrapupv1alpha1.ActionDeleteAll && !s.DryRun
 }
@@ -96,8 +87,9 @@ func (s Stamp) Same(o Stamp) bool {
 // says otherwise: a change of the action in force (another rule, the
 // action, the TTL, dryRun) that makes the deletion later, and not past,
 // takes effect at once; any other counts the TTL from now, when wrapup
-// sees it. (A run kept past its due time, by no rule applying for a
-// while, is thus never deleted at once by the rule that takes it over.)
+// sees it, so that no change makes a deletion sooner. (A run kept past its
+// due time, by no rule applying for a while, is thus never deleted at once
+// by the rule that takes it over.)
 func StampFor(cur Stamp, rec *Record, now time.Time) Stamp {
 	cur.Since, cur.DueAt = time.Time{}, time.Time{}
 	if !cur.deletes() {
@@ -107,12 +99,10 @@ func StampFor(cur Stamp, rec *Record, now time.Time) Stamp {
 	ttl := cur.ttl()
 	natural := rec.FinishedAt.Add(ttl)
 	switch {
-	case old.Action.Action == "":
-		// A new record: its own.
-		cur.Since = ceilMicro(rec.FinishedAt)
 	case sameAction(old, cur) && !old.Since.IsZero():
 		cur.Since = old.Since
-	case old.deletes() && !natural.Before(old.DueAt) && !natural.Before(now):
+	case old.Action.Action == "" || old.deletes() && !natural.Before(old.DueAt) && !natural.Before(now):
+		// A new record, or a change that makes the deletion later, and not past.
 		cur.Since = ceilMicro(rec.FinishedAt)
 	default:
 		seen := now
@@ -141,10 +131,9 @@ func ceilMicro(t time.Time) time.Time {
 }
 
 // RecordOf is the outcome that cr, the CompletionRecord named for aw,
-// holds for aw's run; nil when there is none: no record, one of another
-// AppWrapper (the same name and a UID that hashes alike), one written by
-// an earlier version (no rule UID: see docs/install.md), or one whose
-// outcome was cleared.
+// holds for aw's run; nil for none, another AppWrapper's (a UID that
+// hashes alike), an earlier version's (no rule UID: see docs/install.md),
+// or a cleared one.
 func RecordOf(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper) *Record {
 	if cr == nil || aw == nil || cr.AppWrapper.UID != aw.UID || cr.RuleUID == "" || cr.Cleared != nil {
 		return nil
@@ -172,12 +161,11 @@ func RecordOf(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper) *Re
 }
 
 // deployedAt is when the AppWrapper controller last deployed aw's
-// components (its ResourcesDeployed condition True, since); zero when they
-// are not deployed, or it does not say. It sets that condition True only
-// when it deploys them (appwrapper v1.2.2
-// internal/controller/appwrapper/appwrapper_controller.go, Reconcile, on
-// Resuming: first, after a reset, and after Kueue admits it again), so a
-// later time than a record's is a new attempt.
+// components (its ResourcesDeployed condition True, since); zero when it
+// does not say. It sets that condition True only when it deploys them
+// (appwrapper v1.2.2 internal/controller/appwrapper/appwrapper_controller.go,
+// Reconcile, on Resuming: first, after a reset, and after Kueue admits it
+// again), so a later time than a record's is a new attempt.
 func deployedAt(aw *awv1beta2.AppWrapper) time.Time {
 	c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.ResourcesDeployed))
 	if c == nil || c.Status != metav1.ConditionTrue {
@@ -186,7 +174,7 @@ func deployedAt(aw *awv1beta2.AppWrapper) time.Time {
 	return c.LastTransitionTime.Time
 }
 
-// recorded is the recorded trigger of component index, if rec names it.
+// recorded is the trigger of component index, if rec names it.
 func (rec *Record) recorded(index int) (RecordedTrigger, bool) {
 	for _, t := range rec.Triggers {
 		if t.Index == index {
@@ -199,9 +187,8 @@ func (rec *Record) recorded(index int) (RecordedTrigger, bool) {
 // MaxMessage bounds the message of a record (and of Events).
 const MaxMessage = 1024
 
-// History is how long rule keeps the records of its runs after they
-// finished and their AppWrapper is gone; keep is false when it keeps them
-// only while the AppWrapper exists.
+// History is how long rule keeps the records of its runs once their
+// AppWrapper is gone; keep is false when it does not.
 func History(rule *wrapupv1alpha1.CompletionRule) (ret wrapupv1alpha1.RecordRetention, keep bool) {
 	h := rule.Spec.History
 	ret = wrapupv1alpha1.RecordRetention{TTLSecondsAfterFinished: wrapupv1alpha1.DefaultHistoryTTLSeconds, LimitPerNamespace: wrapupv1alpha1.DefaultHistoryLimit}
@@ -217,43 +204,37 @@ func History(rule *wrapupv1alpha1.CompletionRule) (ret wrapupv1alpha1.RecordRete
 	return ret, true
 }
 
-// RecordName is the name of the CompletionRecord of the AppWrapper name
-// with uid (wrapupv1alpha1.RecordName).
+// RecordName is wrapupv1alpha1.RecordName, of a string UID.
 func RecordName(name string, uid string) string {
 	return wrapupv1alpha1.RecordName(name, types.UID(uid))
 }
 
 // store sets d.Store, the CompletionRecord to write for what d decided on
-// in: a new outcome (created, or written in place of a cleared one, under
-// its resourceVersion), a cleared one, or a new stamp.
+// in: a new outcome (in place of a cleared one, under its
+// resourceVersion), a cleared one, or a new stamp.
 func (d *Decision) store(in Input) {
 	aw, old := in.AppWrapper, in.Record
 	if aw == nil {
 		return
 	}
 	if old != nil && old.AppWrapper.UID != aw.UID {
-		// Another AppWrapper's record, under the same name (a UID that
-		// hashes alike): a create says so (AlreadyExists), and it is
-		// never written over.
+		// Another AppWrapper's (a UID that hashes alike): a create fails
+		// (AlreadyExists), and it is never written over.
 		old = nil
 	}
 	switch {
 	case d.Write != nil:
-		cr := CompletionRecordOf(in, *d, d.Write)
+		d.Store = CompletionRecordOf(in, *d, d.Write)
 		if old != nil {
-			cr.ResourceVersion = old.ResourceVersion
+			d.Store.ResourceVersion = old.ResourceVersion
 		}
-		d.Store = cr
 	case d.Clear && old != nil:
-		cr := old.DeepCopy()
-		cr.Cleared = &wrapupv1alpha1.RecordCleared{At: metav1.NewMicroTime(in.Now), Message: Truncate(d.Reason, MaxMessage)}
-		// Not an outcome of the run any more: not found by one.
-		delete(cr.Labels, wrapupv1alpha1.OutcomeLabel)
-		d.Store = cr
+		d.Store = old.DeepCopy()
+		d.Store.Cleared = &wrapupv1alpha1.RecordCleared{At: metav1.NewMicroTime(in.Now), Message: Truncate(d.Reason, MaxMessage)}
+		delete(d.Store.Labels, wrapupv1alpha1.OutcomeLabel)
 	case d.Stamp != nil && old != nil:
-		cr := old.DeepCopy()
-		cr.Action = recordedAction(*d.Stamp)
-		d.Store = cr
+		d.Store = old.DeepCopy()
+		d.Store.Action = recordedAction(*d.Stamp)
 	}
 }
 
@@ -271,9 +252,7 @@ func recordedAction(s Stamp) wrapupv1alpha1.RecordedAction {
 }
 
 // CompletionRecordOf returns the CompletionRecord of the outcome rec of
-// in.AppWrapper, decided by d on the observations in, with the deciding
-// rule's retention. Of the AppWrapper's labels it keeps its users' own,
-// never wrapup's (wrapup.dev/...), which its tenant can write.
+// in.AppWrapper, decided by d, with the deciding rule's retention.
 func CompletionRecordOf(in Input, d Decision, rec *Record) *wrapupv1alpha1.CompletionRecord {
 	aw := in.AppWrapper
 	var ret wrapupv1alpha1.RecordRetention
@@ -299,7 +278,7 @@ func CompletionRecordOf(in Input, d Decision, rec *Record) *wrapupv1alpha1.Compl
 		cr.AppWrapper.DeployedAt = &metav1.Time{Time: rec.DeployedAt}
 	}
 	if !keep {
-		// Kept while the AppWrapper exists, and gone with it.
+		// Gone with the AppWrapper.
 		cr.OwnerReferences = []metav1.OwnerReference{{APIVersion: awv1beta2.GroupVersion.String(), Kind: "AppWrapper", Name: aw.Name, UID: aw.UID}}
 	}
 	recordLabels(cr, aw, rec)
@@ -307,9 +286,9 @@ func CompletionRecordOf(in Input, d Decision, rec *Record) *wrapupv1alpha1.Compl
 	return cr
 }
 
-// recordLabels copies onto the record cr the labels of aw (up to
-// MaxRecordedLabels, none of wrapup's group), as its own and as the
-// AppWrapper's, and sets wrapup's labels from what it decided alone.
+// recordLabels copies onto cr, as its own and as the AppWrapper's, up to
+// MaxRecordedLabels of aw's labels, never wrapup's (wrapup.dev/...), which
+// its tenant can write; wrapup's own it sets from what it decided alone.
 func recordLabels(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper, rec *Record) {
 	keys := make([]string, 0, len(aw.Labels))
 	for k := range aw.Labels {
@@ -318,17 +297,13 @@ func recordLabels(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper,
 		}
 	}
 	sort.Strings(keys)
-	for i, k := range keys {
-		if i == wrapupv1alpha1.MaxRecordedLabels {
-			break
-		}
+	for _, k := range keys[:min(len(keys), wrapupv1alpha1.MaxRecordedLabels)] {
 		if cr.AppWrapper.Labels == nil {
 			cr.AppWrapper.Labels = map[string]string{}
 		}
 		cr.AppWrapper.Labels[k] = aw.Labels[k]
 		cr.Labels[k] = aw.Labels[k]
 	}
-	// wrapup's own labels, from what it decided alone.
 	if len(validation.IsValidLabelValue(aw.Name)) == 0 {
 		cr.Labels[wrapupv1alpha1.RecordAppWrapperLabel] = aw.Name
 	}
@@ -338,16 +313,14 @@ func recordLabels(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper,
 	cr.Labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
 }
 
-// recordTriggers lists on the record cr the triggers of the decision d,
-// every one that decided and, up to MaxRecordedTriggers, the others; the
+// recordTriggers lists on cr the triggers of d: every one that decided
+// (the record's memory) and, up to MaxRecordedTriggers, the others; the
 // first of them with their status.
 func recordTriggers(cr *wrapupv1alpha1.CompletionRecord, in Input, d Decision, rec *Record) {
 	add := func(info TriggerInfo, state string) {
 		rt, decided := rec.recorded(info.Index)
 		full := len(cr.Triggers) >= wrapupv1alpha1.MaxRecordedTriggers
 		if full && !decided {
-			// The record's size is bounded; the triggers that decided are
-			// its memory, and are all kept.
 			return
 		}
 		gvk := info.GroupVersionKind()
@@ -408,14 +381,10 @@ const finishedAtLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
 // Mirror is what the AppWrapper's metadata shows of its run's record, for
 // people (kubectl get appwrappers -l wrapup.dev/outcome=Failed), as the
-// keys of a merge patch: rec's outcome, or, for nil, none. No decision
-// reads it back.
+// keys of a merge patch: rec's outcome, or, for nil, none.
 func Mirror(rec *Record) (labels, annotations map[string]any) {
 	labels = map[string]any{wrapupv1alpha1.OutcomeLabel: nil}
-	annotations = map[string]any{}
-	for _, k := range mirrorAnnotations {
-		annotations[k] = nil
-	}
+	annotations = map[string]any{wrapupv1alpha1.RuleAnnotation: nil, wrapupv1alpha1.FinishedAtAnnotation: nil, wrapupv1alpha1.MessageAnnotation: nil}
 	if rec == nil {
 		return labels, annotations
 	}
@@ -425,5 +394,3 @@ func Mirror(rec *Record) (labels, annotations map[string]any) {
 	annotations[wrapupv1alpha1.MessageAnnotation] = Truncate(rec.Message, MaxMessage)
 	return labels, annotations
 }
-
-var mirrorAnnotations = []string{wrapupv1alpha1.RuleAnnotation, wrapupv1alpha1.FinishedAtAnnotation, wrapupv1alpha1.MessageAnnotation}

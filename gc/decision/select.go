@@ -15,72 +15,71 @@ import (
 	"github.com/wrapup-dev/wrapup/celpolicies"
 )
 
-// Rule is a CompletionRule as a decision sees it: the object, and its
-// compiled policy or the error of compiling it.
+// Rule is a CompletionRule with its compiled policy, or the error of
+// compiling it (Policy is then nil).
 type Rule struct {
 	Rule   *wrapupv1alpha1.CompletionRule
 	Policy *celpolicies.Policy
-	// Err is the compile error; Policy is nil when it is set.
-	Err error
+	Err    error
 }
 
 // KindState is how far wrapup can read the objects of a trigger kind.
 type KindState string
 
 const (
-	// KindPending: the kind's informer has not listed yet (or not started):
-	// wait, without a warning.
+	// KindPending: its informer has not listed yet (or not started): wait,
+	// without a warning.
 	KindPending KindState = "Pending"
-	// KindWatched: the informer has listed; its cache answers.
-	KindWatched KindState = "Watched"
-	// KindNotServed: the API server does not serve the kind (its CRD is not
-	// installed, or was deleted).
+	KindWatched KindState = "Watched" // its informer has listed
+	// KindNotServed: its CRD is not installed, or was deleted.
 	KindNotServed KindState = "NotServed"
-	// KindNotWatchable: the kind is served, but wrapup may not list and
-	// watch it (RBAC), or it is cluster-scoped.
+	// KindNotWatchable: wrapup may not list and watch it (RBAC), or it is
+	// cluster-scoped.
 	KindNotWatchable KindState = "NotWatchable"
 )
 
-// Kind is the state of a trigger kind, with what says why.
+// Kind is the state of a trigger kind, and why.
 type Kind struct {
 	State   KindState
 	Message string
 }
 
-// usable says whether rules and annotated triggers of the kind can be acted on.
-func (k Kind) usable() bool { return k.State != KindNotServed && k.State != KindNotWatchable }
+// problem says why the triggers of kind gk (what, for people) cannot be
+// acted on; "" when they can.
+func (k Kind) problem(what string, gk schema.GroupKind) string {
+	switch k.State {
+	case KindNotServed:
+		return fmt.Sprintf("%s kind %s is not served by the API server (is its CRD installed?)", what, gk)
+	case KindNotWatchable:
+		return fmt.Sprintf("wrapup cannot watch %s kind %s: %s", what, gk, k.Message)
+	}
+	return ""
+}
 
 // RuleStanding is how one CompletionRule stands for the AppWrapper.
 type RuleStanding struct {
-	// Name of the rule.
-	Name string
-	// Priority of the rule.
+	Name     string
 	Priority int32
 	// Ready is the rule's Ready condition as "Status/Reason", "" if unset.
 	Ready string
-	// Matches is true when the rule applies to the AppWrapper: both
-	// selectors select it and its namespace (or a selector does not parse,
-	// which fails closed), and it has a candidate trigger for the rule.
+	// Matches: the rule applies to the AppWrapper (selectRule).
 	Matches bool
-	// Valid is true when the rule can act: it compiles, its selectors
-	// parse, and its trigger kind (if it names one) can be watched.
+	// Valid: the rule can act: it compiles, its selectors parse, and its
+	// trigger kind (if it names one) can be watched.
 	Valid bool
-	// Wins is true for the rule that decides; when it is not Valid, it
-	// blocks every rule below it.
+	// Wins: the rule decides; when it is not Valid, it blocks every rule
+	// below it.
 	Wins bool
-	// Why says why the rule wins or does not.
-	Why string
+	Why  string
 }
 
 // selection is the outcome of choosing the rule that decides.
 type selection struct {
-	// winner is the highest-priority matching rule, usable or not; nil
-	// when no rule matches.
+	// winner is the highest-priority matching rule, usable or not.
 	winner *Rule
 	// blocked says why the winner cannot act; "" when it can.
 	blocked string
-	// standings lists every rule, the winner first, then in the order in
-	// which they would win.
+	// standings lists every rule in the order in which they would win.
 	standings []RuleStanding
 }
 
@@ -101,8 +100,7 @@ func Better(a, b *wrapupv1alpha1.CompletionRule) bool {
 	return a.Name < b.Name
 }
 
-// RuleKind is the trigger kind a rule names; empty for a rule that takes
-// the annotated component.
+// RuleKind is the trigger kind a rule names; empty for none.
 func RuleKind(rule *wrapupv1alpha1.CompletionRule) schema.GroupKind {
 	return schema.GroupKind{Group: rule.Spec.Trigger.APIGroup, Kind: rule.Spec.Trigger.Kind}
 }
@@ -116,21 +114,15 @@ func unusable(r *Rule, kinds map[schema.GroupKind]Kind) string {
 		return "it does not compile: " + r.Err.Error()
 	}
 	if gk := RuleKind(r.Rule); gk.Kind != "" {
-		if k, ok := kinds[gk]; ok && !k.usable() {
-			if k.State == KindNotServed {
-				return fmt.Sprintf("its trigger kind %s is not served by the API server (is its CRD installed?)", gk)
-			}
-			return fmt.Sprintf("wrapup cannot watch its trigger kind %s: %s", gk, k.Message)
-		}
+		return kinds[gk].problem("its trigger", gk)
 	}
 	return ""
 }
 
-// selects says whether rule's selectors select the AppWrapper (its
-// labels awLabels) and its namespace (nsLabels), with each selector as
-// text. A selector that does not parse fails closed: it selects, each of
-// the two on its own (with both broken, the rule still blocks), and broken
-// says why.
+// selects says whether rule's selectors select the AppWrapper's labels and
+// its namespace's, with each selector. One that does not parse fails
+// closed: it selects (so that the rule blocks, either or both broken), and
+// broken says why.
 func selects(rule *wrapupv1alpha1.CompletionRule, awLabels, nsLabels map[string]string) (awMatch, nsMatch bool, awSel, nsSel labels.Selector, broken string) {
 	match := func(field string, sel *metav1.LabelSelector, set map[string]string) (bool, labels.Selector) {
 		if sel == nil {
@@ -152,12 +144,11 @@ func selects(rule *wrapupv1alpha1.CompletionRule, awLabels, nsLabels map[string]
 // nsLabels: the highest-priority rule that applies to it, whose selectors
 // select it and which has a candidate trigger among its components (one of
 // the kind it names, or an annotated one for a rule that names no kind;
-// DESIGN 1a), so that one rule per kind finishes every kind it names. Rule
-// selection fails closed: the highest-priority rule that applies decides
-// even when it cannot act (it does not compile, a selector does not parse,
-// its kind cannot be watched), and then it blocks every rule below it, so
-// that a typo in a rule that keeps failed runs never hands them to a rule
-// that deletes them. Rules being deleted take no part.
+// DESIGN 1a), so that one rule per kind finishes every kind it names. It
+// fails closed: the highest-priority rule that applies decides even when
+// it cannot act, and then blocks every rule below it, so that a typo in a
+// rule that keeps failed runs never hands them to a rule that deletes
+// them. Rules being deleted take no part.
 func selectRule(rules []Rule, aw *awv1beta2.AppWrapper, nsLabels map[string]string, kinds map[schema.GroupKind]Kind) selection {
 	awLabels, namespace := aw.Labels, aw.Namespace
 	comps := parseComponents(aw)
