@@ -295,14 +295,12 @@ func (ws *workerClusters) workload(ctx context.Context, aw *awv1beta2.AppWrapper
 // MultiKueue's copy there, read from the worker's API server. A worker
 // that cannot be read comes back with its Problem said.
 func (r *appWrapperReconciler) readWorker(ctx context.Context, live bool, aw *awv1beta2.AppWrapper) (*decision.Worker, *workerConn) {
-	w := &decision.Worker{}
 	if r.Clusters == nil {
-		w.Problem = "wrapup was started without MultiKueue support (Kueue's Workload kind is not served here, or wrapup has no namespace for worker Secrets)"
-		return w, nil
+		return &decision.Worker{Problem: "wrapup was started without MultiKueue support (Kueue's Workload kind is not served here, or wrapup has no namespace for worker Secrets)"}, nil
 	}
 	wl, err := r.Clusters.workload(ctx, aw, live)
 	var c *workerConn
-	w = read.WorkerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
+	w := read.WorkerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
 		var err error
 		if c, err = r.Clusters.conn(ctx, cluster); err != nil {
 			return nil, err
