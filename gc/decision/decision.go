@@ -101,45 +101,21 @@ type FailureSeen struct {
 type Verdict string
 
 const (
-	VerdictGone Verdict = "Gone" // the AppWrapper does not exist
-	// VerdictBeingDeleted: deletionTimestamp set, or phase Terminating;
-	// wrapup leaves it alone.
-	VerdictBeingDeleted Verdict = "BeingDeleted"
-	VerdictIgnored      Verdict = "Ignored" // annotated wrapup.dev/ignore
-	VerdictNoRule       Verdict = "NoRule"  // no CompletionRule applies
-	// VerdictBlocked: the highest-priority rule that selects the AppWrapper
-	// is not usable; no lower-priority rule acts in its place.
-	VerdictBlocked Verdict = "Blocked"
-	// VerdictNoTrigger: the winning rule finds no single trigger component,
-	// or the live object is not owned by the AppWrapper.
-	VerdictNoTrigger Verdict = "NoTrigger"
-	// VerdictTriggerNotWatchable: the annotated trigger's kind cannot be
-	// watched (not served, forbidden, cluster-scoped).
-	VerdictTriggerNotWatchable Verdict = "TriggerNotWatchable"
-	// VerdictWorkerUnreachable: MultiKueue dispatches the AppWrapper to a
-	// worker cluster that cannot be read: nothing is recorded or deleted
-	// until it can be.
-	VerdictWorkerUnreachable Verdict = "WorkerUnreachable"
-	// VerdictWaitingForTrigger: the trigger is not finished, not created
-	// yet, or its evaluation failed (which counts as not finished).
-	VerdictWaitingForTrigger Verdict = "WaitingForTrigger"
-	// VerdictWaitingForRetries: the trigger failed and the AppWrapper
-	// controller may still retry it (or a recorded failure is held while
-	// it makes a new attempt).
-	VerdictWaitingForRetries Verdict = "WaitingForRetries"
-	// VerdictClearOutcome: the recorded outcome no longer holds: wrapup
-	// removes the record and cancels any pending deletion.
-	VerdictClearOutcome Verdict = "ClearOutcome"
-	// VerdictRecordOnly: the outcome is recorded, the action UpdateStatus.
-	VerdictRecordOnly Verdict = "RecordOnly"
-	// VerdictDryRun: the outcome is recorded; the rule is in dry-run mode.
-	VerdictDryRun Verdict = "DryRun"
-	// VerdictDeleteAfterTTL: deleted once ttlSecondsAfterFinished (and,
-	// after a failure, the AppWrapper's own hold) has passed: After says when.
-	VerdictDeleteAfterTTL Verdict = "DeleteAfterTTL"
-	// VerdictDelete: deleted now, if a decision on a fresh read from the
-	// API server says so too.
-	VerdictDelete Verdict = "Delete"
+	VerdictGone                Verdict = "Gone"                // the AppWrapper does not exist
+	VerdictBeingDeleted        Verdict = "BeingDeleted"        // deletionTimestamp set, or phase Terminating: left alone
+	VerdictIgnored             Verdict = "Ignored"             // annotated wrapup.dev/ignore
+	VerdictNoRule              Verdict = "NoRule"              // no CompletionRule applies
+	VerdictBlocked             Verdict = "Blocked"             // the winning rule is not usable, and no lower one acts in its place
+	VerdictNoTrigger           Verdict = "NoTrigger"           // no single trigger, or the live object is not the AppWrapper's
+	VerdictTriggerNotWatchable Verdict = "TriggerNotWatchable" // the annotated trigger's kind is not served, forbidden, or cluster-scoped
+	VerdictWorkerUnreachable   Verdict = "WorkerUnreachable"   // MultiKueue's worker cluster cannot be read: nothing is done until it can
+	VerdictWaitingForTrigger   Verdict = "WaitingForTrigger"   // not finished, not created yet, or its evaluation failed
+	VerdictWaitingForRetries   Verdict = "WaitingForRetries"   // a failure the AppWrapper controller may still retry, or a recorded one held during a new attempt
+	VerdictClearOutcome        Verdict = "ClearOutcome"        // the recorded outcome no longer holds: cleared, any pending deletion cancelled
+	VerdictRecordOnly          Verdict = "RecordOnly"          // recorded; the action is UpdateStatus
+	VerdictDryRun              Verdict = "DryRun"              // recorded; the rule is in dry-run mode
+	VerdictDeleteAfterTTL      Verdict = "DeleteAfterTTL"      // deleted once the TTL (and, after a failure, the AppWrapper's own hold) has passed: After says when
+	VerdictDelete              Verdict = "Delete"              // deleted now, if a decision on a fresh read from the API server says so too
 )
 
 // Verdicts lists every verdict, in the order of the constants.
@@ -348,10 +324,8 @@ func ActionFor(rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outco
 // How soon a decision looks again, if nothing brings the AppWrapper back
 // sooner.
 const (
-	// PendingRetry: the trigger kind's cache has not listed yet.
-	PendingRetry = 5 * time.Second
-	// NotWatchableRetry: the annotated trigger's kind cannot be watched.
-	NotWatchableRetry = 5 * time.Minute
+	PendingRetry      = 5 * time.Second // the trigger kind's cache has not listed yet
+	NotWatchableRetry = 5 * time.Minute // the annotated trigger's kind cannot be watched
 	// WorkerRetry and WorkerBackoffMax bound WorkerBackoff.
 	WorkerRetry      = 5 * time.Second
 	WorkerBackoffMax = 2 * time.Minute

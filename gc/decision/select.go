@@ -27,15 +27,10 @@ type Rule struct {
 type KindState string
 
 const (
-	// KindPending: its informer has not listed yet (or not started): wait,
-	// without a warning.
-	KindPending KindState = "Pending"
-	KindWatched KindState = "Watched" // its informer has listed
-	// KindNotServed: its CRD is not installed, or was deleted.
-	KindNotServed KindState = "NotServed"
-	// KindNotWatchable: wrapup may not list and watch it (RBAC), or it is
-	// cluster-scoped.
-	KindNotWatchable KindState = "NotWatchable"
+	KindPending      KindState = "Pending"      // its informer has not listed yet (or not started): wait, without a warning
+	KindWatched      KindState = "Watched"      // its informer has listed
+	KindNotServed    KindState = "NotServed"    // its CRD is not installed, or was deleted
+	KindNotWatchable KindState = "NotWatchable" // wrapup may not list and watch it (RBAC), or it is cluster-scoped
 )
 
 // Kind is the state of a trigger kind, and why.

@@ -16,27 +16,23 @@ import (
 
 // Ref is the component that decides for an AppWrapper.
 type Ref struct {
-	// Index of the component in spec.components.
-	Index int
-	// Kind of the component.
-	Kind schema.GroupKind
-	// Version is the template's API version.
-	Version string
-	// Name of the live object, in the AppWrapper's namespace; empty while the
-	// template uses generateName and the AppWrapper controller has not yet
-	// recorded the name it created.
+	Index   int // in spec.components
+	Kind    schema.GroupKind
+	Version string // the template's
+	// Name is the live object's; "" while the template uses generateName
+	// and the AppWrapper controller has not yet recorded the name it
+	// created.
 	Name string
 	// Template is the template's name, or its generateName followed by "*":
-	// the component's identity, the same whatever object its controller
-	// creates for it.
+	// the component's identity, whatever object is created for it.
 	Template string
-	// Annotated is true when the rule names no kind and the component is
-	// the one annotated wrapup.dev/trigger.
+	// Annotated: the rule names no kind, and the component is annotated
+	// wrapup.dev/trigger.
 	Annotated bool
 }
 
-// String names the component as group/Kind/template name, as records keep
-// it ("batch/Job/benchmark", "/Pod/worker-*" for generateName: worker-).
+// String names the component as records keep it ("batch/Job/benchmark",
+// "/Pod/worker-*" for generateName: worker-).
 func (r Ref) String() string { return r.Kind.Group + "/" + r.Kind.Kind + "/" + r.Template }
 
 // GroupVersionKind is the template's.
@@ -44,8 +40,7 @@ func (r Ref) GroupVersionKind() schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: r.Kind.Group, Version: r.Version, Kind: r.Kind.Kind}
 }
 
-// componentMeta is the part of a component template that finding the
-// trigger needs.
+// componentMeta is what finding the trigger reads of a template.
 type componentMeta struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
@@ -58,41 +53,36 @@ type componentMeta struct {
 
 // parsedComponent is what a decision reads of one of an AppWrapper's components.
 type parsedComponent struct {
-	index   int
-	kind    schema.GroupKind
-	version string
-	// name and generateName are the template's.
+	index              int
+	kind               schema.GroupKind
+	version            string
 	name, generateName string
 	// annotated: wrapup.dev/trigger on the component (spec.components[i]
 	// .annotations) or on its template's own metadata, where people
 	// annotate Kubernetes objects.
 	annotated bool
-	// bad says why the template names no kind; "" when it does.
-	bad string
+	bad       string // why the template names no kind; "" when it does
 }
 
 // parseComponents reads aw's components once for every rule.
 func parseComponents(aw *awv1beta2.AppWrapper) []parsedComponent {
 	out := make([]parsedComponent, len(aw.Spec.Components))
 	for i := range aw.Spec.Components {
-		c := &aw.Spec.Components[i]
-		pc := parsedComponent{index: i, annotated: Truthy(c.Annotations[wrapupv1alpha1.TriggerAnnotation])}
+		c, pc := &aw.Spec.Components[i], &out[i]
+		pc.index, pc.annotated = i, Truthy(c.Annotations[wrapupv1alpha1.TriggerAnnotation])
 		var m componentMeta
 		if err := json.Unmarshal(c.Template.Raw, &m); err != nil || m.Kind == "" || m.APIVersion == "" {
 			pc.bad = fmt.Sprintf("component %d has no apiVersion/kind", i)
-			out[i] = pc
 			continue
 		}
 		gv, err := schema.ParseGroupVersion(m.APIVersion)
 		if err != nil {
 			pc.bad = fmt.Sprintf("component %d has a bad apiVersion %q", i, m.APIVersion)
-			out[i] = pc
 			continue
 		}
 		pc.kind, pc.version = schema.GroupKind{Group: gv.Group, Kind: m.Kind}, gv.Version
 		pc.name, pc.generateName = m.Metadata.Name, m.Metadata.GenerateName
 		pc.annotated = pc.annotated || Truthy(m.Metadata.Annotations[wrapupv1alpha1.TriggerAnnotation])
-		out[i] = pc
 	}
 	return out
 }
@@ -110,22 +100,16 @@ func wants(rule *wrapupv1alpha1.CompletionRule, c *parsedComponent) bool {
 // appliesTo says whether rule has a candidate trigger among comps: a rule
 // applies only to the AppWrappers that have one (DESIGN 1a).
 func appliesTo(rule *wrapupv1alpha1.CompletionRule, comps []parsedComponent) bool {
-	for i := range comps {
-		if wants(rule, &comps[i]) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(comps, func(c parsedComponent) bool { return wants(rule, &c) })
 }
 
 // NoTrigger says why an AppWrapper has no trigger under a rule.
 type NoTrigger struct {
-	// Reason is the Event reason: NoTrigger or AmbiguousTrigger.
-	Reason string
-	// Message says why, for people.
+	// Reason is the Event's: NoTrigger, AmbiguousTrigger or TooManyTriggers.
+	Reason  string
 	Message string
-	// Quiet is true when the rule simply does not apply (it names no kind,
-	// and no component is annotated): nothing is worth an Event.
+	// Quiet: the rule simply does not apply (it names no kind, and no
+	// component is annotated), which is worth no Event.
 	Quiet bool
 }
 
@@ -150,11 +134,9 @@ func FindTrigger(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) 
 	return refs[0], nil
 }
 
-// FindTriggers finds the candidates of rule's trigger in aw: the components
-// that its trigger names (or, with no trigger kind, the ones annotated as
-// the trigger). Under the policy One there is exactly one: of several, the
-// one annotated as the trigger, if one is; under All and Any, one to
-// MaxTriggers.
+// FindTriggers finds the candidates of rule's trigger in aw. Under the
+// policy One there is exactly one: of several, the one annotated as the
+// trigger, if one is; under All and Any, one to MaxTriggers.
 func FindTriggers(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) ([]Ref, *NoTrigger) {
 	return findTriggers(aw, rule, Policy(rule))
 }
@@ -168,7 +150,13 @@ func findTriggers(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule,
 		if one, ok := annotatedAmong(aw, rule, found); ok {
 			return []Ref{one}, nil
 		}
-		return nil, ambiguous(rule, found)
+		idx := make([]string, len(found))
+		for i, f := range found {
+			idx[i] = fmt.Sprint(f.Index)
+		}
+		return nil, &NoTrigger{Reason: wrapupv1alpha1.ReasonAmbiguousTrigger, Message: fmt.Sprintf(
+			"rule %s wants %s as the trigger, and the AppWrapper has %d (components %s): name one with trigger.name or annotate one, or set trigger.policy to All or Any",
+			rule.Name, wanted(rule), len(found), strings.Join(idx, ", "))}
 	case len(found) > wrapupv1alpha1.MaxTriggers:
 		return nil, &NoTrigger{Reason: wrapupv1alpha1.ReasonTooManyTriggers, Message: fmt.Sprintf(
 			"rule %s wants %s as the triggers (policy %s), and the AppWrapper has %d: more than the %d wrapup decides on; nothing is recorded or deleted",
@@ -178,22 +166,14 @@ func findTriggers(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule,
 }
 
 // annotatedAmong is, among the candidates found of a rule that names a
-// kind, the one annotated as the trigger, when exactly one is: the
-// annotation resolves the ambiguity, as the AmbiguousTrigger Event says.
+// kind, the one annotated as the trigger, when exactly one is.
 func annotatedAmong(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule, found []Ref) (Ref, bool) {
-	if rule.Spec.Trigger.Kind == "" {
+	comps := parseComponents(aw)
+	marked := slices.DeleteFunc(slices.Clone(found), func(f Ref) bool { return !comps[f.Index].annotated })
+	if rule.Spec.Trigger.Kind == "" || len(marked) != 1 {
 		return Ref{}, false
 	}
-	comps := parseComponents(aw)
-	var one Ref
-	n := 0
-	for _, f := range found {
-		if comps[f.Index].annotated {
-			one = f
-			n++
-		}
-	}
-	return one, n == 1
+	return marked[0], true
 }
 
 // Policy is rule's trigger policy, One when unset.
@@ -209,10 +189,7 @@ func Policy(rule *wrapupv1alpha1.CompletionRule) wrapupv1alpha1.TriggerPolicy {
 func AnnotatedKinds(aw *awv1beta2.AppWrapper) []schema.GroupKind {
 	var out []schema.GroupKind
 	for _, c := range parseComponents(aw) {
-		if !c.annotated || c.bad != "" {
-			continue
-		}
-		if !slices.Contains(out, c.kind) {
+		if c.annotated && c.bad == "" && !slices.Contains(out, c.kind) {
 			out = append(out, c.kind)
 		}
 	}
@@ -231,17 +208,8 @@ func wanted(rule *wrapupv1alpha1.CompletionRule) string {
 	return want
 }
 
-func ambiguous(rule *wrapupv1alpha1.CompletionRule, found []Ref) *NoTrigger {
-	idx := make([]string, len(found))
-	for i, f := range found {
-		idx[i] = fmt.Sprint(f.Index)
-	}
-	return &NoTrigger{Reason: wrapupv1alpha1.ReasonAmbiguousTrigger, Message: fmt.Sprintf(
-		"rule %s wants %s as the trigger, and the AppWrapper has %d (components %s): name one with trigger.name or annotate one, or set trigger.policy to All or Any",
-		rule.Name, wanted(rule), len(found), strings.Join(idx, ", "))}
-}
-
-// candidates lists the components of aw that rule's trigger names.
+// candidates lists the components of aw that rule's trigger names (or,
+// with no trigger kind, the ones annotated as the trigger).
 func candidates(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) ([]Ref, *NoTrigger) {
 	t := rule.Spec.Trigger
 	var found []Ref

@@ -18,21 +18,16 @@ import (
 // field: what the API server, the admission webhook and the controller
 // refuse, said the same way by each (and by kubectl wrapup lint).
 type Problem struct {
-	// Field is the field path, as spec.trigger.kind.
-	Field string
-	// Value is the value found there.
-	Value string
-	// Message says what is wrong, on one line.
-	Message string
-	// Fatal is true when the rule cannot work (refused at admission); a
-	// near miss that may be a kind of another group is not.
+	Field   string // as spec.trigger.kind
+	Value   string
+	Message string // on one line
+	// Fatal: the rule cannot work (refused at admission); a near miss that
+	// may be a kind of another group is not.
 	Fatal bool
 }
 
 // SelectorProblems are the rule's selectors that do not parse, as the
-// controller parses them (metav1.LabelSelectorAsSelector): such a rule
-// cannot select, and fails closed, blocking every lower rule where it
-// would apply.
+// controller parses them: such a rule fails closed (see selects).
 func SelectorProblems(rule *wrapupv1alpha1.CompletionRule) []Problem {
 	var out []Problem
 	for _, s := range []struct {
@@ -50,10 +45,8 @@ func SelectorProblems(rule *wrapupv1alpha1.CompletionRule) []Problem {
 }
 
 // RuleProblems are SelectorProblems, a name the API server refuses for a
-// custom resource (a DNS subdomain), and a trigger kind that cannot be in
-// the group it names: a kind of Kubernetes' core group that is not one of
-// its kinds, where a built-in kind of that name (or nearly) lives in another
-// group ("Job is in batch"), and a near miss of a built-in kind's name.
+// custom resource (not a DNS subdomain), and a trigger kind that cannot be
+// in the group it names (kindProblems).
 func RuleProblems(rule *wrapupv1alpha1.CompletionRule) []Problem {
 	out := SelectorProblems(rule)
 	if rule.Name != "" {
@@ -66,8 +59,10 @@ func RuleProblems(rule *wrapupv1alpha1.CompletionRule) []Problem {
 	return out
 }
 
-// kindProblems checks a trigger's group and kind against Kubernetes' core
-// group (which is fixed) and the kinds wrapup has built-in expressions for.
+// kindProblems checks a trigger's group and kind against Kubernetes' own
+// groups and the kinds wrapup has built-in expressions for: a kind not of
+// Kubernetes' group it names, a built-in kind of that name in another
+// group ("Job is in batch"), and a near miss of a built-in kind's name.
 func kindProblems(t wrapupv1alpha1.TriggerSpec) []Problem {
 	if t.Kind == "" {
 		return nil

@@ -13,24 +13,15 @@ import (
 // the requeue and the Events. A decision that asks for more is a defect of
 // Decide (CheckVerdict; the simulations check every decision).
 type VerdictRow struct {
-	// Write: it may write a record (the outcome, newly decided).
-	Write bool
-	// Clear: it may remove the record.
-	Clear bool
-	// Requeue: it may ask to decide again after a while, not only on a
-	// change.
-	Requeue bool
-	// Stamp: it may change the action in force for a recorded run (an
-	// outcome is acted on).
-	Stamp bool
-	// Reasons are the Events it may emit.
-	Reasons []string
+	// It may write a new outcome, clear the record, ask to decide again
+	// after a while (not only on a change), change the action in force
+	// for a recorded run, and emit the Events of Reasons.
+	Write, Clear, Requeue, Stamp bool
+	Reasons                      []string
 }
 
 // diagnostics are the Warnings of what was read of a trigger, which any
-// verdict that reads one may carry: a candidate whose evaluation failed, an
-// object of the trigger's name that is not the AppWrapper's, the
-// annotation in the wrong place.
+// verdict that reads one may carry.
 var diagnostics = []string{wrapupv1alpha1.ReasonEvaluationError, wrapupv1alpha1.ReasonTriggerNotOwned, wrapupv1alpha1.ReasonTriggerAnnotationMisplaced}
 
 // recording are the Events of an outcome recorded now.
