@@ -230,16 +230,11 @@ type Candidate struct {
 
 // Evaluations returns every evaluation the decision made.
 func (d Decision) Evaluations() []*Evaluation {
-	var es []*Evaluation
-	if d.Evaluation != nil {
-		es = append(es, d.Evaluation)
-	}
+	es := []*Evaluation{d.Evaluation}
 	for _, c := range d.Candidates {
-		if c.Evaluation != nil {
-			es = append(es, c.Evaluation)
-		}
+		es = append(es, c.Evaluation)
 	}
-	return es
+	return slices.DeleteFunc(es, func(e *Evaluation) bool { return e == nil })
 }
 
 // WillRecord says whether the decision writes a record.
@@ -735,19 +730,16 @@ func observeCandidate(ctx context.Context, in Input, policy *celpolicies.Policy,
 	}
 	start := time.Now()
 	res, err := policy.Evaluate(ctx, ref.Kind, obj.Object, in.AppWrapperVariable)
-	took := time.Since(start)
-	c.eval = &Evaluation{Outcome: res.Outcome, Message: res.Message, Cost: res.Cost, Took: took,
+	c.eval = &Evaluation{Outcome: res.Outcome, Message: res.Message, Cost: res.Cost, Took: time.Since(start),
 		BuiltinSuccess: res.BuiltinSuccess, BuiltinFailure: res.BuiltinFailure}
+	if err != nil {
+		c.eval.Error = err.Error()
+	}
 	switch {
 	case torn != "":
 		// Evaluated all the same, for explain.
-		if err != nil {
-			c.eval.Error = err.Error()
-		}
-		c.info.Problem = torn
-		c.state = liveTornDown
+		c.info.Problem, c.state = torn, liveTornDown
 	case err != nil:
-		c.eval.Error = err.Error()
 		c.state = liveError
 	case res.Outcome == celpolicies.OutcomeSucceeded:
 		c.state = liveSucceeded
@@ -852,8 +844,7 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 	// A reset (status.retries went up), or the components deployed again
 	// (a reset, or a re-admission after Kueue preempted it) since the
 	// outcome was recorded: a new attempt, whichever component decides.
-	deployedNow := deployedAt(aw)
-	reset := aw.Status.Retries > rec.Retries || !rec.DeployedAt.IsZero() && deployedNow.After(rec.DeployedAt)
+	reset := aw.Status.Retries > rec.Retries || !rec.DeployedAt.IsZero() && deployedAt(aw).After(rec.DeployedAt)
 	switch {
 	case again != nil:
 		d.clear(fmt.Sprintf("the trigger %s is running again: the recorded outcome %s no longer holds", again.name(), rec.Outcome))
@@ -875,29 +866,22 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 	if d.holdRecordedFailure(in) {
 		return
 	}
-	restart := ""
-	if rec.Outcome == wrapupv1alpha1.OutcomeSucceeded {
-		restart = startedAgain(aw)
-		if replaced && restart == "" && !finishedPhase(aw) {
-			restart = "a new trigger replaced the one whose success was recorded: the run started again"
-		}
-		if reset && restart == "" && !finishedPhase(aw) {
-			restart = fmt.Sprintf("the AppWrapper controller deployed the components again after the recorded success (status.retries %d, %d when recorded; deployed at %s): the run started again",
-				aw.Status.Retries, rec.Retries, deployedNow.UTC().Format(time.RFC3339))
-		}
-	}
-	d.act(in, rule, rec, restart)
+	d.act(in, rule, rec, startedAgain(aw, rec, replaced, reset))
 }
 
-// startedAgain says why aw, whose success is recorded, is making a new
-// attempt; "" when it is not. The AppWrapper controller tears every
+// startedAgain says why aw, whose success rec records, is making a new
+// attempt (replaced: a recorded trigger was; reset: see decideRecorded);
+// "" when it is not. The AppWrapper controller tears every
 // component down when Kueue suspends it (spec.suspend set, then
 // Suspending) and when it resets it for a retry, even after the trigger
 // succeeded, when a pod of the trigger failed on the way (appwrapper
 // v1.2.2 appwrapper_controller.go, Reconcile: a Failed pod counted by
 // getPodStatus keeps the AppWrapper from Succeeded, and FoundFailedPods
 // leads to resetOrFail).
-func startedAgain(aw *awv1beta2.AppWrapper) string {
+func startedAgain(aw *awv1beta2.AppWrapper, rec *Record, replaced, reset bool) string {
+	if rec.Outcome != wrapupv1alpha1.OutcomeSucceeded {
+		return ""
+	}
 	switch p := aw.Status.Phase; {
 	case p == awv1beta2.AppWrapperSuspending || p == awv1beta2.AppWrapperSuspended:
 		return fmt.Sprintf("the AppWrapper is %s after its recorded success (Kueue preempted it): re-admitted, it would run again", p)
@@ -905,14 +889,15 @@ func startedAgain(aw *awv1beta2.AppWrapper) string {
 		return fmt.Sprintf("the AppWrapper is %s after its recorded success: its controller tears the components down to run them again", p)
 	case aw.Spec.Suspend && (p == awv1beta2.AppWrapperRunning):
 		return "Kueue suspends the AppWrapper after its recorded success: re-admitted, it would run again"
+	case p == awv1beta2.AppWrapperFailed || p == awv1beta2.AppWrapperSucceeded:
+		// The AppWrapper controller makes no new attempt.
+	case replaced:
+		return "a new trigger replaced the one whose success was recorded: the run started again"
+	case reset:
+		return fmt.Sprintf("the AppWrapper controller deployed the components again after the recorded success (status.retries %d, %d when recorded; deployed at %s): the run started again",
+			aw.Status.Retries, rec.Retries, deployedAt(aw).UTC().Format(time.RFC3339))
 	}
 	return ""
-}
-
-// finishedPhase says whether the AppWrapper controller makes no new
-// attempt of aw: it is Failed or Succeeded.
-func finishedPhase(aw *awv1beta2.AppWrapper) bool {
-	return aw.Status.Phase == awv1beta2.AppWrapperFailed || aw.Status.Phase == awv1beta2.AppWrapperSucceeded
 }
 
 // holdRecordedFailure decides to act on no recorded failure while the

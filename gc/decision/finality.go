@@ -108,22 +108,17 @@ func failureFinality(aw *awv1beta2.AppWrapper, firstSeen, now time.Time, default
 		if d, ok := annotationDuration(aw, awv1beta2.FailureGracePeriodDurationAnnotation); ok {
 			grace = d + AppWrapperRecheckPeriod + Slack
 		}
+		deadline := firstSeen.Add(grace)
+		why = fmt.Sprintf("the AppWrapper is Running: the AppWrapper controller may still retry; the failure is final once it stays Running for %s after wrapup first saw the failure", grace)
 		if mayRetry(aw) {
-			deadline := firstSeen.Add(grace + UnhealthyBackstop)
-			if !now.Before(deadline) {
-				return true, 0, ""
-			}
-			return false, deadline.Sub(now), fmt.Sprintf(
-				"the AppWrapper controller reports the AppWrapper Unhealthy with %d of %d retries used: wrapup waits for it to reset or fail it (at most %s more)",
+			deadline = deadline.Add(UnhealthyBackstop)
+			why = fmt.Sprintf("the AppWrapper controller reports the AppWrapper Unhealthy with %d of %d retries used: wrapup waits for it to reset or fail it (at most %s more)",
 				aw.Status.Retries, retryLimit(aw), deadline.Sub(now).Round(time.Second))
 		}
-		deadline := firstSeen.Add(grace)
 		if !now.Before(deadline) {
 			return true, 0, ""
 		}
-		return false, deadline.Sub(now), fmt.Sprintf(
-			"the AppWrapper is Running: the AppWrapper controller may still retry; the failure is final once it stays Running for %s after wrapup first saw the failure",
-			grace)
+		return false, deadline.Sub(now), why
 	default:
 		// The AppWrapper controller is acting: its next phase change
 		// brings the AppWrapper back.
