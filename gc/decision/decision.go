@@ -30,19 +30,15 @@ type Input struct {
 	Now time.Time
 	// AppWrapper is nil when it does not exist.
 	AppWrapper *awv1beta2.AppWrapper
-	// AppWrapperVariable is the whole AppWrapper as unstructured content,
-	// the expressions' appWrapper variable; nil unless the winning rule
-	// reads it (Needs.ReadAppWrapper).
+	// AppWrapperVariable is the expressions' appWrapper variable, the whole
+	// AppWrapper unstructured; nil unless Needs.ReadAppWrapper.
 	AppWrapperVariable map[string]any
-	// Namespace is the AppWrapper's; needed only when there are rules.
-	Namespace *corev1.Namespace
-	// Rules are every CompletionRule, with their compile results.
-	Rules []Rule
+	Namespace          *corev1.Namespace // the AppWrapper's; needed only when there are rules
+	Rules              []Rule            // every CompletionRule, with their compile results
 	// Kinds are the states of the trigger kinds the rules name and of the
 	// annotated components'; a kind not in it counts as Pending.
-	Kinds map[schema.GroupKind]Kind
-	// Triggers are the live triggers that Plan named, as read.
-	Triggers []Trigger
+	Kinds    map[schema.GroupKind]Kind
+	Triggers []Trigger // the live triggers that Plan named, as read
 	// FailureSeen and HoldStart are the controller's memory of when it
 	// first saw the trigger failed, and the AppWrapper controller hold
 	// this failed AppWrapper for debugging (the hold runs from the first:
@@ -55,13 +51,11 @@ type Input struct {
 	// Warned are the Warnings said after the previous decision
 	// (Remember.Warned): they are not said again.
 	Warned []string
-	// FailureGracePeriod is how long a Running AppWrapper with a failed
-	// trigger, not reported Unhealthy, is given to start a retry; 0 means
-	// DefaultFailureGracePeriod.
+	// FailureGracePeriod: how long a Running AppWrapper with a failed
+	// trigger, not reported Unhealthy, is given to retry; 0: the default.
 	FailureGracePeriod time.Duration
 	// Worker is what was read of the worker cluster that runs an
-	// AppWrapper MultiKueue dispatches, where its Triggers were read; nil
-	// otherwise, or when not read.
+	// AppWrapper MultiKueue dispatches, where Triggers were read; or nil.
 	Worker *Worker
 	// Record is the run's CompletionRecord (RecordName), as stored; nil
 	// for none. It is the run's memory: what wrapup decided before.
@@ -126,8 +120,7 @@ func Verdicts() []Verdict {
 }
 
 // Decision is what to do with one AppWrapper, and why: the verdict, the
-// steps the controller takes, what it remembers until the next decision,
-// and what the decision observed and weighed.
+// steps to take, what to remember, and what was observed and weighed.
 type Decision struct {
 	Verdict Verdict
 	Reason  string // why, for people
@@ -141,32 +134,26 @@ type Decision struct {
 // clear) the record, with its Events; then, for VerdictDelete, delete; and
 // decide again after Requeue.
 type Steps struct {
-	// Outcome is the final outcome acted on; "" while there is none.
-	Outcome wrapupv1alpha1.Outcome
-	// Write is a new outcome to record now; nil for none.
-	Write *Record
-	// Clear says that the recorded outcome no longer holds.
-	Clear bool
-	// Stamp is the action in force for the run when it differs from the
-	// one its record holds; nil otherwise.
+	Outcome wrapupv1alpha1.Outcome // the final outcome acted on; "" for none
+	Write   *Record                // a new outcome to record now; nil for none
+	Clear   bool                   // the recorded outcome no longer holds
+	// Stamp is the action in force for the run when its record holds
+	// another; nil otherwise.
 	Stamp *Stamp
-	// Store is the CompletionRecord to write for Write, Clear or Stamp,
-	// before anything else: created when its resourceVersion is "", else
-	// updated under it; nil for no write.
+	// Store is the CompletionRecord to write first, for Write, Clear or
+	// Stamp: created when its resourceVersion is "", else updated under it.
 	Store *wrapupv1alpha1.CompletionRecord
 	// Action and DryRun are the winning rule's for Outcome, defaults applied.
 	Action wrapupv1alpha1.ActionSpec
 	DryRun bool
-	// After is how long until the verdict's action when it is known: the
-	// TTL (or hold) left for DeleteAfterTTL; for WaitingForRetries, the
-	// longest the failure can still take to become final. 0: now, or on
-	// the next change.
+	// After is how long until the verdict's action, when known: the TTL
+	// (or hold) left for DeleteAfterTTL; the longest a failure can still
+	// take to become final for WaitingForRetries. 0: now, or on a change.
 	After time.Duration
 	// DueAt is when the deletion is (or was) due, for DeleteAfterTTL and
 	// Delete, counted from when the TTL and any hold started.
-	DueAt time.Time
-	// Requeue is when to decide again if nothing changes; 0: on a change.
-	Requeue time.Duration
+	DueAt   time.Time
+	Requeue time.Duration // when to decide again if nothing changes; 0: on a change
 	Events  []Event
 }
 
@@ -179,37 +166,27 @@ type Remember struct {
 	Assigned string
 	// FailureSeen and HoldStart are Input's for the next decision; nil
 	// and zero to forget.
-	FailureSeen *FailureSeen
-	HoldStart   time.Time
-	// WorkerFailures counts the decisions in a row, this one included,
-	// that found its worker cluster unreadable.
-	WorkerFailures int
+	FailureSeen    *FailureSeen
+	HoldStart      time.Time
+	WorkerFailures int // Input's, this decision included
 	// Warned are the Warnings this decision says now, said or not (Events
 	// holds those not said before), by Event.key.
 	Warned []string
-	// Claims are the kinds the AppWrapper itself needs watched (its
-	// annotated triggers', under a rule that names no kind), in the order
-	// of its components.
+	// Claims are the kinds it needs watched itself: its annotated
+	// triggers', under a rule that names no kind, in component order.
 	Claims []schema.GroupKind
 }
 
 // Why is what the decision observed and weighed.
 type Why struct {
-	// Rules lists every CompletionRule in the order in which they would
-	// win, the winner first.
-	Rules []RuleStanding
-	// Winner names the rule that decides (it may be blocked); "" for none.
-	Winner string
-	// Trigger is the single trigger and what was read of it; nil for none.
-	Trigger *TriggerInfo
-	// Worker is the worker cluster where the triggers of an AppWrapper
-	// MultiKueue dispatches were read; nil otherwise.
-	Worker *WorkerInfo
-	// Evaluation is the winning rule's result on the single trigger; nil
-	// when nothing was evaluated.
-	Evaluation *Evaluation
-	// Recorded is the outcome the run's CompletionRecord holds; nil for none.
-	Recorded *Record
+	Rules   []RuleStanding // every CompletionRule, in the order in which they would win
+	Winner  string         // the rule that decides (it may be blocked); "" for none
+	Trigger *TriggerInfo   // the single trigger and what was read of it; nil for none
+	// Worker is where the triggers of an AppWrapper MultiKueue dispatches
+	// were read; nil otherwise.
+	Worker     *WorkerInfo
+	Evaluation *Evaluation // the winning rule's result on the single trigger; nil for none
+	Recorded   *Record     // the outcome the run's CompletionRecord holds; nil for none
 	// Candidates are, when the rule (policy All or Any) has several, each
 	// one and what was read and evaluated of it; Trigger is then nil.
 	Candidates []Candidate
@@ -223,9 +200,8 @@ type Candidate struct {
 	Evaluation *Evaluation // nil when not evaluated
 	// State is Running, Succeeded, Failed, Error (its evaluation failed),
 	// TornDown (which is no completion: see tornDown), Absent or Unknown.
-	State string
-	// Decided: its state decided the outcome.
-	Decided bool
+	State   string
+	Decided bool // its state decided the outcome
 }
 
 // Evaluations returns every evaluation the decision made.
@@ -251,13 +227,10 @@ type TriggerInfo struct {
 
 // Evaluation is the result of the winning rule's expressions.
 type Evaluation struct {
-	// Outcome is Running, Succeeded or Failed; Running on any error.
-	Outcome celpolicies.Outcome
+	Outcome celpolicies.Outcome // Running, Succeeded or Failed; Running on any error
 	Message string
-	// Cost is the CEL cost of the rule's own expressions.
-	Cost uint64
-	// Took is for the controller's metrics; no decision reads it.
-	Took time.Duration
+	Cost    uint64        // the CEL cost of the rule's own expressions
+	Took    time.Duration // for the controller's metrics; no decision reads it
 	// BuiltinSuccess and BuiltinFailure say which expressions were the
 	// trigger kind's built-in ones.
 	BuiltinSuccess, BuiltinFailure bool
@@ -332,13 +305,9 @@ const (
 // Needs is what a decision needs read besides the AppWrapper, its
 // Namespace, the rules and their kinds.
 type Needs struct {
-	// Rule is the winning rule, when it can act.
-	Rule *Rule
-	// Refs are the triggers to read: those with a name, when the
-	// AppWrapper's components exist.
-	Refs []Ref
-	// ReadAppWrapper says that the rule reads the appWrapper variable.
-	ReadAppWrapper bool
+	Rule           *Rule // the winning rule, when it can act
+	Refs           []Ref // the triggers to read: those with a name, when the components exist
+	ReadAppWrapper bool  // the rule reads the appWrapper variable
 }
 
 // Plan says what a decision on in needs read besides what in holds.
@@ -430,22 +399,20 @@ var stateWords = [...]string{liveUnknown: "Unknown", liveAbsent: "Absent", liveR
 //   - the kubelet gives a Pod being deleted a terminal phase: Succeeded
 //     when every container exited 0, whatever its restartPolicy (k8s
 //     v1.37.2 pkg/kubelet/kubelet_pods.go, getPhase with podIsTerminal,
-//     from SyncTerminatingPod), so a harness that exits 0 on SIGTERM
-//     reads as succeeded;
+//     from SyncTerminatingPod): a harness that exits 0 on SIGTERM succeeds;
 //   - a Pod with DisruptionTarget=True is being evicted, preempted or shut
 //     down (the scheduler's preemption, the taint manager, the eviction
 //     API, the pod GC, the kubelet's node-pressure eviction and node
 //     shutdown), possibly left Failed or Succeeded without being deleted.
 //
 // A Job finished before its deletion began is not torn down: that is how
-// its own TTL removes it. The TTL-after-finished controller deletes only a
-// finished Job, with Foreground propagation, so that it is seen with a
-// deletionTimestamp while its pods go (k8s v1.37.2
-// pkg/controller/ttlafterfinished/ttlafterfinished_controller.go,
-// processJob), and the Job controller never changes a finished Job again
+// its own TTL removes it, only once finished, with Foreground propagation,
+// so that it is seen with a deletionTimestamp while its pods go (k8s
+// v1.37.2 pkg/controller/ttlafterfinished/ttlafterfinished_controller.go,
+// processJob); the Job controller never changes a finished Job again
 // (pkg/controller/job/job_controller.go, syncJob returns at
-// IsJobFinished). Its terminal condition must be from two seconds or more
-// before the deletionTimestamp's: a Job deleted while it runs may still be
+// IsJobFinished). Its terminal condition must be two seconds or more
+// before the deletionTimestamp: a Job deleted while it runs may still be
 // finished on the way (syncJob goes on for a Job being deleted), and the
 // condition's time is kube-controller-manager's clock, the
 // deletionTimestamp the API server's, both kept to the second, so that a
@@ -498,8 +465,7 @@ func finishedBefore(obj *unstructured.Unstructured, deleted time.Time) bool {
 }
 
 // MisplacedTriggerAnnotation says why wrapup.dev/trigger on an
-// AppWrapper's own metadata is not read, and where it belongs (the
-// Event's message, and lint's finding).
+// AppWrapper's own metadata is not read, and where it belongs.
 var MisplacedTriggerAnnotation = WarningMisplacedAnnotation.Format
 
 // Decide decides what to do with in.AppWrapper. ctx bounds the evaluation
@@ -600,11 +566,10 @@ func decideOn(ctx context.Context, in Input) Decision {
 
 // workerUnreachable sets d.Worker and decides, for an AppWrapper that
 // MultiKueue dispatches, that it waits while its worker cluster cannot be
-// read, whatever its status says (with the worker unread, the status of no
-// copy known to be this one's); it says whether it did. A recorded success
-// does not wait: it is final, worker or not, and waiting would outlast
-// Kueue's workerLostTimeout, after which MultiKueue dispatches the
-// finished run again elsewhere.
+// read, whatever its status (of no copy known to be this one's) says; it
+// says whether it did. A recorded success is final and does not wait:
+// that would outlast Kueue's workerLostTimeout, after which MultiKueue
+// dispatches the finished run again elsewhere.
 func (d *Decision) workerUnreachable(in Input) bool {
 	d.Worker = workerInfo(in)
 	if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil && !(d.Recorded != nil && d.Recorded.Outcome == wrapupv1alpha1.OutcomeSucceeded) {
@@ -619,8 +584,7 @@ func (d *Decision) workerUnreachable(in Input) bool {
 }
 
 // annotatedKindUnusable claims the kinds of the annotated triggers among
-// refs (d.Claims) and, when one is not served or not watchable, decides
-// that the AppWrapper waits for it; it says whether it did.
+// refs (d.Claims) and, when one cannot be watched, decides to wait for it.
 func (d *Decision) annotatedKindUnusable(in Input, refs []Ref) bool {
 	for _, ref := range refs {
 		if ref.Annotated && !slices.Contains(d.Claims, ref.Kind) {
@@ -816,9 +780,8 @@ func (d *Decision) decideUnsettled(in Input, rule *wrapupv1alpha1.CompletionRule
 // on the triggers cs. The record is final for the triggers that decided
 // it (by component index and UID): only one of them seen running again
 // clears it, and, after a failure, a new attempt (one of them re-created),
-// evaluated afresh. A new trigger after a success does not: the run
-// finished, and running it again is what wrapup exists to prevent. A
-// trigger the record does not name changes nothing.
+// evaluated afresh; not after a success: running it again is what wrapup
+// exists to prevent. A trigger the record does not name changes nothing.
 func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) {
 	aw := in.AppWrapper
 	rec := d.Recorded
@@ -901,8 +864,7 @@ func startedAgain(aw *awv1beta2.AppWrapper, rec *Record, replaced, reset bool) s
 }
 
 // holdRecordedFailure decides to act on no recorded failure while the
-// AppWrapper controller makes a new attempt, or is about to; it says
-// whether it did.
+// AppWrapper controller makes a new attempt, or is about to, if it is.
 func (d *Decision) holdRecordedFailure(in Input) bool {
 	aw, rec := in.AppWrapper, d.Recorded
 	if rec.Outcome != wrapupv1alpha1.OutcomeFailed {
@@ -1001,10 +963,10 @@ func (d *Decision) clear(why string) {
 }
 
 // act decides what follows the final outcome rec, recorded or about to
-// be. again, when not "", says why the run, whose success is recorded,
-// started again: it is then due at once, TTL or not. The TTL keeps a
-// finished run's components for its logs and results; a new attempt tore
-// them down, and would only run the benchmark again.
+// be. again says why the run started again (startedAgain): it is then due
+// at once, TTL or not. The TTL keeps a finished run's components for its
+// logs and results; a new attempt tore them down, and would only run the
+// benchmark again.
 func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Record, again string) {
 	outcome := rec.Outcome
 	aw := in.AppWrapper
@@ -1072,10 +1034,9 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 	d.Events = append(d.Events, EventDeleted.Event(rule.Name, outcome))
 }
 
-// failedHold moves notBefore past a failed AppWrapper's own hold (its
-// DeletionOnFailureGracePeriodAnnotation), from the run's failure and from
-// when its controller started the hold; false when the AppWrapper waits
-// for the controller to start it.
+// failedHold moves notBefore past a failed AppWrapper's own hold, from the
+// run's failure and from when its controller started the hold; false when
+// the AppWrapper waits for the controller to start it.
 func (d *Decision) failedHold(in Input, rec *Record, hold time.Duration, notBefore time.Time) (time.Time, bool) {
 	aw, outcome := in.AppWrapper, rec.Outcome
 	if t := rec.FinishedAt.Add(hold); outcome == wrapupv1alpha1.OutcomeFailed && t.After(notBefore) {
@@ -1126,11 +1087,10 @@ func failedPhaseMessage(aw *awv1beta2.AppWrapper) string {
 	return msg
 }
 
-// MultiKueueWorkerCopy says whether aw is the copy that MultiKueue's
-// AppWrapper adapter created on a worker cluster, and names its origin:
-// the adapter labels every copy it creates with
-// kueue.x-k8s.io/multikueue-origin, and nothing else sets that label.
-// Deleting such a copy is never wrapup's to do (see act).
+// MultiKueueWorkerCopy says whether aw is a copy MultiKueue's AppWrapper
+// adapter created on a worker cluster, and names its origin: only the
+// adapter sets kueue.x-k8s.io/multikueue-origin. Deleting such a copy is
+// never wrapup's to do (see act).
 func MultiKueueWorkerCopy(aw *awv1beta2.AppWrapper) (origin string, ok bool) {
 	if aw == nil {
 		return "", false
@@ -1140,9 +1100,8 @@ func MultiKueueWorkerCopy(aw *awv1beta2.AppWrapper) (origin string, ok bool) {
 }
 
 // TriggerFields are the top-level fields of a trigger of kind gk that a
-// decision under policy p reads: its evaluation's (Policy.ObjectFields),
-// and a Pod's status (see tornDown). The metadata that says it is being
-// deleted is kept whatever the fields.
+// decision under policy p reads: its evaluation's, and a Pod's status (see
+// tornDown); the metadata that says it is being deleted is kept anyway.
 func TriggerFields(p *celpolicies.Policy, gk schema.GroupKind) celpolicies.Fields {
 	f := p.ObjectFields(gk)
 	if gk.Group == "" && gk.Kind == "Pod" {

@@ -18,23 +18,20 @@ const (
 	// at the components of a Running AppWrapper when no pod changes: a
 	// failed component can go unnoticed by it for that long.
 	AppWrapperRecheckPeriod = time.Minute
-	// Slack is what a decision adds to the AppWrapper controller's periods
-	// for its latency (its queue, its API round trips, a loaded API
-	// server), so that a failure is never final at the very instant it may
-	// still be about to retry it.
+	// Slack is added to the AppWrapper controller's periods for its latency
+	// (its queue, a loaded API server), so that a failure is never final at
+	// the very instant it may still be about to retry it.
 	Slack = 30 * time.Second
 	// AppWrapperFailureGracePeriod is the AppWrapper controller's default
 	// failureGracePeriod: how long it lets failed pods recover before it
 	// resets (retries) or fails the AppWrapper.
 	AppWrapperFailureGracePeriod = time.Minute
 	// DefaultFailureGracePeriod is Input.FailureGracePeriod's default: the
-	// AppWrapper controller's failure grace, its recheck period, and the
-	// slack.
+	// AppWrapper controller's failure grace and recheck period, and slack.
 	DefaultFailureGracePeriod = AppWrapperFailureGracePeriod + AppWrapperRecheckPeriod + Slack
 	// UnhealthyBackstop is how much longer than the grace a decision waits
-	// for the AppWrapper controller to act on a Running AppWrapper that it
-	// reports Unhealthy and may still retry, before the failure is final
-	// anyway.
+	// for the AppWrapper controller to act on a Running AppWrapper it
+	// reports Unhealthy (mayRetry), before the failure is final anyway.
 	UnhealthyBackstop = 15 * time.Minute
 	// DefaultRetryLimit is the AppWrapper controller's default retryLimit.
 	DefaultRetryLimit = 3
@@ -44,11 +41,8 @@ const (
 )
 
 // ReadsAppWrapperAnnotation says whether a decision reads the AppWrapper
-// annotation key: the user's switches (wrapup.dev/ignore and
-// wrapup.dev/trigger), and the AppWrapper controller's that say how it
-// retries and holds a failed run; never the mirror of the run's record.
-// wrapup's cache keeps no other annotation of an AppWrapper: a read of
-// another one must be added here.
+// annotation key (never the mirror of the run's record). wrapup's cache
+// keeps no other annotation of an AppWrapper: add any new read here.
 func ReadsAppWrapperAnnotation(key string) bool {
 	switch key {
 	case awv1beta2.RetryLimitAnnotation, awv1beta2.FailureGracePeriodDurationAnnotation, awv1beta2.DeletionOnFailureGracePeriodAnnotation,
@@ -92,10 +86,9 @@ func mayRetry(aw *awv1beta2.AppWrapper) bool {
 }
 
 // failureFinality says whether a failed trigger of aw is final: the
-// AppWrapper controller will not retry it (its phase is Failed or
-// Succeeded, or it stayed Running past the grace since the failure was
-// first seen). While it is not, wait says how long until it may be (0:
-// until the AppWrapper changes), and why says why.
+// AppWrapper controller will not retry it (Failed or Succeeded, or Running
+// past the grace since the failure was first seen). While it is not, wait
+// says how long until it may be (0: until the AppWrapper changes).
 func failureFinality(aw *awv1beta2.AppWrapper, firstSeen, now time.Time, defaultGrace time.Duration) (final bool, wait time.Duration, why string) {
 	switch aw.Status.Phase {
 	case awv1beta2.AppWrapperFailed, awv1beta2.AppWrapperSucceeded:
@@ -148,11 +141,10 @@ func deletionHold(aw *awv1beta2.AppWrapper) time.Duration {
 }
 
 // failedHoldStart is when the AppWrapper controller started holding a
-// failed AppWrapper (its DeletingResources condition, reason
-// DeletionPaused); ok is false when it has not written it yet. It sets
-// that condition on every pass over a Failed AppWrapper, its time changed
-// only with its status (meta.SetStatusCondition): when the hold ends, its
-// teardown sets it True/DeletionInitiated, and the next pass
+// failed AppWrapper (DeletingResources, reason DeletionPaused); ok is false
+// before it wrote it. It sets that condition on every pass, its time
+// changed only with its status (meta.SetStatusCondition): when the hold
+// ends, its teardown sets it True/DeletionInitiated, and the next pass
 // False/DeletionPaused again, with a new time, from which it waits the
 // hold once more (appwrapper v1.2.2 appwrapper_controller.go, Reconcile,
 // case AppWrapperFailed; resource_management.go, deleteComponents). A

@@ -12,25 +12,22 @@ import (
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 )
 
-// A rule whose trigger policy is All or Any decides over several
-// candidates, each read and evaluated as a single trigger is; the policy
-// combines their states into one outcome, and the record keeps which
-// candidates decided it (Record.Triggers), so that what holds for a single
-// trigger holds for each of them (decideRecorded).
+// A rule whose policy is All or Any decides over several candidates, each
+// read as a single trigger is; the policy combines their states, and the
+// record keeps which decided (Record.Triggers), so that what holds for a
+// single trigger holds for each of them (decideRecorded).
 
 // settled is what a policy makes of its candidates' states.
 type settled struct {
 	// outcome is "" while the candidates have not decided; Failed is final
 	// only once the AppWrapper controller will not retry (failureFinality).
-	outcome wrapupv1alpha1.Outcome
-	// deciders index the candidates whose states decide it.
-	deciders []int
+	outcome  wrapupv1alpha1.Outcome
+	deciders []int // the candidates whose states decide it
 }
 
 // combine combines the candidates' states under policy: All succeeds once
 // every candidate succeeded and fails as soon as one failed; Any succeeds
-// as soon as one succeeded and fails once every one failed. Any other
-// state is not finished.
+// as soon as one succeeded and fails once every one failed.
 func combine(policy wrapupv1alpha1.TriggerPolicy, cs []observed) settled {
 	var succeeded, failed []int
 	for i, c := range cs {

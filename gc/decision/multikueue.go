@@ -8,10 +8,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
-// PrebuiltWorkloadLabel is the label by which MultiKueue's AppWrapper
-// adapter names, on the copy it creates on a worker cluster, the Workload
-// of the AppWrapper on the manager cluster (Kueue's
-// pkg/controller/constants.PrebuiltWorkloadLabel).
+// PrebuiltWorkloadLabel names, on MultiKueue's copy on a worker cluster,
+// the manager's Workload (Kueue's pkg/controller/constants).
 const PrebuiltWorkloadLabel = "kueue.x-k8s.io/prebuilt-workload-name"
 
 // Worker is what was read of the worker cluster that runs an AppWrapper
@@ -20,18 +18,13 @@ const PrebuiltWorkloadLabel = "kueue.x-k8s.io/prebuilt-workload-name"
 type Worker struct {
 	// Cluster names the MultiKueueCluster the AppWrapper's Workload is
 	// dispatched to (Workload.status.clusterName); "" while it is not.
-	Cluster string
-	// Workload names the AppWrapper's Workload here, as MultiKueue's copy
-	// on the worker does; "" while it has none.
-	Workload string
-	// Problem says why the worker could not be read; "" when it was.
-	Problem string
-	// AppWrapper is the one of the same name on the worker; nil for none.
-	AppWrapper *awv1beta2.AppWrapper
-	// Finished says that Kueue finished the Workload here: its run on the
-	// worker ended, and MultiKueue removes the copy there, whose last
-	// status the AppWrapper here keeps. FinishedReason is Succeeded or
-	// Failed, as MultiKueue copied it from the worker's Workload.
+	Cluster    string
+	Workload   string                // the AppWrapper's Workload here, as its copy there names it; "" for none
+	Problem    string                // why the worker could not be read; "" when it was
+	AppWrapper *awv1beta2.AppWrapper // the one of the same name on the worker; nil for none
+	// Finished: Kueue finished the Workload here, and MultiKueue removes
+	// the copy there, whose last status the AppWrapper here keeps, and
+	// copies FinishedReason, Succeeded or Failed, from the worker's.
 	Finished       bool
 	FinishedReason string
 }
@@ -59,9 +52,8 @@ func MultiKueueManaged(aw *awv1beta2.AppWrapper) bool {
 }
 
 // componentsOwner is the AppWrapper that controls in.AppWrapper's
-// components: itself, or its copy on the worker. ok is false when there is
-// none; problem then says why, and unknown that the worker could not be
-// read.
+// components: itself, or its copy on the worker; ok is false for none,
+// problem says why, unknown that the worker could not be read.
 func componentsOwner(in Input) (owner *awv1beta2.AppWrapper, ok bool, problem string, unknown bool) {
 	aw := in.AppWrapper
 	if !MultiKueueManaged(aw) {

@@ -17,20 +17,18 @@ import (
 )
 
 // A run's memory is its CompletionRecord, which only wrapup writes: the
-// outcome wrapup decided, the triggers that decided it, and the action in
-// force (the stamp). Nothing a decision reads of a run's past comes from
-// the AppWrapper's labels and annotations, which its tenant can write:
-// those are a mirror for people (Mirror).
+// outcome, the triggers that decided it, and the action in force (the
+// stamp). Nothing a decision reads of a run's past comes from the
+// AppWrapper's metadata, which its tenant can write: that is a mirror for
+// people (Mirror).
 
 // Record is an outcome wrapup decided for a run, as its CompletionRecord
 // keeps it (final as decideRecorded says).
 type Record struct {
-	Outcome wrapupv1alpha1.Outcome
-	// Rule and RuleUID are the rule that decided it.
-	Rule    string
-	RuleUID types.UID
-	// FinishedAt is when wrapup saw the outcome.
-	FinishedAt time.Time
+	Outcome    wrapupv1alpha1.Outcome
+	Rule       string    // the rule that decided it
+	RuleUID    types.UID // the rule's
+	FinishedAt time.Time // when wrapup saw the outcome
 	Message    string
 	Policy     wrapupv1alpha1.TriggerPolicy
 	// Triggers are those whose states decided the outcome (see combine);
@@ -41,14 +39,12 @@ type Record struct {
 	// known).
 	Retries    int32
 	DeployedAt time.Time
-	// Stamp is the action in force for the run.
-	Stamp Stamp
+	Stamp      Stamp // the action in force for the run
 }
 
-// RecordedTrigger is a trigger whose state decided an outcome, by its
-// component index (which tells apart two components of one kind and
-// generateName) and its live object's UID ("" when the AppWrapper's phase
-// decided without one).
+// RecordedTrigger is a trigger that decided an outcome, by its component
+// index (which tells apart two of one kind and generateName) and its live
+// object's UID ("" when the AppWrapper's phase decided without one).
 type RecordedTrigger struct {
 	Index int
 	UID   types.UID
@@ -86,10 +82,9 @@ func (s Stamp) Same(o Stamp) bool {
 // rec at now. Its TTL counts from the run's finish, unless rec's stamp
 // says otherwise: a change of the action in force (another rule, the
 // action, the TTL, dryRun) that makes the deletion later, and not past,
-// takes effect at once; any other counts the TTL from now, when wrapup
-// sees it, so that no change makes a deletion sooner. (A run kept past its
-// due time, by no rule applying for a while, is thus never deleted at once
-// by the rule that takes it over.)
+// takes effect at once; any other counts the TTL from now, so that no
+// change makes a deletion sooner (nor a run kept past its due time, by no
+// rule applying for a while, deleted at once by the rule taking it over).
 func StampFor(cur Stamp, rec *Record, now time.Time) Stamp {
 	cur.Since, cur.DueAt = time.Time{}, time.Time{}
 	if !cur.deletes() {
@@ -130,10 +125,9 @@ func ceilMicro(t time.Time) time.Time {
 	return r.UTC()
 }
 
-// RecordOf is the outcome that cr, the CompletionRecord named for aw,
-// holds for aw's run; nil for none, another AppWrapper's (a UID that
-// hashes alike), an earlier version's (no rule UID: see docs/install.md),
-// or a cleared one.
+// RecordOf is the outcome cr, named for aw, holds for aw's run; nil for
+// none, another AppWrapper's (a UID that hashes alike), an earlier
+// version's (no rule UID: see docs/install.md), or a cleared one.
 func RecordOf(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper) *Record {
 	if cr == nil || aw == nil || cr.AppWrapper.UID != aw.UID || cr.RuleUID == "" || cr.Cleared != nil {
 		return nil
@@ -191,13 +185,8 @@ const MaxMessage = 1024
 // AppWrapper is gone; keep is false when it does not.
 func History(rule *wrapupv1alpha1.CompletionRule) (ret wrapupv1alpha1.RecordRetention, keep bool) {
 	h := rule.Spec.History
-	ret = wrapupv1alpha1.RecordRetention{TTLSecondsAfterFinished: wrapupv1alpha1.DefaultHistoryTTLSeconds, LimitPerNamespace: wrapupv1alpha1.DefaultHistoryLimit}
-	if h.TTLSecondsAfterFinished != nil {
-		ret.TTLSecondsAfterFinished = *h.TTLSecondsAfterFinished
-	}
-	if h.LimitPerNamespace != nil {
-		ret.LimitPerNamespace = *h.LimitPerNamespace
-	}
+	ret = wrapupv1alpha1.RecordRetention{TTLSecondsAfterFinished: ptr.Deref(h.TTLSecondsAfterFinished, wrapupv1alpha1.DefaultHistoryTTLSeconds),
+		LimitPerNamespace: ptr.Deref(h.LimitPerNamespace, wrapupv1alpha1.DefaultHistoryLimit)}
 	if h.Disabled || ret.TTLSecondsAfterFinished <= 0 {
 		return wrapupv1alpha1.RecordRetention{LimitPerNamespace: ret.LimitPerNamespace}, false
 	}
@@ -209,9 +198,8 @@ func RecordName(name string, uid string) string {
 	return wrapupv1alpha1.RecordName(name, types.UID(uid))
 }
 
-// store sets d.Store, the CompletionRecord to write for what d decided on
-// in: a new outcome (in place of a cleared one, under its
-// resourceVersion), a cleared one, or a new stamp.
+// store sets d.Store, the CompletionRecord to write for what d decided:
+// a new outcome (over a cleared one), a cleared one, or a new stamp.
 func (d *Decision) store(in Input) {
 	aw, old := in.AppWrapper, in.Record
 	if aw == nil {
@@ -314,8 +302,8 @@ func recordLabels(cr *wrapupv1alpha1.CompletionRecord, aw *awv1beta2.AppWrapper,
 }
 
 // recordTriggers lists on cr the triggers of d: every one that decided
-// (the record's memory) and, up to MaxRecordedTriggers, the others; the
-// first of them with their status.
+// (the record's memory), and the others up to MaxRecordedTriggers; the
+// first MaxRecordedTriggers with their status.
 func recordTriggers(cr *wrapupv1alpha1.CompletionRecord, in Input, d Decision, rec *Record) {
 	add := func(info TriggerInfo, state string) {
 		rt, decided := rec.recorded(info.Index)
@@ -379,9 +367,9 @@ func triggerStatus(t *wrapupv1alpha1.RecordedTrigger, obj *unstructured.Unstruct
 // finishedAtLayout keeps the time exactly, with its fraction.
 const finishedAtLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
-// Mirror is what the AppWrapper's metadata shows of its run's record, for
+// Mirror is what the AppWrapper's metadata shows of rec (nil: none) for
 // people (kubectl get appwrappers -l wrapup.dev/outcome=Failed), as the
-// keys of a merge patch: rec's outcome, or, for nil, none.
+// keys of a merge patch.
 func Mirror(rec *Record) (labels, annotations map[string]any) {
 	labels = map[string]any{wrapupv1alpha1.OutcomeLabel: nil}
 	annotations = map[string]any{wrapupv1alpha1.RuleAnnotation: nil, wrapupv1alpha1.FinishedAtAnnotation: nil, wrapupv1alpha1.MessageAnnotation: nil}

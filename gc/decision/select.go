@@ -70,12 +70,9 @@ type RuleStanding struct {
 
 // selection is the outcome of choosing the rule that decides.
 type selection struct {
-	// winner is the highest-priority matching rule, usable or not.
-	winner *Rule
-	// blocked says why the winner cannot act; "" when it can.
-	blocked string
-	// standings lists every rule in the order in which they would win.
-	standings []RuleStanding
+	winner    *Rule          // the highest-priority matching rule, usable or not
+	blocked   string         // why the winner cannot act; "" when it can
+	standings []RuleStanding // every rule, in the order in which they would win
 }
 
 // labelsString renders labels as key=value, sorted; "none" for none.
@@ -115,9 +112,8 @@ func unusable(r *Rule, kinds map[schema.GroupKind]Kind) string {
 }
 
 // selects says whether rule's selectors select the AppWrapper's labels and
-// its namespace's, with each selector. One that does not parse fails
-// closed: it selects (so that the rule blocks, either or both broken), and
-// broken says why.
+// its namespace's. One that does not parse fails closed: it selects (so
+// that the rule blocks, either or both broken), and broken says why.
 func selects(rule *wrapupv1alpha1.CompletionRule, awLabels, nsLabels map[string]string) (awMatch, nsMatch bool, awSel, nsSel labels.Selector, broken string) {
 	match := func(field string, sel *metav1.LabelSelector, set map[string]string) (bool, labels.Selector) {
 		if sel == nil {

@@ -57,9 +57,8 @@ type parsedComponent struct {
 	kind               schema.GroupKind
 	version            string
 	name, generateName string
-	// annotated: wrapup.dev/trigger on the component (spec.components[i]
-	// .annotations) or on its template's own metadata, where people
-	// annotate Kubernetes objects.
+	// annotated: wrapup.dev/trigger on the component, or on its template's
+	// own metadata, where people annotate Kubernetes objects.
 	annotated bool
 	bad       string // why the template names no kind; "" when it does
 }

@@ -111,9 +111,8 @@ func kindProblems(t wrapupv1alpha1.TriggerSpec) []Problem {
 	return nil
 }
 
-// kubernetesKind says whether gk's group is one of Kubernetes' own API
-// groups (the core group among them), whose kinds client-go knows, and
-// whether gk is one of their kinds.
+// kubernetesKind says whether gk's group is one of Kubernetes' own (the
+// core group among them), whose kinds client-go knows, and gk one of them.
 func kubernetesKind(gk schema.GroupKind) (group, kind bool) {
 	for gvk := range clientgoscheme.Scheme.AllKnownTypes() {
 		group = group || gvk.Group == gk.Group
