@@ -49,8 +49,8 @@ const DefaultFailureGracePeriod = decision.DefaultFailureGracePeriod
 type triggerCache interface {
 	// Ensure claims a watch on kind gk for owner, keeping fields.
 	Ensure(owner triggers.Owner, gk schema.GroupKind, fields celpolicies.Fields) error
-	// Release drops the claims of owner.
-	Release(owner triggers.Owner)
+	// Keep drops the claims of the AppWrapper key on kinds not in kinds.
+	Keep(key types.NamespacedName, kinds []schema.GroupKind)
 	// Get returns the cached object, or nil; synced is false while the
 	// kind's informer has not listed.
 	Get(gk schema.GroupKind, namespace, name string, fields celpolicies.Fields) (obj *unstructured.Unstructured, synced bool, err error)

@@ -1,7 +1,10 @@
 package gc
 
 import (
+	"context"
+	"maps"
 	"reflect"
+	"slices"
 	"runtime"
 	"testing"
 
@@ -10,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
@@ -34,20 +39,56 @@ func TestAssignments(t *testing.T) {
 	}
 }
 
-// TestClaimOwnersOfSeveralKinds: an AppWrapper whose annotated triggers
-// are of two kinds owns a watch on each, and each owner names it.
-func TestClaimOwnersOfSeveralKinds(t *testing.T) {
+// claimRecorder is a trigger cache that records the claims made on it.
+type claimRecorder struct {
+	mapTriggers
+	claims map[triggers.Owner]bool
+}
+
+func (c *claimRecorder) Ensure(o triggers.Owner, _ schema.GroupKind, _ celpolicies.Fields) error {
+	c.claims[o] = true
+	return nil
+}
+
+func (c *claimRecorder) Keep(key types.NamespacedName, kinds []schema.GroupKind) {
+	for o := range c.claims {
+		if o.AppWrapper == key && !slices.Contains(kinds, o.Kind) {
+			delete(c.claims, o)
+		}
+	}
+}
+
+// TestClaimsOfSeveralKinds: an AppWrapper whose annotated triggers are of
+// two kinds claims a watch on each, keeps those its decision still reads,
+// and drops the rest when it is forgotten, remembering none of them.
+func TestClaimsOfSeveralKinds(t *testing.T) {
 	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Name: "checker"}}
 	aw := util.MakeAppWrapper("run", "ns").Trigger(util.MakeJob("load").Obj()).Trigger(pod).Obj()
 	key := types.NamespacedName{Namespace: "ns", Name: "run"}
-	job, podOwner := claimOwner(key, aw, schema.GroupKind{Group: "batch", Kind: "Job"}), claimOwner(key, aw, schema.GroupKind{Kind: "Pod"})
-	if job != triggers.AppWrapperOwner(key) || podOwner == job {
-		t.Fatalf("owners %v and %v, want the AppWrapper's own for the first kind and another for the second", job, podOwner)
-	}
-	for _, o := range []triggers.Owner{job, podOwner} {
-		if o.Rule != "" || o.AppWrapper != key {
-			t.Errorf("owner %v names %v, want %v", o, o.AppWrapper, key)
+	jobGK, podGK := schema.GroupKind{Group: "batch", Kind: "Job"}, schema.GroupKind{Kind: "Pod"}
+	tc := &claimRecorder{mapTriggers: mapTriggers{}, claims: map[triggers.Owner]bool{}}
+	r := &appWrapperReconciler{Triggers: tc, Assign: newAssignments()}
+	mem := &awMemory{}
+	v := &cacheView{r: r, key: key, mem: mem}
+	for _, gk := range []schema.GroupKind{jobGK, podGK} {
+		if _, err := v.Trigger(context.Background(), aw, decision.Ref{Kind: gk, Name: "x", Annotated: true}, celpolicies.Fields{}); err != nil {
+			t.Fatal(err)
 		}
+	}
+	want := map[triggers.Owner]bool{triggers.AppWrapperOwner(key, jobGK): true, triggers.AppWrapperOwner(key, podGK): true}
+	if !maps.Equal(tc.claims, want) {
+		t.Fatalf("claims %v, want %v", tc.claims, want)
+	}
+	r.remember(context.Background(), decision.Input{AppWrapper: aw}, decision.Decision{Remember: decision.Remember{Claims: []schema.GroupKind{jobGK}}}, mem)
+	if want := map[triggers.Owner]bool{triggers.AppWrapperOwner(key, jobGK): true}; !maps.Equal(tc.claims, want) {
+		t.Fatalf("after a decision that reads the Job alone: claims %v, want %v", tc.claims, want)
+	}
+	if !mem.empty() {
+		t.Errorf("the memory holds %+v; the claims need no memory", *mem)
+	}
+	r.forget(key, mem)
+	if len(tc.claims) != 0 {
+		t.Errorf("claims %v after the AppWrapper was forgotten, want none", tc.claims)
 	}
 }
 

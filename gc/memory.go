@@ -2,74 +2,18 @@ package gc
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/gc/decision"
-	"github.com/wrapup-dev/wrapup/gc/triggers"
 )
-
-// claimOwner is the owner of the watch of kind gk for the AppWrapper key
-// (aw): its own for the kind of its first annotated component, and one
-// per other kind, for AppWrappers whose annotated triggers are of several
-// kinds.
-func claimOwner(key types.NamespacedName, aw *awv1beta2.AppWrapper, gk schema.GroupKind) triggers.Owner {
-	if kinds := decision.AnnotatedKinds(aw); len(kinds) == 0 || kinds[0] == gk {
-		return triggers.AppWrapperOwner(key)
-	}
-	return triggers.AppWrapperOwner(key).Of(gk)
-}
-
-// held are the trigger kinds an AppWrapper claims on one cluster's
-// watches, each as triggers.AppWrapperOwner(key).Of(kind): on the cluster wrapup
-// runs in, the kinds of its annotated triggers besides the first (which it
-// holds as triggers.AppWrapperOwner(key), without remembering it); on a worker
-// cluster, every kind it reads there.
-type held struct {
-	// cluster is the worker cluster; "" for the cluster wrapup runs in.
-	cluster string
-	kinds   []schema.GroupKind
-}
-
-// add remembers that gk is claimed.
-func (h *held) add(gk schema.GroupKind) {
-	if !slices.Contains(h.kinds, gk) {
-		h.kinds = append(slices.Clone(h.kinds), gk)
-	}
-}
-
-// keep releases, through release, the claims of the AppWrapper key on the
-// kinds not in kinds, and remembers kinds.
-func (h *held) keep(key types.NamespacedName, kinds []schema.GroupKind, release func(triggers.Owner)) {
-	for _, gk := range h.kinds {
-		if !slices.Contains(kinds, gk) {
-			release(triggers.AppWrapperOwner(key).Of(gk))
-		}
-	}
-	h.kinds = kinds
-}
-
-// keepClaims keeps the watches of the kinds claims, and drops the others
-// the AppWrapper key held.
-func (r *appWrapperReconciler) keepClaims(key types.NamespacedName, claims []schema.GroupKind, mem *awMemory) {
-	if len(claims) == 0 {
-		r.Triggers.Release(triggers.AppWrapperOwner(key))
-	}
-	var extra []schema.GroupKind
-	if len(claims) > 1 {
-		extra = claims[1:]
-	}
-	mem.claims.keep(key, extra, r.Triggers.Release)
-}
 
 // remember keeps in mem what the decision d on the caches says to
 // remember, and does what it allows before any write: the rule assigned,
@@ -81,11 +25,11 @@ func (r *appWrapperReconciler) remember(ctx context.Context, in decision.Input, 
 	key := client.ObjectKeyFromObject(aw)
 	r.Assign.Set(key, d.Assigned)
 	mem.update(aw.UID, d)
-	r.keepClaims(key, d.Claims, mem)
+	r.Triggers.Keep(key, d.Claims)
 	if d.Winner != "" {
 		ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("rule", d.Winner))
 	}
-	if d.Worker == nil || d.Worker.Cluster != mem.worker.cluster {
+	if d.Worker == nil || d.Worker.Cluster != mem.worker {
 		// Not dispatched there (any more): its triggers there are not watched for it.
 		r.releaseWorker(key, mem)
 	}
@@ -134,8 +78,7 @@ func hasReason(keys []string, reason string) bool {
 // going: its watch claims, here and on its worker, its rule assignment and
 // its memory entry.
 func (r *appWrapperReconciler) forget(key types.NamespacedName, mem *awMemory) {
-	r.Triggers.Release(triggers.AppWrapperOwner(key))
-	mem.claims.keep(key, nil, r.Triggers.Release)
+	r.Triggers.Keep(key, nil)
 	r.releaseWorker(key, mem)
 	r.Assign.Set(key, "")
 	*mem = awMemory{}
@@ -160,12 +103,9 @@ type awMemory struct {
 	holdStart time.Time
 	// warned are the Warnings last emitted, as reason and message.
 	warned []string
-	// claims are the kinds of its annotated triggers watched for it
-	// besides the first.
-	claims held
-	// worker are the kinds watched for it on the worker cluster
-	// MultiKueue dispatched it to.
-	worker held
+	// worker is the worker cluster MultiKueue dispatched it to whose
+	// watches it claims kinds on.
+	worker string
 	// unreachable counts the decisions in a row that found its worker
 	// cluster unreadable: the wait before the next grows with it.
 	unreachable int
@@ -175,7 +115,7 @@ type awMemory struct {
 // update compares only to reset what else is remembered.
 func (e *awMemory) empty() bool {
 	return e.failure == (decision.FailureSeen{}) && e.holdStart.IsZero() && len(e.warned) == 0 &&
-		len(e.claims.kinds) == 0 && e.worker.cluster == "" && len(e.worker.kinds) == 0 && e.unreachable == 0
+		e.worker == "" && e.unreachable == 0
 }
 
 // take returns the entry of the AppWrapper key for one reconcile to
@@ -219,7 +159,7 @@ func (e *awMemory) update(uid types.UID, d decision.Decision) {
 	if e.uid != uid {
 		// Watches are claimed by name: an AppWrapper created again under
 		// the same name takes its claims over.
-		*e = awMemory{uid: uid, claims: e.claims, worker: e.worker}
+		*e = awMemory{uid: uid, worker: e.worker}
 	}
 	e.failure = decision.FailureSeen{}
 	if d.FailureSeen != nil {
@@ -233,4 +173,23 @@ func (m *memory) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.m)
+}
+
+// onWorker remembers in mem, before the AppWrapper key claims kinds on the
+// watches of the worker cluster, that it does, so that they are released
+// with it whatever happens to the reconcile; its claims on another worker
+// are released first.
+func (r *appWrapperReconciler) onWorker(key types.NamespacedName, mem *awMemory, cluster string) {
+	if mem.worker != cluster {
+		r.releaseWorker(key, mem)
+		mem.worker = cluster
+	}
+}
+
+// releaseWorker drops the claims of the AppWrapper key on its worker.
+func (r *appWrapperReconciler) releaseWorker(key types.NamespacedName, mem *awMemory) {
+	if mem.worker != "" && r.Clusters != nil {
+		r.Clusters.release(mem.worker, key)
+	}
+	mem.worker = ""
 }

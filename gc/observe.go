@@ -81,13 +81,11 @@ type workerCacheView struct {
 
 func (v *workerCacheView) Kind(gk schema.GroupKind) decision.Kind { return v.c.triggers.Kind(gk) }
 
-// Claim watches gk (keeping fields) on the worker for the AppWrapper,
-// remembered first; a kind that cannot be watched there is no error.
+// Claim watches gk (keeping fields) on the worker for the AppWrapper; a
+// kind that cannot be watched there is no error.
 func (v *workerCacheView) Claim(gk schema.GroupKind, fields celpolicies.Fields) error {
-	// Remembered before the claim is made, so that it is released with the
-	// AppWrapper whatever happens to this reconcile.
-	v.r.claimOnWorker(v.key, v.mem, v.c, gk)
-	if err := v.c.triggers.Ensure(triggers.AppWrapperOwner(v.key).Of(gk), gk, fields); err != nil && !triggers.KindState(err) {
+	v.r.onWorker(v.key, v.mem, v.c.cluster)
+	if err := v.c.triggers.Ensure(triggers.AppWrapperOwner(v.key, gk), gk, fields); err != nil && !triggers.KindState(err) {
 		return fmt.Errorf("watching %s on worker cluster %s: %w", gk, v.c.cluster, err)
 	}
 	return nil
@@ -139,13 +137,7 @@ func (v *cacheView) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref d
 	if ref.Annotated {
 		// The rule does not name the kind: this AppWrapper's annotated
 		// component does, so the AppWrapper holds the watch on it.
-		owner := claimOwner(v.key, aw, ref.Kind)
-		if owner != triggers.AppWrapperOwner(v.key) {
-			// Remembered before the claim is made, so that it is released
-			// with the AppWrapper whatever happens to this reconcile.
-			v.mem.claims.add(ref.Kind)
-		}
-		if err := v.r.Triggers.Ensure(owner, ref.Kind, fields); err != nil && !triggers.KindState(err) {
+		if err := v.r.Triggers.Ensure(triggers.AppWrapperOwner(v.key, ref.Kind), ref.Kind, fields); err != nil && !triggers.KindState(err) {
 			return t, err
 		}
 		if k := v.r.Triggers.Kind(ref.Kind); k.State == decision.KindNotServed || k.State == decision.KindNotWatchable {

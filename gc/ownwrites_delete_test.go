@@ -7,6 +7,7 @@ import (
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,10 +21,14 @@ import (
 // releaseTriggers records the claims released.
 type releaseTriggers struct {
 	mapTriggers
-	released []triggers.Owner
+	released []types.NamespacedName
 }
 
-func (t *releaseTriggers) Release(o triggers.Owner) { t.released = append(t.released, o) }
+func (t *releaseTriggers) Keep(key types.NamespacedName, kinds []schema.GroupKind) {
+	if kinds == nil {
+		t.released = append(t.released, key)
+	}
+}
 
 // TestDeleteAnsweredNotFoundForgets: wrapup's delete is under way when
 // someone else's deletion (kubectl delete, a namespace deletion, the

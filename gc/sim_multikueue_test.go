@@ -29,6 +29,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -851,8 +852,12 @@ func (s *mkSource) conn(_ context.Context, cluster string) (*workerConn, error) 
 	return &workerConn{cluster: cluster, reader: s.w.workerReader(wk), triggers: &mkWorkerTriggers{w: s.w, wk: wk}}, nil
 }
 
-func (s *mkSource) release(cluster string, owner triggers.Owner) {
-	delete(s.w.workers[cluster].claims, owner)
+func (s *mkSource) release(cluster string, key types.NamespacedName) {
+	for owner := range s.w.workers[cluster].claims {
+		if owner.Rule == "" && owner.AppWrapper == key {
+			delete(s.w.workers[cluster].claims, owner)
+		}
+	}
 }
 
 // workerReader is what wrapup reads of the worker wk, through the
@@ -894,7 +899,13 @@ func (t *mkWorkerTriggers) Ensure(owner triggers.Owner, _ schema.GroupKind, _ ce
 	t.wk.claims[owner] = true
 	return nil
 }
-func (t *mkWorkerTriggers) Release(owner triggers.Owner) { delete(t.wk.claims, owner) }
+func (t *mkWorkerTriggers) Keep(key types.NamespacedName, kinds []schema.GroupKind) {
+	for owner := range t.wk.claims {
+		if owner.Rule == "" && owner.AppWrapper == key && !slices.Contains(kinds, owner.Kind) {
+			delete(t.wk.claims, owner)
+		}
+	}
+}
 func (t *mkWorkerTriggers) Get(_ schema.GroupKind, namespace, name string, _ celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
 	if t.w.now.Before(t.wk.syncAt) {
 		return nil, false, nil
@@ -919,7 +930,7 @@ func (t *mkWorkerTriggers) Wait(_ schema.GroupKind, key types.NamespacedName) {
 type mkNoTriggers struct{}
 
 func (mkNoTriggers) Ensure(triggers.Owner, schema.GroupKind, celpolicies.Fields) error { return nil }
-func (mkNoTriggers) Release(triggers.Owner)                                            {}
+func (mkNoTriggers) Keep(types.NamespacedName, []schema.GroupKind)                     {}
 func (mkNoTriggers) Get(schema.GroupKind, string, string, celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
 	return nil, true, nil
 }

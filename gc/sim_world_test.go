@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -1636,7 +1637,13 @@ func (t *simTriggers) Ensure(owner triggers.Owner, gk schema.GroupKind, _ celpol
 	return nil
 }
 
-func (t *simTriggers) Release(owner triggers.Owner) { delete(t.claims, owner) }
+func (t *simTriggers) Keep(key types.NamespacedName, kinds []schema.GroupKind) {
+	for owner, gk := range t.claims {
+		if owner.Rule == "" && owner.AppWrapper == key && !slices.Contains(kinds, gk) {
+			delete(t.claims, owner)
+		}
+	}
+}
 
 func (t *simTriggers) Get(gk schema.GroupKind, namespace, name string, _ celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
 	if gk == simEvalRunGK || gk == simConfigMapGK || !t.synced() {

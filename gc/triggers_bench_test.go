@@ -32,7 +32,7 @@ import (
 type mapTriggers map[string]*unstructured.Unstructured
 
 func (m mapTriggers) Ensure(triggers.Owner, schema.GroupKind, celpolicies.Fields) error { return nil }
-func (m mapTriggers) Release(triggers.Owner)                                            {}
+func (m mapTriggers) Keep(types.NamespacedName, []schema.GroupKind)                     {}
 func (m mapTriggers) Get(gk schema.GroupKind, ns, name string, _ celpolicies.Fields) (*unstructured.Unstructured, bool, error) {
 	if o, ok := m[gk.String()+"/"+ns+"/"+name]; ok {
 		return o.DeepCopy(), true, nil

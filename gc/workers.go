@@ -83,8 +83,9 @@ type workerSource interface {
 	workload(ctx context.Context, aw *awv1beta2.AppWrapper, live bool) (*kueue.Workload, error)
 	// conn returns the connection to the worker named cluster.
 	conn(ctx context.Context, cluster string) (*workerConn, error)
-	// release drops the claims of owner on the watches of cluster.
-	release(cluster string, owner triggers.Owner)
+	// release drops the claims of the AppWrapper key on the watches of
+	// cluster.
+	release(cluster string, key types.NamespacedName)
 }
 
 // workerConn is the connection to one worker.
@@ -277,9 +278,9 @@ func (ws *workerClusters) lookup(cluster string) *workerConn {
 	return ws.conns[cluster]
 }
 
-func (ws *workerClusters) release(cluster string, owner triggers.Owner) {
+func (ws *workerClusters) release(cluster string, key types.NamespacedName) {
 	if c := ws.lookup(cluster); c != nil {
-		c.watches.Release(owner)
+		c.watches.Keep(key, nil)
 	}
 }
 
@@ -331,25 +332,4 @@ func (a *answerReader) Get(ctx context.Context, key client.ObjectKey, obj client
 	err := a.Reader.Get(ctx, key, obj, opts...)
 	a.c.answered(a.clock.Now(), err)
 	return err
-}
-
-// claimOnWorker remembers in mem that the AppWrapper key claims gk on the
-// worker c, releasing its claims on any other worker first; the caller
-// (workerCacheView.Claim) then makes the claim.
-func (r *appWrapperReconciler) claimOnWorker(key types.NamespacedName, mem *awMemory, c *workerConn, gk schema.GroupKind) {
-	if mem.worker.cluster != c.cluster {
-		r.releaseWorker(key, mem)
-		mem.worker.cluster = c.cluster
-	}
-	mem.worker.add(gk)
-}
-
-// releaseWorker drops the claims of the AppWrapper key on its worker.
-func (r *appWrapperReconciler) releaseWorker(key types.NamespacedName, mem *awMemory) {
-	if mem.worker.cluster == "" || r.Clusters == nil {
-		return
-	}
-	cluster := mem.worker.cluster
-	mem.worker.keep(key, nil, func(o triggers.Owner) { r.Clusters.release(cluster, o) })
-	mem.worker = held{}
 }

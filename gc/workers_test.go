@@ -102,7 +102,7 @@ func TestWorkerConnections(t *testing.T) {
 	// An AppWrapper watching a kind on the old connection: the claim
 	// stands though the worker does not answer (the kind is taken up when
 	// it does).
-	_ = first.watches.Ensure(triggers.AppWrapperOwner(types.NamespacedName{Namespace: "ns", Name: "run"}).Of(schema.GroupKind{Group: "batch", Kind: "Job"}), schema.GroupKind{Group: "batch", Kind: "Job"}, celpolicies.Fields{})
+	_ = first.watches.Ensure(triggers.AppWrapperOwner(types.NamespacedName{Namespace: "ns", Name: "run"}, schema.GroupKind{Group: "batch", Kind: "Job"}), schema.GroupKind{Group: "batch", Kind: "Job"}, celpolicies.Fields{})
 	clock.SetTime(clock.Now().Add(secretRecheck))
 	second, err := ws.conn(ctx, "worker-1")
 	if err != nil || second == first {

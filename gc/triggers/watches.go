@@ -67,10 +67,9 @@ type Watches struct {
 }
 
 // Owner is who claims a trigger kind: a rule (Rule set), or an
-// AppWrapper for its annotated triggers. An AppWrapper owns the kind of its
-// first annotated component with no Kind (AppWrapperOwner), so that it is
-// released without knowing the kind, and each other kind, and every kind
-// on a worker cluster, with the kind named (Owner.Of).
+// AppWrapper, for each kind it reads (an annotated component's, or any on
+// a worker cluster), which Keep drops without the AppWrapper remembering
+// them.
 type Owner struct {
 	Rule       string
 	AppWrapper types.NamespacedName
@@ -80,22 +79,17 @@ type Owner struct {
 // RuleOwner is the owner of the kind the rule name names.
 func RuleOwner(name string) Owner { return Owner{Rule: name} }
 
-// AppWrapperOwner is the owner, for the AppWrapper key, of the kind of its
-// first annotated component.
-func AppWrapperOwner(key types.NamespacedName) Owner { return Owner{AppWrapper: key} }
-
-// Of is the owner, for the same AppWrapper, of the kind gk.
-func (o Owner) Of(gk schema.GroupKind) Owner { return Owner{AppWrapper: o.AppWrapper, Kind: gk} }
+// AppWrapperOwner is the owner of the kind gk for the AppWrapper key.
+func AppWrapperOwner(key types.NamespacedName, gk schema.GroupKind) Owner {
+	return Owner{AppWrapper: key, Kind: gk}
+}
 
 // String names the owner in logs.
 func (o Owner) String() string {
-	switch {
-	case o.Rule != "":
+	if o.Rule != "" {
 		return "rule/" + o.Rule
-	case o.Kind.Kind != "":
-		return "appwrapper/" + o.AppWrapper.String() + "/" + o.Kind.String()
 	}
-	return "appwrapper/" + o.AppWrapper.String()
+	return "appwrapper/" + o.AppWrapper.String() + "/" + o.Kind.String()
 }
 
 // claim is the kind an owner needs watched, and the fields it reads.
@@ -459,6 +453,18 @@ func (w *Watches) Release(owner Owner) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.releaseLocked(owner)
+}
+
+// Keep drops the claims of the AppWrapper key on the kinds not in kinds
+// (nil: on every kind).
+func (w *Watches) Keep(key types.NamespacedName, kinds []schema.GroupKind) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for gk := range w.kinds {
+		if !slices.Contains(kinds, gk) {
+			w.releaseLocked(AppWrapperOwner(key, gk))
+		}
+	}
 }
 
 // releaseLocked drops the claim of owner, and stops its kind's informer

@@ -419,7 +419,7 @@ func TestWatchesForbiddenKind(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "", errors.New("RBAC"))
 	})
 	owner := types.NamespacedName{Namespace: "ns", Name: "run"}
-	g.Expect(b.W.Ensure(triggers.AppWrapperOwner(owner), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	g.Expect(b.W.Ensure(triggers.AppWrapperOwner(owner, jobGK), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
 	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindNotWatchable))
 	g.Expect(b.W.Kind(jobGK).Message).To(gomega.ContainSubstring("forbidden"))
 	g.Eventually(b.W.Events(), 5*time.Second).Should(gomega.Receive(gomega.HaveField("Object.GetName()", "run")))
@@ -446,7 +446,7 @@ func TestWatchesDiscoveryOutsideTheLock(t *testing.T) {
 	go func() {
 		b.W.Kind(jobGK)
 		_, _, _ = b.W.Get(jobGK, "ns", "x", celpolicies.Fields{})
-		b.W.Release(triggers.AppWrapperOwner(types.NamespacedName{Namespace: "ns", Name: "other"}))
+		b.W.Release(triggers.AppWrapperOwner(types.NamespacedName{Namespace: "ns", Name: "other"}, jobGK))
 		close(read)
 	}()
 	g.Eventually(read, 2*time.Second).Should(gomega.BeClosed(), "readers waited for discovery")
@@ -542,8 +542,27 @@ func TestWatchesKeepWhatTheKnownRulesRead(t *testing.T) {
 		}
 		return celpolicies.Fields{}
 	}})
-	g.Expect(b.W.Ensure(triggers.AppWrapperOwner(types.NamespacedName{Namespace: "ns", Name: "run"}), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
+	g.Expect(b.W.Ensure(triggers.AppWrapperOwner(types.NamespacedName{Namespace: "ns", Name: "run"}, jobGK), jobGK, celpolicies.FieldsOf("status"))).To(gomega.Succeed())
 	g.Eventually(func() decision.KindState { return b.W.Kind(jobGK).State }, 5*time.Second, 10*time.Millisecond).Should(gomega.Equal(decision.KindWatched))
 	g.Expect(b.W.Keeps(jobGK, celpolicies.FieldsOf("spec", "status"))).To(gomega.BeTrue())
 	g.Expect(b.W.Keeps(jobGK, celpolicies.FieldsOf("metadata"))).To(gomega.BeFalse())
+}
+
+// Keep drops an AppWrapper's claims on the kinds it no longer reads, and
+// on every kind with nil, without the AppWrapper remembering them: the
+// informer stops with its last owner.
+func TestWatchesKeep(t *testing.T) {
+	g := gomega.NewWithT(t)
+	b := newWatchesBed(t)
+	run, other := types.NamespacedName{Namespace: "ns", Name: "run"}, types.NamespacedName{Namespace: "ns", Name: "other"}
+	g.Expect(b.W.Ensure(triggers.AppWrapperOwner(run, jobGK), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	g.Expect(b.W.Ensure(triggers.AppWrapperOwner(other, jobGK), jobGK, celpolicies.Fields{})).To(gomega.Succeed())
+	b.W.Keep(run, []schema.GroupKind{jobGK})
+	g.Expect(b.W.Claimants()).To(gomega.ConsistOf(run, other))
+	b.W.Keep(run, nil)
+	g.Expect(b.W.Claimants()).To(gomega.ConsistOf(other))
+	g.Expect(b.W.Kinds()).To(gomega.ConsistOf(jobGK))
+	b.W.Keep(other, []schema.GroupKind{{Kind: "Pod"}})
+	g.Expect(b.W.Claimants()).To(gomega.BeEmpty())
+	g.Expect(b.W.Kinds()).To(gomega.BeEmpty())
 }
