@@ -4,8 +4,8 @@ import (
 	"context"
 	"maps"
 	"reflect"
-	"slices"
 	"runtime"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
