@@ -2,10 +2,12 @@
 // (gc/decision). Its rooms:
 //
 //   - appwrapper_controller.go: the AppWrapper controller (one completion,
-//     below). It keeps one memory entry per AppWrapper, taken and settled
-//     once per reconcile; the final check (decideFresh) comes before any
-//     write of the run's CompletionRecord or delete, and the delete has UID
-//     and resourceVersion preconditions.
+//     below). The final check (decideFresh) comes before any write of the
+//     run's CompletionRecord or delete, and the delete has UID and
+//     resourceVersion preconditions.
+//   - memory.go: what it remembers of each AppWrapper between reconciles,
+//     one entry taken and settled once per reconcile, and the watch claims
+//     it drops when the AppWrapper goes.
 //   - observe.go: where that controller reads: the caches, and the trigger
 //     informers it claims for each AppWrapper (gc/read gathers the rest).
 //   - groupread.go: the final checks' consistent LISTs of the rules, each
@@ -29,16 +31,16 @@
 //
 // Beside it: gc/decision (what to do, pure; its Events, each reason with
 // its message, in events.go), gc/read (the read side: Gather, through the
-// caches, the API server or a tool's reader), gc/view (what people are
-// shown: Explain and the record rendering, shared with kubectl-wrapup),
-// gc/triggers (the trigger informers) and gc/intern (the strings the
-// caches share).
+// caches, the API server or a tool's reader), gc/triggers (the trigger
+// informers) and gc/intern (the strings the caches share). What people are
+// shown of a decision (Explain, the history) is kubectl-wrapup's, in
+// cmd/kubectl-wrapup/view, made on the same read side and decision.
 //
 // One completion, from the trigger's watch event to the delete:
 // triggers.Watches turns the Job's status update into an event for its
 // AppWrapper; appWrapperReconciler.Reconcile gathers (read.Gather through
 // cacheView) and decides (decision.Decide); remember keeps the failure
-// clock and the Warnings said; decideFresh gathers again through liveView
+// clock and the Warnings said; decideFresh gathers again through liveViewAhead
 // (the API server; the rules as groupread.go reads them) and decides
 // again; act does that decision's steps in order: it creates the run's
 // CompletionRecord, decides again on it as stored, mirrors the outcome on

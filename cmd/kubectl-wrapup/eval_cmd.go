@@ -19,8 +19,8 @@ import (
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
+	"github.com/wrapup-dev/wrapup/cmd/kubectl-wrapup/view"
 	"github.com/wrapup-dev/wrapup/gc/decision"
-	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 const evalLong = `Evaluate a CompletionRule against a trigger object, as the controller does:

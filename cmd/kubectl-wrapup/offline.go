@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/cmd/kubectl-wrapup/view"
 	"github.com/wrapup-dev/wrapup/gc/decision"
-	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 // objectKey names an object of the files an offline explain reads.

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/cmd/kubectl-wrapup/view"
 	"github.com/wrapup-dev/wrapup/gc/decision"
-	"github.com/wrapup-dev/wrapup/gc/view"
 )
 
 const planLong = `Say, before CompletionRules are applied, what wrapup would do with each

@@ -29,7 +29,7 @@ func TestTroubleshootingNamesWhatWrapupSays(t *testing.T) {
 		t.Fatalf("read %d reasons from api/v1alpha1/constants.go: the extraction is broken", len(reasons))
 	}
 	var code strings.Builder
-	for _, dir := range []string{"cmd/manager", "gc", "gc/triggers", "gc/view", "gc/decision"} {
+	for _, dir := range []string{"cmd/manager", "gc", "gc/triggers", "cmd/kubectl-wrapup/view", "gc/decision"} {
 		files, _ := filepath.Glob(filepath.Join(root, dir, "*.go"))
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") {

@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/cmd/kubectl-wrapup/view"
 	"github.com/wrapup-dev/wrapup/gc/decision"
-	"github.com/wrapup-dev/wrapup/gc/view"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
 

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
-	"github.com/wrapup-dev/wrapup/gc/view"
+	"github.com/wrapup-dev/wrapup/cmd/kubectl-wrapup/view"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )

@@ -21,8 +21,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/cmd/kubectl-wrapup/view"
 	"github.com/wrapup-dev/wrapup/gc/decision"
-	"github.com/wrapup-dev/wrapup/gc/view"
 	"github.com/wrapup-dev/wrapup/test/framework"
 	"github.com/wrapup-dev/wrapup/test/util"
 )
