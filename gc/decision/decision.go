@@ -737,42 +737,8 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, cs []ob
 		}
 		d.Verdict, d.After, d.Requeue = VerdictWaitingForRetries, wait, wait
 		d.Reason = who + " failed and " + why
-	case len(cs) > 1:
-		d.decideManyUnsettled(in, rule, cs)
 	default:
 		d.decideUnsettled(in, rule, cs)
-	}
-}
-
-// decideUnsettled decides for a run with no record whose single trigger
-// cs[0] has not settled.
-func (d *Decision) decideUnsettled(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) {
-	aw, c := in.AppWrapper, cs[0]
-	switch phase := aw.Status.Phase; {
-	case c.state == liveUnknown:
-		d.Verdict, d.Requeue = VerdictWaitingForTrigger, PendingRetry
-		d.Reason = d.Trigger.Problem + "; wrapup looks again when it has"
-	case phase == awv1beta2.AppWrapperFailed && c.state != liveError:
-		// The AppWrapper controller gave up (retry limit, a deleted
-		// component, a fatal error) and tears the components down.
-		d.Evaluation = &Evaluation{Outcome: celpolicies.OutcomeFailed, FromAppWrapperPhase: true, Message: failedPhaseMessage(aw)}
-		d.record(in, rule, wrapupv1alpha1.OutcomeFailed, cs, []int{0}, d.Evaluation.Message)
-	case phase == awv1beta2.AppWrapperSucceeded && c.state == liveAbsent:
-		// Every pod succeeded, as the AppWrapper controller saw it, and the
-		// trigger is gone (its own TTL): it succeeded.
-		d.Evaluation = &Evaluation{Outcome: celpolicies.OutcomeSucceeded, FromAppWrapperPhase: true, Message: succeededPhaseMessage}
-		d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, cs, []int{0}, succeededPhaseMessage)
-	case c.state == liveError:
-		d.Verdict = VerdictWaitingForTrigger
-		d.Reason = "the evaluation failed, which counts as not finished (Warning Event EvaluationError); wrapup evaluates again when the trigger changes"
-	case c.notOwned:
-		d.Verdict, d.Reason = VerdictNoTrigger, d.Trigger.Problem
-	case c.state == liveAbsent || c.state == liveTornDown:
-		d.Verdict = VerdictWaitingForTrigger
-		d.Reason = d.Trigger.Problem + "; wrapup looks again when it changes"
-	default:
-		d.Verdict = VerdictWaitingForTrigger
-		d.Reason = "the trigger is not finished; wrapup evaluates again when it changes"
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
+	"github.com/wrapup-dev/wrapup/celpolicies"
 )
 
 // A rule whose policy is All or Any decides over several candidates, each
@@ -103,10 +104,10 @@ func (d *Decision) settle(in Input, policy wrapupv1alpha1.TriggerPolicy, cs []ob
 	return v
 }
 
-// decideManyUnsettled decides for a run with no record whose several
-// triggers cs have not settled.
-func (d *Decision) decideManyUnsettled(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) {
-	aw := in.AppWrapper
+// decideUnsettled decides for a run with no record whose triggers cs have
+// not settled.
+func (d *Decision) decideUnsettled(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) {
+	aw, one := in.AppWrapper, d.Trigger != nil
 	var unknown, errs, notOwned, unfinished int
 	var running, all []int
 	for i, c := range cs {
@@ -126,17 +127,38 @@ func (d *Decision) decideManyUnsettled(in Input, rule *wrapupv1alpha1.Completion
 		}
 		all = append(all, i)
 	}
+	fromPhase := func(outcome wrapupv1alpha1.Outcome, message string) {
+		if one {
+			d.Evaluation = &Evaluation{Outcome: celpolicies.Outcome(outcome), FromAppWrapperPhase: true, Message: message}
+		}
+		d.record(in, rule, outcome, cs, all, message)
+	}
 	switch phase := aw.Status.Phase; {
+	case unknown > 0 && one:
+		d.Verdict, d.Requeue = VerdictWaitingForTrigger, PendingRetry
+		d.Reason = d.Trigger.Problem + "; wrapup looks again when it has"
 	case unknown > 0:
 		d.Verdict, d.Requeue = VerdictWaitingForTrigger, PendingRetry
 		d.Reason = fmt.Sprintf("%d of %d triggers were not read (their cache has not listed yet); wrapup looks again when it has", unknown, len(cs))
 	case phase == awv1beta2.AppWrapperFailed && errs == 0:
-		// The AppWrapper controller gave up and tears the components down.
-		d.record(in, rule, wrapupv1alpha1.OutcomeFailed, cs, all, failedPhaseMessage(aw))
-	case phase == awv1beta2.AppWrapperSucceeded && notOwned == 0 && unfinished == 0:
+		// The AppWrapper controller gave up (retry limit, a deleted
+		// component, a fatal error) and tears the components down.
+		fromPhase(wrapupv1alpha1.OutcomeFailed, failedPhaseMessage(aw))
+	case phase == awv1beta2.AppWrapperSucceeded && unfinished == 0 && (notOwned == 0 || one):
 		// Every pod succeeded, as the AppWrapper controller saw it, and the
 		// triggers that are not there any more (their own TTL) succeeded.
-		d.record(in, rule, wrapupv1alpha1.OutcomeSucceeded, cs, all, succeededPhaseMessage)
+		fromPhase(wrapupv1alpha1.OutcomeSucceeded, succeededPhaseMessage)
+	case one && errs > 0:
+		d.Verdict = VerdictWaitingForTrigger
+		d.Reason = "the evaluation failed, which counts as not finished (Warning Event EvaluationError); wrapup evaluates again when the trigger changes"
+	case one && notOwned > 0:
+		d.Verdict, d.Reason = VerdictNoTrigger, d.Trigger.Problem
+	case one && cs[0].state != liveRunning:
+		d.Verdict = VerdictWaitingForTrigger
+		d.Reason = d.Trigger.Problem + "; wrapup looks again when it changes"
+	case one:
+		d.Verdict = VerdictWaitingForTrigger
+		d.Reason = "the trigger is not finished; wrapup evaluates again when it changes"
 	default:
 		d.Verdict = VerdictWaitingForTrigger
 		d.Reason = fmt.Sprintf("policy %s: %d of %d triggers have not finished (%s); wrapup evaluates again when one changes",

@@ -141,77 +141,8 @@ func FindTriggers(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule)
 }
 
 func findTriggers(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule, policy wrapupv1alpha1.TriggerPolicy) ([]Ref, *NoTrigger) {
-	found, nt := candidates(aw, rule)
-	switch {
-	case nt != nil:
-		return nil, nt
-	case len(found) > 1 && policy == wrapupv1alpha1.TriggerPolicyOne:
-		if one, ok := annotatedAmong(aw, rule, found); ok {
-			return []Ref{one}, nil
-		}
-		idx := make([]string, len(found))
-		for i, f := range found {
-			idx[i] = fmt.Sprint(f.Index)
-		}
-		return nil, &NoTrigger{Reason: wrapupv1alpha1.ReasonAmbiguousTrigger, Message: fmt.Sprintf(
-			"rule %s wants %s as the trigger, and the AppWrapper has %d (components %s): name one with trigger.name or annotate one, or set trigger.policy to All or Any",
-			rule.Name, wanted(rule), len(found), strings.Join(idx, ", "))}
-	case len(found) > wrapupv1alpha1.MaxTriggers:
-		return nil, &NoTrigger{Reason: wrapupv1alpha1.ReasonTooManyTriggers, Message: fmt.Sprintf(
-			"rule %s wants %s as the triggers (policy %s), and the AppWrapper has %d: more than the %d wrapup decides on; nothing is recorded or deleted",
-			rule.Name, wanted(rule), policy, len(found), wrapupv1alpha1.MaxTriggers)}
-	}
-	return found, nil
-}
-
-// annotatedAmong is, among the candidates found of a rule that names a
-// kind, the one annotated as the trigger, when exactly one is.
-func annotatedAmong(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule, found []Ref) (Ref, bool) {
-	comps := parseComponents(aw)
-	marked := slices.DeleteFunc(slices.Clone(found), func(f Ref) bool { return !comps[f.Index].annotated })
-	if rule.Spec.Trigger.Kind == "" || len(marked) != 1 {
-		return Ref{}, false
-	}
-	return marked[0], true
-}
-
-// Policy is rule's trigger policy, One when unset.
-func Policy(rule *wrapupv1alpha1.CompletionRule) wrapupv1alpha1.TriggerPolicy {
-	if p := rule.Spec.Trigger.Policy; p != "" {
-		return p
-	}
-	return wrapupv1alpha1.TriggerPolicyOne
-}
-
-// AnnotatedKinds lists the kinds of aw's components annotated as the
-// trigger, each once, in the order of the components.
-func AnnotatedKinds(aw *awv1beta2.AppWrapper) []schema.GroupKind {
-	var out []schema.GroupKind
-	for _, c := range parseComponents(aw) {
-		if c.annotated && c.bad == "" && !slices.Contains(out, c.kind) {
-			out = append(out, c.kind)
-		}
-	}
-	return out
-}
-
-func wanted(rule *wrapupv1alpha1.CompletionRule) string {
 	t := rule.Spec.Trigger
-	want := fmt.Sprintf("a component annotated %s: \"true\"", wrapupv1alpha1.TriggerAnnotation)
-	if t.Kind != "" {
-		want = fmt.Sprintf("%s %s component", article(t.Kind), schema.GroupKind{Group: t.APIGroup, Kind: t.Kind})
-		if t.Name != "" {
-			want += fmt.Sprintf(" named %q", t.Name)
-		}
-	}
-	return want
-}
-
-// candidates lists the components of aw that rule's trigger names (or,
-// with no trigger kind, the ones annotated as the trigger).
-func candidates(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) ([]Ref, *NoTrigger) {
-	t := rule.Spec.Trigger
-	var found []Ref
+	var found, marked []Ref // marked: annotated among the components of the kind the rule names
 	var bad []string
 	annotated := 0
 	for _, c := range parseComponents(aw) {
@@ -236,15 +167,53 @@ func candidates(aw *awv1beta2.AppWrapper, rule *wrapupv1alpha1.CompletionRule) (
 			}
 		}
 		found = append(found, Ref{Index: c.index, Kind: c.kind, Version: c.version, Name: name, Template: tmpl, Annotated: t.Kind == ""})
+		if c.annotated && t.Kind != "" {
+			marked = append(marked, found[len(found)-1])
+		}
 	}
-	if len(found) == 0 {
+	switch {
+	case len(found) == 0:
 		msg := fmt.Sprintf("rule %s wants %s as the trigger, and the AppWrapper has none", rule.Name, wanted(rule))
 		if len(bad) > 0 {
 			msg += " (" + strings.Join(bad, "; ") + ")"
 		}
 		return nil, &NoTrigger{Reason: wrapupv1alpha1.ReasonNoTrigger, Message: msg, Quiet: t.Kind == "" && annotated == 0}
+	case len(found) > 1 && policy == wrapupv1alpha1.TriggerPolicyOne && len(marked) == 1:
+		return marked, nil
+	case len(found) > 1 && policy == wrapupv1alpha1.TriggerPolicyOne:
+		idx := make([]string, len(found))
+		for i, f := range found {
+			idx[i] = fmt.Sprint(f.Index)
+		}
+		return nil, &NoTrigger{Reason: wrapupv1alpha1.ReasonAmbiguousTrigger, Message: fmt.Sprintf(
+			"rule %s wants %s as the trigger, and the AppWrapper has %d (components %s): name one with trigger.name or annotate one, or set trigger.policy to All or Any",
+			rule.Name, wanted(rule), len(found), strings.Join(idx, ", "))}
+	case len(found) > wrapupv1alpha1.MaxTriggers:
+		return nil, &NoTrigger{Reason: wrapupv1alpha1.ReasonTooManyTriggers, Message: fmt.Sprintf(
+			"rule %s wants %s as the triggers (policy %s), and the AppWrapper has %d: more than the %d wrapup decides on; nothing is recorded or deleted",
+			rule.Name, wanted(rule), policy, len(found), wrapupv1alpha1.MaxTriggers)}
 	}
 	return found, nil
+}
+
+// Policy is rule's trigger policy, One when unset.
+func Policy(rule *wrapupv1alpha1.CompletionRule) wrapupv1alpha1.TriggerPolicy {
+	if p := rule.Spec.Trigger.Policy; p != "" {
+		return p
+	}
+	return wrapupv1alpha1.TriggerPolicyOne
+}
+
+func wanted(rule *wrapupv1alpha1.CompletionRule) string {
+	t := rule.Spec.Trigger
+	want := fmt.Sprintf("a component annotated %s: \"true\"", wrapupv1alpha1.TriggerAnnotation)
+	if t.Kind != "" {
+		want = fmt.Sprintf("%s %s component", article(t.Kind), schema.GroupKind{Group: t.APIGroup, Kind: t.Kind})
+		if t.Name != "" {
+			want += fmt.Sprintf(" named %q", t.Name)
+		}
+	}
+	return want
 }
 
 // OwnedBy says whether aw controls obj: only then is obj a component of aw
