@@ -320,13 +320,8 @@ func Plan(in Input) Needs {
 	if sel.winner == nil || sel.blocked != "" {
 		return Needs{}
 	}
-	named := aw
-	if MultiKueueManaged(aw) && in.Worker != nil {
-		// The names the copy's controller gave its components, as Decide
-		// reads them (withCopyStatus).
-		named = withCopyStatus(in)
-	}
-	refs, nt := FindTriggers(named, sel.winner.Rule)
+	// The names the copy's controller gave its components, as Decide reads them.
+	refs, nt := FindTriggers(withCopyStatus(in), sel.winner.Rule)
 	if nt != nil {
 		return Needs{}
 	}
@@ -475,9 +470,7 @@ func Decide(ctx context.Context, in Input) Decision {
 	if in.FailureGracePeriod <= 0 {
 		in.FailureGracePeriod = DefaultFailureGracePeriod
 	}
-	if MultiKueueManaged(in.AppWrapper) && in.Worker != nil {
-		in.AppWrapper = withCopyStatus(in)
-	}
+	in.AppWrapper = withCopyStatus(in)
 	d := decideOn(ctx, in)
 	if aw := gathered.AppWrapper; d.HoldStart.IsZero() && aw != nil &&
 		(aw.Status.Phase == awv1beta2.AppWrapperFailed || in.AppWrapper.Status.Phase == awv1beta2.AppWrapperFailed) {
@@ -669,7 +662,7 @@ func observeCandidate(ctx context.Context, in Input, policy *celpolicies.Policy,
 		return unread(liveAbsent, fmt.Sprintf("the AppWrapper is %s: its components do not exist", phaseOrNone(aw.Status.Phase)))
 	case ref.Name == "":
 		return unread(liveAbsent, "the AppWrapper controller has not created the trigger yet (its template uses generateName)")
-	case t.Ref != ref || t.State == TriggerUnread:
+	case t.State == TriggerUnread:
 		return unread(liveUnknown, "the trigger was not read")
 	case t.State == TriggerPending:
 		return unread(liveUnknown, fmt.Sprintf("the cache of %s has not listed yet", ref.Kind))
@@ -946,7 +939,11 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 		// records the outcome and nothing more, whatever the rule says.
 		d.Action, d.DryRun = wrapupv1alpha1.ActionSpec{Action: wrapupv1alpha1.ActionUpdateStatus}, false
 	}
-	stamp := d.stamp(in, rule, rec)
+	// The action in force for the run (StampFor), kept when rec holds another.
+	stamp := StampFor(Stamp{Rule: rule.Name, RuleUID: rule.UID, Action: d.Action, DryRun: d.DryRun}, rec, in.Now)
+	if !stamp.Same(rec.Stamp) {
+		d.Stamp = &stamp
+	}
 	switch {
 	case workerCopy:
 		d.Verdict = VerdictRecordOnly
@@ -1027,16 +1024,6 @@ func (d *Decision) failedHold(in Input, rec *Record, hold time.Duration, notBefo
 		}
 	}
 	return notBefore, true
-}
-
-// stamp is the stamp of the action d decided for rule on the run rec
-// (StampFor), set as d.Stamp when rec holds another.
-func (d *Decision) stamp(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Record) Stamp {
-	s := StampFor(Stamp{Rule: rule.Name, RuleUID: rule.UID, Action: d.Action, DryRun: d.DryRun}, rec, in.Now)
-	if !s.Same(rec.Stamp) {
-		d.Stamp = &s
-	}
-	return s
 }
 
 func (d *Decision) warn(spec EventSpec, args ...any) {

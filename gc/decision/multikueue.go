@@ -84,14 +84,18 @@ func componentsOwner(in Input) (owner *awv1beta2.AppWrapper, ok bool, problem st
 	return w.AppWrapper, true, "", false
 }
 
-// withCopyStatus is in.AppWrapper, which MultiKueue dispatches, with the
-// status of its verified copy on the worker (none without one): what a
+// withCopyStatus is in.AppWrapper, when MultiKueue dispatches it and its
+// worker was read, with the status of its verified copy there (none
+// without one): what a
 // decision reads of the AppWrapper controller's status (Failed or
 // Succeeded, retries, the failure hold) is of the copy that ran its
 // components. The manager's own status is MultiKueue's mirror of whatever
 // AppWrapper of that name the worker holds (Kueue v0.17.0's adapter does
 // not check which), possibly an older one's, and late.
 func withCopyStatus(in Input) *awv1beta2.AppWrapper {
+	if !MultiKueueManaged(in.AppWrapper) || in.Worker == nil {
+		return in.AppWrapper
+	}
 	aw := in.AppWrapper.DeepCopy()
 	aw.Status = awv1beta2.AppWrapperStatus{}
 	owner, ok, _, _ := componentsOwner(in)

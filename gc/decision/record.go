@@ -98,13 +98,13 @@ func StampFor(cur Stamp, rec *Record, now time.Time) Stamp {
 		cur.Since = old.Since
 	case old.Action.Action == "" || old.deletes() && !natural.Before(old.DueAt) && !natural.Before(now):
 		// A new record, or a change that makes the deletion later, and not past.
-		cur.Since = ceilMicro(rec.FinishedAt)
+		cur.Since = ceil(rec.FinishedAt, time.Microsecond).UTC()
 	default:
 		seen := now
 		if seen.Before(rec.FinishedAt) {
 			seen = rec.FinishedAt
 		}
-		cur.Since = ceilMicro(seen)
+		cur.Since = ceil(seen, time.Microsecond).UTC()
 	}
 	cur.DueAt = cur.Since.Add(ttl)
 	return cur
@@ -115,14 +115,14 @@ func sameAction(a, b Stamp) bool {
 	return a.Same(b)
 }
 
-// ceilMicro rounds t up to the microsecond a record keeps: a due time
-// rounded down would delete early.
-func ceilMicro(t time.Time) time.Time {
-	r := t.Truncate(time.Microsecond)
+// ceil rounds t up to the unit a record keeps: a due time rounded down
+// would delete early.
+func ceil(t time.Time, unit time.Duration) time.Time {
+	r := t.Truncate(unit)
 	if r.Before(t) {
-		r = r.Add(time.Microsecond)
+		r = r.Add(unit)
 	}
-	return r.UTC()
+	return r
 }
 
 // RecordOf is the outcome cr, named for aw, holds for aw's run; nil for
@@ -230,11 +230,7 @@ func recordedAction(s Stamp) wrapupv1alpha1.RecordedAction {
 	a := wrapupv1alpha1.RecordedAction{Rule: s.Rule, RuleUID: s.RuleUID, Action: s.Action.Action, TTLSecondsAfterFinished: s.Action.TTLSecondsAfterFinished, DryRun: s.DryRun}
 	if s.deletes() {
 		a.Since = ptr.To(metav1.NewMicroTime(s.Since))
-		due := s.DueAt.Truncate(time.Second)
-		if due.Before(s.DueAt) {
-			due = due.Add(time.Second)
-		}
-		a.DeleteAfter = ptr.To(metav1.NewTime(due))
+		a.DeleteAfter = ptr.To(metav1.NewTime(ceil(s.DueAt, time.Second)))
 	}
 	return a
 }
@@ -323,10 +319,8 @@ func recordTriggers(cr *wrapupv1alpha1.CompletionRecord, in Input, d Decision, r
 				t.UID, t.State = rt.UID, ""
 			}
 		}
-		for _, tr := range in.Triggers {
-			if !full && tr.Ref == info.Ref && tr.Object != nil && tr.Object.GetUID() == t.UID {
-				triggerStatus(&t, tr.Object)
-			}
+		if tr := in.read(info.Ref); !full && tr.Object != nil && tr.Object.GetUID() == t.UID {
+			triggerStatus(&t, tr.Object)
 		}
 		cr.Triggers = append(cr.Triggers, t)
 	}
