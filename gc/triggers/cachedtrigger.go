@@ -137,19 +137,17 @@ func owningAppWrapper(u *unstructured.Unstructured) string {
 // identity, u's metadata is kept apart from the JSON, and of its
 // ownerReferences only the controller's, the only one read.
 func newCachedTrigger(u *unstructured.Unstructured, identity bool) (*cachedTrigger, error) {
-	in := intern.Cache
 	kind, uid := u.GetKind(), u.GetUID()
-	t := &cachedTrigger{name: u.GetName(), namespace: in.Str(u.GetNamespace()), owner: owningAppWrapper(u), identity: identity}
+	t := &cachedTrigger{name: u.GetName(), namespace: intern.Cache.Str(u.GetNamespace()), owner: owningAppWrapper(u), identity: identity}
+	var rare rareIdentity
 	var controllerUID types.UID
 	if identity {
-		controllerUID = t.takeIdentity(u)
+		controllerUID = t.takeIdentity(u, &rare)
 	}
-	var ok bool
-	if t.uid, ok = canonicalUID(uid); !ok && uid != "" {
-		t.rareIdentity().uid = string(uid)
-	}
-	if t.controllerUID, ok = canonicalUID(controllerUID); !ok && controllerUID != "" {
-		t.rareIdentity().controllerUID = string(controllerUID)
+	t.uid, rare.uid = packUID(uid)
+	t.controllerUID, rare.controllerUID = packUID(controllerUID)
+	if rare != (rareIdentity{}) {
+		t.rare = &rare
 	}
 	raw, err := json.Marshal(u.Object)
 	if err != nil {
@@ -159,12 +157,11 @@ func newCachedTrigger(u *unstructured.Unstructured, identity bool) (*cachedTrigg
 	return t, nil
 }
 
-// takeIdentity moves the identity of u (the transform's own) into t, and
-// returns its controller's UID.
-func (t *cachedTrigger) takeIdentity(u *unstructured.Unstructured) (controllerUID types.UID) {
+// takeIdentity moves the identity of u (the transform's own) into t and
+// rare, and returns its controller's UID.
+func (t *cachedTrigger) takeIdentity(u *unstructured.Unstructured, rare *rareIdentity) (controllerUID types.UID) {
 	in := intern.Cache
 	t.apiVersion, t.kind, t.resourceVersion = in.Str(u.GetAPIVersion()), in.Str(u.GetKind()), u.GetResourceVersion()
-	var rare rareIdentity
 	rare.deletionTimestamp, _, _ = unstructured.NestedString(u.Object, "metadata", "deletionTimestamp")
 	if label, ok := u.GetLabels()[awv1beta2.AppWrapperLabel]; ok {
 		t.flags |= hasLabel
@@ -185,31 +182,21 @@ func (t *cachedTrigger) takeIdentity(u *unstructured.Unstructured) (controllerUI
 			}
 		}
 	}
-	if rare != (rareIdentity{}) {
-		t.rare = &rare
-	}
 	delete(u.Object, "apiVersion")
 	delete(u.Object, "kind")
 	delete(u.Object, "metadata")
 	return controllerUID
 }
 
-func (t *cachedTrigger) rareIdentity() *rareIdentity {
-	if t.rare == nil {
-		t.rare = &rareIdentity{}
+// packUID keeps s as its 16 bytes if it is a UUID in canonical form (as
+// the API server makes UIDs), else as other; uidOf undoes it.
+func packUID(s types.UID) (uuid.UUID, string) {
+	if u, err := uuid.Parse(string(s)); err == nil && u != uuid.Nil && u.String() == string(s) {
+		return u, ""
 	}
-	return t.rare
+	return uuid.Nil, string(s)
 }
 
-// canonicalUID is s as its 16 bytes, if s is a UUID in canonical form
-// (as the API server makes UIDs).
-func canonicalUID(s types.UID) (uuid.UUID, bool) {
-	u, err := uuid.Parse(string(s))
-	return u, err == nil && u != uuid.Nil && u.String() == string(s)
-}
-
-// uidOf is the UID kept as u, or as other when it is not canonical; ""
-// for none.
 func uidOf(u uuid.UUID, other string) types.UID {
 	switch {
 	case other != "":
@@ -263,7 +250,11 @@ func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 		md["labels"] = map[string]any{awv1beta2.AppWrapperLabel: label}
 	}
 	if t.flags&hasController != 0 {
-		ref := map[string]any{"apiVersion": t.controllerAPIVersion, "kind": t.controllerKind, "name": orOwner(rare.controllerName, t.owner),
+		name := t.owner
+		if rare.controllerName != "" {
+			name = rare.controllerName
+		}
+		ref := map[string]any{"apiVersion": t.controllerAPIVersion, "kind": t.controllerKind, "name": name,
 			"uid": string(uidOf(t.controllerUID, rare.controllerUID)), "controller": true}
 		if t.flags&hasBlockOwnerDeletion != 0 {
 			ref["blockOwnerDeletion"] = t.flags&blockOwnerDeletion != 0
@@ -272,13 +263,6 @@ func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 	}
 	u.Object["metadata"] = md
 	return u, nil
-}
-
-func orOwner(name, owner string) string {
-	if name == "" {
-		return owner
-	}
-	return name
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor, for the store's key

@@ -284,12 +284,6 @@ func (w *Watches) informer(gk schema.GroupKind) *kindInformer {
 	return nil
 }
 
-// runsLocked says whether inf still runs for gk.
-func (w *Watches) runsLocked(gk schema.GroupKind, inf *kindInformer) bool {
-	k := w.kinds[gk]
-	return k != nil && k.inf == inf
-}
-
 // resolve maps gk to its resource and asks the API server whether it serves
 // it, as a namespaced resource, and whether with a status subresource.
 func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, bool, error) {
@@ -300,9 +294,9 @@ func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, bool, error) 
 	case err != nil: // a timeout, an API server restarting
 		return nil, false, fmt.Errorf("discovering trigger kind %s: %w", gk, err)
 	}
-	status, err := w.servedStatus(mapping.Resource)
+	status, gone, err := w.servedStatus(mapping.Resource)
 	switch {
-	case err != nil && definitelyGone(err):
+	case gone:
 		return nil, false, &KindNotFoundError{Kind: gk, Err: err}
 	case err != nil:
 		return nil, false, fmt.Errorf("discovering trigger kind %s: %w", gk, err)
@@ -365,29 +359,17 @@ func KindState(err error) bool {
 	return errors.As(err, &nf) || errors.As(err, &nw)
 }
 
-type notServedError struct{ gvr schema.GroupVersionResource }
-
-func (e *notServedError) Error() string {
-	return fmt.Sprintf("the API server does not serve %s", e.gvr)
-}
-
-// definitelyGone says whether an error of servedStatus means that the
-// resource is not served (its group version not found, or lacking it),
-// not a failed request.
-func definitelyGone(err error) bool {
-	var ns *notServedError
-	return apierrors.IsNotFound(err) || errors.As(err, &ns)
-}
-
 // servedStatus asks the API server whether it serves gvr now, and whether
-// with a status subresource.
-func (w *Watches) servedStatus(gvr schema.GroupVersionResource) (status bool, err error) {
+// with a status subresource; gone says that it definitely does not (its
+// group version not found, or lacking it), where an error alone may be a
+// failed request.
+func (w *Watches) servedStatus(gvr schema.GroupVersionResource) (status, gone bool, err error) {
 	if w.discovery == nil {
-		return true, nil
+		return true, false, nil
 	}
 	list, err := w.discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
 	if err != nil {
-		return false, err
+		return false, apierrors.IsNotFound(err), err
 	}
 	found := false
 	for _, r := range list.APIResources {
@@ -399,9 +381,9 @@ func (w *Watches) servedStatus(gvr schema.GroupVersionResource) (status bool, er
 		}
 	}
 	if !found {
-		return false, &notServedError{gvr: gvr}
+		return false, true, fmt.Errorf("the API server does not serve %s", gvr)
 	}
-	return status, nil
+	return status, false, nil
 }
 
 // StatusUnprotected says whether the API server serves gk with no status
@@ -545,12 +527,8 @@ func (w *Watches) Wait(gk schema.GroupKind, key types.NamespacedName) {
 		w.mu.Unlock()
 		return
 	}
-	done := w.ctx.Done()
 	w.mu.Unlock()
-	select {
-	case w.events <- AppWrapperEvent(key):
-	case <-done: // stopping: nobody may read the events any more
-	}
+	w.send(w.ctx, []types.NamespacedName{key}, nil)
 }
 
 // AppWrapperEvent is the event that reconciles the AppWrapper key.
@@ -671,16 +649,8 @@ func (w *Watches) enqueue(ctx context.Context, obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	t, ok := obj.(*cachedTrigger)
-	if !ok || t.owner == "" {
-		return
-	}
-	select {
-	case w.events <- AppWrapperEvent(types.NamespacedName{Namespace: t.namespace, Name: t.owner}):
-	case <-ctx.Done():
-		// The informer is stopped: no owner needs the kind any more (the
-		// next informer's list, and announceSync, tell its owners of
-		// every trigger), or the kind is no longer served.
+	if t, ok := obj.(*cachedTrigger); ok && t.owner != "" {
+		w.send(ctx, []types.NamespacedName{{Namespace: t.namespace, Name: t.owner}}, nil)
 	}
 }
 
@@ -692,23 +662,49 @@ func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *ki
 	if !cache.WaitForCacheSync(ctx.Done(), inf.informer.HasSynced) {
 		return
 	}
-	w.mu.Lock()
-	if !w.runsLocked(gk, inf) {
-		w.mu.Unlock()
-		return
+	rules, keys, ok := w.changeKind(gk, inf, func(*kindWatch) ([]types.NamespacedName, bool) {
+		if w.opts.Cluster == "" {
+			informersSyncedGauge.WithLabelValues(gk.String()).Set(1)
+		}
+		inf.forbidden = nil
+		waited := slices.Collect(maps.Keys(w.waiters[gk]))
+		delete(w.waiters, gk)
+		return waited, true
+	})
+	if ok {
+		w.send(ctx, keys, rules)
 	}
-	if w.opts.Cluster == "" {
-		informersSyncedGauge.WithLabelValues(gk.String()).Set(1)
-	}
-	inf.forbidden = nil
-	keys := slices.Collect(maps.Keys(w.waiters[gk]))
-	delete(w.waiters, gk)
-	rules, owners := w.ownersLocked(gk)
-	w.mu.Unlock()
-	w.send(ctx, append(keys, owners...), rules)
 }
 
-// send sends events for AppWrappers and rules, until ctx ends.
+// changeKind applies change to gk, under the lock, if inf still runs for
+// it; if change agrees, it returns whom to tell: the rules and AppWrappers
+// that claim gk, and the AppWrappers change returns.
+func (w *Watches) changeKind(gk schema.GroupKind, inf *kindInformer, change func(*kindWatch) ([]types.NamespacedName, bool)) (rules []string, keys []types.NamespacedName, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := w.kinds[gk]
+	if k == nil || k.inf != inf {
+		return nil, nil, false
+	}
+	if keys, ok = change(k); !ok {
+		return nil, nil, false
+	}
+	for owner, c := range w.owners {
+		switch {
+		case c.kind != gk:
+		case owner.Rule != "":
+			rules = append(rules, owner.Rule)
+		default:
+			keys = append(keys, owner.AppWrapper)
+		}
+	}
+	return rules, keys, true
+}
+
+// send sends events for AppWrappers and rules, until ctx ends: the
+// watches stop, or the informer that sends them (no owner needs its kind
+// any more, or it is no longer served; the next informer's list, and
+// announceSync, tell its owners of every trigger).
 func (w *Watches) send(ctx context.Context, keys []types.NamespacedName, rules []string) {
 	for _, k := range keys {
 		select {
@@ -753,53 +749,35 @@ func (w *Watches) Claimants() []types.NamespacedName {
 // listForbidden records that wrapup may not list gk (until its informer
 // lists after all), and tells the rules and AppWrappers that claim it.
 func (w *Watches) listForbidden(gk schema.GroupKind, inf *kindInformer, err error) {
-	w.mu.Lock()
-	if !w.runsLocked(gk, inf) || inf.informer.HasSynced() || inf.forbidden != nil {
-		w.mu.Unlock()
-		return
-	}
-	inf.forbidden = err
-	rules, keys := w.ownersLocked(gk)
-	ctx := w.ctx
-	w.mu.Unlock()
-	logf.FromContext(ctx).Info("Not allowed to watch trigger kind", "kind", gk.String(), "err", err.Error())
-	go w.send(ctx, keys, rules)
-}
-
-func (w *Watches) ownersLocked(gk schema.GroupKind) (rules []string, keys []types.NamespacedName) {
-	for owner, c := range w.owners {
-		switch {
-		case c.kind != gk:
-		case owner.Rule != "":
-			rules = append(rules, owner.Rule)
-		default:
-			keys = append(keys, owner.AppWrapper)
+	rules, keys, ok := w.changeKind(gk, inf, func(*kindWatch) ([]types.NamespacedName, bool) {
+		if inf.informer.HasSynced() || inf.forbidden != nil {
+			return nil, false
 		}
+		inf.forbidden = err
+		return nil, true
+	})
+	if ok {
+		logf.FromContext(w.ctx).Info("Not allowed to watch trigger kind", "kind", gk.String(), "err", err.Error())
+		go w.send(w.ctx, keys, rules) // not in the reflector's error handler
 	}
-	return rules, keys
 }
 
 // recheck stops the informer inf of gk if the API server definitely no
 // longer serves its kind, and tells the kind's owners.
 func (w *Watches) recheck(gk schema.GroupKind, inf *kindInformer) bool {
-	_, err := w.servedStatus(inf.gvr)
-	if err == nil || !definitelyGone(err) {
-		return false
+	if _, gone, err := w.servedStatus(inf.gvr); gone {
+		rules, keys, ok := w.changeKind(gk, inf, func(k *kindWatch) ([]types.NamespacedName, bool) {
+			w.stopLocked(gk, k)
+			k.failed = &decision.Kind{State: decision.KindNotServed, Message: err.Error()}
+			return nil, true
+		})
+		if ok {
+			logf.FromContext(w.ctx).Info("Stopped watching trigger kind: no longer served", "kind", gk.String(), "reason", err.Error())
+			w.send(w.ctx, keys, rules)
+		}
+		return ok
 	}
-	w.mu.Lock()
-	if !w.runsLocked(gk, inf) {
-		w.mu.Unlock()
-		return false
-	}
-	k := w.kinds[gk]
-	w.stopLocked(gk, k)
-	k.failed = &decision.Kind{State: decision.KindNotServed, Message: err.Error()}
-	rules, keys := w.ownersLocked(gk)
-	ctx := w.ctx
-	w.mu.Unlock()
-	logf.FromContext(ctx).Info("Stopped watching trigger kind: no longer served", "kind", gk.String(), "reason", err.Error())
-	w.send(ctx, keys, rules)
-	return true
+	return false
 }
 
 // Recheck stops the informers of the kinds that the CRD crd (plural.group)
@@ -824,37 +802,22 @@ func (w *Watches) Recheck(crd string) []schema.GroupKind {
 	return gone
 }
 
-// WaitForSync waits until the informer of gk has listed, or ctx ends.
-func (w *Watches) WaitForSync(ctx context.Context, gk schema.GroupKind) bool {
-	inf := w.informer(gk)
-	if inf == nil {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return cache.WaitForCacheSync(ctx.Done(), inf.informer.HasSynced)
-}
-
 // UnwatchableClaims describes, for each AppWrapper owner that keep selects,
 // the kind it claims if that kind cannot be watched (not served, not
 // watchable), as "namespace/name: kind: why".
 func (w *Watches) UnwatchableClaims(keep func(types.NamespacedName) bool) []string {
-	type unwatchable struct {
-		key  types.NamespacedName
-		what string
-	}
-	var found []unwatchable
+	found := map[types.NamespacedName][]string{}
 	w.mu.Lock()
 	for owner, c := range w.owners {
 		if k := w.kindLocked(c.kind); owner.Rule == "" && (k.State == decision.KindNotServed || k.State == decision.KindNotWatchable) {
-			found = append(found, unwatchable{owner.AppWrapper, fmt.Sprintf("%s: %s: %s", owner.AppWrapper, c.kind, k.Message)})
+			found[owner.AppWrapper] = append(found[owner.AppWrapper], fmt.Sprintf("%s: %s: %s", owner.AppWrapper, c.kind, k.Message))
 		}
 	}
 	w.mu.Unlock()
 	var out []string
-	for _, u := range found {
-		if keep(u.key) {
-			out = append(out, u.what)
+	for key, what := range found { // keep is asked outside the lock
+		if keep(key) {
+			out = append(out, what...)
 		}
 	}
 	return out
