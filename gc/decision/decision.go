@@ -15,7 +15,6 @@ import (
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -327,11 +326,7 @@ func Plan(in Input) Needs {
 	}
 	n := Needs{Rule: sel.winner, ReadAppWrapper: !sel.winner.Policy.AppWrapperFields().Empty()}
 	if _, ok, _, _ := componentsOwner(in); ok && deployed(aw) {
-		for _, ref := range refs {
-			if ref.Name != "" {
-				n.Refs = append(n.Refs, ref)
-			}
-		}
+		n.Refs = slices.DeleteFunc(refs, func(r Ref) bool { return r.Name == "" })
 	}
 	return n
 }
@@ -716,22 +711,17 @@ func (d *Decision) decide(in Input, rule *wrapupv1alpha1.CompletionRule, cs []ob
 	case d.Recorded != nil:
 		// The run's record is final for the triggers it names.
 		d.decideRecorded(in, rule, cs)
-	case v.outcome == wrapupv1alpha1.OutcomeSucceeded:
-		d.record(in, rule, v.outcome, cs, v.deciders, "")
-	case v.outcome == wrapupv1alpha1.OutcomeFailed:
-		final, wait, why := failureFinality(in.AppWrapper, d.FailureSeen.At, in.Now, in.FailureGracePeriod)
-		if final {
-			d.record(in, rule, v.outcome, cs, v.deciders, "")
-			return
-		}
-		who := "the trigger"
-		if len(cs) > 1 {
-			who = joinNames(cs, v.deciders)
-		}
-		d.Verdict, d.After, d.Requeue = VerdictWaitingForRetries, wait, wait
-		d.Reason = who + " failed and " + why
-	default:
+	case v.outcome == "":
 		d.decideUnsettled(in, rule, cs)
+	default:
+		if final, wait, why := d.recordFinal(in, rule, cs, v); !final {
+			who := "the trigger"
+			if len(cs) > 1 {
+				who = joinNames(cs, v.deciders)
+			}
+			d.Verdict, d.After, d.Requeue = VerdictWaitingForRetries, wait, wait
+			d.Reason = who + " failed and " + why
+		}
 	}
 }
 
@@ -779,7 +769,7 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 		for i := range d.Candidates {
 			d.Candidates[i].Decided = false
 		}
-		if d.recordSettled(in, rule, cs) {
+		if final, _, _ := d.recordFinal(in, rule, cs, combine(Policy(rule), cs)); final {
 			return
 		}
 		d.clear("a new attempt replaced the trigger whose failure was recorded: the recorded outcome Failed no longer holds")
@@ -844,20 +834,17 @@ func (d *Decision) holdRecordedFailure(in Input) bool {
 	return true
 }
 
-// recordSettled decides to record the final outcome cs settled on, if
-// any; it says whether it did.
-func (d *Decision) recordSettled(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed) bool {
-	v := combine(Policy(rule), cs)
+// recordFinal decides to record the outcome v that cs settled on, if it is
+// final; if it is not, wait and why say how long until it may be, and why.
+func (d *Decision) recordFinal(in Input, rule *wrapupv1alpha1.CompletionRule, cs []observed, v settled) (final bool, wait time.Duration, why string) {
+	final = v.outcome != ""
 	if v.outcome == wrapupv1alpha1.OutcomeFailed {
-		if final, _, _ := failureFinality(in.AppWrapper, d.FailureSeen.At, in.Now, in.FailureGracePeriod); !final {
-			return false
-		}
+		final, wait, why = failureFinality(in.AppWrapper, d.FailureSeen.At, in.Now, in.FailureGracePeriod)
 	}
-	if v.outcome == "" {
-		return false
+	if final {
+		d.record(in, rule, v.outcome, cs, v.deciders, "")
 	}
-	d.record(in, rule, v.outcome, cs, v.deciders, "")
-	return true
+	return final, wait, why
 }
 
 // record decides to record outcome for the triggers deciders of cs, with
@@ -977,9 +964,10 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 		why = fmt.Sprintf("rule %s deletes the AppWrapper %s after wrapup saw its action in force for this run, after the run was recorded (the record's action.deleteAfter: no change makes a deletion sooner)",
 			rule.Name, ttl)
 	}
-	if hold := deletionHold(aw); hold > 0 && (outcome == wrapupv1alpha1.OutcomeFailed || aw.Status.Phase == awv1beta2.AppWrapperFailed) {
-		// Kept for debugging, as its user asked the AppWrapper controller,
-		// whatever the trigger said (another component may have failed).
+	if hold, _ := annotationDuration(aw, awv1beta2.DeletionOnFailureGracePeriodAnnotation); hold > 0 && (outcome == wrapupv1alpha1.OutcomeFailed || aw.Status.Phase == awv1beta2.AppWrapperFailed) {
+		// Kept for debugging, as its user asked the AppWrapper controller
+		// (the AppWrapper's own hold), whatever the trigger said (another
+		// component may have failed).
 		var started bool
 		if notBefore, started = d.failedHold(in, rec, hold, notBefore); !started {
 			return
@@ -1028,16 +1016,6 @@ func (d *Decision) failedHold(in Input, rec *Record, hold time.Duration, notBefo
 
 func (d *Decision) warn(spec EventSpec, args ...any) {
 	d.Events = append(d.Events, spec.Event(args...))
-}
-
-const succeededPhaseMessage = "the AppWrapper controller marked the AppWrapper Succeeded"
-
-func failedPhaseMessage(aw *awv1beta2.AppWrapper) string {
-	msg := "the AppWrapper controller marked the AppWrapper Failed"
-	if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy)); c != nil && c.Message != "" {
-		msg += ": " + c.Message
-	}
-	return msg
 }
 
 // MultiKueueWorkerCopy says whether aw is a copy MultiKueue's AppWrapper

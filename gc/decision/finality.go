@@ -133,13 +133,6 @@ func retrying(aw *awv1beta2.AppWrapper, firstSeen, now time.Time, defaultGrace t
 	return false
 }
 
-// deletionHold is how long aw's user asked the AppWrapper controller to
-// keep a failed AppWrapper's resources for debugging.
-func deletionHold(aw *awv1beta2.AppWrapper) time.Duration {
-	d, _ := annotationDuration(aw, awv1beta2.DeletionOnFailureGracePeriodAnnotation)
-	return d
-}
-
 // failedHoldStart is when the AppWrapper controller started holding a
 // failed AppWrapper (DeletingResources, reason DeletionPaused); ok is false
 // before it wrote it. It sets that condition on every pass, its time

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
 	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
@@ -127,7 +128,11 @@ func (d *Decision) decideUnsettled(in Input, rule *wrapupv1alpha1.CompletionRule
 		}
 		all = append(all, i)
 	}
-	fromPhase := func(outcome wrapupv1alpha1.Outcome, message string) {
+	fromPhase := func(outcome wrapupv1alpha1.Outcome) {
+		message := "the AppWrapper controller marked the AppWrapper " + string(outcome)
+		if c := apimeta.FindStatusCondition(aw.Status.Conditions, string(awv1beta2.Unhealthy)); c != nil && c.Message != "" && outcome == wrapupv1alpha1.OutcomeFailed {
+			message += ": " + c.Message
+		}
 		if one {
 			d.Evaluation = &Evaluation{Outcome: celpolicies.Outcome(outcome), FromAppWrapperPhase: true, Message: message}
 		}
@@ -143,11 +148,11 @@ func (d *Decision) decideUnsettled(in Input, rule *wrapupv1alpha1.CompletionRule
 	case phase == awv1beta2.AppWrapperFailed && errs == 0:
 		// The AppWrapper controller gave up (retry limit, a deleted
 		// component, a fatal error) and tears the components down.
-		fromPhase(wrapupv1alpha1.OutcomeFailed, failedPhaseMessage(aw))
+		fromPhase(wrapupv1alpha1.OutcomeFailed)
 	case phase == awv1beta2.AppWrapperSucceeded && unfinished == 0 && (notOwned == 0 || one):
 		// Every pod succeeded, as the AppWrapper controller saw it, and the
 		// triggers that are not there any more (their own TTL) succeeded.
-		fromPhase(wrapupv1alpha1.OutcomeSucceeded, succeededPhaseMessage)
+		fromPhase(wrapupv1alpha1.OutcomeSucceeded)
 	case one && errs > 0:
 		d.Verdict = VerdictWaitingForTrigger
 		d.Reason = "the evaluation failed, which counts as not finished (Warning Event EvaluationError); wrapup evaluates again when the trigger changes"
