@@ -68,13 +68,10 @@ type Claimer interface {
 // Gather builds the input of a decision on key from v. aw, when set, is
 // the AppWrapper as v would read it (the answer to a write just made).
 func Gather(ctx context.Context, v View, policies *celpolicies.Cache, key types.NamespacedName, aw *awv1beta2.AppWrapper, in decision.Input) (decision.Input, error) {
+	var err error
 	if aw == nil {
-		var err error
-		if aw, err = v.AppWrapper(ctx, key); err != nil {
+		if aw, err = v.AppWrapper(ctx, key); err != nil || aw == nil {
 			return in, err
-		}
-		if aw == nil {
-			return in, nil
 		}
 	}
 	in.AppWrapper = aw
@@ -84,7 +81,8 @@ func Gather(ctx context.Context, v View, policies *celpolicies.Cache, key types.
 		return in, err
 	}
 	in.Record = rec
-	if a, ok := v.(aheadReader); ok {
+	a, ahead := v.(aheadReader)
+	if ahead {
 		// The triggers a fresh plan most likely reads are read while the
 		// rules are listed; every read is sent after Gather started.
 		defer a.readAhead(ctx, aw)()
@@ -100,20 +98,14 @@ func Gather(ctx context.Context, v View, policies *celpolicies.Cache, key types.
 	if in.Namespace, err = namespaceFor(ctx, v, rules, aw.Namespace); err != nil {
 		return in, err
 	}
-	if a, ok := v.(aheadReader); ok {
+	if ahead {
 		a.readBefore(rules, in.Namespace)
 	}
-	plan, tv, err := planTriggers(ctx, v, key, &in)
-	if err != nil {
+	plan, err := readTriggers(ctx, v, key, &in)
+	if err != nil || !plan.ReadAppWrapper {
 		return in, err
 	}
-	if err := readTriggers(ctx, tv, plan, &in); err != nil {
-		return in, err
-	}
-	if plan.ReadAppWrapper {
-		return in, readAppWrapperVariable(ctx, v, plan, &in)
-	}
-	return in, nil
+	return in, readAppWrapperVariable(ctx, v, plan.Rule.Policy, &in)
 }
 
 // compiled pairs each rule with its compiled policy, and says how far the
@@ -152,10 +144,10 @@ func namespaceFor(ctx context.Context, v View, rules []wrapupv1alpha1.Completion
 	return ns, nil
 }
 
-// planTriggers says which triggers the decision on in reads, and where:
-// through v, or on the worker cluster of an AppWrapper MultiKueue
-// dispatched (in.Worker), claiming their kinds there first.
-func planTriggers(ctx context.Context, v View, key types.NamespacedName, in *decision.Input) (decision.Needs, TriggerView, error) {
+// readTriggers reads into in the triggers the decision on in reads, and
+// says which: through v, or on the worker cluster of an AppWrapper
+// MultiKueue dispatched (in.Worker), claiming their kinds there first.
+func readTriggers(ctx context.Context, v View, key types.NamespacedName, in *decision.Input) (decision.Needs, error) {
 	aw := in.AppWrapper
 	plan := decision.Plan(*in)
 	var tv TriggerView = v
@@ -168,17 +160,11 @@ func planTriggers(ctx context.Context, v View, key types.NamespacedName, in *dec
 			refs, _ := decision.FindTriggers(aw, rule.Rule)
 			for _, ref := range refs {
 				if err := c.Claim(ref.Kind, decision.TriggerFields(rule.Policy, ref.Kind)); err != nil {
-					return plan, tv, err
+					return plan, err
 				}
 			}
 		}
 	}
-	return plan, tv, nil
-}
-
-// readTriggers reads the triggers plan names through tv into in.
-func readTriggers(ctx context.Context, tv TriggerView, plan decision.Needs, in *decision.Input) error {
-	aw := in.AppWrapper
 	for _, ref := range plan.Refs {
 		t, err := tv.Trigger(ctx, aw, ref, decision.TriggerFields(plan.Rule.Policy, ref.Kind))
 		if in.Worker != nil {
@@ -199,21 +185,21 @@ func readTriggers(ctx context.Context, tv TriggerView, plan decision.Needs, in *
 			continue
 		}
 		if err != nil {
-			return err
+			return plan, err
 		}
 		in.Triggers = append(in.Triggers, t)
 		if ref.Annotated {
 			in.Kinds[ref.Kind] = tv.Kind(ref.Kind)
 		}
 	}
-	return nil
+	return plan, nil
 }
 
-// readAppWrapperVariable reads the appWrapper variable for plan's rule;
-// under MultiKueue, with the status of the copy that runs it.
-func readAppWrapperVariable(ctx context.Context, v View, plan decision.Needs, in *decision.Input) error {
+// readAppWrapperVariable reads the appWrapper variable for the rule of
+// policy p; under MultiKueue, with the status of the copy that runs it.
+func readAppWrapperVariable(ctx context.Context, v View, p *celpolicies.Policy, in *decision.Input) error {
 	var err error
-	if in.AppWrapperVariable, err = v.AppWrapperVariable(ctx, in.AppWrapper, plan.Rule.Policy); err != nil {
+	if in.AppWrapperVariable, err = v.AppWrapperVariable(ctx, in.AppWrapper, p); err != nil {
 		return err
 	}
 	if st, ok := decision.StatusForRules(*in); ok {
@@ -429,19 +415,17 @@ func getOrNil[T client.Object](ctx context.Context, r client.Reader, key types.N
 }
 
 func (v *Reader) Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
-	list := v.ListRules
-	if list == nil {
-		list = func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
-			var list wrapupv1alpha1.CompletionRuleList
-			err := v.Client.List(ctx, &list)
-			return list.Items, err
-		}
+	var list wrapupv1alpha1.CompletionRuleList
+	var err error
+	if v.ListRules != nil {
+		list.Items, err = v.ListRules(ctx)
+	} else {
+		err = v.Client.List(ctx, &list)
 	}
-	rules, err := list(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing rules: %w", err)
 	}
-	return rules, nil
+	return list.Items, nil
 }
 
 func (v *Reader) Kind(gk schema.GroupKind) decision.Kind {

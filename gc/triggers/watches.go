@@ -1,6 +1,5 @@
 // Package triggers keeps the trigger informers: one per trigger kind in
-// use, never one per object, claimed by owners (a rule, or an AppWrapper
-// for its annotated triggers) and stopped when none needs its kind. The
+// use (never one per object), claimed by owners, rules or AppWrappers. The
 // AppWrapper controller reads triggers from them; the rule controller
 // claims its kind through them; each MultiKueue worker cluster has its own.
 package triggers
@@ -36,16 +35,15 @@ import (
 	"github.com/wrapup-dev/wrapup/gc/decision"
 )
 
-// Watches keeps one informer per trigger kind in use. Each lists and
-// watches only objects labelled as AppWrapper components, and turns every
-// change into an event for the owning AppWrapper. For as long as it runs,
-// it keeps of each object the status, the identity of the object and its
-// owner, and the top-level fields its owners at its start (and the rules
-// of Options.Known) read; the metadata whole, without managedFields, only
-// when one reads it. It is never replaced: a field it drops is read from
-// the API server for each decision (Get says ErrFieldsNotKept, Keeps tells
-// the rule). An informer stops when no owner needs its kind; the next
-// keeps what the owners then read.
+// Watches keeps one informer per trigger kind in use. Each watches only
+// objects labelled as AppWrapper components, and turns every change into
+// an event for the owning AppWrapper. It keeps of each object the status,
+// the identity of the object and its owner, and the top-level fields its
+// owners at its start (and the rules of Options.Known) read; the metadata
+// whole, without managedFields, only when one reads it. It is never
+// replaced: a field it drops is read from the API server for each
+// decision (Get says ErrFieldsNotKept, Keeps tells the rule). It stops when
+// no owner needs its kind; the next keeps what the owners then read.
 type Watches struct {
 	opts      Options
 	client    dynamic.Interface
@@ -57,8 +55,7 @@ type Watches struct {
 	mu     sync.Mutex
 	owners map[Owner]claim
 	kinds  map[schema.GroupKind]*kindWatch
-	// waiters are AppWrappers that read a kind before its informer had
-	// listed: each gets an event once it has.
+	// waiters read a kind before its informer had listed (Wait).
 	waiters map[schema.GroupKind]map[types.NamespacedName]struct{}
 	ctx     context.Context
 	started chan struct{}
@@ -68,8 +65,7 @@ type Watches struct {
 
 // Owner is who claims a trigger kind: a rule (Rule set), or an
 // AppWrapper, for each kind it reads (an annotated component's, or any on
-// a worker cluster), which Keep drops without the AppWrapper remembering
-// them.
+// a worker cluster), which Keep drops.
 type Owner struct {
 	Rule       string
 	AppWrapper types.NamespacedName
@@ -98,10 +94,9 @@ type claim struct {
 	fields celpolicies.Fields
 }
 
-// kindWatch is a claimed kind: how many owners claim it, the union of the
-// fields they read (it only grows while the kind has owners), and its
-// informer, or why it has none (failed: not served, or not watchable, to
-// be asked again from retryAt).
+// kindWatch is a claimed kind. fields, what its owners read, only grows
+// while it has owners; failed says why it has no informer (not served, or
+// not watchable, to be asked again from retryAt).
 type kindWatch struct {
 	owners   int
 	fields   celpolicies.Fields
@@ -112,13 +107,11 @@ type kindWatch struct {
 }
 
 type kindInformer struct {
-	gvr      schema.GroupVersionResource
-	informer cache.SharedIndexInformer
-	stop     context.CancelFunc
-	keep     celpolicies.Fields // the top-level fields kept besides metadata
-	// forbidden is the error of a list that wrapup may not make (RBAC),
-	// while the informer has not listed.
-	forbidden error
+	gvr       schema.GroupVersionResource
+	informer  cache.SharedIndexInformer
+	stop      context.CancelFunc
+	keep      celpolicies.Fields // the top-level fields kept besides metadata
+	forbidden error              // a list refused (RBAC), until the informer lists
 	// listFailed: a list (or watch) failed before the first list
 	// succeeded; the reflector tries again with its backoff.
 	listFailed atomic.Bool
@@ -229,9 +222,8 @@ func (w *Watches) Ensure(owner Owner, gk schema.GroupKind, fields celpolicies.Fi
 	k := w.kinds[gk]
 	running := k.inf != nil
 	if f := k.failed; !running && f != nil && f.State == decision.KindNotWatchable && w.opts.Clock.Now().Before(k.retryAt) {
-		// Found not watchable a moment ago: not asked again yet.
 		w.mu.Unlock()
-		return &KindNotWatchableError{Kind: gk, Err: errors.New(f.Message)}
+		return notWatchableError{errors.New(f.Message)}
 	}
 	w.mu.Unlock()
 	if running {
@@ -274,7 +266,6 @@ func (w *Watches) Keeps(gk schema.GroupKind, fields celpolicies.Fields) bool {
 	return inf == nil || inf.keep.Covers(fields)
 }
 
-// informer is the running informer of gk, or nil.
 func (w *Watches) informer(gk schema.GroupKind) *kindInformer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -301,7 +292,7 @@ func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, bool, error) 
 	case err != nil:
 		return nil, false, fmt.Errorf("discovering trigger kind %s: %w", gk, err)
 	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
-		return nil, false, &KindNotWatchableError{Kind: gk, Err: fmt.Errorf("trigger kind %s is cluster-scoped: AppWrapper components live in the AppWrapper's namespace", gk)}
+		return nil, false, notWatchableError{fmt.Errorf("trigger kind %s is cluster-scoped: AppWrapper components live in the AppWrapper's namespace", gk)}
 	}
 	if w.opts.Access != nil {
 		ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
@@ -314,7 +305,7 @@ func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, bool, error) 
 			// for want of an answer keeps its completions from being lost.
 			logf.FromContext(w.ctx).Info("Could not ask whether wrapup may list a trigger kind; watching it", "kind", gk.String(), "err", err.Error())
 		case !allowed:
-			return nil, false, &KindNotWatchableError{Kind: gk, Err: errors.New(why)}
+			return nil, false, notWatchableError{errors.New(why)}
 		}
 	}
 	return mapping, status, nil
@@ -339,23 +330,18 @@ func (e *KindNotFoundError) Error() string {
 
 func (e *KindNotFoundError) Unwrap() error { return e.Err }
 
-// KindNotWatchableError says that triggers of a kind cannot be watched:
-// the kind is cluster-scoped, or wrapup may not list and watch it. Like a
-// kind not served, it is a state of the kind (Kind), not a failure.
-type KindNotWatchableError struct {
-	Kind schema.GroupKind
-	Err  error
-}
+// notWatchableError says that triggers of a kind cannot be watched: the
+// kind is cluster-scoped, or wrapup may not list and watch it. Like a kind
+// not served, it is a state of the kind (Kind), not a failure.
+type notWatchableError struct{ error }
 
-func (e *KindNotWatchableError) Error() string { return e.Err.Error() }
-
-func (e *KindNotWatchableError) Unwrap() error { return e.Err }
+func (e notWatchableError) Unwrap() error { return e.error }
 
 // KindState says whether err, from Ensure, is a state of the kind (not
 // served, not watchable) that Kind reports, rather than a failure to retry.
 func KindState(err error) bool {
 	var nf *KindNotFoundError
-	var nw *KindNotWatchableError
+	var nw notWatchableError
 	return errors.As(err, &nf) || errors.As(err, &nw)
 }
 
