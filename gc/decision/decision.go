@@ -371,9 +371,6 @@ const (
 	liveTornDown // whatever it says, no completion (see tornDown)
 )
 
-// present says whether the live object was there to be read.
-func (s liveState) present() bool { return s != liveUnknown && s != liveAbsent }
-
 // stateWords name the live states, as Candidate.State does.
 var stateWords = [...]string{liveUnknown: "Unknown", liveAbsent: "Absent", liveRunning: "Running", liveSucceeded: "Succeeded",
 	liveFailed: "Failed", liveError: "Error", liveTornDown: "TornDown"}
@@ -746,7 +743,7 @@ func (d *Decision) decideRecorded(in Input, rule *wrapupv1alpha1.CompletionRule,
 		if len(d.Candidates) > i {
 			d.Candidates[i].Decided = true
 		}
-		present := c.state.present()
+		present := c.state != liveUnknown && c.state != liveAbsent
 		if present && t.UID != "" && c.info.UID == t.UID && c.state == liveRunning && phase != awv1beta2.AppWrapperFailed && again == nil {
 			again = c
 		}
@@ -813,24 +810,30 @@ func startedAgain(aw *awv1beta2.AppWrapper, rec *Record, replaced, reset bool) s
 }
 
 // holdRecordedFailure decides to act on no recorded failure while the
-// AppWrapper controller makes a new attempt, or is about to, if it is.
+// AppWrapper controller makes a new attempt, or is about to (it reports a
+// Running AppWrapper Unhealthy with retries left, within the grace), if it
+// is: that attempt may yet clear the record.
 func (d *Decision) holdRecordedFailure(in Input) bool {
 	aw, rec := in.AppWrapper, d.Recorded
 	if rec.Outcome != wrapupv1alpha1.OutcomeFailed {
 		return false
 	}
-	first := rec.FinishedAt
-	if d.FailureSeen != nil && d.FailureSeen.At.Before(first) {
-		first = d.FailureSeen.At
-	}
-	if !retrying(aw, first, in.Now, in.FailureGracePeriod) {
+	switch p := aw.Status.Phase; p {
+	case awv1beta2.AppWrapperResetting, awv1beta2.AppWrapperResuming:
+		d.Reason = fmt.Sprintf("the AppWrapper is %s after the recorded failure: the AppWrapper controller is making a new attempt; wrapup keeps the record and deletes nothing until it ends", p)
+	case awv1beta2.AppWrapperRunning:
+		first := rec.FinishedAt
+		if d.FailureSeen != nil && d.FailureSeen.At.Before(first) {
+			first = d.FailureSeen.At
+		}
+		if final, _, _ := failureFinality(aw, first, in.Now, in.FailureGracePeriod); final || !mayRetry(aw) {
+			return false
+		}
+		d.Reason = "the AppWrapper controller reports the AppWrapper Unhealthy with retries left after the recorded failure: wrapup keeps the record and deletes nothing until it resets or fails it"
+	default:
 		return false
 	}
 	d.Verdict = VerdictWaitingForRetries
-	d.Reason = fmt.Sprintf("the AppWrapper is %s after the recorded failure: the AppWrapper controller is making a new attempt; wrapup keeps the record and deletes nothing until it ends", phaseOrNone(aw.Status.Phase))
-	if aw.Status.Phase == awv1beta2.AppWrapperRunning {
-		d.Reason = "the AppWrapper controller reports the AppWrapper Unhealthy with retries left after the recorded failure: wrapup keeps the record and deletes nothing until it resets or fails it"
-	}
 	return true
 }
 

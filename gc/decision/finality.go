@@ -120,19 +120,6 @@ func failureFinality(aw *awv1beta2.AppWrapper, firstSeen, now time.Time, default
 	}
 }
 
-// retrying says whether the AppWrapper controller is making a new attempt,
-// or about to, which may yet clear a recorded failure.
-func retrying(aw *awv1beta2.AppWrapper, firstSeen, now time.Time, defaultGrace time.Duration) bool {
-	switch aw.Status.Phase {
-	case awv1beta2.AppWrapperResetting, awv1beta2.AppWrapperResuming:
-		return true
-	case awv1beta2.AppWrapperRunning:
-		final, _, _ := failureFinality(aw, firstSeen, now, defaultGrace)
-		return !final && mayRetry(aw)
-	}
-	return false
-}
-
 // failedHoldStart is when the AppWrapper controller started holding a
 // failed AppWrapper (DeletingResources, reason DeletionPaused); ok is false
 // before it wrote it. It sets that condition on every pass, its time

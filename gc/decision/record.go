@@ -181,18 +181,6 @@ func (rec *Record) recorded(index int) (RecordedTrigger, bool) {
 // MaxMessage bounds the message of a record (and of Events).
 const MaxMessage = 1024
 
-// History is how long rule keeps the records of its runs once their
-// AppWrapper is gone; keep is false when it does not.
-func History(rule *wrapupv1alpha1.CompletionRule) (ret wrapupv1alpha1.RecordRetention, keep bool) {
-	h := rule.Spec.History
-	ret = wrapupv1alpha1.RecordRetention{TTLSecondsAfterFinished: ptr.Deref(h.TTLSecondsAfterFinished, wrapupv1alpha1.DefaultHistoryTTLSeconds),
-		LimitPerNamespace: ptr.Deref(h.LimitPerNamespace, wrapupv1alpha1.DefaultHistoryLimit)}
-	if h.Disabled || ret.TTLSecondsAfterFinished <= 0 {
-		return wrapupv1alpha1.RecordRetention{LimitPerNamespace: ret.LimitPerNamespace}, false
-	}
-	return ret, true
-}
-
 // RecordName is wrapupv1alpha1.RecordName, of a string UID.
 func RecordName(name string, uid string) string {
 	return wrapupv1alpha1.RecordName(name, types.UID(uid))
@@ -236,14 +224,19 @@ func recordedAction(s Stamp) wrapupv1alpha1.RecordedAction {
 }
 
 // CompletionRecordOf returns the CompletionRecord of the outcome rec of
-// in.AppWrapper, decided by d, with the deciding rule's retention.
+// in.AppWrapper, decided by d, with the deciding rule's retention: how long
+// it is kept once the AppWrapper is gone, if it is (keep).
 func CompletionRecordOf(in Input, d Decision, rec *Record) *wrapupv1alpha1.CompletionRecord {
 	aw := in.AppWrapper
 	var ret wrapupv1alpha1.RecordRetention
 	keep := false
 	for _, ru := range in.Rules {
-		if ru.Rule.UID == rec.RuleUID {
-			ret, keep = History(ru.Rule)
+		if h := ru.Rule.Spec.History; ru.Rule.UID == rec.RuleUID {
+			ret = wrapupv1alpha1.RecordRetention{TTLSecondsAfterFinished: ptr.Deref(h.TTLSecondsAfterFinished, wrapupv1alpha1.DefaultHistoryTTLSeconds),
+				LimitPerNamespace: ptr.Deref(h.LimitPerNamespace, wrapupv1alpha1.DefaultHistoryLimit)}
+			if keep = !h.Disabled && ret.TTLSecondsAfterFinished > 0; !keep {
+				ret.TTLSecondsAfterFinished = 0
+			}
 		}
 	}
 	cr := &wrapupv1alpha1.CompletionRecord{

@@ -2,6 +2,7 @@ package decision
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -176,7 +177,7 @@ func selectRule(rules []Rule, aw *awv1beta2.AppWrapper, nsLabels map[string]stri
 		case !nsMatch:
 			s.Why = fmt.Sprintf("namespaceSelector (%s) does not select namespace %s (labels: %s)",
 				nsSel, namespace, labelsString(nsLabels))
-		case !appliesTo(rule, comps):
+		case !slices.ContainsFunc(comps, func(c parsedComponent) bool { return wants(rule, &c) }):
 			s.Matches = false
 			s.Why = fmt.Sprintf("does not apply: it wants %s as the trigger, and the AppWrapper has none", wanted(rule))
 		case sel.winner == nil:

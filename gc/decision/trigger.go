@@ -3,7 +3,6 @@ package decision
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
@@ -94,12 +93,6 @@ func wants(rule *wrapupv1alpha1.CompletionRule, c *parsedComponent) bool {
 		return c.annotated
 	}
 	return c.bad == "" && c.kind.Group == t.APIGroup && c.kind.Kind == t.Kind && (t.Name == "" || c.name == t.Name)
-}
-
-// appliesTo says whether rule has a candidate trigger among comps: a rule
-// applies only to the AppWrappers that have one (DESIGN 1a).
-func appliesTo(rule *wrapupv1alpha1.CompletionRule, comps []parsedComponent) bool {
-	return slices.ContainsFunc(comps, func(c parsedComponent) bool { return wants(rule, &c) })
 }
 
 // NoTrigger says why an AppWrapper has no trigger under a rule.
