@@ -26,9 +26,8 @@ import (
 
 // Input is what was observed of one AppWrapper and its world at one instant.
 type Input struct {
-	Now time.Time
-	// AppWrapper is nil when it does not exist.
-	AppWrapper *awv1beta2.AppWrapper
+	Now        time.Time
+	AppWrapper *awv1beta2.AppWrapper // nil when it does not exist
 	// AppWrapperVariable is the expressions' appWrapper variable, the whole
 	// AppWrapper unstructured; nil unless Needs.ReadAppWrapper.
 	AppWrapperVariable map[string]any
@@ -42,20 +41,14 @@ type Input struct {
 	// first saw the trigger failed, and the AppWrapper controller hold
 	// this failed AppWrapper for debugging (the hold runs from the first:
 	// see failedHoldStart); zero when it did not, or restarted since.
-	FailureSeen FailureSeen
-	HoldStart   time.Time
-	// WorkerFailures counts the decisions in a row before this one that
-	// found the worker cluster unreadable (WorkerBackoff).
-	WorkerFailures int
-	// Warned are the Warnings said after the previous decision
-	// (Remember.Warned): they are not said again.
-	Warned []string
+	FailureSeen    FailureSeen
+	HoldStart      time.Time
+	WorkerFailures int      // the decisions in a row before this one that found the worker unreadable (WorkerBackoff)
+	Warned         []string // the Warnings said after the previous decision (Remember.Warned), not said again
 	// FailureGracePeriod: how long a Running AppWrapper with a failed
 	// trigger, not reported Unhealthy, is given to retry; 0: the default.
 	FailureGracePeriod time.Duration
-	// Worker is what was read of the worker cluster that runs an
-	// AppWrapper MultiKueue dispatches, where Triggers were read; or nil.
-	Worker *Worker
+	Worker             *Worker // the worker cluster MultiKueue dispatched the AppWrapper to, where Triggers were read; or nil
 	// Record is the run's CompletionRecord (RecordName), as stored; nil
 	// for none. It is the run's memory: what wrapup decided before.
 	Record *wrapupv1alpha1.CompletionRecord
@@ -74,10 +67,9 @@ const (
 
 // Trigger is a read of the live trigger.
 type Trigger struct {
-	Ref   Ref
-	State TriggerState
-	// Object is the live object when Present, with the fields the rule reads.
-	Object *unstructured.Unstructured
+	Ref    Ref
+	State  TriggerState
+	Object *unstructured.Unstructured // when Present, with the fields the rule reads
 	// Note says why an object that exists counts as Absent (to the
 	// controller's label-filtered watches, say); "" for none.
 	Note string
@@ -136,9 +128,7 @@ type Steps struct {
 	Outcome wrapupv1alpha1.Outcome // the final outcome acted on; "" for none
 	Write   *Record                // a new outcome to record now; nil for none
 	Clear   bool                   // the recorded outcome no longer holds
-	// Stamp is the action in force for the run when its record holds
-	// another; nil otherwise.
-	Stamp *Stamp
+	Stamp   *Stamp                 // the action in force for the run, when its record holds another
 	// Store is the CompletionRecord to write first, for Write, Clear or
 	// Stamp: created when its resourceVersion is "", else updated under it.
 	Store *wrapupv1alpha1.CompletionRecord
@@ -178,19 +168,16 @@ type Remember struct {
 
 // Why is what the decision observed and weighed.
 type Why struct {
-	Rules   []RuleStanding // every CompletionRule, in the order in which they would win
-	Winner  string         // the rule that decides (it may be blocked); "" for none
-	Trigger *TriggerInfo   // the single trigger and what was read of it; nil for none
-	// Worker is where the triggers of an AppWrapper MultiKueue dispatches
-	// were read; nil otherwise.
-	Worker     *WorkerInfo
-	Evaluation *Evaluation // the winning rule's result on the single trigger; nil for none
-	Recorded   *Record     // the outcome the run's CompletionRecord holds; nil for none
+	Rules      []RuleStanding // every CompletionRule, in the order in which they would win
+	Winner     string         // the rule that decides (it may be blocked); "" for none
+	Trigger    *TriggerInfo   // the single trigger and what was read of it; nil for none
+	Worker     *WorkerInfo    // where the triggers of an AppWrapper MultiKueue dispatches were read
+	Evaluation *Evaluation    // the winning rule's result on the single trigger; nil for none
+	Recorded   *Record        // the outcome the run's CompletionRecord holds; nil for none
 	// Candidates are, when the rule (policy All or Any) has several, each
 	// one and what was read and evaluated of it; Trigger is then nil.
 	Candidates []Candidate
-	// Policy is the winning rule's policy when it has several candidates.
-	Policy wrapupv1alpha1.TriggerPolicy
+	Policy     wrapupv1alpha1.TriggerPolicy // the winning rule's, when it has several candidates
 }
 
 // Candidate is one candidate of a rule whose trigger policy is All or Any.
@@ -226,19 +213,15 @@ type TriggerInfo struct {
 
 // Evaluation is the result of the winning rule's expressions.
 type Evaluation struct {
-	Outcome celpolicies.Outcome // Running, Succeeded or Failed; Running on any error
-	Message string
-	Cost    uint64        // the CEL cost of the rule's own expressions
-	Took    time.Duration // for the controller's metrics; no decision reads it
-	// BuiltinSuccess and BuiltinFailure say which expressions were the
-	// trigger kind's built-in ones.
-	BuiltinSuccess, BuiltinFailure bool
+	Outcome                        celpolicies.Outcome // Running, Succeeded or Failed; Running on any error
+	Message                        string
+	Cost                           uint64        // the CEL cost of the rule's own expressions
+	Took                           time.Duration // for the controller's metrics; no decision reads it
+	BuiltinSuccess, BuiltinFailure bool          // the expressions were the trigger kind's built-in ones
 	// Error is the runtime error: the trigger then counts as not finished,
 	// with an EvaluationError Event.
-	Error string
-	// FromAppWrapperPhase: the AppWrapper's phase decided the outcome, and
-	// the trigger was not evaluated.
-	FromAppWrapperPhase bool
+	Error               string
+	FromAppWrapperPhase bool // the AppWrapper's phase decided the outcome, unevaluated
 }
 
 // EventWhen says when an Event is emitted.
@@ -259,7 +242,6 @@ type Event struct {
 	When    EventWhen
 }
 
-// key names a Warning by its reason and message.
 func (e Event) key() string { return e.Reason + "\x00" + e.Message }
 
 // sayOnce keeps in d.Warned the Warnings d says now, and drops from
@@ -325,7 +307,7 @@ func Plan(in Input) Needs {
 		return Needs{}
 	}
 	n := Needs{Rule: sel.winner, ReadAppWrapper: !sel.winner.Policy.AppWrapperFields().Empty()}
-	if _, ok, _, _ := componentsOwner(in); ok && deployed(aw) {
+	if owner, _, _ := componentsOwner(in); owner != nil && deployed(aw) {
 		n.Refs = slices.DeleteFunc(refs, func(r Ref) bool { return r.Name == "" })
 	}
 	return n
@@ -557,7 +539,7 @@ func decideOn(ctx context.Context, in Input) Decision {
 // dispatches the finished run again elsewhere.
 func (d *Decision) workerUnreachable(in Input) bool {
 	d.Worker = workerInfo(in)
-	if _, ok, problem, unknown := componentsOwner(in); !ok && unknown && in.Worker != nil && !(d.Recorded != nil && d.Recorded.Outcome == wrapupv1alpha1.OutcomeSucceeded) {
+	if _, problem, unknown := componentsOwner(in); unknown && in.Worker != nil && !(d.Recorded != nil && d.Recorded.Outcome == wrapupv1alpha1.OutcomeSucceeded) {
 		d.Verdict, d.Requeue = VerdictWorkerUnreachable, WorkerBackoff(in.WorkerFailures+1)
 		d.WorkerFailures = in.WorkerFailures + 1
 		d.Reason = fmt.Sprintf("MultiKueue dispatched the AppWrapper to worker cluster %s, which wrapup cannot read: %s; nothing is recorded or deleted until it can",
@@ -644,11 +626,11 @@ func observeCandidate(ctx context.Context, in Input, policy *celpolicies.Policy,
 		c.state, c.info.Problem = state, problem
 		return c
 	}
-	owner, ok, problem, unknown := componentsOwner(in)
+	owner, problem, unknown := componentsOwner(in)
 	switch {
-	case !ok && unknown:
+	case unknown:
 		return unread(liveUnknown, problem)
-	case !ok:
+	case owner == nil:
 		return unread(liveAbsent, problem)
 	case !deployed(aw):
 		return unread(liveAbsent, fmt.Sprintf("the AppWrapper is %s: its components do not exist", phaseOrNone(aw.Status.Phase)))

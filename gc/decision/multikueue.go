@@ -52,36 +52,36 @@ func MultiKueueManaged(aw *awv1beta2.AppWrapper) bool {
 }
 
 // componentsOwner is the AppWrapper that controls in.AppWrapper's
-// components: itself, or its copy on the worker; ok is false for none,
-// problem says why, unknown that the worker could not be read.
-func componentsOwner(in Input) (owner *awv1beta2.AppWrapper, ok bool, problem string, unknown bool) {
+// components: itself, or its copy on the worker; nil for none, problem
+// then says why, and unknown that the worker could not be read.
+func componentsOwner(in Input) (owner *awv1beta2.AppWrapper, problem string, unknown bool) {
 	aw := in.AppWrapper
 	if !MultiKueueManaged(aw) {
-		return aw, true, "", false
+		return aw, "", false
 	}
 	w := in.Worker
 	switch {
 	case w == nil && !deployed(aw):
 		// Queued, or not yet started: the Workload's dispatch or its
 		// status brings it back.
-		return nil, false, fmt.Sprintf("MultiKueue has not started the AppWrapper on a worker cluster (it is %s): its components do not exist", phaseOrNone(aw.Status.Phase)), false
+		return nil, fmt.Sprintf("MultiKueue has not started the AppWrapper on a worker cluster (it is %s): its components do not exist", phaseOrNone(aw.Status.Phase)), false
 	case w == nil:
-		return nil, false, "MultiKueue dispatches this AppWrapper, and its worker cluster was not read", true
+		return nil, "MultiKueue dispatches this AppWrapper, and its worker cluster was not read", true
 	case w.Problem != "":
-		return nil, false, w.Problem, true
+		return nil, w.Problem, true
 	case w.Cluster == "":
-		return nil, false, "MultiKueue has not dispatched the AppWrapper's Workload to a worker cluster (yet): its components do not exist", false
+		return nil, "MultiKueue has not dispatched the AppWrapper's Workload to a worker cluster (yet): its components do not exist", false
 	case w.AppWrapper == nil:
-		return nil, false, fmt.Sprintf("worker cluster %s has no copy of the AppWrapper (not created yet, or deleted)", w.Cluster), false
+		return nil, fmt.Sprintf("worker cluster %s has no copy of the AppWrapper (not created yet, or deleted)", w.Cluster), false
 	case w.Workload == "" || w.AppWrapper.Labels[PrebuiltWorkloadLabel] != w.Workload:
-		return nil, false, fmt.Sprintf("the AppWrapper of this name on worker cluster %s is not MultiKueue's copy of this one (its label %s is %q, this AppWrapper's Workload is %q): its components are not taken as this AppWrapper's",
+		return nil, fmt.Sprintf("the AppWrapper of this name on worker cluster %s is not MultiKueue's copy of this one (its label %s is %q, this AppWrapper's Workload is %q): its components are not taken as this AppWrapper's",
 			w.Cluster, PrebuiltWorkloadLabel, w.AppWrapper.Labels[PrebuiltWorkloadLabel], w.Workload), false
 	case !w.AppWrapper.DeletionTimestamp.IsZero():
-		return nil, false, fmt.Sprintf("the copy on worker cluster %s is being deleted", w.Cluster), false
+		return nil, fmt.Sprintf("the copy on worker cluster %s is being deleted", w.Cluster), false
 	case !deployed(w.AppWrapper):
-		return nil, false, fmt.Sprintf("the copy on worker cluster %s is %s: its components do not exist", w.Cluster, phaseOrNone(w.AppWrapper.Status.Phase)), false
+		return nil, fmt.Sprintf("the copy on worker cluster %s is %s: its components do not exist", w.Cluster, phaseOrNone(w.AppWrapper.Status.Phase)), false
 	}
-	return w.AppWrapper, true, "", false
+	return w.AppWrapper, "", false
 }
 
 // withCopyStatus is in.AppWrapper, when MultiKueue dispatches it and its
@@ -98,9 +98,9 @@ func withCopyStatus(in Input) *awv1beta2.AppWrapper {
 	}
 	aw := in.AppWrapper.DeepCopy()
 	aw.Status = awv1beta2.AppWrapperStatus{}
-	owner, ok, _, _ := componentsOwner(in)
+	owner, _, _ := componentsOwner(in)
 	switch {
-	case ok:
+	case owner != nil:
 		owner.Status.DeepCopyInto(&aw.Status)
 	case in.Worker.Finished && in.Worker.AppWrapper == nil && in.Worker.Problem == "":
 		// The run ended and MultiKueue removed its copy: the mirror here
@@ -134,7 +134,7 @@ func workerInfo(in Input) *WorkerInfo {
 		return nil
 	}
 	info := &WorkerInfo{Cluster: in.Worker.Cluster}
-	if _, ok, problem, _ := componentsOwner(in); !ok {
+	if owner, problem, _ := componentsOwner(in); owner == nil {
 		info.Problem = problem
 	}
 	if c := in.Worker.AppWrapper; c != nil {
