@@ -358,14 +358,11 @@ const finishedAtLayout = "2006-01-02T15:04:05.000000000Z07:00"
 // people (kubectl get appwrappers -l wrapup.dev/outcome=Failed), as the
 // keys of a merge patch.
 func Mirror(rec *Record) (labels, annotations map[string]any) {
-	labels = map[string]any{wrapupv1alpha1.OutcomeLabel: nil}
-	annotations = map[string]any{wrapupv1alpha1.RuleAnnotation: nil, wrapupv1alpha1.FinishedAtAnnotation: nil, wrapupv1alpha1.MessageAnnotation: nil}
 	if rec == nil {
-		return labels, annotations
+		return map[string]any{wrapupv1alpha1.OutcomeLabel: nil},
+			map[string]any{wrapupv1alpha1.RuleAnnotation: nil, wrapupv1alpha1.FinishedAtAnnotation: nil, wrapupv1alpha1.MessageAnnotation: nil}
 	}
-	labels[wrapupv1alpha1.OutcomeLabel] = string(rec.Outcome)
-	annotations[wrapupv1alpha1.RuleAnnotation] = rec.Rule
-	annotations[wrapupv1alpha1.FinishedAtAnnotation] = rec.FinishedAt.UTC().Format(finishedAtLayout)
-	annotations[wrapupv1alpha1.MessageAnnotation] = Truncate(rec.Message, MaxMessage)
-	return labels, annotations
+	return map[string]any{wrapupv1alpha1.OutcomeLabel: string(rec.Outcome)},
+		map[string]any{wrapupv1alpha1.RuleAnnotation: rec.Rule, wrapupv1alpha1.FinishedAtAnnotation: rec.FinishedAt.UTC().Format(finishedAtLayout),
+			wrapupv1alpha1.MessageAnnotation: Truncate(rec.Message, MaxMessage)}
 }

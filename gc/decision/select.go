@@ -56,17 +56,13 @@ func (k Kind) problem(what string, gk schema.GroupKind) string {
 type RuleStanding struct {
 	Name     string
 	Priority int32
-	// Ready is the rule's Ready condition as "Status/Reason", "" if unset.
-	Ready string
-	// Matches: the rule applies to the AppWrapper (selectRule).
-	Matches bool
+	Ready    string // the rule's Ready condition as "Status/Reason", "" if unset
+	Matches  bool   // the rule applies to the AppWrapper (selectRule)
 	// Valid: the rule can act: it compiles, its selectors parse, and its
 	// trigger kind (if it names one) can be watched.
 	Valid bool
-	// Wins: the rule decides; when it is not Valid, it blocks every rule
-	// below it.
-	Wins bool
-	Why  string
+	Wins  bool // the rule decides; when it is not Valid, it blocks every rule below it
+	Why   string
 }
 
 // selection is the outcome of choosing the rule that decides.

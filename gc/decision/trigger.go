@@ -24,10 +24,8 @@ type Ref struct {
 	Name string
 	// Template is the template's name, or its generateName followed by "*":
 	// the component's identity, whatever object is created for it.
-	Template string
-	// Annotated: the rule names no kind, and the component is annotated
-	// wrapup.dev/trigger.
-	Annotated bool
+	Template  string
+	Annotated bool // the rule names no kind, and the component is annotated wrapup.dev/trigger
 }
 
 // String names the component as records keep it ("batch/Job/benchmark",
