@@ -540,8 +540,18 @@ func decideOn(ctx context.Context, in Input) Decision {
 // that would outlast Kueue's workerLostTimeout, after which MultiKueue
 // dispatches the finished run again elsewhere.
 func (d *Decision) workerUnreachable(in Input) bool {
-	d.Worker = workerInfo(in)
-	if _, problem, unknown := componentsOwner(in); unknown && in.Worker != nil && !(d.Recorded != nil && d.Recorded.Outcome == wrapupv1alpha1.OutcomeSucceeded) {
+	if in.Worker == nil {
+		return false
+	}
+	owner, problem, unknown := componentsOwner(in)
+	d.Worker = &WorkerInfo{Cluster: in.Worker.Cluster}
+	if owner == nil {
+		d.Worker.Problem = problem
+	}
+	if c := in.Worker.AppWrapper; c != nil {
+		d.Worker.CopyUID, d.Worker.CopyPhase = string(c.UID), c.Status.Phase
+	}
+	if unknown && !(d.Recorded != nil && d.Recorded.Outcome == wrapupv1alpha1.OutcomeSucceeded) {
 		d.Verdict, d.Requeue = VerdictWorkerUnreachable, WorkerBackoff(in.WorkerFailures+1)
 		d.WorkerFailures = in.WorkerFailures + 1
 		d.Reason = fmt.Sprintf("MultiKueue dispatched the AppWrapper to worker cluster %s, which wrapup cannot read: %s; nothing is recorded or deleted until it can",
@@ -751,17 +761,6 @@ func combine(policy wrapupv1alpha1.TriggerPolicy, cs []observed) settled {
 	return settled{}
 }
 
-// failureKey is what the controller remembers a failure of the candidates
-// by: the UIDs of those that failed, sorted.
-func failureKey(cs []observed, deciders []int) types.UID {
-	uids := make([]string, len(deciders))
-	for k, i := range deciders {
-		uids[k] = string(cs[i].info.UID)
-	}
-	sort.Strings(uids)
-	return types.UID(strings.Join(uids, ","))
-}
-
 func (c *observed) name() string {
 	if c.info.Name != "" {
 		return c.info.Kind.Kind + " " + c.info.Name
@@ -785,8 +784,13 @@ func (d *Decision) settle(in Input, policy wrapupv1alpha1.TriggerPolicy, cs []ob
 	}
 	switch {
 	case failed:
-		key := failureKey(cs, v.deciders)
-		first := in.Now
+		// A failure is remembered by the UIDs of the triggers that failed, sorted.
+		uids := make([]string, len(v.deciders))
+		for k, i := range v.deciders {
+			uids[k] = string(cs[i].info.UID)
+		}
+		sort.Strings(uids)
+		key, first := types.UID(strings.Join(uids, ",")), in.Now
 		if in.FailureSeen.TriggerUID == key && !in.FailureSeen.At.IsZero() && in.FailureSeen.At.Before(first) {
 			first = in.FailureSeen.At
 		}

@@ -56,11 +56,7 @@ func ReadsAppWrapperAnnotation(key string) bool {
 // controller does (capped at its maximum); ok is false when it is absent
 // or does not parse.
 func annotationDuration(aw *awv1beta2.AppWrapper, key string) (time.Duration, bool) {
-	v, ok := aw.Annotations[key]
-	if !ok {
-		return 0, false
-	}
-	d, err := time.ParseDuration(v)
+	d, err := time.ParseDuration(aw.Annotations[key]) // "" (absent) does not parse
 	if err != nil {
 		return 0, false
 	}

@@ -129,20 +129,6 @@ func StatusForRules(in Input) (awv1beta2.AppWrapperStatus, bool) {
 	return withCopyStatus(in).Status, true
 }
 
-func workerInfo(in Input) *WorkerInfo {
-	if !MultiKueueManaged(in.AppWrapper) || in.Worker == nil {
-		return nil
-	}
-	info := &WorkerInfo{Cluster: in.Worker.Cluster}
-	if owner, problem, _ := componentsOwner(in); owner == nil {
-		info.Problem = problem
-	}
-	if c := in.Worker.AppWrapper; c != nil {
-		info.CopyUID, info.CopyPhase = string(c.UID), c.Status.Phase
-	}
-	return info
-}
-
 // WorkerToRead says whether a decision on in needs the worker read.
 func WorkerToRead(in Input) bool {
 	return MultiKueueManaged(in.AppWrapper) && deployed(in.AppWrapper)

@@ -90,11 +90,12 @@ func StampFor(cur Stamp, rec *Record, now time.Time) Stamp {
 	if !cur.deletes() {
 		return cur
 	}
-	old := rec.Stamp
+	old, oldAction := rec.Stamp, rec.Stamp
+	oldAction.Since, oldAction.DueAt = time.Time{}, time.Time{}
 	ttl := cur.ttl()
 	natural := rec.FinishedAt.Add(ttl)
 	switch {
-	case sameAction(old, cur) && !old.Since.IsZero():
+	case oldAction.Same(cur) && !old.Since.IsZero():
 		cur.Since = old.Since
 	case old.Action.Action == "" || old.deletes() && !natural.Before(old.DueAt) && !natural.Before(now):
 		// A new record, or a change that makes the deletion later, and not past.
@@ -108,11 +109,6 @@ func StampFor(cur Stamp, rec *Record, now time.Time) Stamp {
 	}
 	cur.DueAt = cur.Since.Add(ttl)
 	return cur
-}
-
-func sameAction(a, b Stamp) bool {
-	a.Since, a.DueAt, b.Since, b.DueAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	return a.Same(b)
 }
 
 // ceil rounds t up to the unit a record keeps: a due time rounded down
