@@ -81,11 +81,9 @@ func Gather(ctx context.Context, v View, policies *celpolicies.Cache, key types.
 		return in, err
 	}
 	in.Record = rec
-	a, ahead := v.(aheadReader)
+	r, ahead := v.(*Reader)
 	if ahead {
-		// The triggers a fresh plan most likely reads are read while the
-		// rules are listed; every read is sent after Gather started.
-		defer a.readAhead(ctx, aw)()
+		defer r.readAhead(ctx, aw)()
 	}
 	rules, err := v.Rules(ctx)
 	if err != nil {
@@ -99,7 +97,7 @@ func Gather(ctx context.Context, v View, policies *celpolicies.Cache, key types.
 		return in, err
 	}
 	if ahead {
-		a.readBefore(rules, in.Namespace)
+		r.readBefore(rules, in.Namespace)
 	}
 	plan, err := readTriggers(ctx, v, key, &in)
 	if err != nil || !plan.ReadAppWrapper {
@@ -217,11 +215,11 @@ func readAppWrapperVariable(ctx context.Context, v View, p *celpolicies.Policy, 
 type Reader struct {
 	Client client.Reader
 	// Kinds, when set, says how far each kind can be read (the
-	// controller's watches); otherwise every kind counts as watched, and a
-	// kind the API server does not serve shows as its trigger's read error.
+	// controller's watches); otherwise every kind counts as watched, and
+	// one the API server does not serve shows as its trigger's read error.
 	Kinds func(schema.GroupKind) decision.Kind
-	// Version, when set, gives the version to read a kind at; otherwise
-	// the template's version.
+	// Version, when set, gives the version to read a kind at (else the
+	// template's).
 	Version func(schema.GroupKind) (string, bool)
 	// Labelled makes an object without the AppWrapper label absent, as it
 	// is to the controller's label-filtered watches.
@@ -245,8 +243,8 @@ type Reader struct {
 	Ahead *Ahead
 	Go    func(func())
 
-	// ahead are the reads ahead of the Gather under way, until Trigger
-	// takes them or readBefore drops them.
+	// ahead are the reads of the Gather under way, until Trigger takes
+	// them or readBefore drops them.
 	ahead map[aheadKey]*aheadRead
 }
 
@@ -257,15 +255,14 @@ type Reader struct {
 //
 // Gather sends the reads once it has the AppWrapper, as it sends every
 // read, and returns only once every read ahead has. Trigger takes the
-// answer to a read ahead of the same kind, version and name, only if the
-// rules listed (and the Namespace, when read) are those the caches had,
-// at the same resourceVersions: then each was committed before the
-// check started, and so is every change of the trigger made before it,
-// which the read ahead, sent later, sees. When one changed since, the
-// change may have come after the read ahead was answered, and the
-// trigger is read again, once the rules and the Namespace are: a check
-// that sees a change of a rule or of the Namespace sees every change of
-// the trigger made before it, as when the trigger is read last.
+// answer to a read ahead of the same kind, version and name only if the
+// rules listed (and the Namespace, when read) are at the resourceVersions
+// the caches had: each was then committed before the check started, and
+// so was every change of the trigger made before it, which the read
+// ahead, sent later, sees. Otherwise (the change may have come after the
+// read ahead was answered) the trigger is read again after them, as if
+// read last: a check that sees a change of a rule or of the Namespace sees
+// every change of the trigger made before it.
 type Ahead struct {
 	Refs      []decision.Ref
 	Rules     map[types.UID]string
@@ -292,14 +289,6 @@ func AheadOf(in decision.Input) *Ahead {
 	return a
 }
 
-// aheadReader is a View that reads triggers ahead (Reader.Ahead): Gather
-// starts the reads, tells it what it read before the triggers
-// (readBefore), and calls stop before it returns.
-type aheadReader interface {
-	readAhead(ctx context.Context, aw *awv1beta2.AppWrapper) (stop func())
-	readBefore(rules []wrapupv1alpha1.CompletionRule, ns *corev1.Namespace)
-}
-
 // aheadKey is the object a read ahead reads, in the AppWrapper's namespace.
 type aheadKey struct {
 	gvk  schema.GroupVersionKind
@@ -313,6 +302,8 @@ type aheadRead struct {
 	err  error
 }
 
+// readAhead sends the reads of Ahead, while Gather lists the rules; Gather
+// calls stop before it returns.
 func (v *Reader) readAhead(ctx context.Context, aw *awv1beta2.AppWrapper) (stop func()) {
 	if v.Ahead == nil || len(v.Ahead.Refs) == 0 {
 		return func() {}

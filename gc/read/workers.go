@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,14 +50,7 @@ func FindWorkload(ctx context.Context, cache, live client.Reader, aw *awv1beta2.
 	if live == nil {
 		return &wl, nil
 	}
-	fresh := &kueue.Workload{}
-	if err := live.Get(ctx, client.ObjectKeyFromObject(&wl), fresh); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading the AppWrapper's Workload %s: %w", wl.Name, err)
-	}
-	return fresh, nil
+	return getOrNil(ctx, live, client.ObjectKeyFromObject(&wl), &kueue.Workload{}, "the AppWrapper's Workload "+wl.Name)
 }
 
 // WorkloadController is the index function of WorkloadOwnerIndex.
@@ -73,12 +65,11 @@ func WorkloadController(obj client.Object) []string {
 // here is wl (nil: none; werr: it could not be read): the worker it is
 // dispatched to and the copy there, read through connect's reader.
 func WorkerOf(ctx context.Context, aw *awv1beta2.AppWrapper, wl *kueue.Workload, werr error, connect func(cluster string) (client.Reader, error)) *decision.Worker {
+	if werr != nil {
+		return &decision.Worker{Problem: werr.Error()}
+	}
 	w := &decision.Worker{}
-	switch {
-	case werr != nil:
-		w.Problem = werr.Error()
-		return w
-	case wl == nil:
+	if wl == nil {
 		return w
 	}
 	w.Workload = wl.Name
@@ -94,13 +85,8 @@ func WorkerOf(ctx context.Context, aw *awv1beta2.AppWrapper, wl *kueue.Workload,
 		w.Problem = err.Error()
 		return w
 	}
-	cp := &awv1beta2.AppWrapper{}
-	switch err := reader.Get(ctx, client.ObjectKeyFromObject(aw), cp); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		w.Problem = fmt.Sprintf("reading the AppWrapper on worker cluster %s: %v", w.Cluster, err)
-	default:
-		w.AppWrapper = cp
+	if w.AppWrapper, err = getOrNil(ctx, reader, client.ObjectKeyFromObject(aw), &awv1beta2.AppWrapper{}, "the AppWrapper on worker cluster "+w.Cluster); err != nil {
+		w.Problem = err.Error()
 	}
 	return w
 }

@@ -112,11 +112,10 @@ func identityOnly(u *unstructured.Unstructured) *unstructured.Unstructured {
 // largest parts of most objects' metadata, which no expression reads.
 func StripMetadata(u *unstructured.Unstructured) *unstructured.Unstructured {
 	u.SetManagedFields(nil)
-	if ann := u.GetAnnotations(); ann != nil {
-		if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
-			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-			u.SetAnnotations(ann)
-		}
+	ann := u.GetAnnotations()
+	if _, ok := ann["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+		delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
+		u.SetAnnotations(ann)
 	}
 	return u
 }
@@ -149,11 +148,10 @@ func newCachedTrigger(u *unstructured.Unstructured, identity bool) (*cachedTrigg
 	if rare != (rareIdentity{}) {
 		t.rare = &rare
 	}
-	raw, err := json.Marshal(u.Object)
-	if err != nil {
+	var err error
+	if t.raw, err = json.Marshal(u.Object); err != nil {
 		return nil, fmt.Errorf("encoding %s %s/%s: %w", kind, t.namespace, t.name, err)
 	}
-	t.raw = raw
 	return t, nil
 }
 
@@ -198,11 +196,8 @@ func packUID(s types.UID) (uuid.UUID, string) {
 }
 
 func uidOf(u uuid.UUID, other string) types.UID {
-	switch {
-	case other != "":
+	if other != "" || u == uuid.Nil {
 		return types.UID(other)
-	case u == uuid.Nil:
-		return ""
 	}
 	return types.UID(u.String())
 }

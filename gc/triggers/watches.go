@@ -151,11 +151,9 @@ func NewWatches(client dynamic.Interface, mapper meta.RESTMapper, disc discovery
 	if opts.EventBuffer <= 0 {
 		opts.EventBuffer = 1024
 	}
-	return &Watches{opts: opts, client: client, mapper: mapper, discovery: disc,
+	return &Watches{opts: opts, client: client, mapper: mapper, discovery: disc, started: make(chan struct{}), stopped: make(chan struct{}),
 		events: make(chan event.GenericEvent, opts.EventBuffer), gone: make(chan event.GenericEvent, 64),
-		owners: map[Owner]claim{}, kinds: map[schema.GroupKind]*kindWatch{},
-		waiters: map[schema.GroupKind]map[types.NamespacedName]struct{}{},
-		started: make(chan struct{}), stopped: make(chan struct{})}
+		owners: map[Owner]claim{}, kinds: map[schema.GroupKind]*kindWatch{}, waiters: map[schema.GroupKind]map[types.NamespacedName]struct{}{}}
 }
 
 // Gone is where rules arrive whose trigger kind stopped being served, or
@@ -391,14 +389,11 @@ type AccessReview func(ctx context.Context, gvr schema.GroupVersionResource) (al
 // may list and watch a resource in every namespace (SelfSubjectAccessReview,
 // which every authenticated user may create).
 func SelfAccessReview(client dynamic.Interface) AccessReview {
-	ssar := schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
+	ssar := client.Resource(schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"})
 	return func(ctx context.Context, gvr schema.GroupVersionResource) (bool, string, error) {
 		for _, verb := range []string{"list", "watch"} {
-			review := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-				"spec": map[string]any{"resourceAttributes": map[string]any{"verb": verb, "group": gvr.Group, "resource": gvr.Resource}},
-			}}
-			res, err := client.Resource(ssar).Create(ctx, review, metav1.CreateOptions{})
+			res, err := ssar.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+				"spec": map[string]any{"resourceAttributes": map[string]any{"verb": verb, "group": gvr.Group, "resource": gvr.Resource}}}}, metav1.CreateOptions{})
 			if err != nil {
 				return false, "", err
 			}
@@ -721,15 +716,13 @@ func (w *Watches) Listing(gk schema.GroupKind) (listing, failed bool) {
 func (w *Watches) Claimants() []types.NamespacedName {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	seen := map[types.NamespacedName]bool{}
-	var out []types.NamespacedName
+	keys := map[types.NamespacedName]bool{}
 	for owner := range w.owners {
-		if k := owner.AppWrapper; owner.Rule == "" && !seen[k] {
-			seen[k] = true
-			out = append(out, k)
+		if owner.Rule == "" {
+			keys[owner.AppWrapper] = true
 		}
 	}
-	return out
+	return slices.Collect(maps.Keys(keys))
 }
 
 // listForbidden records that wrapup may not list gk (until its informer
