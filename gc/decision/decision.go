@@ -1034,10 +1034,6 @@ func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome
 	if d.Stamp != nil {
 		rec.Stamp = *d.Stamp
 	}
-	spec := EventSucceeded
-	if outcome == wrapupv1alpha1.OutcomeFailed {
-		spec = EventFailed
-	}
 	what := "the AppWrapper is deleted"
 	if ttl := d.Action.TTLSecondsAfterFinished; ttl != nil && *ttl > 0 {
 		what = fmt.Sprintf("the AppWrapper is deleted in %ds", *ttl)
@@ -1056,11 +1052,11 @@ func (d *Decision) record(in Input, rule *wrapupv1alpha1.CompletionRule, outcome
 	if m := Truncate(message, MaxMessage); m != "" {
 		message = ": " + m
 	}
+	spec := map[wrapupv1alpha1.Outcome]EventSpec{wrapupv1alpha1.OutcomeSucceeded: EventSucceeded, wrapupv1alpha1.OutcomeFailed: EventFailed}[outcome]
 	d.Events = append(d.Events, spec.Event(rule.Name, outcome, what, message))
 	d.Reason += "; the outcome is not recorded yet"
 }
 
-// clear decides to remove the record.
 func (d *Decision) clear(why string) {
 	d.Verdict, d.Clear = VerdictClearOutcome, true
 	d.Reason = why + ": wrapup clears it and cancels any pending deletion"

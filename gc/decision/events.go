@@ -88,12 +88,10 @@ var (
 	WarningEvaluationError = warning(wrapupv1alpha1.ReasonEvaluationError, "Evaluate", "rule %s on %s: %s (taken as not finished)")
 )
 
-// The Events of the controller's writes, not of a decision.
-var (
-	// WarningRecordNotWritten: the error.
-	WarningRecordNotWritten = warning(wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord",
-		"the run's CompletionRecord could not be written: %v; wrapup tries again, and records and deletes nothing until it is written")
-)
+// WarningRecordNotWritten is an Event of the controller's write, not of a
+// decision: the error.
+var WarningRecordNotWritten = warning(wrapupv1alpha1.ReasonRecordNotWritten, "WriteRecord",
+	"the run's CompletionRecord could not be written: %v; wrapup tries again, and records and deletes nothing until it is written")
 
 // EventSpecs are every kind of Event wrapup emits on AppWrappers.
 var EventSpecs = []EventSpec{

@@ -2,6 +2,7 @@ package decision
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -44,12 +45,8 @@ const (
 // annotation key (never the mirror of the run's record). wrapup's cache
 // keeps no other annotation of an AppWrapper: add any new read here.
 func ReadsAppWrapperAnnotation(key string) bool {
-	switch key {
-	case awv1beta2.RetryLimitAnnotation, awv1beta2.FailureGracePeriodDurationAnnotation, awv1beta2.DeletionOnFailureGracePeriodAnnotation,
-		wrapupv1alpha1.IgnoreAnnotation, wrapupv1alpha1.TriggerAnnotation:
-		return true
-	}
-	return false
+	return slices.Contains([]string{awv1beta2.RetryLimitAnnotation, awv1beta2.FailureGracePeriodDurationAnnotation,
+		awv1beta2.DeletionOnFailureGracePeriodAnnotation, wrapupv1alpha1.IgnoreAnnotation, wrapupv1alpha1.TriggerAnnotation}, key)
 }
 
 // annotationDuration reads a duration annotation of aw as the AppWrapper

@@ -31,8 +31,7 @@ type Worker struct {
 
 // WorkerInfo is what a decision read on a worker cluster, for people.
 type WorkerInfo struct {
-	// Cluster names the worker; "" when the AppWrapper is not dispatched.
-	Cluster string
+	Cluster string // the worker's name; "" when the AppWrapper is not dispatched
 	// Problem says why the triggers there were not read, or why the copy
 	// there is not taken as this AppWrapper's; "" when they were read.
 	Problem string

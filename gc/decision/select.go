@@ -98,11 +98,11 @@ func RuleKind(rule *wrapupv1alpha1.CompletionRule) schema.GroupKind {
 
 // unusable says why rule cannot act on anything; "" when it can.
 func unusable(r *Rule, kinds map[schema.GroupKind]Kind) string {
-	if r.Err != nil || r.Policy == nil {
-		if r.Err == nil {
-			return "it is not compiled"
-		}
+	switch {
+	case r.Err != nil:
 		return "it does not compile: " + r.Err.Error()
+	case r.Policy == nil:
+		return "it is not compiled"
 	}
 	if gk := RuleKind(r.Rule); gk.Kind != "" {
 		return kinds[gk].problem("its trigger", gk)
@@ -212,8 +212,7 @@ func selectRule(rules []Rule, aw *awv1beta2.AppWrapper, nsLabels map[string]stri
 				w.Why = fmt.Sprintf("wins: highest priority of %d matching valid rules", contenders)
 			}
 		}
-		copy(sel.standings[1:winnerAt+1], sel.standings[:winnerAt])
-		sel.standings[0] = w
+		sel.standings = slices.Insert(slices.Delete(sel.standings, winnerAt, winnerAt+1), 0, w)
 	}
 	return sel
 }

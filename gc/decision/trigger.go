@@ -3,6 +3,7 @@ package decision
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
@@ -37,17 +38,6 @@ func (r Ref) GroupVersionKind() schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: r.Kind.Group, Version: r.Version, Kind: r.Kind.Kind}
 }
 
-// componentMeta is what finding the trigger reads of a template.
-type componentMeta struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name         string            `json:"name"`
-		GenerateName string            `json:"generateName"`
-		Annotations  map[string]string `json:"annotations"`
-	} `json:"metadata"`
-}
-
 // parsedComponent is what a decision reads of one of an AppWrapper's components.
 type parsedComponent struct {
 	index              int
@@ -66,7 +56,15 @@ func parseComponents(aw *awv1beta2.AppWrapper) []parsedComponent {
 	for i := range aw.Spec.Components {
 		c, pc := &aw.Spec.Components[i], &out[i]
 		pc.index, pc.annotated = i, Truthy(c.Annotations[wrapupv1alpha1.TriggerAnnotation])
-		var m componentMeta
+		var m struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name         string            `json:"name"`
+				GenerateName string            `json:"generateName"`
+				Annotations  map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
 		if err := json.Unmarshal(c.Template.Raw, &m); err != nil || m.Kind == "" || m.APIVersion == "" {
 			pc.bad = fmt.Sprintf("component %d has no apiVersion/kind", i)
 			continue
@@ -106,11 +104,7 @@ type NoTrigger struct {
 // Truthy says whether an annotation value opts in: "true" in any case, and
 // the other usual spellings of yes.
 func Truthy(v string) bool {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "true", "yes", "1", "on":
-		return true
-	}
-	return false
+	return slices.Contains([]string{"true", "yes", "1", "on"}, strings.ToLower(strings.TrimSpace(v)))
 }
 
 // FindTrigger finds the one component of aw that rule's trigger names (or,
@@ -218,7 +212,6 @@ func OwnedBy(obj metav1.Object, aw *awv1beta2.AppWrapper) bool {
 // Truncate cuts s to at most n bytes, on a character boundary, marking the cut.
 func Truncate(s string, n int) string { return celpolicies.Truncate(s, n) }
 
-// article is "an" before a word that starts with a vowel, else "a".
 func article(word string) string {
 	if word != "" && strings.ContainsRune("AEIOUaeiou", rune(word[0])) {
 		return "an"
