@@ -1069,8 +1069,7 @@ func (d *Decision) clear(why string) {
 // logs and results; a new attempt tore them down, and would only run the
 // benchmark again.
 func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Record, again string) {
-	outcome := rec.Outcome
-	aw := in.AppWrapper
+	outcome, aw := rec.Outcome, in.AppWrapper
 	d.Outcome = outcome
 	d.Action = ActionFor(rule, outcome)
 	d.DryRun = rule.Spec.DryRun
@@ -1088,18 +1087,15 @@ func (d *Decision) act(in Input, rule *wrapupv1alpha1.CompletionRule, rec *Recor
 	}
 	switch {
 	case workerCopy:
-		d.Verdict = VerdictRecordOnly
-		d.Reason = fmt.Sprintf("the trigger %s and the AppWrapper is MultiKueue's copy on a worker cluster (label %s=%s): "+
+		d.Verdict, d.Reason = VerdictRecordOnly, fmt.Sprintf("the trigger %s and the AppWrapper is MultiKueue's copy on a worker cluster (label %s=%s): "+
 			"wrapup records the outcome here and deletes nothing, since deleting it would make MultiKueue dispatch the run again; "+
 			"the manager cluster's wrapup finishes the AppWrapper", outcome, kueue.MultiKueueOriginLabel, origin)
 		return
 	case d.Action.Action == wrapupv1alpha1.ActionUpdateStatus:
-		d.Verdict = VerdictRecordOnly
-		d.Reason = fmt.Sprintf("the trigger %s and rule %s's action for it is UpdateStatus: the outcome is recorded, everything keeps running", outcome, rule.Name)
+		d.Verdict, d.Reason = VerdictRecordOnly, fmt.Sprintf("the trigger %s and rule %s's action for it is UpdateStatus: the outcome is recorded, everything keeps running", outcome, rule.Name)
 		return
 	case d.DryRun:
-		d.Verdict = VerdictDryRun
-		d.Reason = fmt.Sprintf("the trigger %s and rule %s is in dry-run mode: the outcome is recorded with a WouldDelete Event, nothing is deleted", outcome, rule.Name)
+		d.Verdict, d.Reason = VerdictDryRun, fmt.Sprintf("the trigger %s and rule %s is in dry-run mode: the outcome is recorded with a WouldDelete Event, nothing is deleted", outcome, rule.Name)
 		return
 	}
 	if again != "" {
