@@ -39,15 +39,13 @@ type View interface {
 	Record(ctx context.Context, aw *awv1beta2.AppWrapper) (*wrapupv1alpha1.CompletionRecord, error)
 	Rules(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error)
 	Namespace(ctx context.Context, name string) (*corev1.Namespace, error)
-	// RuleKind says how far triggers of gk, the kind rule names, can be
-	// read.
+	// RuleKind says how far triggers of gk, the kind rule names, can be read.
 	RuleKind(rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) decision.Kind
 	// Worker reads what a decision needs of the worker cluster of an
 	// AppWrapper that MultiKueue dispatches, and the view of its triggers
 	// there (nil when they cannot be read there).
 	Worker(ctx context.Context, key types.NamespacedName, aw *awv1beta2.AppWrapper) (*decision.Worker, TriggerView)
-	// AppWrapperVariable is the appWrapper variable for a rule that reads
-	// it.
+	// AppWrapperVariable is the appWrapper variable for a rule that reads it.
 	AppWrapperVariable(ctx context.Context, aw *awv1beta2.AppWrapper, p *celpolicies.Policy) (map[string]any, error)
 }
 
@@ -225,12 +223,10 @@ type Reader struct {
 	// is to the controller's label-filtered watches.
 	Labelled bool
 	// RuleStatus takes what a rule's Ready condition says of its kind (not
-	// served, not watchable) over Kinds: for a reader outside the
-	// controller, which cannot see its watches.
+	// served, not watchable) over Kinds: for a tool, blind to the watches.
 	RuleStatus bool
-	// Slim says that an AppWrapper handed to Gather may lack parts of its
-	// spec and status (the controller's cache): a rule that reads them is
-	// given the AppWrapper read from Client.
+	// Slim: an AppWrapper handed to Gather may lack parts of its spec and
+	// status (the controller's cache): a rule reading them gets Client's.
 	Slim bool
 	// Workers, when set, reads worker clusters; without it, the worker of
 	// an AppWrapper that MultiKueue dispatches cannot be read.
@@ -427,15 +423,13 @@ func (v *Reader) Kind(gk schema.GroupKind) decision.Kind {
 }
 
 func (v *Reader) RuleKind(rule *wrapupv1alpha1.CompletionRule, gk schema.GroupKind) decision.Kind {
-	if v.RuleStatus {
-		if c := apimeta.FindStatusCondition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady); c != nil &&
-			c.ObservedGeneration == rule.Generation && c.Status == metav1.ConditionFalse {
-			switch c.Reason {
-			case wrapupv1alpha1.ReasonTriggerKindNotFound:
-				return decision.Kind{State: decision.KindNotServed, Message: c.Message}
-			case wrapupv1alpha1.ReasonTriggerKindNotWatchable:
-				return decision.Kind{State: decision.KindNotWatchable, Message: c.Message}
-			}
+	if c := apimeta.FindStatusCondition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady); v.RuleStatus && c != nil &&
+		c.ObservedGeneration == rule.Generation && c.Status == metav1.ConditionFalse {
+		switch c.Reason {
+		case wrapupv1alpha1.ReasonTriggerKindNotFound:
+			return decision.Kind{State: decision.KindNotServed, Message: c.Message}
+		case wrapupv1alpha1.ReasonTriggerKindNotWatchable:
+			return decision.Kind{State: decision.KindNotWatchable, Message: c.Message}
 		}
 	}
 	return v.Kind(gk)

@@ -86,9 +86,7 @@ func keepFields(keep celpolicies.Fields) cache.TransformFunc {
 }
 
 // identityOnly trims the metadata of u to what wrapup reads when no
-// expression reads it: the key, uid and resourceVersion, the
-// ownerReferences and the AppWrapper label that name the owner, and the
-// deletionTimestamp.
+// expression reads it.
 func identityOnly(u *unstructured.Unstructured) *unstructured.Unstructured {
 	md, _ := u.Object["metadata"].(map[string]any)
 	for k := range md {
@@ -202,11 +200,11 @@ func uidOf(u uuid.UUID, other string) types.UID {
 	return types.UID(u.String())
 }
 
-func (t *cachedTrigger) rareOrNone() rareIdentity {
-	if t.rare == nil {
-		return rareIdentity{}
+func (t *cachedTrigger) rareOrNone() (r rareIdentity) {
+	if t.rare != nil {
+		r = *t.rare
 	}
-	return *t.rare
+	return r
 }
 
 // object decodes the kept object into new maps, which the caller owns.

@@ -107,14 +107,12 @@ type kindWatch struct {
 }
 
 type kindInformer struct {
-	gvr       schema.GroupVersionResource
-	informer  cache.SharedIndexInformer
-	stop      context.CancelFunc
-	keep      celpolicies.Fields // the top-level fields kept besides metadata
-	forbidden error              // a list refused (RBAC), until the informer lists
-	// listFailed: a list (or watch) failed before the first list
-	// succeeded; the reflector tries again with its backoff.
-	listFailed atomic.Bool
+	gvr        schema.GroupVersionResource
+	informer   cache.SharedIndexInformer
+	stop       context.CancelFunc
+	keep       celpolicies.Fields // the top-level fields kept besides metadata
+	forbidden  error              // a list refused (RBAC), until the informer lists
+	listFailed atomic.Bool        // a list or watch failed before the first list (the reflector retries)
 }
 
 // ErrFieldsNotKept says that the informer of a kind drops a field that the
@@ -129,8 +127,7 @@ type Options struct {
 	// Access, when set, is asked before an informer starts (an informer
 	// that may not list would retry, and log, for as long as it runs).
 	Access AccessReview
-	// Clock (the real one by default) says when a kind found not
-	// watchable is asked about again.
+	// Clock (default: the real one) times NotWatchableRecheck.
 	Clock clock.PassiveClock
 	// Known, when set, says what the rules known now read of a kind: an
 	// informer keeps it too, whichever owner claims the kind first.
@@ -309,10 +306,9 @@ func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, bool, error) 
 	return mapping, status, nil
 }
 
-// NotWatchableRecheck is how long a kind found not watchable stays so
-// before it is asked about again: a grant is picked up within it, when an
-// owner of the kind looks again (an AppWrapper comes back after
-// decision.NotWatchableRetry).
+// NotWatchableRecheck is how long a kind found not watchable stays so: a
+// grant is picked up within it, when an owner of the kind looks again (an
+// AppWrapper comes back after decision.NotWatchableRetry).
 const NotWatchableRecheck = time.Minute
 
 // KindNotFoundError says that a trigger kind is not served (its CRD is not
@@ -343,10 +339,9 @@ func KindState(err error) bool {
 	return errors.As(err, &nf) || errors.As(err, &nw)
 }
 
-// servedStatus asks the API server whether it serves gvr now, and whether
-// with a status subresource; gone says that it definitely does not (its
-// group version not found, or lacking it), where an error alone may be a
-// failed request.
+// servedStatus asks the API server whether it serves gvr now, with a
+// status subresource or not; gone: definitely not (its group version not
+// found, or lacking it), where an error alone may be a failed request.
 func (w *Watches) servedStatus(gvr schema.GroupVersionResource) (status, gone bool, err error) {
 	if w.discovery == nil {
 		return true, false, nil
@@ -430,8 +425,6 @@ func (w *Watches) Keep(key types.NamespacedName, kinds []schema.GroupKind) {
 	}
 }
 
-// releaseLocked drops the claim of owner, and stops its kind's informer
-// if no other owner needs it.
 func (w *Watches) releaseLocked(owner Owner) {
 	c, ok := w.owners[owner]
 	if !ok {
@@ -582,8 +575,7 @@ func (w *Watches) startLocked(gk schema.GroupKind, k *kindWatch, mapping *meta.R
 	return nil
 }
 
-// handle sets the watch error handler, the transform and the event
-// handler of inf, the informer of gk that runs until ctx ends.
+// handle hooks wrapup into inf, the informer of gk, which runs until ctx ends.
 func (w *Watches) handle(ctx context.Context, gk schema.GroupKind, inf *kindInformer) error {
 	if err := inf.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if !inf.informer.HasSynced() {
@@ -625,7 +617,6 @@ func (w *Watches) handle(ctx context.Context, gk schema.GroupKind, inf *kindInfo
 	return err
 }
 
-// enqueue sends the event of a trigger's AppWrapper.
 func (w *Watches) enqueue(ctx context.Context, obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
@@ -682,10 +673,9 @@ func (w *Watches) changeKind(gk schema.GroupKind, inf *kindInformer, change func
 	return rules, keys, true
 }
 
-// send sends events for AppWrappers and rules, until ctx ends: the
-// watches stop, or the informer that sends them (no owner needs its kind
-// any more, or it is no longer served; the next informer's list, and
-// announceSync, tell its owners of every trigger).
+// send sends events for AppWrappers and rules until ctx ends: the watches
+// or the sending informer stop (no owner needs its kind, or it is no longer
+// served; the next informer's list and announceSync tell of every trigger).
 func (w *Watches) send(ctx context.Context, keys []types.NamespacedName, rules []string) {
 	for _, k := range keys {
 		select {
