@@ -209,16 +209,10 @@ func (t *cachedTrigger) rareOrNone() (r rareIdentity) {
 
 // object decodes the kept object into new maps, which the caller owns.
 func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
+	// As unstructured content (integers as int64), as UnmarshalJSON does,
+	// which would refuse the identity form: without apiVersion and kind.
 	u := &unstructured.Unstructured{}
-	var err error
-	if t.identity {
-		// Without apiVersion and kind, as unstructured content (integers
-		// as int64).
-		err = utiljson.Unmarshal(t.raw, &u.Object)
-	} else {
-		err = u.UnmarshalJSON(t.raw)
-	}
-	if err != nil {
+	if err := utiljson.Unmarshal(t.raw, &u.Object); err != nil {
 		return nil, fmt.Errorf("decoding cached trigger %s/%s: %w", t.namespace, t.name, err)
 	}
 	if !t.identity {

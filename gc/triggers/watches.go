@@ -274,17 +274,14 @@ func (w *Watches) informer(gk schema.GroupKind) *kindInformer {
 // it, as a namespaced resource, and whether with a status subresource.
 func (w *Watches) resolve(gk schema.GroupKind) (*meta.RESTMapping, bool, error) {
 	mapping, err := w.mapper.RESTMapping(gk)
+	var status, gone bool
+	if err == nil {
+		status, gone, err = w.servedStatus(mapping.Resource)
+	}
 	switch {
-	case meta.IsNoMatchError(err): // its CRD is not installed
+	case gone || meta.IsNoMatchError(err): // its CRD is not installed
 		return nil, false, &KindNotFoundError{Kind: gk, Err: err}
 	case err != nil: // a timeout, an API server restarting
-		return nil, false, fmt.Errorf("discovering trigger kind %s: %w", gk, err)
-	}
-	status, gone, err := w.servedStatus(mapping.Resource)
-	switch {
-	case gone:
-		return nil, false, &KindNotFoundError{Kind: gk, Err: err}
-	case err != nil:
 		return nil, false, fmt.Errorf("discovering trigger kind %s: %w", gk, err)
 	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
 		return nil, false, notWatchableError{fmt.Errorf("trigger kind %s is cluster-scoped: AppWrapper components live in the AppWrapper's namespace", gk)}
@@ -515,10 +512,9 @@ func RuleEvent(name string) event.GenericEvent {
 	return event.GenericEvent{Object: &wrapupv1alpha1.CompletionRule{ObjectMeta: metav1.ObjectMeta{Name: name}}}
 }
 
-// Get returns the cached trigger object of kind gk, or nil when the
-// informer has not seen it; synced is false until the kind's informer has
-// listed. When the informer does not keep fields, Get returns
-// ErrFieldsNotKept.
+// Get returns the cached trigger object of kind gk, nil when the informer
+// has not seen it; synced is false until the informer has listed; the
+// error is ErrFieldsNotKept when it does not keep fields.
 func (w *Watches) Get(gk schema.GroupKind, namespace, name string, fields celpolicies.Fields) (obj *unstructured.Unstructured, synced bool, err error) {
 	inf := w.informer(gk)
 	switch {
@@ -762,13 +758,12 @@ func (w *Watches) Recheck(crd string) []schema.GroupKind {
 		}
 	}
 	w.mu.Unlock()
-	var gone []schema.GroupKind
 	for gk, inf := range check {
-		if w.recheck(gk, inf) {
-			gone = append(gone, gk)
+		if !w.recheck(gk, inf) {
+			delete(check, gk)
 		}
 	}
-	return gone
+	return slices.Collect(maps.Keys(check))
 }
 
 // UnwatchableClaims describes, for each AppWrapper owner that keep selects,
