@@ -131,13 +131,10 @@ func namespaceFor(ctx context.Context, v View, rules []wrapupv1alpha1.Completion
 		return nil, nil
 	}
 	ns, err := v.Namespace(ctx, name)
-	if err != nil {
-		return nil, err
+	if err == nil && ns == nil {
+		err = fmt.Errorf("reading namespace %s: not found", name)
 	}
-	if ns == nil {
-		return nil, fmt.Errorf("reading namespace %s: not found", name)
-	}
-	return ns, nil
+	return ns, err
 }
 
 // readTriggers reads into in the triggers the decision on in reads, and
@@ -249,25 +246,23 @@ type Reader struct {
 // likely reads again, and the resourceVersions of the rules (by UID) and
 // of the Namespace ("" for none) that decision read.
 //
-// Gather sends the reads once it has the AppWrapper, as it sends every
-// read, and returns only once every read ahead has. Trigger takes the
-// answer to a read ahead of the same kind, version and name only if the
-// rules listed (and the Namespace, when read) are at the resourceVersions
-// the caches had: each was then committed before the check started, and
-// so was every change of the trigger made before it, which the read
-// ahead, sent later, sees. Otherwise (the change may have come after the
-// read ahead was answered) the trigger is read again after them, as if
-// read last: a check that sees a change of a rule or of the Namespace sees
-// every change of the trigger made before it.
+// Gather sends the reads once it has the AppWrapper, as it sends every read,
+// and returns only once every read ahead has. Trigger takes the answer to a
+// read ahead of the same kind, version and name only if the rules listed
+// (and the Namespace, when read) are at the resourceVersions the caches had:
+// each was then committed before the check started, as was every change of
+// the trigger made before it, which the read ahead, sent later, sees.
+// Otherwise (a change may have come after the read ahead was answered) the
+// trigger is read again after them, as if last: a check that sees a change
+// of a rule or of the Namespace sees every earlier change of the trigger.
 type Ahead struct {
 	Refs      []decision.Ref
 	Rules     map[types.UID]string
 	Namespace string
 }
 
-// AheadOf is what a final check after the decision on in reads ahead:
-// the triggers in read, when they are this cluster's (a worker's are read
-// through its own view).
+// AheadOf is what a final check after the decision on in reads ahead: the
+// triggers in read, if this cluster's (a worker's are read by its own view).
 func AheadOf(in decision.Input) *Ahead {
 	if in.Worker != nil || len(in.Triggers) == 0 {
 		return nil

@@ -252,8 +252,7 @@ func (t *cachedTrigger) object() (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-// GetObjectMeta implements metav1.ObjectMetaAccessor, for the store's key
-// function.
+// GetObjectMeta implements metav1.ObjectMetaAccessor, for the store's keys.
 func (t *cachedTrigger) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Name: t.name, Namespace: t.namespace, UID: t.getUID()}
 }

@@ -622,10 +622,9 @@ func (w *Watches) enqueue(ctx context.Context, obj any) {
 	}
 }
 
-// announceSync waits for the first list of inf, then tells every
-// AppWrapper and rule that claims gk, and every AppWrapper that waited: one
-// that looked while the list was under way looks again, however its own
-// events interleaved with the list.
+// announceSync waits for the first list of inf, then tells gk's owners and
+// waiters: one that looked while the list was under way looks again,
+// however its own events interleaved with the list.
 func (w *Watches) announceSync(ctx context.Context, gk schema.GroupKind, inf *kindInformer) {
 	if !cache.WaitForCacheSync(ctx.Done(), inf.informer.HasSynced) {
 		return
