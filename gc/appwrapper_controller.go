@@ -68,10 +68,7 @@ type outcomeCounter interface {
 	Add(ctx context.Context, rule string, outcome wrapupv1alpha1.Outcome)
 }
 
-// appWrapperReconciler finishes AppWrappers: for each, it gathers what its
-// caches say, lets decision.Decide decide, and acts: it writes the record,
-// then emits the Events, then counts. Before a deletion, it gathers again
-// from the API server, and deletes only if that decision agrees.
+// appWrapperReconciler finishes AppWrappers (Reconcile).
 type appWrapperReconciler struct {
 	// Cache reads AppWrappers, rules and Namespaces (the manager's cache).
 	Cache client.Reader
@@ -125,17 +122,19 @@ func (r *appWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents 
 		b = b.WatchesRawSource(source.Channel(ws.Events(), &handler.EnqueueRequestForObject{}, wanted)).
 			Watches(&kueue.Workload{},
 				handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &awv1beta2.AppWrapper{}, handler.OnlyControllerOwner()),
-				builder.WithPredicates(clusterNameChanged{}))
+				builder.WithPredicates(clusterNameChanged))
 	}
 	b = b.
 		Named("wrapup-appwrapper").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&awv1beta2.AppWrapper{}, builder.WithPredicates(ownEcho(&r.own))).
 		Watches(&wrapupv1alpha1.CompletionRule{},
-			handler.EnqueueRequestsFromMapFunc(r.allAppWrappers),
-			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, readyChanged{}))).
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []ctrl.Request { return r.listAppWrappers(ctx) }),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, readyChanged))).
 		Watches(&corev1.Namespace{},
-			handler.EnqueueRequestsFromMapFunc(r.appWrappersInNamespace),
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, ns client.Object) []ctrl.Request {
+				return r.listAppWrappers(ctx, client.InNamespace(ns.GetName()))
+			}),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		// The run's record is its memory: a decision made on a cache that
 		// lagged behind a change of it (a clear, a new stamp, a deletion
@@ -210,37 +209,34 @@ func (r *appWrapperReconciler) defaults() {
 // cluster it is dispatched to (status.clusterName), or its condition
 // Finished: a run whose copy MultiKueue removes is decided on how the
 // Workload finished, and may bring no other change here.
-type clusterNameChanged struct{ predicate.Funcs }
-
-func (clusterNameChanged) Update(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*kueue.Workload)
-	n, ok2 := e.ObjectNew.(*kueue.Workload)
-	if !ok1 || !ok2 {
-		return false
-	}
-	finished := func(wl *kueue.Workload) string {
-		if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadFinished); c != nil {
-			return string(c.Status) + "/" + c.Reason
-		}
-		return ""
-	}
-	return ptr.Deref(o.Status.ClusterName, "") != ptr.Deref(n.Status.ClusterName, "") || finished(o) != finished(n)
-}
+var clusterNameChanged = updateChanges(func(wl *kueue.Workload) string {
+	return ptr.Deref(wl.Status.ClusterName, "") + "\x00" + condition(wl.Status.Conditions, kueue.WorkloadFinished)
+})
 
 // readyChanged passes rule updates that change the Ready condition: a rule
 // whose kind became served (or stopped being watchable) changes what it
 // does without a new generation.
-type readyChanged struct{ predicate.Funcs }
+var readyChanged = updateChanges(func(rule *wrapupv1alpha1.CompletionRule) string {
+	return condition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady)
+})
 
-func (readyChanged) Update(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*wrapupv1alpha1.CompletionRule)
-	n, ok2 := e.ObjectNew.(*wrapupv1alpha1.CompletionRule)
-	if !ok1 || !ok2 {
-		return false
+// updateChanges passes the updates of a T that change key of it, and
+// every other event.
+func updateChanges[T client.Object](key func(T) string) predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(T)
+		n, ok2 := e.ObjectNew.(T)
+		return ok1 && ok2 && key(o) != key(n)
+	}}
+}
+
+// condition is the status and reason of the condition typ in conds; ""
+// when there is none.
+func condition(conds []metav1.Condition, typ string) string {
+	if c := apimeta.FindStatusCondition(conds, typ); c != nil {
+		return string(c.Status) + "/" + c.Reason
 	}
-	a := apimeta.FindStatusCondition(o.Status.Conditions, wrapupv1alpha1.ConditionReady)
-	b := apimeta.FindStatusCondition(n.Status.Conditions, wrapupv1alpha1.ConditionReady)
-	return (a == nil) != (b == nil) || a != nil && (a.Status != b.Status || a.Reason != b.Reason)
+	return ""
 }
 
 // recordsAppWrapper is the AppWrapper of a CompletionRecord.
@@ -252,14 +248,8 @@ func recordsAppWrapper(_ context.Context, obj client.Object) []ctrl.Request {
 	return []ctrl.Request{{NamespacedName: types.NamespacedName{Namespace: cr.Namespace, Name: cr.AppWrapper.Name}}}
 }
 
-func (r *appWrapperReconciler) allAppWrappers(ctx context.Context, _ client.Object) []ctrl.Request {
-	return r.listAppWrappers(ctx)
-}
-
-func (r *appWrapperReconciler) appWrappersInNamespace(ctx context.Context, ns client.Object) []ctrl.Request {
-	return r.listAppWrappers(ctx, client.InNamespace(ns.GetName()))
-}
-
+// listAppWrappers lists the AppWrappers in the cache for a change of a
+// rule (all) or of a Namespace's labels (those in it).
 func (r *appWrapperReconciler) listAppWrappers(ctx context.Context, opts ...client.ListOption) []ctrl.Request {
 	var list awv1beta2.AppWrapperList
 	if err := r.Cache.List(ctx, &list, opts...); err != nil {
@@ -278,43 +268,29 @@ func (r *appWrapperReconciler) listAppWrappers(ctx context.Context, opts ...clie
 // (read.Reader.Ahead); an AppWrapper handed to it may be the cache's,
 // which keeps only part of the spec and status.
 func (r *appWrapperReconciler) liveViewAhead(ahead *read.Ahead) *read.Reader {
-	return &read.Reader{
-		Ahead:  ahead,
-		Go:     r.readAhead,
-		Client: r.APIReader,
-		Slim:   true,
-		Kinds:  r.Triggers.Kind,
-		Version: func(gk schema.GroupKind) (string, bool) {
-			gvr, ok := r.Triggers.Resource(gk)
-			return gvr.Version, ok
-		},
-		Labelled: true,
-		ListRules: func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
-			r.rulesOnce.Do(func() { r.rules = newRuleLister(r.APIReader) })
-			return r.rules.List(ctx)
-		},
-		Workers: func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, read.TriggerView) {
-			w, c := r.readWorker(ctx, true, aw)
-			if c == nil || w.Problem != "" {
-				return w, nil
-			}
-			return w, r.workerLiveView(c)
-		},
+	v := liveView(r.APIReader, r.Triggers)
+	v.Ahead, v.Go, v.Slim = ahead, r.readAhead, true
+	v.ListRules = func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
+		r.rulesOnce.Do(func() { r.rules = newRuleLister(r.APIReader) })
+		return r.rules.List(ctx)
 	}
+	v.Workers = func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, read.TriggerView) {
+		w, c := r.readWorker(ctx, true, aw)
+		if c == nil || w.Problem != "" {
+			return w, nil
+		}
+		return w, liveView(c.reader, c.triggers)
+	}
+	return v
 }
 
-// workerLiveView reads triggers from a worker's API server, at the
-// version its watches read them.
-func (r *appWrapperReconciler) workerLiveView(c *workerConn) *read.Reader {
-	return &read.Reader{
-		Client: c.reader,
-		Kinds:  c.triggers.Kind,
-		Version: func(gk schema.GroupKind) (string, bool) {
-			gvr, ok := c.triggers.Resource(gk)
-			return gvr.Version, ok
-		},
-		Labelled: true,
-	}
+// liveView reads triggers through c (an API server's reader), at the
+// version the watches tc read them.
+func liveView(c client.Reader, tc triggerCache) *read.Reader {
+	return &read.Reader{Client: c, Kinds: tc.Kind, Labelled: true, Version: func(gk schema.GroupKind) (string, bool) {
+		gvr, ok := tc.Resource(gk)
+		return gvr.Version, ok
+	}}
 }
 
 // ReconcileFunc is the name the Go runtime gives the AppWrapper
@@ -322,12 +298,14 @@ func (r *appWrapperReconciler) workerLiveView(c *workerConn) *read.Reader {
 // API requests sent from within it.
 const ReconcileFunc = "github.com/wrapup-dev/wrapup/gc.(*appWrapperReconciler).Reconcile"
 
-// Reconcile finishes one AppWrapper. It gathers on the caches (read.Gather
-// through cacheView), decides (decision.Decide) and remembers what the
-// decision says to; when the decision writes the run's CompletionRecord or
-// deletes, it gathers again from the API server and decides again (the
-// final check, decideFresh), then does what that decision says, in order
-// (act). The AppWrapper's memory entry is taken once and settled once.
+// Reconcile finishes one AppWrapper, on an event of it (those of wrapup's
+// own delete bring none: ownEcho) or of its trigger (triggers.Watches). It
+// gathers on the caches (read.Gather through cacheView), decides
+// (decision.Decide) and remembers what the decision says to; when the
+// decision writes the run's CompletionRecord or deletes, it gathers again
+// from the API server and decides again (the final check, decideFresh),
+// then does what that decision says, in order (act). The AppWrapper's
+// memory entry is taken once and settled once.
 func (r *appWrapperReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	key := req.NamespacedName
 	mem := r.memory.take(key)

@@ -2,6 +2,7 @@ package gc
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -65,13 +66,9 @@ func (r *appWrapperReconciler) warn(aw *awv1beta2.AppWrapper, d decision.Decisio
 	mem.warned = d.Warned
 }
 
+// hasReason says whether keys (reason and message) hold one of reason.
 func hasReason(keys []string, reason string) bool {
-	for _, k := range keys {
-		if strings.HasPrefix(k, reason+"\x00") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, reason+"\x00") })
 }
 
 // forget drops what is held for the AppWrapper key, which is gone or
@@ -173,17 +170,6 @@ func (m *memory) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.m)
-}
-
-// onWorker remembers in mem, before the AppWrapper key claims kinds on the
-// watches of the worker cluster, that it does, so that they are released
-// with it whatever happens to the reconcile; its claims on another worker
-// are released first.
-func (r *appWrapperReconciler) onWorker(key types.NamespacedName, mem *awMemory, cluster string) {
-	if mem.worker != cluster {
-		r.releaseWorker(key, mem)
-		mem.worker = cluster
-	}
 }
 
 // releaseWorker drops the claims of the AppWrapper key on its worker.

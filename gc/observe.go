@@ -82,31 +82,41 @@ type workerCacheView struct {
 func (v *workerCacheView) Kind(gk schema.GroupKind) decision.Kind { return v.c.triggers.Kind(gk) }
 
 // Claim watches gk (keeping fields) on the worker for the AppWrapper; a
-// kind that cannot be watched there is no error.
+// kind that cannot be watched there is no error. mem remembers the claim
+// first, so that it is released with the AppWrapper whatever happens to
+// the reconcile; its claims on another worker are released before.
 func (v *workerCacheView) Claim(gk schema.GroupKind, fields celpolicies.Fields) error {
-	v.r.onWorker(v.key, v.mem, v.c.cluster)
+	if v.mem.worker != v.c.cluster {
+		v.r.releaseWorker(v.key, v.mem)
+		v.mem.worker = v.c.cluster
+	}
 	if err := v.c.triggers.Ensure(triggers.AppWrapperOwner(v.key, gk), gk, fields); err != nil && !triggers.KindState(err) {
 		return fmt.Errorf("watching %s on worker cluster %s: %w", gk, v.c.cluster, err)
 	}
 	return nil
 }
 
+// Trigger claims the kind of ref, and reads the trigger.
 func (v *workerCacheView) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error) {
-	t := decision.Trigger{Ref: ref}
-	w := v.c.triggers
-	if err := v.Claim(ref.Kind, fields); err != nil {
-		return t, err
-	}
-	if k := w.Kind(ref.Kind); k.State == decision.KindNotServed || k.State == decision.KindNotWatchable {
-		return t, nil
-	}
-	return readCached(ctx, w, v.key, aw, ref, fields, v.r.workerLiveView(v.c))
+	claim := func() error { return v.Claim(ref.Kind, fields) }
+	return readCached(ctx, v.c.triggers, v.key, aw, ref, fields, claim, liveView(v.c.reader, v.c.triggers))
 }
 
 // readCached reads the trigger ref of aw (the AppWrapper key) from the
-// trigger cache tc, or through live when tc drops fields it reads.
-func readCached(ctx context.Context, tc triggerCache, key types.NamespacedName, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields, live read.TriggerView) (decision.Trigger, error) {
+// trigger cache tc, or through live when tc drops fields it reads. claim,
+// when set, first claims ref's kind on tc: no trigger is read of a kind
+// not served or not watchable.
+func readCached(ctx context.Context, tc triggerCache, key types.NamespacedName, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields,
+	claim func() error, live read.TriggerView) (decision.Trigger, error) {
 	t := decision.Trigger{Ref: ref}
+	if claim != nil {
+		if err := claim(); err != nil {
+			return t, err
+		}
+		if k := tc.Kind(ref.Kind); k.State == decision.KindNotServed || k.State == decision.KindNotWatchable {
+			return t, nil
+		}
+	}
 	obj, synced, err := tc.Get(ref.Kind, aw.Namespace, ref.Name, fields)
 	switch {
 	case err == nil && !synced:
@@ -132,19 +142,20 @@ func (v *cacheView) RuleKind(_ *wrapupv1alpha1.CompletionRule, gk schema.GroupKi
 	return v.Kind(gk)
 }
 
+// Trigger reads the trigger from the trigger watches.
 func (v *cacheView) Trigger(ctx context.Context, aw *awv1beta2.AppWrapper, ref decision.Ref, fields celpolicies.Fields) (decision.Trigger, error) {
-	t := decision.Trigger{Ref: ref}
+	var claim func() error
 	if ref.Annotated {
 		// The rule does not name the kind: this AppWrapper's annotated
 		// component does, so the AppWrapper holds the watch on it.
-		if err := v.r.Triggers.Ensure(triggers.AppWrapperOwner(v.key, ref.Kind), ref.Kind, fields); err != nil && !triggers.KindState(err) {
-			return t, err
-		}
-		if k := v.r.Triggers.Kind(ref.Kind); k.State == decision.KindNotServed || k.State == decision.KindNotWatchable {
-			return t, nil
+		claim = func() error {
+			if err := v.r.Triggers.Ensure(triggers.AppWrapperOwner(v.key, ref.Kind), ref.Kind, fields); err != nil && !triggers.KindState(err) {
+				return err
+			}
+			return nil
 		}
 	}
-	return readCached(ctx, v.r.Triggers, v.key, aw, ref, fields, v.r.liveViewAhead(nil))
+	return readCached(ctx, v.r.Triggers, v.key, aw, ref, fields, claim, v.r.liveViewAhead(nil))
 }
 
 // AppWrapperVariable returns the appWrapper variable of aw: wrapup's

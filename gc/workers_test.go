@@ -223,7 +223,7 @@ func TestWorkloadWatchPassesTheFinish(t *testing.T) {
 		{"finished", dispatchedTo, finished, true},
 		{"another condition", finished, requeued, false},
 	} {
-		if got := (clusterNameChanged{}).Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
+		if got := clusterNameChanged.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
 			t.Errorf("%s: passed %v, want %v", tc.name, got, tc.want)
 		}
 	}
