@@ -110,8 +110,24 @@ type appWrapperReconciler struct {
 // SetupWithManager registers the reconciler and its watches.
 func (r *appWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents <-chan event.GenericEvent) error {
 	r.defaults()
-	if err := r.storeOf(mgr); err != nil {
-		return err
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &awv1beta2.AppWrapper{}, ctrlcache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("the AppWrapper informer: %w", err)
+	}
+	if sii, ok := inf.(toolscache.SharedIndexInformer); ok {
+		// A look into the informer's store, which copies nothing.
+		store := sii.GetStore()
+		r.stored = func(key types.NamespacedName) (types.UID, bool) {
+			obj, ok, err := store.GetByKey(key.String())
+			if err != nil || !ok {
+				return "", false
+			}
+			m, err := apimeta.Accessor(obj)
+			if err != nil {
+				return "", true
+			}
+			return m.GetUID(), true
+		}
 	}
 	wanted := source.WithPredicates[client.Object, reconcile.Request](predicate.NewPredicateFuncs(r.triggerWanted))
 	b := ctrl.NewControllerManagedBy(mgr)
@@ -151,32 +167,6 @@ func (r *appWrapperReconciler) SetupWithManager(mgr ctrl.Manager, triggerEvents 
 	return b.Complete(r)
 }
 
-// storeOf sets r.stored to a look into the store of the manager's
-// AppWrapper informer, which copies nothing.
-func (r *appWrapperReconciler) storeOf(mgr ctrl.Manager) error {
-	inf, err := mgr.GetCache().GetInformer(context.Background(), &awv1beta2.AppWrapper{}, ctrlcache.BlockUntilSynced(false))
-	if err != nil {
-		return fmt.Errorf("the AppWrapper informer: %w", err)
-	}
-	sii, ok := inf.(toolscache.SharedIndexInformer)
-	if !ok {
-		return nil
-	}
-	store := sii.GetStore()
-	r.stored = func(key types.NamespacedName) (types.UID, bool) {
-		obj, ok, err := store.GetByKey(key.String())
-		if err != nil || !ok {
-			return "", false
-		}
-		m, err := apimeta.Accessor(obj)
-		if err != nil {
-			return "", true
-		}
-		return m.GetUID(), true
-	}
-	return nil
-}
-
 // triggerWanted says whether the event of a trigger of the AppWrapper obj
 // names may need a decision: not when the AppWrapper cache does not hold
 // it (one not there yet is decided on its own create event, on its
@@ -193,6 +183,7 @@ func (r *appWrapperReconciler) triggerWanted(obj client.Object) bool {
 	return ok && !r.own.isDeleted(key, uid)
 }
 
+// defaults fills in the fields left zero.
 func (r *appWrapperReconciler) defaults() {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}

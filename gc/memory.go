@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -19,8 +18,7 @@ import (
 // remember keeps in mem what the decision d on the caches says to
 // remember, and does what it allows before any write: the rule assigned,
 // the watches claimed and released, the Warnings said once, the
-// evaluation metrics.
-// It returns ctx with the deciding rule in its logger.
+// evaluation metrics. It returns ctx with the deciding rule in its logger.
 func (r *appWrapperReconciler) remember(ctx context.Context, in decision.Input, d decision.Decision, mem *awMemory) context.Context {
 	aw := in.AppWrapper
 	key := client.ObjectKeyFromObject(aw)
@@ -34,7 +32,14 @@ func (r *appWrapperReconciler) remember(ctx context.Context, in decision.Input, 
 		// Not dispatched there (any more): its triggers there are not watched for it.
 		r.releaseWorker(key, mem)
 	}
-	r.warn(aw, d, mem)
+	// The Warnings d says now (decision.Decide leaves out those said after
+	// the previous decision).
+	r.emit(aw, d.Events, decision.EventNow)
+	if d.Winner != "" && hasReason(mem.warned, wrapupv1alpha1.ReasonTriggerKindNotWatched) != hasReason(d.Warned, wrapupv1alpha1.ReasonTriggerKindNotWatched) {
+		// The rule reports the AppWrappers whose trigger kind it cannot watch.
+		r.Assign.Touch(d.Winner)
+	}
+	mem.warned = d.Warned
 	mem.unreachable = d.WorkerFailures
 	if d.Verdict == decision.VerdictWorkerUnreachable {
 		return ctx
@@ -48,22 +53,6 @@ func (r *appWrapperReconciler) remember(ctx context.Context, in decision.Input, 
 		}
 	}
 	return ctx
-}
-
-// warn emits the Warnings d says now (decision.Decide leaves out those
-// said after the previous decision), and tells the rule when whether its
-// trigger kind can be watched for the AppWrapper changed.
-func (r *appWrapperReconciler) warn(aw *awv1beta2.AppWrapper, d decision.Decision, mem *awMemory) {
-	for _, e := range d.Events {
-		if e.When == decision.EventNow {
-			r.Recorder.Eventf(aw, nil, e.Type, e.Reason, e.Action, "%s", e.Message)
-		}
-	}
-	if d.Winner != "" && hasReason(mem.warned, wrapupv1alpha1.ReasonTriggerKindNotWatched) != hasReason(d.Warned, wrapupv1alpha1.ReasonTriggerKindNotWatched) {
-		// The rule reports the AppWrappers whose trigger kind it cannot watch.
-		r.Assign.Touch(d.Winner)
-	}
-	mem.warned = d.Warned
 }
 
 // hasReason says whether keys (reason and message) hold one of reason.

@@ -77,12 +77,31 @@ func (v *RuleValidator) ValidateDelete(context.Context, *wrapupv1alpha1.Completi
 // warnings, never the admission (the rule's status says them later).
 const warningsTimeout = 2 * time.Second
 
-// validate refuses rule if validateRule does, and else warns of what its
+// validate refuses rule as below, and else warns of what its
 // type check says, unless that takes longer than warningsTimeout or than
 // ctx allows.
 func (v *RuleValidator) validate(ctx context.Context, rule *wrapupv1alpha1.CompletionRule) (admission.Warnings, error) {
-	if err := validateRule(rule); err != nil {
-		return nil, err
+	// Refused: what the controller could never act on, an expression that
+	// does not compile, a selector that does not parse, a trigger kind that
+	// cannot be in the group it names (decision.RuleProblems, the checks
+	// kubectl wrapup lint makes too).
+	var errs field.ErrorList
+	if _, err := celpolicies.Compile(&rule.Spec); err != nil {
+		ce, ok := err.(*celpolicies.CompileError)
+		if !ok {
+			return nil, apierrors.NewInternalError(fmt.Errorf("compiling rule: %w", err))
+		}
+		for _, fe := range ce.Errors {
+			errs = append(errs, field.Invalid(field.NewPath(fe.Field), fe.Expression, fe.Message))
+		}
+	}
+	for _, p := range decision.RuleProblems(rule) {
+		if p.Fatal {
+			errs = append(errs, field.Invalid(field.NewPath(p.Field), p.Value, p.Message))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(wrapupv1alpha1.GroupVersion.WithKind("CompletionRule").GroupKind(), rule.Name, errs)
 	}
 	done := make(chan admission.Warnings, 1)
 	go func() { done <- v.warnings(rule) }()
@@ -114,30 +133,4 @@ func (v *RuleValidator) warnings(rule *wrapupv1alpha1.CompletionRule) admission.
 		out = append(out, decision.Truncate(w.FieldRef+": "+w.Warning, 512))
 	}
 	return out
-}
-
-// validateRule refuses what the controller could never act on: an
-// expression that does not compile, a selector that does not parse, a
-// trigger kind that cannot be in the group it names (decision.RuleProblems,
-// the checks kubectl wrapup lint makes too).
-func validateRule(rule *wrapupv1alpha1.CompletionRule) error {
-	var errs field.ErrorList
-	if _, err := celpolicies.Compile(&rule.Spec); err != nil {
-		ce, ok := err.(*celpolicies.CompileError)
-		if !ok {
-			return apierrors.NewInternalError(fmt.Errorf("compiling rule: %w", err))
-		}
-		for _, fe := range ce.Errors {
-			errs = append(errs, field.Invalid(field.NewPath(fe.Field), fe.Expression, fe.Message))
-		}
-	}
-	for _, p := range decision.RuleProblems(rule) {
-		if p.Fatal {
-			errs = append(errs, field.Invalid(field.NewPath(p.Field), p.Value, p.Message))
-		}
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return apierrors.NewInvalid(wrapupv1alpha1.GroupVersion.WithKind("CompletionRule").GroupKind(), rule.Name, errs)
 }
