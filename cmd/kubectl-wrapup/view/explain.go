@@ -5,6 +5,7 @@
 package view
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -78,17 +79,25 @@ func ExplainWithWorkers(ctx context.Context, r client.Reader, workers WorkerRead
 
 // ExplainWith is Explain with options.
 func ExplainWith(ctx context.Context, r client.Reader, opts ExplainOptions, policies *celpolicies.Cache, key types.NamespacedName, now time.Time) (*Explanation, error) {
-	if policies == nil {
-		policies = &celpolicies.Cache{}
-	}
 	var notes []string
 	v := &read.Reader{Client: r, Labelled: true, Kinds: ServedKinds(ctx, r, opts.Access, &notes), RuleStatus: true}
 	if opts.Workers != nil {
+		// The worker of aw: its Workload read through r (listed, as a tool
+		// has no index), the copy and the triggers through the worker's reader.
 		v.Workers = func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, read.TriggerView) {
-			return explainWorker(ctx, r, opts.Workers, aw)
+			wl, err := read.FindWorkload(ctx, emptyReader{}, r, aw)
+			var wr client.Reader
+			w := read.WorkerOf(ctx, aw, wl, err, func(cluster string) (_ client.Reader, err error) {
+				wr, err = opts.Workers(ctx, cluster)
+				return wr, err
+			})
+			if w.Problem != "" || wr == nil {
+				return w, nil
+			}
+			return w, &read.Reader{Client: wr, Labelled: true, Kinds: ServedKinds(ctx, wr, nil, nil)}
 		}
 	}
-	in, err := read.Gather(ctx, v, policies, key, nil, decision.Input{Now: now})
+	in, err := read.Gather(ctx, v, cmp.Or(policies, &celpolicies.Cache{}), key, nil, decision.Input{Now: now})
 	if err != nil {
 		return nil, err
 	}
@@ -99,23 +108,6 @@ func ExplainWith(ctx context.Context, r client.Reader, opts ExplainOptions, poli
 	ex := ExplainInput(ctx, in)
 	ex.Notes = notes
 	return ex, nil
-}
-
-// explainWorker reads the worker cluster of aw: its Workload through r
-// (listed, as a tool has no index), the copy and the triggers through the
-// worker's reader.
-func explainWorker(ctx context.Context, r client.Reader, workers WorkerReader, aw *awv1beta2.AppWrapper) (*decision.Worker, read.TriggerView) {
-	wl, err := read.FindWorkload(ctx, emptyReader{}, r, aw)
-	var wr client.Reader
-	w := read.WorkerOf(ctx, aw, wl, err, func(cluster string) (client.Reader, error) {
-		var err error
-		wr, err = workers(ctx, cluster)
-		return wr, err
-	})
-	if w.Problem != "" || wr == nil {
-		return w, nil
-	}
-	return w, &read.Reader{Client: wr, Labelled: true, Kinds: ServedKinds(ctx, wr, nil, nil)}
 }
 
 // emptyReader is a cache with nothing in it.
@@ -137,12 +129,9 @@ func ServedKinds(ctx context.Context, r client.Reader, access triggers.AccessRev
 	if !ok || m.RESTMapper() == nil {
 		return nil
 	}
-	mapper := m.RESTMapper()
-	known := map[schema.GroupKind]decision.Kind{}
-	note := func(format string, args ...any) {
-		if notes != nil {
-			*notes = append(*notes, fmt.Sprintf(format, args...))
-		}
+	mapper, known := m.RESTMapper(), map[schema.GroupKind]decision.Kind{}
+	if notes == nil {
+		notes = new([]string)
 	}
 	return func(gk schema.GroupKind) decision.Kind {
 		if k, ok := known[gk]; ok {
@@ -159,10 +148,10 @@ func ServedKinds(ctx context.Context, r client.Reader, access triggers.AccessRev
 			allowed, why, aerr := access(ctx, m.Resource)
 			switch {
 			case aerr != nil:
-				note("whether wrapup may list %s could not be checked (%v): it is taken as watchable, as you may read it", m.Resource.GroupResource(), aerr)
+				*notes = append(*notes, fmt.Sprintf("whether wrapup may list %s could not be checked (%v): it is taken as watchable, as you may read it", m.Resource.GroupResource(), aerr))
 			case !allowed:
 				k = decision.Kind{State: decision.KindNotWatchable, Message: why}
-				note("%s: the controller does not see triggers of %s, whatever you may read", why, gk)
+				*notes = append(*notes, fmt.Sprintf("%s: the controller does not see triggers of %s, whatever you may read", why, gk))
 			}
 		}
 		known[gk] = k
@@ -184,8 +173,31 @@ func ExplainInput(ctx context.Context, in decision.Input) *Explanation {
 // describe.
 func (ex *Explanation) String() string {
 	var b strings.Builder
-	for _, section := range []func(*strings.Builder){ex.writeVerdict, ex.writeRules, ex.writeTrigger, ex.writeWorker, ex.writeCandidates, ex.writeEvaluation, ex.writeRecorded} {
-		section(&b)
+	fmt.Fprintf(&b, "AppWrapper: %s (phase %s) at %s\n", ex.AppWrapper, phaseOrNone(ex.Phase), ex.At.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "Verdict:    %s", ex.Verdict)
+	if ex.After > 0 {
+		fmt.Fprintf(&b, pick(ex.Verdict == decision.VerdictWaitingForRetries, " (final in at most %s)", " (in %s)"), ex.After.Round(time.Second))
+	}
+	fmt.Fprintf(&b, "\n            %s\n", ex.Reason)
+	b.WriteString(pick(len(ex.Rules) == 0, "Rules:      none\n", "Rules:\n"))
+	table(&b, ex.Rules, func(v decision.RuleStanding) string {
+		return fmt.Sprintf("  %s %s\tpriority %d\tReady %s\t%s", pick(v.Wins, "*", " "), v.Name, v.Priority, cmp.Or(v.Ready, "-"), v.Why)
+	})
+	ex.writeTriggers(&b)
+	if rec := ex.Recorded; rec != nil {
+		fmt.Fprintf(&b, "Recorded:   %s by rule %s at %s%s\n", rec.Outcome, rec.Rule, rec.FinishedAt.UTC().Format(time.RFC3339Nano), pick(rec.Message != "", ": "+rec.Message, ""))
+		if st := rec.Stamp; st.Rule != "" {
+			fmt.Fprintf(&b, "In force:   rule %s's %s", st.Rule, st.Action.Action)
+			switch {
+			case st.DryRun:
+				b.WriteString(" in dry-run mode")
+			case !st.DueAt.IsZero():
+				fmt.Fprintf(&b, ", deleting from %s", st.DueAt.UTC().Format(time.RFC3339Nano))
+			}
+			b.WriteString(" (the run's CompletionRecord)\n")
+		}
+	} else {
+		b.WriteString("Recorded:   no outcome\n")
 	}
 	for _, n := range ex.Notes {
 		fmt.Fprintf(&b, "Note:       %s\n", n)
@@ -193,67 +205,14 @@ func (ex *Explanation) String() string {
 	return b.String()
 }
 
-func (ex *Explanation) writeVerdict(b *strings.Builder) {
-	fmt.Fprintf(b, "AppWrapper: %s (phase %s) at %s\n", ex.AppWrapper, phaseOrNone(ex.Phase), ex.At.UTC().Format(time.RFC3339))
-	fmt.Fprintf(b, "Verdict:    %s", ex.Verdict)
-	switch {
-	case ex.After > 0 && ex.Verdict == decision.VerdictWaitingForRetries:
-		fmt.Fprintf(b, " (final in at most %s)", ex.After.Round(time.Second))
-	case ex.After > 0:
-		fmt.Fprintf(b, " (in %s)", ex.After.Round(time.Second))
-	}
-	fmt.Fprintf(b, "\n            %s\n", ex.Reason)
-}
-
-func (ex *Explanation) writeRules(b *strings.Builder) {
-	b.WriteString("Rules:")
-	if len(ex.Rules) == 0 {
-		b.WriteString("      none\n")
-		return
-	}
-	b.WriteString("\n")
-	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
-	for _, v := range ex.Rules {
-		fmt.Fprintf(tw, "  %s %s\tpriority %d\tReady %s\t%s\n", mark(v.Wins), v.Name, v.Priority, or(v.Ready, "-"), v.Why)
-	}
-	_ = tw.Flush()
-}
-
-// mark marks a table's row that decided.
-func mark(decided bool) string {
-	if decided {
-		return "*"
-	}
-	return " "
-}
-
-// or is s, or else when s is "".
-func or(s, otherwise string) string {
-	if s == "" {
-		return otherwise
-	}
-	return s
-}
-
-func (ex *Explanation) writeTrigger(b *strings.Builder) {
+// writeTriggers writes the trigger, or the candidates, where they were
+// read, and the evaluation.
+func (ex *Explanation) writeTriggers(b *strings.Builder) {
 	if t := ex.Trigger; t != nil {
-		how := "by kind"
-		if t.Annotated {
-			how = "annotated " + wrapupv1alpha1.TriggerAnnotation
-		}
-		gvk := t.GroupVersionKind()
-		fmt.Fprintf(b, "Trigger:    %s %s %s, component %d (%s)", gvk.GroupVersion(), gvk.Kind, or(t.Name, noName), t.Index, how)
-		if t.UID != "" {
-			fmt.Fprintf(b, ", uid %s", t.UID)
-		}
-		b.WriteString("\n")
-		if t.Problem != "" {
-			fmt.Fprintf(b, "            not evaluated: %s\n", t.Problem)
-		}
+		gvk, how := t.GroupVersionKind(), pick(t.Annotated, "annotated "+wrapupv1alpha1.TriggerAnnotation, "by kind")
+		fmt.Fprintf(b, "Trigger:    %s %s %s, component %d (%s)%s\n", gvk.GroupVersion(), gvk.Kind, cmp.Or(t.Name, noName), t.Index, how, pick(t.UID != "", ", uid "+string(t.UID), ""))
+		field(b, "", pick(t.Problem != "", "not evaluated: "+t.Problem, ""))
 	}
-}
-
-func (ex *Explanation) writeWorker(b *strings.Builder) {
 	if w := ex.Worker; w != nil {
 		switch {
 		case w.Cluster == "":
@@ -265,34 +224,18 @@ func (ex *Explanation) writeWorker(b *strings.Builder) {
 		default:
 			fmt.Fprintf(b, "Worker:     %s (MultiKueue)\n", w.Cluster)
 		}
-		if w.Problem != "" && w.Cluster != "" {
-			fmt.Fprintf(b, "            %s\n", w.Problem)
-		}
+		field(b, "", pick(w.Cluster != "", w.Problem, ""))
 	}
-}
-
-func (ex *Explanation) writeCandidates(b *strings.Builder) {
 	if len(ex.Candidates) > 0 {
 		fmt.Fprintf(b, "Triggers:   %d candidates, policy %s (* decided the outcome)\n", len(ex.Candidates), ex.Policy)
-		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
-		for _, c := range ex.Candidates {
-			gvk := c.GroupVersionKind()
-			detail := c.Problem
-			if e := c.Evaluation; e != nil {
-				switch {
-				case e.Error != "":
-					detail = "not finished: " + e.Error
-				case e.Message != "":
-					detail = e.Message
-				}
-			}
-			fmt.Fprintf(tw, "  %s %s %s %s\tcomponent %d\t%s\t%s\n", mark(c.Decided), gvk.GroupVersion(), gvk.Kind, or(c.Name, noName), c.Index, c.State, decision.Truncate(detail, 200))
-		}
-		_ = tw.Flush()
 	}
-}
-
-func (ex *Explanation) writeEvaluation(b *strings.Builder) {
+	table(b, ex.Candidates, func(c decision.Candidate) string {
+		gvk, detail := c.GroupVersionKind(), c.Problem
+		if e := c.Evaluation; e != nil {
+			detail = pick(e.Error != "", "not finished: "+e.Error, cmp.Or(e.Message, detail))
+		}
+		return fmt.Sprintf("  %s %s %s %s\tcomponent %d\t%s\t%s", pick(c.Decided, "*", " "), gvk.GroupVersion(), gvk.Kind, cmp.Or(c.Name, noName), c.Index, c.State, decision.Truncate(detail, 200))
+	})
 	if e := ex.Evaluation; e != nil {
 		switch {
 		case e.FromAppWrapperPhase:
@@ -300,41 +243,11 @@ func (ex *Explanation) writeEvaluation(b *strings.Builder) {
 		case e.Error != "":
 			fmt.Fprintf(b, "Evaluation: not finished: %s\n", e.Error)
 		default:
-			fmt.Fprintf(b, "Evaluation: %s (cost %d; success %s, failure %s)\n", e.Outcome, e.Cost, builtinOrRule(e.BuiltinSuccess), builtinOrRule(e.BuiltinFailure))
+			fmt.Fprintf(b, "Evaluation: %s (cost %d; success %s, failure %s)\n", e.Outcome, e.Cost,
+				pick(e.BuiltinSuccess, "built-in", "from the rule"), pick(e.BuiltinFailure, "built-in", "from the rule"))
 		}
-		if e.Message != "" {
-			fmt.Fprintf(b, "Message:    %s\n", e.Message)
-		}
+		field(b, "Message:", e.Message)
 	}
-}
-
-func (ex *Explanation) writeRecorded(b *strings.Builder) {
-	if rec := ex.Recorded; rec != nil {
-		fmt.Fprintf(b, "Recorded:   %s by rule %s at %s", rec.Outcome, rec.Rule, rec.FinishedAt.UTC().Format(time.RFC3339Nano))
-		if rec.Message != "" {
-			fmt.Fprintf(b, ": %s", rec.Message)
-		}
-		b.WriteString("\n")
-		if st := rec.Stamp; st.Rule != "" {
-			fmt.Fprintf(b, "In force:   rule %s's %s", st.Rule, st.Action.Action)
-			switch {
-			case st.DryRun:
-				b.WriteString(" in dry-run mode")
-			case !st.DueAt.IsZero():
-				fmt.Fprintf(b, ", deleting from %s", st.DueAt.UTC().Format(time.RFC3339Nano))
-			}
-			b.WriteString(" (the run's CompletionRecord)\n")
-		}
-	} else {
-		b.WriteString("Recorded:   no outcome\n")
-	}
-}
-
-func builtinOrRule(builtin bool) string {
-	if builtin {
-		return "built-in"
-	}
-	return "from the rule"
 }
 
 // DescribeAction says what rule does once a trigger finished with outcome,
@@ -342,26 +255,45 @@ func builtinOrRule(builtin bool) string {
 // and dry-run mode. It is for tools that show a rule's effect offline.
 func DescribeAction(rule *wrapupv1alpha1.CompletionRule, outcome wrapupv1alpha1.Outcome) string {
 	a := decision.ActionFor(rule, outcome)
-	var what string
+	when := "at once"
+	if ttl := a.TTLSecondsAfterFinished; ttl != nil && *ttl > 0 {
+		when = fmt.Sprintf("%s after the trigger finished", time.Duration(*ttl)*time.Second)
+	}
+	what := "DeleteAll: record the outcome, then delete the AppWrapper " + when
 	switch {
 	case a.Action == wrapupv1alpha1.ActionUpdateStatus:
 		what = "UpdateStatus: record the outcome on the AppWrapper, delete nothing"
-	default:
-		when := "at once"
-		if ttl := a.TTLSecondsAfterFinished; ttl != nil && *ttl > 0 {
-			when = fmt.Sprintf("%s after the trigger finished", time.Duration(*ttl)*time.Second)
-		}
-		what = "DeleteAll: record the outcome, then delete the AppWrapper " + when
-		if rule.Spec.DryRun {
-			what = "dryRun: record the outcome and emit a WouldDelete Event, delete nothing (without dryRun: delete the AppWrapper " + when + ")"
-		}
+	case rule.Spec.DryRun:
+		what = "dryRun: record the outcome and emit a WouldDelete Event, delete nothing (without dryRun: delete the AppWrapper " + when + ")"
 	}
-	if outcome == wrapupv1alpha1.OutcomeFailed {
-		what += "; a failure is final only once the AppWrapper controller stops retrying"
-	}
-	return what
+	return what + pick(outcome == wrapupv1alpha1.OutcomeFailed, "; a failure is final only once the AppWrapper controller stops retrying", "")
 }
 
-func phaseOrNone(p awv1beta2.AppWrapperPhase) string { return or(string(p), "not started") }
+// table writes a row of each item, its columns aligned at their tabs.
+func table[T any](b *strings.Builder, items []T, row func(T) string) {
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	for _, it := range items {
+		fmt.Fprintln(tw, row(it))
+	}
+	_ = tw.Flush()
+}
+
+// field writes a label and its value, as kubectl describe does, when the
+// value is set; a continuation line has no label.
+func field(b *strings.Builder, label, value string) {
+	if value != "" {
+		fmt.Fprintf(b, "%-12s%s\n", label, value)
+	}
+}
+
+// pick is yes if cond holds, else no.
+func pick[T any](cond bool, yes, no T) T {
+	if cond {
+		return yes
+	}
+	return no
+}
+
+func phaseOrNone(p awv1beta2.AppWrapperPhase) string { return cmp.Or(string(p), "not started") }
 
 const noName = "(name not generated yet)"

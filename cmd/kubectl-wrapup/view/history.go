@@ -1,6 +1,7 @@
 package view
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -44,50 +45,34 @@ func DescribeRecord(cr *wrapupv1alpha1.CompletionRecord) string {
 	fmt.Fprintf(&b, "AppWrapper: %s/%s (uid %s): gone; its CompletionRecord %s\n", cr.Namespace, cr.AppWrapper.Name, cr.AppWrapper.UID, cr.Name)
 	fmt.Fprintf(&b, "Outcome:    %s by rule %s at %s\n", cr.Outcome, cr.Rule, cr.FinishedAt.UTC().Format(time.RFC3339))
 	if c := cr.Cleared; c != nil {
-		fmt.Fprintf(&b, "Cleared:    the outcome was cleared at %s: it no longer held", c.At.UTC().Format(time.RFC3339))
-		if c.Message != "" {
-			fmt.Fprintf(&b, ": %s", c.Message)
-		}
-		b.WriteString("; no later outcome was recorded\n")
+		fmt.Fprintf(&b, "Cleared:    the outcome was cleared at %s: it no longer held%s; no later outcome was recorded\n",
+			c.At.UTC().Format(time.RFC3339), pick(c.Message != "", ": "+c.Message, ""))
 	}
-	if cr.Message != "" {
-		fmt.Fprintf(&b, "Message:    %s\n", cr.Message)
-	}
+	field(&b, "Message:", cr.Message)
 	fmt.Fprintf(&b, "Action:     %s\n", describeRecordedAction(cr.Action))
-	if q := cr.AppWrapper.QueueName; q != "" {
-		fmt.Fprintf(&b, "Queue:      %s\n", q)
+	field(&b, "Queue:", cr.AppWrapper.QueueName)
+	var labels []string
+	for k, v := range cr.AppWrapper.Labels {
+		labels = append(labels, k+"="+v)
 	}
-	if len(cr.AppWrapper.Labels) > 0 {
-		var labels []string
-		for k, v := range cr.AppWrapper.Labels {
-			labels = append(labels, k+"="+v)
-		}
-		sort.Strings(labels)
-		fmt.Fprintf(&b, "Labels:     %s\n", strings.Join(labels, ", "))
-	}
+	sort.Strings(labels)
+	field(&b, "Labels:", strings.Join(labels, ", "))
 	if len(cr.Triggers) > 0 {
 		b.WriteString("Triggers:   (* decided the outcome)\n")
-		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-		for _, t := range cr.Triggers {
-			var conds []string
-			for _, c := range t.Conditions {
-				if c.Status == "True" {
-					conds = append(conds, c.Type)
-				}
-			}
-			state := t.State
-			if t.Phase != "" {
-				state += " (phase " + t.Phase + ")"
-			}
-			fmt.Fprintf(tw, "  %s %s %s %s\tuid %s\t%s\t%s\n", mark(t.Decided), t.APIVersion, t.Kind, t.Name, t.UID, state, strings.Join(conds, ","))
-		}
-		_ = tw.Flush()
 	}
-	if cr.Retention.TTLSecondsAfterFinished > 0 {
+	table(&b, cr.Triggers, func(t wrapupv1alpha1.RecordedTrigger) string {
+		var conds []string
+		for _, c := range t.Conditions {
+			if c.Status == "True" {
+				conds = append(conds, c.Type)
+			}
+		}
+		state := t.State + pick(t.Phase != "", " (phase "+t.Phase+")", "")
+		return fmt.Sprintf("  %s %s %s %s\tuid %s\t%s\t%s", pick(t.Decided, "*", " "), t.APIVersion, t.Kind, t.Name, t.UID, state, strings.Join(conds, ","))
+	})
+	if ttl := time.Duration(cr.Retention.TTLSecondsAfterFinished) * time.Second; ttl > 0 {
 		fmt.Fprintf(&b, "Kept:       %s after the AppWrapper is gone (not before %s), and among the newest %d of rule %s in the namespace\n",
-			time.Duration(cr.Retention.TTLSecondsAfterFinished)*time.Second,
-			cr.FinishedAt.Add(time.Duration(cr.Retention.TTLSecondsAfterFinished)*time.Second).UTC().Format(time.RFC3339),
-			cr.Retention.LimitPerNamespace, cr.Rule)
+			ttl, cr.FinishedAt.Add(ttl).UTC().Format(time.RFC3339), cr.Retention.LimitPerNamespace, cr.Rule)
 	} else {
 		b.WriteString("Kept:       while the AppWrapper exists (its rule keeps no history)\n")
 	}
@@ -112,36 +97,21 @@ func describeRecordedAction(a wrapupv1alpha1.RecordedAction) string {
 func HistoryTable(records []wrapupv1alpha1.CompletionRecord, withNamespace, wide bool, now time.Time) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 3, ' ', 0)
-	if withNamespace {
-		fmt.Fprint(tw, "NAMESPACE\t")
-	}
-	fmt.Fprint(tw, "APPWRAPPER\tOUTCOME\tRULE\tACTION\tFINISHED\tMESSAGE")
-	if wide {
-		fmt.Fprint(tw, "\tRECORD\tUID\tQUEUE")
-	}
-	fmt.Fprintln(tw)
-	for _, cr := range records {
+	row := func(namespace string, cols []string, wideCols ...string) {
 		if withNamespace {
-			fmt.Fprintf(tw, "%s\t", cr.Namespace)
+			cols = append([]string{namespace}, cols...)
 		}
-		action := string(cr.Action.Action)
-		if cr.Action.DryRun {
-			action += " (dry run)"
-		}
-		msg := strings.ReplaceAll(cr.Message, "\n", " ")
-		if !wide {
-			msg = decision.Truncate(msg, 60)
-		}
-		outcome := string(cr.Outcome)
-		if cr.Cleared != nil {
-			outcome = "Cleared (was " + outcome + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\t%s", cr.AppWrapper.Name, outcome, cr.Rule, action,
-			now.Sub(cr.FinishedAt.Time).Round(time.Second), msg)
 		if wide {
-			fmt.Fprintf(tw, "\t%s\t%s\t%s", cr.Name, cr.AppWrapper.UID, or(cr.AppWrapper.QueueName, "<none>"))
+			cols = append(cols, wideCols...)
 		}
-		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	}
+	row("NAMESPACE", []string{"APPWRAPPER", "OUTCOME", "RULE", "ACTION", "FINISHED", "MESSAGE"}, "RECORD", "UID", "QUEUE")
+	for _, cr := range records {
+		msg := strings.ReplaceAll(cr.Message, "\n", " ")
+		row(cr.Namespace, []string{cr.AppWrapper.Name, pick(cr.Cleared != nil, "Cleared (was "+string(cr.Outcome)+")", string(cr.Outcome)), cr.Rule,
+			string(cr.Action.Action) + pick(cr.Action.DryRun, " (dry run)", ""), fmt.Sprintf("%s ago", now.Sub(cr.FinishedAt.Time).Round(time.Second)),
+			pick(wide, msg, decision.Truncate(msg, 60))}, cr.Name, string(cr.AppWrapper.UID), cmp.Or(cr.AppWrapper.QueueName, "<none>"))
 	}
 	_ = tw.Flush()
 	return b.String()
