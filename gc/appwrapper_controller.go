@@ -98,7 +98,7 @@ type appWrapperReconciler struct {
 	stored func(key types.NamespacedName) (types.UID, bool)
 	// rules lists the rules for the final checks, one read shared by
 	// those that start together.
-	rules     *ruleLister
+	rules     ruleLister
 	rulesOnce sync.Once
 	// observe, when set, sees every decision (tests).
 	observe func(stage string, in decision.Input, d decision.Decision)
@@ -261,10 +261,8 @@ func (r *appWrapperReconciler) listAppWrappers(ctx context.Context, opts ...clie
 func (r *appWrapperReconciler) liveViewAhead(ahead *read.Ahead) *read.Reader {
 	v := liveView(r.APIReader, r.Triggers)
 	v.Ahead, v.Go, v.Slim = ahead, r.readAhead, true
-	v.ListRules = func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
-		r.rulesOnce.Do(func() { r.rules = newRuleLister(r.APIReader) })
-		return r.rules.List(ctx)
-	}
+	r.rulesOnce.Do(func() { r.rules = newRuleLister(r.APIReader) })
+	v.ListRules = r.rules
 	v.Workers = func(ctx context.Context, aw *awv1beta2.AppWrapper) (*decision.Worker, read.TriggerView) {
 		w, c := r.readWorker(ctx, true, aw)
 		if c == nil || w.Problem != "" {

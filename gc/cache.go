@@ -18,16 +18,11 @@ import (
 
 // CacheOptions are the manager cache options for a manager that runs
 // wrapup alone, as cmd/manager does. Objects are cached without
-// managedFields, and AppWrappers without what wrapup never reads: of the
-// annotations only those a decision reads (decision.ReadsAppWrapperAnnotation),
-// no finalizers; each component keeps its annotations and, of its
-// template, only the apiVersion, kind and metadata.name that name the
-// trigger (a component template, a Deployment's or a Job's pod template,
-// is most of an AppWrapper's size); the status keeps its phase, its
-// retries, the conditions decisions read (keptConditions; Unhealthy only
-// when True or once the AppWrapper Failed) and the names of the components
-// whose template has none (generateName). Strings, label and annotation
-// sets that many AppWrappers carry alike are kept once (intern.Cache).
+// managedFields, AppWrappers without what wrapup never reads
+// (slimAppWrapper; their status keeps its phase and retries) and
+// CompletionRecords likewise (slimCompletionRecord). Strings, label and
+// annotation sets that many AppWrappers carry alike are kept once
+// (intern.Cache).
 //
 // Another controller in the same manager (the AppWrapper controller
 // itself) would see AppWrappers without their templates: do not use these
@@ -131,7 +126,8 @@ func slimAppWrapper(obj any) (any, error) {
 	return aw, nil
 }
 
-// slimMetadata keeps of aw's metadata what a decision reads, interned.
+// slimMetadata keeps of aw's metadata what a decision reads
+// (decision.ReadsAppWrapperAnnotation), interned.
 func slimMetadata(aw *awv1beta2.AppWrapper) {
 	aw.ManagedFields = nil
 	in := intern.Cache
@@ -178,7 +174,8 @@ func slimConditions(aw *awv1beta2.AppWrapper) {
 }
 
 // slimComponents keeps of each component of aw its annotations and what
-// names its trigger (templateIdentity).
+// names its trigger (templateIdentity): a component template, a
+// Deployment's or a Job's pod template, is most of an AppWrapper's size.
 func slimComponents(aw *awv1beta2.AppWrapper) error {
 	in := intern.Cache
 	// A component's status is read for its name only, and only when its

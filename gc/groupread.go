@@ -102,31 +102,25 @@ const maxRuleReads = DefaultWorkers
 // check started and so of no use to it, would cost it one more. A read
 // sent after a check starts sees every write committed before then, all
 // the final check asks. Past maxRuleReads in flight, the checks share the
-// next LIST (groupRead).
-type ruleLister struct {
-	g groupRead[[]wrapupv1alpha1.CompletionRule]
-}
+// next LIST (groupRead). Each caller is given its own copy.
+type ruleLister func(context.Context) ([]wrapupv1alpha1.CompletionRule, error)
 
 // newRuleLister returns a ruleLister that lists with r.
-func newRuleLister(r client.Reader) *ruleLister {
-	read := func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
+func newRuleLister(r client.Reader) ruleLister {
+	g := &groupRead[[]wrapupv1alpha1.CompletionRule]{max: maxRuleReads, read: func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
 		var list wrapupv1alpha1.CompletionRuleList
 		err := r.List(ctx, &list)
 		return list.Items, err
+	}}
+	return func(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
+		rules, err := g.Do(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]wrapupv1alpha1.CompletionRule, len(rules))
+		for i := range rules {
+			rules[i].DeepCopyInto(&out[i])
+		}
+		return out, nil
 	}
-	return &ruleLister{g: groupRead[[]wrapupv1alpha1.CompletionRule]{read: read, max: maxRuleReads}}
-}
-
-// List returns the rules as a read sent after it was called saw them,
-// each caller its own copy.
-func (l *ruleLister) List(ctx context.Context) ([]wrapupv1alpha1.CompletionRule, error) {
-	rules, err := l.g.Do(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]wrapupv1alpha1.CompletionRule, len(rules))
-	for i := range rules {
-		rules[i].DeepCopyInto(&out[i])
-	}
-	return out, nil
 }
