@@ -341,10 +341,19 @@ func (r *appWrapperReconciler) act(ctx context.Context, fin decision.Input, fd d
 	log := logf.FromContext(ctx)
 	aw := fin.AppWrapper
 	if fd.Store != nil {
-		stored, err := r.store(ctx, fd.Store)
+		// Created, or updated under its resourceVersion; kept as the API
+		// server answered.
+		stored := fd.Store.DeepCopy()
+		var err error
+		if stored.ResourceVersion == "" {
+			err = r.Writer.Create(ctx, stored)
+		} else {
+			err = r.Writer.Update(ctx, stored)
+		}
 		if err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) {
-				// Changed since it was read, or created meanwhile: look again.
+				// Changed since it was read, or created meanwhile
+				// (AlreadyExists: recorded already, on a cache that lagged): look again.
 				log.V(2).Info("CompletionRecord changed while writing it; looking again", "err", err.Error())
 				return ctrl.Result{Requeue: true}, nil
 			}
@@ -388,18 +397,6 @@ func (r *appWrapperReconciler) act(ctx context.Context, fin decision.Input, fd d
 		return ctrl.Result{RequeueAfter: fd.Requeue}, nil
 	}
 	return r.delete(ctx, fin, fd, mem)
-}
-
-// store creates cr, or updates it under its resourceVersion, and returns
-// it as the API server answered. A create that finds the record there
-// (AlreadyExists: recorded already, on a cache that lagged) and an update
-// of a record changed since fail, and the reconcile looks again.
-func (r *appWrapperReconciler) store(ctx context.Context, cr *wrapupv1alpha1.CompletionRecord) (*wrapupv1alpha1.CompletionRecord, error) {
-	cr = cr.DeepCopy()
-	if cr.ResourceVersion == "" {
-		return cr, r.Writer.Create(ctx, cr)
-	}
-	return cr, r.Writer.Update(ctx, cr)
 }
 
 // mirror shows the run's outcome rec (nil: none) on aw's labels and

@@ -89,6 +89,7 @@ var limitRequests = handler.Funcs{
 	},
 }
 
+// askLimit asks for the count limit of the rule of the record obj.
 func askLimit(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if rec, ok := obj.(*wrapupv1alpha1.CompletionRecord); ok && rec.Rule != "" {
 		q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rec.Namespace, Name: limitPrefix + rec.Rule}}, limitDelay)
