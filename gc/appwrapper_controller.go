@@ -1,6 +1,7 @@
 package gc
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -81,16 +82,14 @@ type appWrapperReconciler struct {
 	Triggers  triggerCache
 	Assign    *assignments
 	Counters  outcomeCounter
-	// Clusters reaches the worker clusters of AppWrappers that MultiKueue
-	// dispatches; nil when wrapup runs without MultiKueue support.
+	// Clusters is nil when wrapup runs without MultiKueue support.
 	Clusters workerSource
-	// FailureGracePeriod defaults to DefaultFailureGracePeriod.
+	// FailureGracePeriod, Clock and Workers (MaxConcurrentReconciles): defaults.
 	FailureGracePeriod time.Duration
-	// Clock defaults to the real clock.
-	Clock clock.PassiveClock
-	// Workers is MaxConcurrentReconciles; default DefaultWorkers.
-	Workers int
-	memory  memory
+	Clock              clock.PassiveClock
+	Workers            int
+	// memory is what it remembers of each AppWrapper between reconciles.
+	memory memory
 	// own are wrapup's writes whose watch events need no decision.
 	own ownWrites
 	// stored, when set, says whether the AppWrapper cache holds key, and
@@ -183,14 +182,12 @@ func (r *appWrapperReconciler) triggerWanted(obj client.Object) bool {
 	return ok && !r.own.isDeleted(key, uid)
 }
 
-// defaults fills in the fields left zero.
+// defaults sets what is left zero: FailureGracePeriod to
+// DefaultFailureGracePeriod, Clock to the real clock, Workers to
+// DefaultWorkers.
 func (r *appWrapperReconciler) defaults() {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	if r.FailureGracePeriod == 0 {
-		r.FailureGracePeriod = DefaultFailureGracePeriod
-	}
+	r.Clock = cmp.Or[clock.PassiveClock](r.Clock, clock.RealClock{})
+	r.FailureGracePeriod = cmp.Or(r.FailureGracePeriod, DefaultFailureGracePeriod)
 	if r.Workers <= 0 {
 		r.Workers = DefaultWorkers
 	}
