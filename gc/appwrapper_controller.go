@@ -197,20 +197,23 @@ func (r *appWrapperReconciler) defaults() {
 // cluster it is dispatched to (status.clusterName), or its condition
 // Finished: a run whose copy MultiKueue removes is decided on how the
 // Workload finished, and may bring no other change here.
-var clusterNameChanged = updateChanges(func(wl *kueue.Workload) string {
-	return ptr.Deref(wl.Status.ClusterName, "") + "\x00" + condition(wl.Status.Conditions, kueue.WorkloadFinished)
+var clusterNameChanged = updateChanges(func(wl *kueue.Workload) any {
+	return struct {
+		cluster  string
+		finished conditionKey
+	}{ptr.Deref(wl.Status.ClusterName, ""), condition(wl.Status.Conditions, kueue.WorkloadFinished)}
 })
 
 // readyChanged passes rule updates that change the Ready condition: a rule
 // whose kind became served (or stopped being watchable) changes what it
 // does without a new generation.
-var readyChanged = updateChanges(func(rule *wrapupv1alpha1.CompletionRule) string {
+var readyChanged = updateChanges(func(rule *wrapupv1alpha1.CompletionRule) conditionKey {
 	return condition(rule.Status.Conditions, wrapupv1alpha1.ConditionReady)
 })
 
 // updateChanges passes the updates of a T that change key of it, and
 // every other event.
-func updateChanges[T client.Object](key func(T) string) predicate.Funcs {
+func updateChanges[T client.Object, K comparable](key func(T) K) predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(T)
 		n, ok2 := e.ObjectNew.(T)
@@ -218,13 +221,19 @@ func updateChanges[T client.Object](key func(T) string) predicate.Funcs {
 	}}
 }
 
-// condition is the status and reason of the condition typ in conds; ""
-// when there is none.
-func condition(conds []metav1.Condition, typ string) string {
+// conditionKey is what a predicate compares of a condition.
+type conditionKey struct {
+	present        bool
+	status, reason string
+}
+
+// condition is the status and reason of the condition typ in conds; the
+// zero key when there is none.
+func condition(conds []metav1.Condition, typ string) conditionKey {
 	if c := apimeta.FindStatusCondition(conds, typ); c != nil {
-		return string(c.Status) + "/" + c.Reason
+		return conditionKey{true, string(c.Status), c.Reason}
 	}
-	return ""
+	return conditionKey{}
 }
 
 // recordsAppWrapper is the AppWrapper of a CompletionRecord.

@@ -12,7 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	wrapupv1alpha1 "github.com/wrapup-dev/wrapup/api/v1alpha1"
 	"github.com/wrapup-dev/wrapup/celpolicies"
 	"github.com/wrapup-dev/wrapup/gc/decision"
 	"github.com/wrapup-dev/wrapup/gc/triggers"
@@ -98,5 +100,32 @@ func TestClaimsOfSeveralKinds(t *testing.T) {
 func TestReconcileFuncNamesReconcile(t *testing.T) {
 	if got := runtime.FuncForPC(reflect.ValueOf((*appWrapperReconciler).Reconcile).Pointer()).Name(); got != ReconcileFunc {
 		t.Errorf("Reconcile is %q, ReconcileFunc says %q", got, ReconcileFunc)
+	}
+}
+
+// TestReadyChanged: a rule's update wakes its AppWrappers when its Ready
+// condition appears, goes, or changes status or reason, and only then.
+func TestReadyChanged(t *testing.T) {
+	rule := func(conds ...metav1.Condition) *wrapupv1alpha1.CompletionRule {
+		return &wrapupv1alpha1.CompletionRule{Status: wrapupv1alpha1.CompletionRuleStatus{Conditions: conds}}
+	}
+	ready := func(status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: wrapupv1alpha1.ConditionReady, Status: status, Reason: reason, Message: msg}
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new *wrapupv1alpha1.CompletionRule
+		want     bool
+	}{
+		{"none to none", rule(), rule(), false},
+		{"appears", rule(), rule(ready(metav1.ConditionFalse, "TriggerKindNotFound", "")), true},
+		{"goes", rule(ready(metav1.ConditionTrue, "Compiled", "")), rule(), true},
+		{"status", rule(ready(metav1.ConditionFalse, "Compiled", "")), rule(ready(metav1.ConditionTrue, "Compiled", "")), true},
+		{"reason", rule(ready(metav1.ConditionFalse, "TriggerKindNotFound", "")), rule(ready(metav1.ConditionFalse, "TriggerKindNotWatchable", "")), true},
+		{"message only", rule(ready(metav1.ConditionTrue, "Compiled", "a")), rule(ready(metav1.ConditionTrue, "Compiled", "b")), false},
+	} {
+		if got := readyChanged.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
