@@ -221,6 +221,13 @@ func TestDecideMany(t *testing.T) {
 			aw:     harnessAW(2).Phase(awv1beta2.AppWrapperSucceeded).Obj(),
 			policy: anyOf, triggers: []Trigger{candidate(hjob(0, 0).Failed(now)), {Ref: harnessRef(1), State: TriggerAbsent}},
 			verdict: VerdictDelete, write: wrapupv1alpha1.OutcomeSucceeded, deciders: []int{1, 2}},
+		// A candidate of another owner is not taken as a trigger: among
+		// several it holds back the AppWrapper controller's Succeeded; a
+		// single one does not (TestSucceededPhaseWithATriggerOfAnotherOwner).
+		{name: "All: a Succeeded AppWrapper with a candidate of another owner waits",
+			aw:     harnessAW(2).Phase(awv1beta2.AppWrapperSucceeded).Obj(),
+			policy: all, triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), live(harnessRef(1), util.MakeJob("h1").UID("someone-elses").Obj())},
+			verdict: VerdictWaitingForTrigger, warning: wrapupv1alpha1.ReasonTriggerNotOwned, reason: "1 of 2 triggers have not finished"},
 		{name: "One: several candidates are ambiguous", aw: harnessAW(3).Obj(), policy: wrapupv1alpha1.TriggerPolicyOne,
 			triggers: []Trigger{candidate(hjob(0, 0).Complete(now)), candidate(hjob(1, 0).Complete(now)), candidate(hjob(2, 0).Complete(now))},
 			verdict:  VerdictNoTrigger, warning: wrapupv1alpha1.ReasonAmbiguousTrigger, reason: "set trigger.policy to All or Any"},
@@ -418,5 +425,16 @@ func TestSeveralKindsAnnotated(t *testing.T) {
 	in.Triggers = []Trigger{load, pod("Succeeded")}
 	if d := Decide(context.Background(), in); d.Verdict != VerdictTriggerNotWatchable || d.WillRecord() {
 		t.Errorf("verdict = %s (%s), want TriggerNotWatchable and no record", d.Verdict, d.Reason)
+	}
+}
+
+// TestSucceededPhaseWithATriggerOfAnotherOwner: with a single trigger, an
+// object of its name that another owner controls is not taken as the
+// trigger, and the AppWrapper controller's Succeeded decides the run.
+func TestSucceededPhaseWithATriggerOfAnotherOwner(t *testing.T) {
+	aw := appWrapper().Phase(awv1beta2.AppWrapperSucceeded).Obj()
+	d := Decide(context.Background(), input(t, aw, trigger(util.MakeJob("bench").UID("someone-elses")), jobs().Obj()))
+	if d.Verdict != VerdictDelete || d.Write == nil || d.Write.Outcome != wrapupv1alpha1.OutcomeSucceeded {
+		t.Fatalf("verdict %s (%s), write %+v; want Delete, recording Succeeded from the AppWrapper's phase", d.Verdict, d.Reason, d.Write)
 	}
 }
