@@ -197,12 +197,15 @@ func (r *appWrapperReconciler) defaults() {
 // cluster it is dispatched to (status.clusterName), or its condition
 // Finished: a run whose copy MultiKueue removes is decided on how the
 // Workload finished, and may bring no other change here.
-var clusterNameChanged = updateChanges(func(wl *kueue.Workload) any {
-	return struct {
-		cluster  string
-		finished conditionKey
-	}{ptr.Deref(wl.Status.ClusterName, ""), condition(wl.Status.Conditions, kueue.WorkloadFinished)}
+var clusterNameChanged = updateChanges(func(wl *kueue.Workload) workloadKey {
+	return workloadKey{ptr.Deref(wl.Status.ClusterName, ""), condition(wl.Status.Conditions, kueue.WorkloadFinished)}
 })
+
+// workloadKey is what clusterNameChanged compares of a Workload.
+type workloadKey struct {
+	cluster  string
+	finished conditionKey
+}
 
 // readyChanged passes rule updates that change the Ready condition: a rule
 // whose kind became served (or stopped being watchable) changes what it
